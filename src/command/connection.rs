@@ -1,0 +1,395 @@
+//! Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, RESET, CLIENT.
+
+use bytes::Bytes;
+
+use super::{Ctx, REGISTRY, multi};
+use crate::client::{Client, ClientHandle};
+use crate::error::{CmdError, CmdResult};
+use crate::protocol::{Protocol, Reply};
+use crate::server::Shared;
+use crate::util::parse_i64;
+
+/// The Redis version rlockd answers as: clients gate features on it.
+pub const REDIS_VERSION: &str = "7.0.15";
+
+pub fn ping(ctx: &mut Ctx) -> CmdResult<Reply> {
+    match ctx.args.len() {
+        1 => Ok(Reply::status("PONG")),
+        2 => Ok(Reply::Bulk(ctx.arg(1).clone())),
+        _ => Err(CmdError::WrongArity("ping".into())),
+    }
+}
+
+pub fn echo(ctx: &mut Ctx) -> CmdResult<Reply> {
+    Ok(Reply::Bulk(ctx.arg(1).clone()))
+}
+
+/// Checks a password for the default user (the only user rlockd has).
+fn check_password(shared: &Shared, user: Option<&[u8]>, pass: &[u8]) -> CmdResult<()> {
+    if user.is_some_and(|u| u != b"default") {
+        return Err(CmdError::WrongPass);
+    }
+    match &shared.config.read().requirepass {
+        None if user.is_none() => Err(CmdError::AuthNotConfigured),
+        // A password-less default user accepts any password.
+        None => Ok(()),
+        Some(expected) if expected.as_bytes() == pass => Ok(()),
+        Some(_) => Err(CmdError::WrongPass),
+    }
+}
+
+pub fn auth(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let (user, pass) = match ctx.args.len() {
+        2 => (None, ctx.arg(1)),
+        3 => (Some(&ctx.arg(1)[..]), ctx.arg(2)),
+        _ => return Err(CmdError::Syntax),
+    };
+    check_password(ctx.shared, user, pass)?;
+    ctx.client.authenticated = true;
+    Ok(Reply::OK)
+}
+
+/// Client names are one printable word, so CLIENT LIST stays parseable.
+fn validate_name(name: &[u8]) -> CmdResult<()> {
+    if name.iter().all(|&c| (b'!'..=b'~').contains(&c)) {
+        Ok(())
+    } else {
+        Err(CmdError::other(
+            "ERR Client names cannot contain spaces, newlines or special characters.",
+        ))
+    }
+}
+
+fn set_name(client: &mut Client, name: &Bytes) {
+    client.handle.info.lock().name = (!name.is_empty()).then(|| name.clone());
+}
+
+pub fn hello(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let args = ctx.args;
+    let mut protocol = ctx.client.protocol;
+    if let Some(ver) = args.get(1) {
+        protocol = match parse_i64(ver) {
+            Some(2) => Protocol::Resp2,
+            Some(3) => Protocol::Resp3,
+            Some(_) => return Err(CmdError::other("NOPROTO unsupported protocol version")),
+            None => {
+                return Err(CmdError::other(
+                    "ERR Protocol version is not an integer or out of range",
+                ));
+            }
+        };
+    }
+    let mut auth = None;
+    let mut name = None;
+    let mut i = 2;
+    while i < args.len() {
+        let opt = args[i].to_ascii_uppercase();
+        let more = args.len() - i - 1;
+        if opt == b"AUTH" && more >= 2 {
+            auth = Some((&args[i + 1][..], &args[i + 2][..]));
+            i += 3;
+        } else if opt == b"SETNAME" && more >= 1 {
+            validate_name(&args[i + 1])?;
+            name = Some(&args[i + 1]);
+            i += 2;
+        } else {
+            return Err(CmdError::other(format!(
+                "ERR Syntax error in HELLO option '{}'",
+                String::from_utf8_lossy(&args[i])
+            )));
+        }
+    }
+    if let Some((user, pass)) = auth {
+        check_password(ctx.shared, Some(user), pass)?;
+        ctx.client.authenticated = true;
+    }
+    if !ctx.client.authenticated {
+        return Err(CmdError::other(
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
+        ));
+    }
+    if let Some(name) = name {
+        set_name(ctx.client, name);
+    }
+    ctx.client.protocol = protocol;
+    Ok(Reply::Map(vec![
+        (Reply::bulk_str("server"), Reply::bulk_str("redis")),
+        (Reply::bulk_str("version"), Reply::bulk_str(REDIS_VERSION)),
+        (Reply::bulk_str("proto"), Reply::Int(protocol.version())),
+        (Reply::bulk_str("id"), Reply::Int(ctx.client.id as i64)),
+        (Reply::bulk_str("mode"), Reply::bulk_str("standalone")),
+        (Reply::bulk_str("role"), Reply::bulk_str("master")),
+        (Reply::bulk_str("modules"), Reply::Array(Vec::new())),
+    ]))
+}
+
+pub fn select(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let index = parse_i64(ctx.arg(1)).ok_or(CmdError::InvalidDbIndex)?;
+    if index < 0 || index as usize >= ctx.shared.keyspace.databases() {
+        return Err(CmdError::DbIndexOutOfRange);
+    }
+    ctx.client.db = index as usize;
+    Ok(Reply::OK)
+}
+
+pub fn quit(ctx: &mut Ctx) -> CmdResult<Reply> {
+    ctx.client.close_after_reply = true;
+    Ok(Reply::OK)
+}
+
+pub fn reset(ctx: &mut Ctx) -> CmdResult<Reply> {
+    multi::discard_state(ctx.shared, ctx.client);
+    ctx.client.db = 0;
+    ctx.client.protocol = Protocol::Resp2;
+    ctx.client.authenticated = ctx.shared.config.read().requirepass.is_none();
+    let mut info = ctx.client.handle.info.lock();
+    info.name = None;
+    info.no_evict = false;
+    Ok(Reply::status("RESET"))
+}
+
+pub fn client_id(ctx: &mut Ctx) -> CmdResult<Reply> {
+    Ok(Reply::Int(ctx.client.id as i64))
+}
+
+pub fn client_setname(ctx: &mut Ctx) -> CmdResult<Reply> {
+    validate_name(ctx.arg(2))?;
+    let name = ctx.arg(2).clone();
+    set_name(ctx.client, &name);
+    Ok(Reply::OK)
+}
+
+pub fn client_getname(ctx: &mut Ctx) -> CmdResult<Reply> {
+    Ok(Reply::opt_bulk(ctx.client.handle.info.lock().name.clone()))
+}
+
+pub fn client_setinfo(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let attr = ctx.arg(2).to_ascii_lowercase();
+    let value = String::from_utf8_lossy(ctx.arg(3)).into_owned();
+    if value.bytes().any(|c| !(b'!'..=b'~').contains(&c)) {
+        return Err(CmdError::other(format!(
+            "ERR {} cannot contain spaces, newlines or special characters.",
+            String::from_utf8_lossy(&attr)
+        )));
+    }
+    let mut info = ctx.client.handle.info.lock();
+    match &attr[..] {
+        b"lib-name" => info.lib_name = Some(value),
+        b"lib-ver" => info.lib_ver = Some(value),
+        _ => {
+            return Err(CmdError::other(format!(
+                "ERR Unrecognized option '{}'",
+                String::from_utf8_lossy(ctx.arg(2))
+            )));
+        }
+    }
+    Ok(Reply::OK)
+}
+
+pub fn client_no_evict(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let on = match &ctx.arg(2).to_ascii_lowercase()[..] {
+        b"on" => true,
+        b"off" => false,
+        _ => return Err(CmdError::Syntax),
+    };
+    ctx.client.handle.info.lock().no_evict = on;
+    Ok(Reply::OK)
+}
+
+/// One CLIENT LIST line, with Redis's field names and order.
+fn describe(shared: &Shared, handle: &ClientHandle) -> String {
+    let now = shared.now_ms();
+    let info = handle.info.lock().clone();
+    let cmd = info
+        .last_cmd
+        .map_or("NULL", |id| REGISTRY.full_names[id].as_str());
+    let name = info
+        .name
+        .as_ref()
+        .map(|n| String::from_utf8_lossy(n).into_owned())
+        .unwrap_or_default();
+    let mut flags = String::new();
+    if info.multi >= 0 {
+        flags.push('x');
+    }
+    if info.no_evict {
+        flags.push('e');
+    }
+    if flags.is_empty() {
+        flags.push('N');
+    }
+    format!(
+        "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        handle.id,
+        handle.addr,
+        handle.laddr,
+        name,
+        now.saturating_sub(handle.created_ms) / 1000,
+        now.saturating_sub(info.last_interaction_ms) / 1000,
+        flags,
+        info.db,
+        info.multi,
+        cmd,
+        info.protocol,
+        info.lib_name.unwrap_or_default(),
+        info.lib_ver.unwrap_or_default(),
+    )
+}
+
+fn sorted_clients(shared: &Shared) -> Vec<std::sync::Arc<ClientHandle>> {
+    let mut all: Vec<_> = shared.clients.iter().map(|c| c.value().clone()).collect();
+    all.sort_by_key(|c| c.id);
+    all
+}
+
+pub fn client_list(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let args = ctx.args;
+    let mut ids: Option<Vec<u64>> = None;
+    let mut i = 2;
+    while i < args.len() {
+        match &args[i].to_ascii_lowercase()[..] {
+            b"type" if i + 1 < args.len() => {
+                let kind = args[i + 1].to_ascii_lowercase();
+                match &kind[..] {
+                    b"normal" | b"pubsub" | b"master" | b"replica" | b"slave" => {}
+                    _ => {
+                        return Err(CmdError::other(format!(
+                            "ERR Unknown client type '{}'",
+                            String::from_utf8_lossy(&args[i + 1])
+                        )));
+                    }
+                }
+                // Every rlockd client is a normal one.
+                if &kind[..] != b"normal" {
+                    ids = Some(Vec::new());
+                }
+                i += 2;
+            }
+            b"id" if i + 1 < args.len() => {
+                let mut list = Vec::new();
+                for arg in &args[i + 1..] {
+                    match crate::util::parse_i64(arg) {
+                        Some(n) if n > 0 => list.push(n as u64),
+                        _ => return Err(CmdError::other("ERR Invalid client ID")),
+                    }
+                }
+                ids = Some(list);
+                i = args.len();
+            }
+            _ => return Err(CmdError::Syntax),
+        }
+    }
+    let mut out = String::new();
+    for handle in sorted_clients(ctx.shared) {
+        if ids.as_ref().is_none_or(|l| l.contains(&handle.id)) {
+            out.push_str(&describe(ctx.shared, &handle));
+            out.push('\n');
+        }
+    }
+    Ok(Reply::Verbatim(Bytes::from(out)))
+}
+
+pub fn client_info(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let mut line = describe(ctx.shared, &ctx.client.handle);
+    line.push('\n');
+    Ok(Reply::Verbatim(Bytes::from(line)))
+}
+
+pub fn client_kill(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let args = ctx.args;
+    let me = ctx.client.id;
+    if args.len() == 3 {
+        // The old form: CLIENT KILL addr:port.
+        let addr = String::from_utf8_lossy(&args[2]);
+        let target = sorted_clients(ctx.shared)
+            .into_iter()
+            .find(|c| c.addr.to_string() == addr)
+            .ok_or_else(|| CmdError::other("ERR No such client"))?;
+        kill(ctx, &target);
+        return Ok(Reply::OK);
+    }
+    let mut id = None;
+    let mut addr = None;
+    let mut laddr = None;
+    let mut skipme = true;
+    let mut i = 2;
+    while i + 1 < args.len() {
+        let value = String::from_utf8_lossy(&args[i + 1]).into_owned();
+        match &args[i].to_ascii_lowercase()[..] {
+            b"id" => match parse_i64(&args[i + 1]) {
+                Some(n) if n > 0 => id = Some(n as u64),
+                _ => return Err(CmdError::other("ERR client-id should be greater than 0")),
+            },
+            b"addr" => addr = Some(value),
+            b"laddr" => laddr = Some(value),
+            b"skipme" => match value.to_ascii_lowercase().as_str() {
+                "yes" => skipme = true,
+                "no" => skipme = false,
+                _ => return Err(CmdError::Syntax),
+            },
+            b"type" | b"user" | b"maxage" => {}
+            _ => return Err(CmdError::Syntax),
+        }
+        i += 2;
+    }
+    if i != args.len() {
+        return Err(CmdError::Syntax);
+    }
+    let mut killed = 0;
+    for target in sorted_clients(ctx.shared) {
+        let matches = id.is_none_or(|v| v == target.id)
+            && addr.as_ref().is_none_or(|a| *a == target.addr.to_string())
+            && laddr
+                .as_ref()
+                .is_none_or(|a| *a == target.laddr.to_string())
+            && !(skipme && target.id == me);
+        if matches {
+            kill(ctx, &target);
+            killed += 1;
+        }
+    }
+    Ok(Reply::Int(killed))
+}
+
+/// Killing ourselves closes after this reply, as Redis does.
+fn kill(ctx: &mut Ctx, target: &ClientHandle) {
+    if target.id == ctx.client.id {
+        ctx.client.close_after_reply = true;
+    } else {
+        target.kill();
+    }
+}
+
+pub fn help_reply(command: &str, lines: &[&str]) -> Reply {
+    let mut out = vec![Reply::Status(
+        format!("{command} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:").into(),
+    )];
+    out.extend(lines.iter().map(|l| Reply::Status(l.to_string().into())));
+    out.push(Reply::status("HELP"));
+    out.push(Reply::status("    Print this help."));
+    Reply::Array(out)
+}
+
+pub fn client_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
+    Ok(help_reply(
+        "CLIENT",
+        &[
+            "ID",
+            "    Return the ID of the current connection.",
+            "GETNAME",
+            "    Return the name of the current connection.",
+            "SETNAME <name>",
+            "    Assign the name <name> to the current connection.",
+            "SETINFO <LIB-NAME|LIB-VER> <value>",
+            "    Record the client library's name or version.",
+            "LIST [TYPE <type>] [ID <id> [<id> ...]]",
+            "    Describe the open connections.",
+            "INFO",
+            "    Describe the current connection.",
+            "KILL <ip:port> | <filter> <value> [...]",
+            "    Close connections by address, ID, LADDR or SKIPME.",
+            "NO-EVICT (ON|OFF)",
+            "    Accepted for compatibility; rlockd evicts no clients.",
+        ],
+    ))
+}

@@ -1,0 +1,171 @@
+//! Time to live: EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT (with NX|XX|GT|LT),
+//! TTL, PTTL, EXPIRETIME, PEXPIRETIME, PERSIST.
+
+use super::Ctx;
+use crate::error::{CmdError, CmdResult};
+use crate::protocol::Reply;
+use crate::util::parse_i64;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Seconds,
+    Millis,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Base {
+    /// The time is a duration from now.
+    Relative,
+    /// The time is a Unix timestamp.
+    Absolute,
+}
+
+/// Turns a time argument into an absolute deadline in milliseconds,
+/// refusing values that would overflow as Redis does.
+pub fn deadline_ms(
+    raw: &[u8],
+    unit: Unit,
+    base: Base,
+    now: u64,
+    cmd: &'static str,
+) -> CmdResult<i64> {
+    let n = parse_i64(raw).ok_or(CmdError::NotInteger)?;
+    let invalid = CmdError::InvalidExpireTime(cmd);
+    let ms = match unit {
+        Unit::Seconds => n.checked_mul(1000).ok_or(invalid.clone())?,
+        Unit::Millis => n,
+    };
+    match base {
+        Base::Absolute => Ok(ms),
+        Base::Relative => ms.checked_add(now as i64).ok_or(invalid),
+    }
+}
+
+#[derive(Default)]
+struct Condition {
+    nx: bool,
+    xx: bool,
+    gt: bool,
+    lt: bool,
+}
+
+fn parse_condition(args: &[bytes::Bytes]) -> CmdResult<Condition> {
+    let mut c = Condition::default();
+    for arg in args {
+        match &arg.to_ascii_lowercase()[..] {
+            b"nx" => c.nx = true,
+            b"xx" => c.xx = true,
+            b"gt" => c.gt = true,
+            b"lt" => c.lt = true,
+            _ => {
+                return Err(CmdError::other(format!(
+                    "ERR Unsupported option {}",
+                    String::from_utf8_lossy(arg)
+                )));
+            }
+        }
+    }
+    if c.nx && (c.xx || c.gt || c.lt) {
+        return Err(CmdError::other(
+            "ERR NX and XX, GT or LT options at the same time are not compatible",
+        ));
+    }
+    if c.gt && c.lt {
+        return Err(CmdError::other(
+            "ERR GT and LT options at the same time are not compatible",
+        ));
+    }
+    Ok(c)
+}
+
+fn expire_generic(ctx: &mut Ctx, unit: Unit, base: Base, cmd: &'static str) -> CmdResult<Reply> {
+    let cond = parse_condition(&ctx.args[3..])?;
+    let now = ctx.now();
+    let when = deadline_ms(ctx.arg(2), unit, base, now, cmd)?;
+    let key = ctx.arg(1).clone();
+    let mut db = ctx.db();
+    let Some(entry) = db.entry(&key)? else {
+        return Ok(Reply::Int(0));
+    };
+    // No deadline counts as an infinite one for GT and LT.
+    let current = entry.expire_at.map(|at| at as i64);
+    let allowed = match current {
+        None => !cond.xx && !cond.gt,
+        Some(cur) => !(cond.nx || (cond.gt && when <= cur) || (cond.lt && when >= cur)),
+    };
+    if !allowed {
+        return Ok(Reply::Int(0));
+    }
+    if when <= now as i64 {
+        db.remove(&key)?;
+    } else {
+        db.set_expire(&key, Some(when as u64))?;
+    }
+    db.modified(&key)?;
+    Ok(Reply::Int(1))
+}
+
+pub fn expire(ctx: &mut Ctx) -> CmdResult<Reply> {
+    expire_generic(ctx, Unit::Seconds, Base::Relative, "expire")
+}
+
+pub fn pexpire(ctx: &mut Ctx) -> CmdResult<Reply> {
+    expire_generic(ctx, Unit::Millis, Base::Relative, "pexpire")
+}
+
+pub fn expireat(ctx: &mut Ctx) -> CmdResult<Reply> {
+    expire_generic(ctx, Unit::Seconds, Base::Absolute, "expireat")
+}
+
+pub fn pexpireat(ctx: &mut Ctx) -> CmdResult<Reply> {
+    expire_generic(ctx, Unit::Millis, Base::Absolute, "pexpireat")
+}
+
+/// -2 for a missing key, -1 for no deadline, else the remaining time or
+/// the deadline itself; seconds are rounded to nearest like Redis.
+fn ttl_generic(ctx: &mut Ctx, unit: Unit, base: Base) -> CmdResult<Reply> {
+    let now = ctx.now() as i64;
+    let key = ctx.arg(1).clone();
+    let mut db = ctx.db();
+    let Some(entry) = db.entry(&key)? else {
+        return Ok(Reply::Int(-2));
+    };
+    let Some(at) = entry.expire_at else {
+        return Ok(Reply::Int(-1));
+    };
+    let ms = match base {
+        Base::Relative => (at as i64 - now).max(0),
+        Base::Absolute => at as i64,
+    };
+    Ok(Reply::Int(match unit {
+        Unit::Millis => ms,
+        Unit::Seconds => (ms + 500) / 1000,
+    }))
+}
+
+pub fn ttl(ctx: &mut Ctx) -> CmdResult<Reply> {
+    ttl_generic(ctx, Unit::Seconds, Base::Relative)
+}
+
+pub fn pttl(ctx: &mut Ctx) -> CmdResult<Reply> {
+    ttl_generic(ctx, Unit::Millis, Base::Relative)
+}
+
+pub fn expiretime(ctx: &mut Ctx) -> CmdResult<Reply> {
+    ttl_generic(ctx, Unit::Seconds, Base::Absolute)
+}
+
+pub fn pexpiretime(ctx: &mut Ctx) -> CmdResult<Reply> {
+    ttl_generic(ctx, Unit::Millis, Base::Absolute)
+}
+
+pub fn persist(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let key = ctx.arg(1).clone();
+    let mut db = ctx.db();
+    let had = db.entry(&key)?.is_some_and(|e| e.expire_at.is_some());
+    if had {
+        db.set_expire(&key, None)?;
+        db.modified(&key)?;
+    }
+    Ok(Reply::Int(had as i64))
+}

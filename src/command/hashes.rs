@@ -1,0 +1,232 @@
+//! Hash commands: HSET, HSETNX, HGET, HMGET, HGETALL, HDEL, HEXISTS, HLEN,
+//! HKEYS, HVALS, HINCRBY, HINCRBYFLOAT, HSCAN.
+
+use bytes::Bytes;
+
+use super::Ctx;
+use super::keys::parse_scan;
+use crate::error::{CmdError, CmdResult};
+use crate::keyspace::{Db, HASH_ORDERED_MAX, HashValue, Ttl, Value, hash_remove};
+use crate::protocol::Reply;
+use crate::util::scan::{page, position_of};
+use crate::util::{format_human_double, glob_match, i64_bytes, parse_f64, parse_i64};
+
+/// The hash at `key` for reading: `None` if absent, WRONGTYPE if not a hash.
+fn hash_at<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<Option<&'d mut HashValue>> {
+    match db.get(key)? {
+        None => Ok(None),
+        Some(Value::Hash(h)) => Ok(Some(h)),
+        Some(_) => Err(CmdError::WrongType),
+    }
+}
+
+/// The hash at `key` for writing, created empty if absent.
+fn hash_for_write<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<&'d mut HashValue> {
+    match db.get_mut(key)? {
+        Some(Value::Hash(_)) => {}
+        Some(_) => return Err(CmdError::WrongType),
+        None => db.insert(key, Value::new_hash(), Ttl::Clear)?,
+    }
+    match db.get_mut(key)? {
+        Some(Value::Hash(h)) => Ok(h),
+        _ => Err(CmdError::WrongType),
+    }
+}
+
+fn copy(b: &[u8]) -> Bytes {
+    Bytes::copy_from_slice(b)
+}
+
+pub fn hset(ctx: &mut Ctx) -> CmdResult<Reply> {
+    if !ctx.args.len().is_multiple_of(2) {
+        return Err(CmdError::WrongArity("hset".into()));
+    }
+    let key = ctx.arg(1).clone();
+    let mut db = ctx.locked.db(ctx.client.db);
+    let hash = hash_for_write(&mut db, &key)?;
+    let mut added = 0;
+    for pair in ctx.args[2..].chunks(2) {
+        if hash.insert(copy(&pair[0]), copy(&pair[1])).is_none() {
+            added += 1;
+        }
+    }
+    db.modified(&key)?;
+    Ok(Reply::Int(added))
+}
+
+pub fn hsetnx(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let (key, field, value) = (ctx.arg(1).clone(), ctx.arg(2).clone(), ctx.arg(3).clone());
+    let mut db = ctx.db();
+    let hash = hash_for_write(&mut db, &key)?;
+    if hash.contains_key(&field[..]) {
+        return Ok(Reply::Int(0));
+    }
+    hash.insert(copy(&field), copy(&value));
+    db.modified(&key)?;
+    Ok(Reply::Int(1))
+}
+
+pub fn hget(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let (key, field) = (ctx.arg(1).clone(), ctx.arg(2).clone());
+    let mut db = ctx.db();
+    Ok(Reply::opt_bulk(
+        hash_at(&mut db, &key)?.and_then(|h| h.get(&field[..]).cloned()),
+    ))
+}
+
+pub fn hmget(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let key = ctx.arg(1).clone();
+    let mut db = ctx.locked.db(ctx.client.db);
+    let hash = hash_at(&mut db, &key)?;
+    Ok(Reply::Array(
+        ctx.args[2..]
+            .iter()
+            .map(|f| Reply::opt_bulk(hash.as_ref().and_then(|h| h.get(&f[..]).cloned())))
+            .collect(),
+    ))
+}
+
+pub fn hgetall(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let key = ctx.arg(1).clone();
+    let mut db = ctx.db();
+    Ok(Reply::Map(
+        hash_at(&mut db, &key)?
+            .map(|h| {
+                h.iter()
+                    .map(|(f, v)| (Reply::Bulk(f.clone()), Reply::Bulk(v.clone())))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    ))
+}
+
+pub fn hdel(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let key = ctx.arg(1).clone();
+    let mut db = ctx.locked.db(ctx.client.db);
+    let Some(hash) = hash_at(&mut db, &key)? else {
+        return Ok(Reply::Int(0));
+    };
+    let mut removed = 0;
+    for field in &ctx.args[2..] {
+        if hash_remove(hash, field).is_some() {
+            removed += 1;
+        }
+    }
+    let emptied = hash.is_empty();
+    if emptied {
+        db.remove(&key)?;
+    }
+    if removed > 0 {
+        db.modified(&key)?;
+    }
+    Ok(Reply::Int(removed))
+}
+
+pub fn hexists(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let (key, field) = (ctx.arg(1).clone(), ctx.arg(2).clone());
+    let mut db = ctx.db();
+    let found = hash_at(&mut db, &key)?.is_some_and(|h| h.contains_key(&field[..]));
+    Ok(Reply::Int(found as i64))
+}
+
+pub fn hlen(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let key = ctx.arg(1).clone();
+    let mut db = ctx.db();
+    Ok(Reply::Int(
+        hash_at(&mut db, &key)?.map_or(0, |h| h.len()) as i64
+    ))
+}
+
+fn hash_list(ctx: &mut Ctx, pick: fn(&Bytes, &Bytes) -> Bytes) -> CmdResult<Reply> {
+    let key = ctx.arg(1).clone();
+    let mut db = ctx.db();
+    Ok(Reply::Array(
+        hash_at(&mut db, &key)?
+            .map(|h| h.iter().map(|(f, v)| Reply::Bulk(pick(f, v))).collect())
+            .unwrap_or_default(),
+    ))
+}
+
+pub fn hkeys(ctx: &mut Ctx) -> CmdResult<Reply> {
+    hash_list(ctx, |f, _| f.clone())
+}
+
+pub fn hvals(ctx: &mut Ctx) -> CmdResult<Reply> {
+    hash_list(ctx, |_, v| v.clone())
+}
+
+pub fn hincrby(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let delta = parse_i64(ctx.arg(3)).ok_or(CmdError::NotInteger)?;
+    let (key, field) = (ctx.arg(1).clone(), ctx.arg(2).clone());
+    let mut db = ctx.db();
+    let hash = hash_for_write(&mut db, &key)?;
+    let current = match hash.get(&field[..]) {
+        None => 0,
+        Some(v) => parse_i64(v).ok_or(CmdError::HashValueNotInteger)?,
+    };
+    let next = current.checked_add(delta).ok_or(CmdError::Overflow)?;
+    hash.insert(copy(&field), i64_bytes(next));
+    db.modified(&key)?;
+    Ok(Reply::Int(next))
+}
+
+pub fn hincrbyfloat(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let delta = parse_f64(ctx.arg(3)).ok_or(CmdError::NotFloat)?;
+    let (key, field) = (ctx.arg(1).clone(), ctx.arg(2).clone());
+    let mut db = ctx.db();
+    let hash = hash_for_write(&mut db, &key)?;
+    let current = match hash.get(&field[..]) {
+        None => 0.0,
+        Some(v) => parse_f64(v).ok_or(CmdError::HashValueNotFloat)?,
+    };
+    let next = current + delta;
+    if !next.is_finite() {
+        return Err(CmdError::IncrNanOrInf);
+    }
+    let text = Bytes::from(format_human_double(next));
+    hash.insert(copy(&field), text.clone());
+    db.modified(&key)?;
+    Ok(Reply::Bulk(text))
+}
+
+pub fn hscan(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let opts = parse_scan(&ctx.args[2..], false)?;
+    let key = ctx.arg(1).clone();
+    let mut db = ctx.db();
+    let Some(hash) = hash_at(&mut db, &key)? else {
+        return Ok(Reply::Array(vec![
+            Reply::bulk_str("0"),
+            Reply::Array(Vec::new()),
+        ]));
+    };
+    // Small hashes come back whole and in order, as from Redis's listpack.
+    let (pairs, next): (Vec<(Bytes, Bytes)>, Option<u64>) = if hash.len() <= HASH_ORDERED_MAX {
+        (
+            hash.iter().map(|(f, v)| (f.clone(), v.clone())).collect(),
+            None,
+        )
+    } else {
+        page(
+            hash.iter()
+                .map(|(f, v)| (position_of(f), (f.clone(), v.clone()))),
+            opts.cursor,
+            opts.count,
+        )
+    };
+    let mut items = Vec::new();
+    for (field, value) in pairs {
+        if opts
+            .pattern
+            .as_ref()
+            .is_none_or(|p| glob_match(p, &field, false))
+        {
+            items.push(Reply::Bulk(field));
+            items.push(Reply::Bulk(value));
+        }
+    }
+    let cursor = next.unwrap_or(0);
+    Ok(Reply::Array(vec![
+        Reply::bulk_str(&cursor.to_string()),
+        Reply::Array(items),
+    ]))
+}

@@ -1,0 +1,172 @@
+//! Keyspace commands: EXISTS, DEL, UNLINK, TYPE, KEYS, SCAN, RENAME, RANDOMKEY.
+
+use bytes::Bytes;
+use rand::RngExt;
+
+use super::Ctx;
+use crate::error::{CmdError, CmdResult};
+use crate::keyspace::{SHARDS, Ttl};
+use crate::protocol::Reply;
+use crate::util::scan::{join_cursor, page, position_of, split_cursor};
+use crate::util::{glob_match, parse_i64, parse_u64};
+
+pub fn exists(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let mut n = 0;
+    for key in &ctx.args[1..] {
+        n += ctx.db().exists(key)? as i64;
+    }
+    Ok(Reply::Int(n))
+}
+
+pub fn del(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let mut n = 0;
+    let mut db = ctx.locked.db(ctx.client.db);
+    for key in &ctx.args[1..] {
+        if db.remove(key)?.is_some() {
+            db.modified(key)?;
+            n += 1;
+        }
+    }
+    Ok(Reply::Int(n))
+}
+
+pub fn type_(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let key = ctx.arg(1).clone();
+    let name = ctx.db().get_mut(&key)?.map_or("none", |v| v.type_name());
+    Ok(Reply::status(name))
+}
+
+pub fn keys(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let pattern = ctx.arg(1).clone();
+    let all = &pattern[..] == b"*";
+    let (db, now) = (ctx.client.db, ctx.now());
+    let mut out = Vec::new();
+    for shard in ctx.locked.shards() {
+        for (key, _) in shard.entries(db, now) {
+            if all || glob_match(&pattern, key, false) {
+                out.push(Reply::Bulk(key.clone()));
+            }
+        }
+    }
+    Ok(Reply::Array(out))
+}
+
+/// The options SCAN and HSCAN share.
+pub struct ScanOptions {
+    pub cursor: u64,
+    pub pattern: Option<Bytes>,
+    pub count: usize,
+    pub type_name: Option<String>,
+}
+
+pub fn parse_scan(args: &[Bytes], allow_type: bool) -> CmdResult<ScanOptions> {
+    let cursor = parse_u64(&args[0]).ok_or_else(|| CmdError::other("ERR invalid cursor"))?;
+    let mut opts = ScanOptions {
+        cursor,
+        pattern: None,
+        count: 10,
+        type_name: None,
+    };
+    let mut i = 1;
+    while i < args.len() {
+        let opt = args[i].to_ascii_lowercase();
+        let value = args.get(i + 1).ok_or(CmdError::Syntax)?;
+        match &opt[..] {
+            b"count" => {
+                let n = parse_i64(value).ok_or(CmdError::NotInteger)?;
+                if n < 1 {
+                    return Err(CmdError::Syntax);
+                }
+                opts.count = n as usize;
+            }
+            b"match" => opts.pattern = Some(value.clone()),
+            b"type" if allow_type => {
+                opts.type_name = Some(String::from_utf8_lossy(value).to_ascii_lowercase())
+            }
+            _ => return Err(CmdError::Syntax),
+        }
+        i += 2;
+    }
+    Ok(opts)
+}
+
+pub fn scan(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let opts = parse_scan(&ctx.args[1..], true)?;
+    let (db, now) = (ctx.client.db, ctx.now());
+    let (mut shard_idx, mut from) = split_cursor(opts.cursor);
+    let mut found: Vec<(Bytes, &'static str)> = Vec::new();
+    let shards: Vec<_> = ctx.locked.shards().collect();
+    while shard_idx < SHARDS && found.len() < opts.count {
+        let shard = &shards[shard_idx];
+        let want = opts.count - found.len();
+        let entries = shard
+            .entries(db, now)
+            .map(|(k, e)| (position_of(k), (k.clone(), e.value.type_name())));
+        let (got, next) = page(entries, from, want);
+        found.extend(got);
+        match next {
+            Some(pos) => {
+                from = pos;
+                break;
+            }
+            None => {
+                shard_idx += 1;
+                from = 0;
+            }
+        }
+    }
+    let cursor = if shard_idx >= SHARDS {
+        0
+    } else {
+        join_cursor(shard_idx, from)
+    };
+    let keys = found
+        .into_iter()
+        .filter(|(k, t)| {
+            opts.pattern
+                .as_ref()
+                .is_none_or(|p| glob_match(p, k, false))
+                && opts.type_name.as_ref().is_none_or(|want| want == t)
+        })
+        .map(|(k, _)| Reply::Bulk(k))
+        .collect();
+    Ok(Reply::Array(vec![
+        Reply::bulk_str(&cursor.to_string()),
+        Reply::Array(keys),
+    ]))
+}
+
+pub fn rename(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let (src, dst) = (ctx.arg(1).clone(), ctx.arg(2).clone());
+    let mut db = ctx.locked.db(ctx.client.db);
+    let Some(entry) = db.entry(&src)? else {
+        return Err(CmdError::NoSuchKey);
+    };
+    if src == dst {
+        return Ok(Reply::OK);
+    }
+    let ttl = entry.expire_at.map_or(Ttl::Clear, Ttl::At);
+    let value = db.remove(&src)?.ok_or(CmdError::NoSuchKey)?;
+    db.insert(&dst, value, ttl)?;
+    db.modified(&src)?;
+    db.modified(&dst)?;
+    Ok(Reply::OK)
+}
+
+pub fn randomkey(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let (db, now) = (ctx.client.db, ctx.now());
+    let keys: Vec<Bytes> = ctx
+        .locked
+        .shards()
+        .flat_map(|s| {
+            s.entries(db, now)
+                .map(|(k, _)| k.clone())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    if keys.is_empty() {
+        return Ok(Reply::Nil);
+    }
+    let pick = rand::rng().random_range(0..keys.len());
+    Ok(Reply::Bulk(keys[pick].clone()))
+}

@@ -1,0 +1,208 @@
+//! The command layer: the table, lookup, argument checks, and execution of
+//! one command against the shards its keys live in.
+
+mod connection;
+mod docs;
+mod expire;
+mod hashes;
+mod keys;
+mod multi;
+mod server;
+pub mod spec;
+mod strings;
+pub mod table;
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+use std::time::Instant;
+
+use bytes::Bytes;
+
+use crate::client::Client;
+use crate::error::{CmdError, CmdResult};
+use crate::keyspace::{Db, LockPlan, Locked};
+use crate::protocol::Reply;
+use crate::server::Shared;
+pub use spec::{CommandSpec, flag};
+
+/// Every command and subcommand, numbered for per-command statistics.
+pub struct Registry {
+    pub specs: Vec<&'static CommandSpec>,
+    /// `get`, `client|setname`.
+    pub full_names: Vec<String>,
+    by_name: HashMap<&'static [u8], usize>,
+    by_full_name: HashMap<String, usize>,
+}
+
+pub static REGISTRY: LazyLock<Registry> = LazyLock::new(|| {
+    let mut reg = Registry {
+        specs: Vec::new(),
+        full_names: Vec::new(),
+        by_name: HashMap::new(),
+        by_full_name: HashMap::new(),
+    };
+    for spec in table::COMMANDS {
+        let id = reg.add(spec, spec.name.to_string());
+        reg.by_name.insert(spec.name.as_bytes(), id);
+        for sub in spec.subcommands {
+            reg.add(sub, format!("{}|{}", spec.name, sub.name));
+        }
+    }
+    reg
+});
+
+impl Registry {
+    fn add(&mut self, spec: &'static CommandSpec, full: String) -> usize {
+        let id = self.specs.len();
+        self.specs.push(spec);
+        self.by_full_name.insert(full.clone(), id);
+        self.full_names.push(full);
+        id
+    }
+
+    pub fn lookup(&self, name: &[u8]) -> Option<usize> {
+        let mut buf = [0u8; 32];
+        let lower = buf.get_mut(..name.len())?;
+        lower.copy_from_slice(name);
+        lower.make_ascii_lowercase();
+        self.by_name.get(&*lower).copied()
+    }
+
+    pub fn lookup_full(&self, full: &str) -> Option<usize> {
+        self.by_full_name.get(full).copied()
+    }
+
+    /// Resolves a command line to the command or subcommand that runs it.
+    pub fn resolve(&self, args: &[Bytes]) -> CmdResult<usize> {
+        let id = self.lookup(&args[0]).ok_or_else(|| unknown_command(args))?;
+        let spec = self.specs[id];
+        if spec.subcommands.is_empty() {
+            return Ok(id);
+        }
+        let Some(sub) = args.get(1) else {
+            return match spec.handler {
+                Some(_) => Ok(id),
+                None => Err(CmdError::WrongArity(spec.name.to_string())),
+            };
+        };
+        let sub_name = String::from_utf8_lossy(sub).to_ascii_lowercase();
+        self.lookup_full(&format!("{}|{}", spec.name, sub_name))
+            .ok_or_else(|| CmdError::UnknownSubcommand {
+                sub: String::from_utf8_lossy(sub).into_owned(),
+                command: spec.name.to_string(),
+            })
+    }
+}
+
+/// Redis echoes the command and the start of its arguments, each cut short,
+/// so that a client sending a wrong command sees what arrived.
+pub fn unknown_command(args: &[Bytes]) -> CmdError {
+    const ARGS_MAX: usize = 128;
+    let mut rendered = String::new();
+    for arg in &args[1..] {
+        if rendered.len() >= ARGS_MAX {
+            break;
+        }
+        let room = ARGS_MAX - rendered.len();
+        let text = String::from_utf8_lossy(arg);
+        let cut: String = text.chars().take(room).collect();
+        rendered.push_str(&format!("'{cut}' "));
+    }
+    let name = String::from_utf8_lossy(&args[0]);
+    CmdError::UnknownCommand {
+        name: name.chars().take(ARGS_MAX).collect(),
+        args: rendered,
+    }
+}
+
+/// What a handler sees: its arguments, the client, the server, and the
+/// shards its keys live in, locked for the length of the command.
+pub struct Ctx<'c, 'a> {
+    pub args: &'c [Bytes],
+    pub shared: &'c Shared,
+    pub client: &'c mut Client,
+    pub locked: &'c mut Locked<'a>,
+}
+
+impl<'a> Ctx<'_, 'a> {
+    pub fn db(&mut self) -> Db<'_, 'a> {
+        self.locked.db(self.client.db)
+    }
+
+    pub fn now(&self) -> u64 {
+        self.locked.now()
+    }
+
+    pub fn arg(&self, i: usize) -> &Bytes {
+        &self.args[i]
+    }
+}
+
+/// The shards a command line needs.
+pub fn lock_plan(spec: &CommandSpec, args: &[Bytes]) -> LockPlan {
+    if spec.has(flag::WHOLE_KEYSPACE) {
+        LockPlan::All
+    } else {
+        LockPlan::for_keys(spec.key_args(args))
+    }
+}
+
+/// Runs one command line from a client, queueing it instead inside MULTI.
+pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
+    let reg = &*REGISTRY;
+    let id = match reg.resolve(args) {
+        Ok(id) => id,
+        Err(e) => return client.reject(e),
+    };
+    let spec = reg.specs[id];
+    if !spec.arity_ok(args.len()) {
+        return client.reject(CmdError::WrongArity(reg.full_names[id].clone()));
+    }
+    if !client.authenticated && !spec.has(flag::NO_AUTH) {
+        return client.reject(CmdError::NoAuth);
+    }
+    if client.multi.is_some() && !multi::runs_inside_multi(spec) {
+        if spec.has(flag::NO_MULTI) {
+            return client.reject(CmdError::other(
+                "ERR Command not allowed inside a transaction",
+            ));
+        }
+        client.queue(id, args.to_vec());
+        return Reply::status("QUEUED");
+    }
+    let mut locked = shared.keyspace.lock(&lock_plan(spec, args));
+    execute(shared, client, id, args, &mut locked)
+}
+
+/// Runs a resolved command with its shards already held (directly, or as
+/// part of EXEC).
+pub fn execute(
+    shared: &Shared,
+    client: &mut Client,
+    id: usize,
+    args: &[Bytes],
+    locked: &mut Locked<'_>,
+) -> Reply {
+    let spec = REGISTRY.specs[id];
+    let Some(handler) = spec.handler else {
+        return CmdError::WrongArity(spec.name.to_string()).into();
+    };
+    client.note_command(id);
+    let started = Instant::now();
+    let mut ctx = Ctx {
+        args,
+        shared,
+        client,
+        locked,
+    };
+    let result = handler(&mut ctx);
+    shared
+        .stats
+        .record_call(id, started.elapsed(), result.is_err());
+    result.unwrap_or_else(Reply::Error)
+}
+
+/// Drops a disconnecting client's transaction and WATCHes.
+pub fn forget_transaction(shared: &Shared, client: &mut Client) {
+    multi::discard_state(shared, client);
+}

@@ -1,0 +1,141 @@
+//! Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH.
+//!
+//! EXEC takes the shards of every queued command and every WATCHed key in
+//! one ascending lock, checks the WATCH flag, and runs the queue while
+//! holding them: no other command can touch those keys in between.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::{CommandSpec, Ctx, REGISTRY, execute, lock_plan};
+use crate::client::{Client, WatchState};
+use crate::error::{CmdError, CmdResult};
+use crate::keyspace::{LockPlan, Locked, WatchFlag};
+use crate::protocol::Reply;
+use crate::server::Shared;
+
+/// Commands that act on the transaction itself rather than being queued.
+pub fn runs_inside_multi(spec: &CommandSpec) -> bool {
+    matches!(
+        spec.name,
+        "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
+    )
+}
+
+pub fn multi(ctx: &mut Ctx) -> CmdResult<Reply> {
+    if ctx.client.multi.is_some() {
+        return Err(CmdError::NestedMulti);
+    }
+    ctx.client.multi = Some(Vec::new());
+    ctx.client.multi_failed = false;
+    Ok(Reply::OK)
+}
+
+pub fn exec(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let Some(queue) = ctx.client.multi.take() else {
+        return Err(CmdError::ExecWithoutMulti);
+    };
+    let shared = ctx.shared;
+    let client = &mut *ctx.client;
+    if std::mem::take(&mut client.multi_failed) {
+        discard_state(shared, client);
+        return Err(CmdError::ExecAbort);
+    }
+    let mut plan = watched_plan(client);
+    for (id, args) in &queue {
+        plan = plan.union(lock_plan(REGISTRY.specs[*id], args));
+    }
+    let mut locked = shared.keyspace.lock(&plan);
+    if watch_broken(client, &mut locked)? {
+        unwatch_with(client, &mut locked);
+        return Ok(Reply::NilArray);
+    }
+    let replies = queue
+        .iter()
+        .map(|(id, args)| execute(shared, client, *id, args, &mut locked))
+        .collect();
+    unwatch_with(client, &mut locked);
+    Ok(Reply::Array(replies))
+}
+
+pub fn discard(ctx: &mut Ctx) -> CmdResult<Reply> {
+    if ctx.client.multi.is_none() {
+        return Err(CmdError::DiscardWithoutMulti);
+    }
+    discard_state(ctx.shared, ctx.client);
+    Ok(Reply::OK)
+}
+
+pub fn watch(ctx: &mut Ctx) -> CmdResult<Reply> {
+    if ctx.client.multi.is_some() {
+        return Err(CmdError::WatchInsideMulti);
+    }
+    let db_index = ctx.client.db;
+    let state = ctx.client.watch.get_or_insert_with(|| WatchState {
+        flag: Arc::new(WatchFlag::default()),
+        keys: Vec::new(),
+    });
+    let mut db = ctx.locked.db(db_index);
+    for key in &ctx.args[1..] {
+        if state.keys.iter().any(|(d, k)| *d == db_index && k == key) {
+            continue;
+        }
+        // Reclaim a key that is already past its deadline now, so that its
+        // expiry is not mistaken for a change after the WATCH.
+        db.entry(key)?;
+        db.watch(key, &state.flag)?;
+        state.keys.push((db_index, Bytes::copy_from_slice(key)));
+    }
+    Ok(Reply::OK)
+}
+
+pub fn unwatch(ctx: &mut Ctx) -> CmdResult<Reply> {
+    unwatch_all(ctx.shared, ctx.client);
+    Ok(Reply::OK)
+}
+
+fn watched_plan(client: &Client) -> LockPlan {
+    client.watch.as_ref().map_or(LockPlan::Nothing, |w| {
+        LockPlan::for_keys(w.keys.iter().map(|(_, k)| &k[..]))
+    })
+}
+
+/// True if a WATCHed key changed, including by expiring, since the WATCH.
+fn watch_broken(client: &Client, locked: &mut Locked<'_>) -> CmdResult<bool> {
+    let Some(state) = &client.watch else {
+        return Ok(false);
+    };
+    for (db, key) in &state.keys {
+        // Reclaiming an expired key here raises the flag.
+        locked.db(*db).entry(key)?;
+    }
+    Ok(state.flag.is_dirty())
+}
+
+fn unwatch_with(client: &mut Client, locked: &mut Locked<'_>) {
+    if let Some(state) = client.watch.take() {
+        for (db, key) in &state.keys {
+            // The shards were locked for these keys: this cannot fail.
+            let _ = locked.db(*db).unwatch(key, &state.flag);
+        }
+    }
+}
+
+/// Forgets every WATCH; the caller must hold no shard.
+pub fn unwatch_all(shared: &Shared, client: &mut Client) {
+    let plan = watched_plan(client);
+    if plan != LockPlan::Nothing {
+        let mut locked = shared.keyspace.lock(&plan);
+        unwatch_with(client, &mut locked);
+    }
+    client.watch = None;
+}
+
+/// Leaves any transaction and forgets every WATCH (DISCARD, RESET, disconnect).
+pub fn discard_state(shared: &Shared, client: &mut Client) {
+    client.multi = None;
+    client.multi_failed = false;
+    client.handle.info.lock().multi = -1;
+    unwatch_all(shared, client);
+}

@@ -1,0 +1,611 @@
+//! Server commands: INFO, CONFIG, COMMAND, DBSIZE, FLUSHDB, FLUSHALL, TIME,
+//! LASTSAVE.
+
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+
+use super::connection::{REDIS_VERSION, help_reply};
+use super::spec::{CommandSpec, acl, flag};
+use super::{Ctx, REGISTRY, docs};
+use crate::config::{find_param, get_matching};
+use crate::error::{CmdError, CmdResult};
+use crate::keyspace::{ShardStats, flush_all};
+use crate::protocol::Reply;
+use crate::server::Shared;
+
+pub fn dbsize(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let db = ctx.client.db;
+    let n: usize = ctx.locked.shards().map(|s| s.db_len(db)).sum();
+    Ok(Reply::Int(n as i64))
+}
+
+/// FLUSHDB and FLUSHALL take an optional ASYNC or SYNC; both are immediate here.
+fn flush_mode_ok(args: &[Bytes]) -> CmdResult<()> {
+    match args {
+        [_] => Ok(()),
+        [_, mode] if mode.eq_ignore_ascii_case(b"async") || mode.eq_ignore_ascii_case(b"sync") => {
+            Ok(())
+        }
+        _ => Err(CmdError::Syntax),
+    }
+}
+
+pub fn flushdb(ctx: &mut Ctx) -> CmdResult<Reply> {
+    flush_mode_ok(ctx.args)?;
+    ctx.db().flush();
+    Ok(Reply::OK)
+}
+
+pub fn flushall(ctx: &mut Ctx) -> CmdResult<Reply> {
+    flush_mode_ok(ctx.args)?;
+    flush_all(ctx.locked);
+    Ok(Reply::OK)
+}
+
+pub fn time(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let us = ctx.shared.keyspace.clock().now_us();
+    Ok(Reply::Array(vec![
+        Reply::bulk_str(&(us / 1_000_000).to_string()),
+        Reply::bulk_str(&(us % 1_000_000).to_string()),
+    ]))
+}
+
+pub fn lastsave(ctx: &mut Ctx) -> CmdResult<Reply> {
+    Ok(Reply::Int((ctx.shared.started_ms / 1000) as i64))
+}
+
+// ---- CONFIG
+
+pub fn config_get(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let patterns: Vec<&[u8]> = ctx.args[2..].iter().map(|a| &a[..]).collect();
+    let config = ctx.shared.config.read();
+    Ok(Reply::Map(
+        get_matching(&config, &patterns)
+            .into_iter()
+            .map(|(name, value)| (Reply::bulk_str(name), Reply::bulk_str(&value)))
+            .collect(),
+    ))
+}
+
+pub fn config_set(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let pairs = &ctx.args[2..];
+    if !pairs.len().is_multiple_of(2) {
+        return Err(CmdError::WrongArity("config|set".into()));
+    }
+    // All or nothing: changes apply to a copy that replaces the original
+    // only once every value is accepted.
+    let mut updated = ctx.shared.config.read().clone();
+    for pair in pairs.chunks(2) {
+        let name = String::from_utf8_lossy(&pair[0]).into_owned();
+        let value = String::from_utf8_lossy(&pair[1]).into_owned();
+        let Some(param) = find_param(&name) else {
+            return Err(CmdError::other(format!(
+                "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
+            )));
+        };
+        let failed = |why: &str| {
+            CmdError::other(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+            ))
+        };
+        let set = param
+            .set
+            .ok_or_else(|| failed("can't set immutable config"))?;
+        set(&mut updated, &value).map_err(|why| failed(&why))?;
+    }
+    *ctx.shared.config.write() = updated;
+    Ok(Reply::OK)
+}
+
+pub fn config_resetstat(ctx: &mut Ctx) -> CmdResult<Reply> {
+    ctx.shared.stats.reset();
+    Ok(Reply::OK)
+}
+
+pub fn config_rewrite(_ctx: &mut Ctx) -> CmdResult<Reply> {
+    Err(CmdError::other(
+        "ERR The server is running without a config file",
+    ))
+}
+
+pub fn config_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
+    Ok(help_reply(
+        "CONFIG",
+        &[
+            "GET <pattern>",
+            "    Return parameters matching the glob-like <pattern> and their values.",
+            "SET <directive> <value>",
+            "    Set the configuration <directive> to <value>.",
+            "RESETSTAT",
+            "    Reset statistics reported by the INFO command.",
+            "REWRITE",
+            "    Not available: rlockd has no config file to rewrite.",
+        ],
+    ))
+}
+
+// ---- COMMAND
+
+fn names_set(bits: u32, names: &[(u32, &'static str)]) -> Reply {
+    Reply::Set(
+        names
+            .iter()
+            .filter(|(bit, _)| bits & bit != 0)
+            .map(|(_, name)| Reply::Status((*name).into()))
+            .collect(),
+    )
+}
+
+fn kv(key: &str, value: Reply) -> (Reply, Reply) {
+    (Reply::bulk_str(key), value)
+}
+
+/// One COMMAND INFO entry, in Redis 7.0's ten-field layout.
+fn command_entry(spec: &CommandSpec, full_name: &str) -> Reply {
+    let (first, last, step) = spec.legacy_key_range();
+    let key_specs = spec
+        .keys
+        .iter()
+        .map(|k| {
+            Reply::Map(vec![
+                kv(
+                    "flags",
+                    Reply::Set(k.flags.iter().map(|f| Reply::Status((*f).into())).collect()),
+                ),
+                kv(
+                    "begin_search",
+                    Reply::Map(vec![
+                        kv("type", Reply::bulk_str("index")),
+                        kv(
+                            "spec",
+                            Reply::Map(vec![kv("index", Reply::Int(k.begin as i64))]),
+                        ),
+                    ]),
+                ),
+                kv(
+                    "find_keys",
+                    Reply::Map(vec![
+                        kv("type", Reply::bulk_str("range")),
+                        kv(
+                            "spec",
+                            Reply::Map(vec![
+                                kv("lastkey", Reply::Int(k.last as i64)),
+                                kv("keystep", Reply::Int(k.step as i64)),
+                                kv("limit", Reply::Int(0)),
+                            ]),
+                        ),
+                    ]),
+                ),
+            ])
+        })
+        .collect();
+    let subs = spec
+        .subcommands
+        .iter()
+        .map(|sub| command_entry(sub, &format!("{full_name}|{}", sub.name)))
+        .collect();
+    Reply::Array(vec![
+        Reply::bulk_str(full_name),
+        Reply::Int(spec.arity as i64),
+        names_set(spec.flags, flag::NAMES),
+        Reply::Int(first as i64),
+        Reply::Int(last as i64),
+        Reply::Int(step as i64),
+        names_set(spec.acl_categories(), acl::NAMES),
+        Reply::Set(spec.tips.iter().map(|t| Reply::bulk_str(t)).collect()),
+        Reply::Set(key_specs),
+        Reply::Set(subs),
+    ])
+}
+
+fn top_level() -> impl Iterator<Item = &'static CommandSpec> {
+    super::table::COMMANDS.iter()
+}
+
+/// A command by name, `parent|sub` included.
+fn find_command(name: &[u8]) -> Option<(&'static CommandSpec, String)> {
+    let lower = String::from_utf8_lossy(name).to_ascii_lowercase();
+    let id = REGISTRY.lookup_full(&lower)?;
+    Some((REGISTRY.specs[id], lower))
+}
+
+pub fn command_all(_ctx: &mut Ctx) -> CmdResult<Reply> {
+    Ok(Reply::Array(
+        top_level().map(|s| command_entry(s, s.name)).collect(),
+    ))
+}
+
+pub fn command_count(_ctx: &mut Ctx) -> CmdResult<Reply> {
+    Ok(Reply::Int(top_level().count() as i64))
+}
+
+pub fn command_info(ctx: &mut Ctx) -> CmdResult<Reply> {
+    if ctx.args.len() == 2 {
+        return command_all(ctx);
+    }
+    Ok(Reply::Array(
+        ctx.args[2..]
+            .iter()
+            .map(|name| match find_command(name) {
+                Some((spec, full)) => command_entry(spec, &full),
+                None => Reply::Nil,
+            })
+            .collect(),
+    ))
+}
+
+pub fn command_docs(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let entries: Vec<(Reply, Reply)> = if ctx.args.len() == 2 {
+        top_level()
+            .map(|s| (Reply::bulk_str(s.name), docs::command_doc(s)))
+            .collect()
+    } else {
+        ctx.args[2..]
+            .iter()
+            .filter_map(|name| find_command(name))
+            .map(|(spec, full)| (Reply::bulk_str(&full), docs::command_doc(spec)))
+            .collect()
+    };
+    Ok(Reply::Map(entries))
+}
+
+pub fn command_getkeys(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let line = &ctx.args[2..];
+    let id = REGISTRY
+        .resolve(line)
+        .map_err(|_| CmdError::other("ERR Invalid command specified"))?;
+    let spec = REGISTRY.specs[id];
+    if !spec.arity_ok(line.len()) {
+        return Err(CmdError::other(
+            "ERR Invalid number of arguments specified for command",
+        ));
+    }
+    let keys: Vec<Reply> = spec.key_args(line).map(Reply::bulk_from).collect();
+    if keys.is_empty() {
+        return Err(CmdError::other("ERR The command has no key arguments"));
+    }
+    Ok(Reply::Array(keys))
+}
+
+pub fn command_list(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let args = ctx.args;
+    let filter: Option<(Vec<u8>, Vec<u8>)> = match args.len() {
+        2 => None,
+        5 if args[2].eq_ignore_ascii_case(b"filterby") => {
+            Some((args[3].to_ascii_lowercase(), args[4].to_vec()))
+        }
+        _ => return Err(CmdError::Syntax),
+    };
+    let mut names = Vec::new();
+    for (id, spec) in REGISTRY.specs.iter().enumerate() {
+        let full = &REGISTRY.full_names[id];
+        let keep = match &filter {
+            None => true,
+            Some((kind, value)) => match &kind[..] {
+                b"pattern" => crate::util::glob_match(value, full.as_bytes(), true),
+                b"aclcat" => {
+                    let cat = format!("@{}", String::from_utf8_lossy(value).to_ascii_lowercase());
+                    acl::NAMES
+                        .iter()
+                        .any(|(bit, n)| *n == cat && spec.acl_categories() & bit != 0)
+                }
+                b"module" => false,
+                _ => return Err(CmdError::Syntax),
+            },
+        };
+        if keep {
+            names.push(Reply::bulk_str(full));
+        }
+    }
+    Ok(Reply::Array(names))
+}
+
+pub fn command_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
+    Ok(help_reply(
+        "COMMAND",
+        &[
+            "(no subcommand)",
+            "    Return details about all commands.",
+            "COUNT",
+            "    Return the total number of commands.",
+            "INFO [<command-name> ...]",
+            "    Return details about the given commands, or all of them.",
+            "DOCS [<command-name> ...]",
+            "    Return documentation for the given commands, or all of them.",
+            "GETKEYS <full-command>",
+            "    Return the keys of a full command line.",
+            "LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]",
+            "    Return the command names, optionally filtered.",
+        ],
+    ))
+}
+
+// ---- INFO
+
+const DEFAULT_SECTIONS: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "modules",
+    "errorstats",
+    "cluster",
+    "keyspace",
+];
+
+pub fn info(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let mut wanted: Vec<String> = Vec::new();
+    for arg in &ctx.args[1..] {
+        let name = String::from_utf8_lossy(arg).to_ascii_lowercase();
+        match name.as_str() {
+            "default" => wanted.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string())),
+            "all" | "everything" => {
+                wanted.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string()));
+                wanted.push("commandstats".into());
+            }
+            _ => wanted.push(name),
+        }
+    }
+    if wanted.is_empty() {
+        wanted.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string()));
+    }
+    let facts = KeyspaceFacts::gather(ctx);
+    let mut out = String::new();
+    let mut seen = Vec::new();
+    for name in wanted {
+        if seen.contains(&name) {
+            continue;
+        }
+        if let Some(text) = section(ctx.shared, &facts, &name) {
+            if !out.is_empty() {
+                out.push_str("\r\n");
+            }
+            out.push_str(&text);
+        }
+        seen.push(name);
+    }
+    Ok(Reply::Verbatim(Bytes::from(out)))
+}
+
+/// `/proc/self/stat` user and system CPU seconds; zero where unavailable.
+fn cpu_seconds() -> (f64, f64) {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+            / 100.0
+    };
+    (ticks(11), ticks(12))
+}
+
+fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .map_or(0, |pages| pages * 4096)
+}
+
+fn human_bytes(n: u64) -> String {
+    let units = [("G", 1u64 << 30), ("M", 1 << 20), ("K", 1 << 10)];
+    for (unit, size) in units {
+        if n >= size {
+            return format!("{:.2}{unit}", n as f64 / size as f64);
+        }
+    }
+    format!("{n}B")
+}
+
+/// Keyspace figures for INFO, read through the shards INFO holds (all of
+/// them), never by locking again: INFO may run inside EXEC.
+struct KeyspaceFacts {
+    totals: ShardStats,
+    /// (keys, keys with a deadline) per database.
+    dbs: Vec<(usize, usize)>,
+}
+
+impl KeyspaceFacts {
+    fn gather(ctx: &mut Ctx) -> Self {
+        let databases = ctx.shared.keyspace.databases();
+        let mut facts = KeyspaceFacts {
+            totals: ShardStats::default(),
+            dbs: vec![(0, 0); databases],
+        };
+        for shard in ctx.locked.shards() {
+            facts.totals.hits += shard.stats.hits;
+            facts.totals.misses += shard.stats.misses;
+            facts.totals.expired += shard.stats.expired;
+            facts.totals.dirty += shard.stats.dirty;
+            for (db, counts) in facts.dbs.iter_mut().enumerate() {
+                counts.0 += shard.db_len(db);
+                counts.1 += shard.expires_len(db);
+            }
+        }
+        facts
+    }
+}
+
+fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String> {
+    let now_ms = shared.now_ms();
+    let uptime = now_ms.saturating_sub(shared.started_ms) / 1000;
+    let config = shared.config.read().clone();
+    let stats = &shared.stats;
+    let ks = &shared.keyspace;
+    let mut s = String::new();
+    let mut line = |k: &str, v: &dyn std::fmt::Display| {
+        let _ = write!(s, "{k}:{v}\r\n");
+    };
+    let title = match name {
+        "server" => {
+            line("redis_version", &REDIS_VERSION);
+            line("redis_git_sha1", &"00000000");
+            line("redis_git_dirty", &0);
+            line("redis_build_id", &"0");
+            line("redis_mode", &"standalone");
+            line("os", &std::env::consts::OS);
+            line("arch_bits", &64);
+            line("multiplexing_api", &"tokio");
+            line("process_id", &std::process::id());
+            line("process_supervised", &"no");
+            line("run_id", &shared.run_id);
+            line("tcp_port", &shared.port.load(Ordering::Relaxed));
+            line("server_time_usec", &ks.clock().now_us());
+            line("uptime_in_seconds", &uptime);
+            line("uptime_in_days", &(uptime / 86400));
+            line("hz", &config.hz);
+            line("configured_hz", &config.hz);
+            line("executable", &"rlockd");
+            line("config_file", &"");
+            line("io_threads_active", &0);
+            line("rlockd_version", &env!("CARGO_PKG_VERSION"));
+            "Server"
+        }
+        "clients" => {
+            line("connected_clients", &shared.clients.len());
+            line("cluster_connections", &0);
+            line("maxclients", &config.maxclients);
+            line("client_recent_max_input_buffer", &0);
+            line("client_recent_max_output_buffer", &0);
+            line("blocked_clients", &0);
+            line("tracking_clients", &0);
+            line("clients_in_timeout_table", &0);
+            "Clients"
+        }
+        "memory" => {
+            let rss = rss_bytes();
+            line("used_memory", &rss);
+            line("used_memory_human", &human_bytes(rss));
+            line("used_memory_rss", &rss);
+            line("used_memory_rss_human", &human_bytes(rss));
+            line("used_memory_peak", &rss);
+            line("maxmemory", &config.maxmemory);
+            line("maxmemory_human", &human_bytes(config.maxmemory));
+            line("maxmemory_policy", &config.maxmemory_policy);
+            line("mem_fragmentation_ratio", &"1.00");
+            line("mem_allocator", &"libc");
+            "Memory"
+        }
+        "persistence" => {
+            line("loading", &0);
+            line("async_loading", &0);
+            line("rdb_changes_since_last_save", &facts.totals.dirty);
+            line("rdb_bgsave_in_progress", &0);
+            line("rdb_last_save_time", &(shared.started_ms / 1000));
+            line("rdb_last_bgsave_status", &"ok");
+            line("aof_enabled", &0);
+            line("aof_rewrite_in_progress", &0);
+            line("aof_rewrite_scheduled", &0);
+            line("aof_last_write_status", &"ok");
+            "Persistence"
+        }
+        "stats" => {
+            line(
+                "total_connections_received",
+                &stats.connections_received.load(Ordering::Relaxed),
+            );
+            line(
+                "total_commands_processed",
+                &stats.commands_processed.load(Ordering::Relaxed),
+            );
+            line("instantaneous_ops_per_sec", &0);
+            line(
+                "total_net_input_bytes",
+                &stats.net_input_bytes.load(Ordering::Relaxed),
+            );
+            line(
+                "total_net_output_bytes",
+                &stats.net_output_bytes.load(Ordering::Relaxed),
+            );
+            line(
+                "rejected_connections",
+                &stats.rejected_connections.load(Ordering::Relaxed),
+            );
+            line("expired_keys", &facts.totals.expired);
+            line("evicted_keys", &0);
+            line("keyspace_hits", &facts.totals.hits);
+            line("keyspace_misses", &facts.totals.misses);
+            line("pubsub_channels", &0);
+            line("pubsub_patterns", &0);
+            "Stats"
+        }
+        "replication" => {
+            line("role", &"master");
+            line("connected_slaves", &0);
+            line("master_failover_state", &"no-failover");
+            line("master_replid", &shared.run_id);
+            line(
+                "master_replid2",
+                &"0000000000000000000000000000000000000000",
+            );
+            line("master_repl_offset", &0);
+            line("second_repl_offset", &-1);
+            line("repl_backlog_active", &0);
+            line("repl_backlog_size", &1048576);
+            line("repl_backlog_first_byte_offset", &0);
+            line("repl_backlog_histlen", &0);
+            "Replication"
+        }
+        "cpu" => {
+            let (user, sys) = cpu_seconds();
+            line("used_cpu_sys", &format!("{sys:.6}"));
+            line("used_cpu_user", &format!("{user:.6}"));
+            "CPU"
+        }
+        "modules" => "Modules",
+        "errorstats" => "Errorstats",
+        "cluster" => {
+            line("cluster_enabled", &0);
+            "Cluster"
+        }
+        "keyspace" => {
+            for (db, &(keys, expires)) in facts.dbs.iter().enumerate() {
+                if keys > 0 {
+                    line(
+                        &format!("db{db}"),
+                        &format!("keys={keys},expires={expires},avg_ttl=0"),
+                    );
+                }
+            }
+            "Keyspace"
+        }
+        "commandstats" => {
+            for (id, stat) in stats.commands.iter().enumerate() {
+                let calls = stat.calls.load(Ordering::Relaxed);
+                let rejected = stat.rejected.load(Ordering::Relaxed);
+                if calls == 0 && rejected == 0 {
+                    continue;
+                }
+                let usec = stat.usec.load(Ordering::Relaxed);
+                let per_call = if calls == 0 {
+                    0.0
+                } else {
+                    usec as f64 / calls as f64
+                };
+                line(
+                    &format!("cmdstat_{}", REGISTRY.full_names[id]),
+                    &format!(
+                        "calls={calls},usec={usec},usec_per_call={per_call:.2},rejected_calls={rejected},failed_calls={}",
+                        stat.failed.load(Ordering::Relaxed)
+                    ),
+                );
+            }
+            "Commandstats"
+        }
+        _ => return None,
+    };
+    Some(format!("# {title}\r\n{s}"))
+}

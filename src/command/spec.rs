@@ -1,0 +1,299 @@
+//! What the command table says about each command. Dispatch, transactions,
+//! the (future) script engine and the COMMAND replies all read these facts.
+
+use bytes::Bytes;
+
+use super::Ctx;
+use crate::error::CmdResult;
+use crate::protocol::Reply;
+
+pub type Handler = fn(&mut Ctx<'_, '_>) -> CmdResult<Reply>;
+
+/// Command flags, in the order Redis lists them in COMMAND INFO.
+pub mod flag {
+    pub const WRITE: u32 = 1 << 0;
+    pub const READONLY: u32 = 1 << 1;
+    pub const DENYOOM: u32 = 1 << 2;
+    pub const ADMIN: u32 = 1 << 3;
+    pub const PUBSUB: u32 = 1 << 4;
+    pub const NOSCRIPT: u32 = 1 << 5;
+    pub const BLOCKING: u32 = 1 << 6;
+    pub const LOADING: u32 = 1 << 7;
+    pub const STALE: u32 = 1 << 8;
+    pub const SKIP_SLOWLOG: u32 = 1 << 9;
+    pub const FAST: u32 = 1 << 10;
+    pub const NO_AUTH: u32 = 1 << 11;
+    pub const MAY_REPLICATE: u32 = 1 << 12;
+    pub const NO_MANDATORY_KEYS: u32 = 1 << 13;
+    pub const NO_MULTI: u32 = 1 << 14;
+    pub const ALLOW_BUSY: u32 = 1 << 15;
+    /// Ours, not reported: the command reads or writes the whole keyspace,
+    /// so it runs with every shard held.
+    pub const WHOLE_KEYSPACE: u32 = 1 << 31;
+
+    pub const NAMES: &[(u32, &str)] = &[
+        (WRITE, "write"),
+        (READONLY, "readonly"),
+        (DENYOOM, "denyoom"),
+        (ADMIN, "admin"),
+        (PUBSUB, "pubsub"),
+        (NOSCRIPT, "noscript"),
+        (BLOCKING, "blocking"),
+        (LOADING, "loading"),
+        (STALE, "stale"),
+        (SKIP_SLOWLOG, "skip_slowlog"),
+        (FAST, "fast"),
+        (NO_AUTH, "no_auth"),
+        (MAY_REPLICATE, "may_replicate"),
+        (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (NO_MULTI, "no_multi"),
+        (ALLOW_BUSY, "allow_busy"),
+    ];
+}
+
+/// ACL categories, in Redis's order. Commands declare the topical ones;
+/// read/write/fast/slow/admin/pubsub/blocking follow from the flags.
+pub mod acl {
+    pub const KEYSPACE: u32 = 1 << 0;
+    pub const READ: u32 = 1 << 1;
+    pub const WRITE: u32 = 1 << 2;
+    pub const SET: u32 = 1 << 3;
+    pub const SORTEDSET: u32 = 1 << 4;
+    pub const LIST: u32 = 1 << 5;
+    pub const HASH: u32 = 1 << 6;
+    pub const STRING: u32 = 1 << 7;
+    pub const PUBSUB: u32 = 1 << 12;
+    pub const ADMIN: u32 = 1 << 13;
+    pub const FAST: u32 = 1 << 14;
+    pub const SLOW: u32 = 1 << 15;
+    pub const BLOCKING: u32 = 1 << 16;
+    pub const DANGEROUS: u32 = 1 << 17;
+    pub const CONNECTION: u32 = 1 << 18;
+    pub const TRANSACTION: u32 = 1 << 19;
+    pub const SCRIPTING: u32 = 1 << 20;
+
+    pub const NAMES: &[(u32, &str)] = &[
+        (KEYSPACE, "@keyspace"),
+        (READ, "@read"),
+        (WRITE, "@write"),
+        (SET, "@set"),
+        (SORTEDSET, "@sortedset"),
+        (LIST, "@list"),
+        (HASH, "@hash"),
+        (STRING, "@string"),
+        (PUBSUB, "@pubsub"),
+        (ADMIN, "@admin"),
+        (FAST, "@fast"),
+        (SLOW, "@slow"),
+        (BLOCKING, "@blocking"),
+        (DANGEROUS, "@dangerous"),
+        (CONNECTION, "@connection"),
+        (TRANSACTION, "@transaction"),
+        (SCRIPTING, "@scripting"),
+    ];
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    Connection,
+    Server,
+    Generic,
+    String,
+    Hash,
+    Transactions,
+}
+
+impl Group {
+    pub fn name(self) -> &'static str {
+        match self {
+            Group::Connection => "connection",
+            Group::Server => "server",
+            Group::Generic => "generic",
+            Group::String => "string",
+            Group::Hash => "hash",
+            Group::Transactions => "transactions",
+        }
+    }
+}
+
+/// Where keys sit in the arguments: from `begin`, every `step`-th argument
+/// up to `last` (0: only `begin`; negative: counted from the end).
+#[derive(Debug, Clone, Copy)]
+pub struct KeySpec {
+    pub flags: &'static [&'static str],
+    pub begin: i32,
+    pub last: i32,
+    pub step: i32,
+}
+
+impl KeySpec {
+    pub const fn range(begin: i32, last: i32, step: i32, flags: &'static [&'static str]) -> Self {
+        KeySpec {
+            flags,
+            begin,
+            last,
+            step,
+        }
+    }
+
+    /// Indices of the keys in `args`, or none if the arguments are too few.
+    fn positions(&self, argc: usize) -> impl Iterator<Item = usize> + use<> {
+        let begin = self.begin as usize;
+        let last = if self.last >= 0 {
+            begin + self.last as usize
+        } else {
+            (argc as i64 + self.last as i64).max(0) as usize
+        };
+        let last = last.min(argc.saturating_sub(1));
+        (begin..=last)
+            .step_by(self.step.max(1) as usize)
+            .filter(move |&i| i < argc)
+    }
+}
+
+pub struct CommandSpec {
+    pub name: &'static str,
+    /// Redis's convention: n means exactly n arguments (name included),
+    /// -n means at least n.
+    pub arity: i32,
+    pub flags: u32,
+    pub acl: u32,
+    pub tips: &'static [&'static str],
+    pub keys: &'static [KeySpec],
+    pub group: Group,
+    pub since: &'static str,
+    pub summary: &'static str,
+    pub handler: Option<Handler>,
+    pub subcommands: &'static [CommandSpec],
+}
+
+impl CommandSpec {
+    pub const fn new(name: &'static str, arity: i32, group: Group, handler: Handler) -> Self {
+        CommandSpec {
+            name,
+            arity,
+            flags: 0,
+            acl: 0,
+            tips: &[],
+            keys: &[],
+            group,
+            since: "1.0.0",
+            summary: "",
+            handler: Some(handler),
+            subcommands: &[],
+        }
+    }
+
+    /// A command that only groups subcommands (CLIENT, CONFIG, COMMAND).
+    pub const fn container(name: &'static str, group: Group, subs: &'static [CommandSpec]) -> Self {
+        CommandSpec {
+            name,
+            arity: -2,
+            flags: 0,
+            acl: acl::SLOW,
+            tips: &[],
+            keys: &[],
+            group,
+            since: "1.0.0",
+            summary: "",
+            handler: None,
+            subcommands: subs,
+        }
+    }
+
+    /// A container that also runs with no subcommand (plain `COMMAND`).
+    pub const fn runs_bare(mut self, handler: Handler) -> Self {
+        self.handler = Some(handler);
+        self.arity = -1;
+        self
+    }
+
+    pub const fn flags(mut self, flags: u32) -> Self {
+        self.flags = flags;
+        self
+    }
+
+    pub const fn acl(mut self, acl: u32) -> Self {
+        self.acl = acl;
+        self
+    }
+
+    pub const fn tips(mut self, tips: &'static [&'static str]) -> Self {
+        self.tips = tips;
+        self
+    }
+
+    pub const fn keys(mut self, keys: &'static [KeySpec]) -> Self {
+        self.keys = keys;
+        self
+    }
+
+    pub const fn doc(mut self, since: &'static str, summary: &'static str) -> Self {
+        self.since = since;
+        self.summary = summary;
+        self
+    }
+
+    pub fn has(&self, flag: u32) -> bool {
+        self.flags & flag != 0
+    }
+
+    pub fn arity_ok(&self, argc: usize) -> bool {
+        let argc = argc as i32;
+        if self.arity >= 0 {
+            argc == self.arity
+        } else {
+            argc >= -self.arity
+        }
+    }
+
+    /// Every ACL category, explicit and implied by the flags, as Redis derives them.
+    pub fn acl_categories(&self) -> u32 {
+        let mut cats = self.acl;
+        if self.has(flag::WRITE) {
+            cats |= acl::WRITE;
+        }
+        if self.has(flag::READONLY) && cats & acl::SCRIPTING == 0 {
+            cats |= acl::READ;
+        }
+        if self.has(flag::ADMIN) {
+            cats |= acl::ADMIN | acl::DANGEROUS;
+        }
+        if self.has(flag::PUBSUB) {
+            cats |= acl::PUBSUB;
+        }
+        if self.has(flag::FAST) {
+            cats |= acl::FAST;
+        }
+        if self.has(flag::BLOCKING) {
+            cats |= acl::BLOCKING;
+        }
+        if cats & acl::FAST == 0 {
+            cats |= acl::SLOW;
+        }
+        cats
+    }
+
+    /// The legacy (first, last, step) triple of COMMAND INFO.
+    pub fn legacy_key_range(&self) -> (i32, i32, i32) {
+        let Some(first) = self.keys.first() else {
+            return (0, 0, 0);
+        };
+        let mut last = first.begin + first.last.max(0);
+        for spec in self.keys {
+            if spec.last < 0 {
+                return (first.begin, spec.last, first.step);
+            }
+            last = last.max(spec.begin + spec.last);
+        }
+        (first.begin, last, first.step)
+    }
+
+    pub fn key_indices(&self, argc: usize) -> impl Iterator<Item = usize> + '_ {
+        self.keys.iter().flat_map(move |k| k.positions(argc))
+    }
+
+    pub fn key_args<'a>(&'a self, args: &'a [Bytes]) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.key_indices(args.len()).map(|i| &args[i][..])
+    }
+}

@@ -1,0 +1,293 @@
+//! The command table: every command rlockd knows, with its arity, flags,
+//! ACL categories, key positions and documentation. Dispatch, MULTI,
+//! COMMAND INFO/DOCS/GETKEYS and INFO commandstats all read this one list.
+
+use super::spec::acl::{self, CONNECTION, DANGEROUS, HASH, KEYSPACE, STRING, TRANSACTION};
+use super::spec::flag::*;
+use super::spec::{CommandSpec as C, Group::*, KeySpec};
+use super::{connection as conn, expire, hashes, keys, multi, server, strings};
+
+const RO: &[&str] = &["RO"];
+const RO_ACCESS: &[&str] = &["RO", "access"];
+const RW_ACCESS_UPDATE: &[&str] = &["RW", "access", "update"];
+const RW_UPDATE: &[&str] = &["RW", "update"];
+const OW_UPDATE: &[&str] = &["OW", "update"];
+const RM_DELETE: &[&str] = &["RM", "delete"];
+
+const fn key1(flags: &'static [&'static str]) -> [KeySpec; 1] {
+    [KeySpec::range(1, 0, 1, flags)]
+}
+
+const fn keys_all(flags: &'static [&'static str]) -> [KeySpec; 1] {
+    [KeySpec::range(1, -1, 1, flags)]
+}
+
+/// Flags shared by connection-level commands that work in any server state.
+const CONN: u32 = NOSCRIPT | LOADING | STALE;
+const ANY_STATE: u32 = NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY;
+const TX: u32 = NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY;
+const READ_FAST: u32 = READONLY | FAST;
+const WRITE_FAST: u32 = WRITE | DENYOOM | FAST;
+
+const NONDET: &[&str] = &["nondeterministic_output"];
+const NONDET_ORDER: &[&str] = &["nondeterministic_output_order"];
+const MULTI_SHARD_SUM: &[&str] = &["request_policy:multi_shard", "response_policy:agg_sum"];
+const ALL_SHARDS_OK: &[&str] = &["request_policy:all_shards", "response_policy:all_succeeded"];
+
+static CLIENT_SUBS: &[C] = &[
+    C::new("id", 2, Connection, conn::client_id)
+        .flags(CONN)
+        .acl(CONNECTION)
+        .doc("5.0.0", "Returns the unique id of this connection."),
+    C::new("setname", 3, Connection, conn::client_setname)
+        .flags(CONN)
+        .acl(CONNECTION)
+        .doc("2.6.9", "Names this connection."),
+    C::new("getname", 2, Connection, conn::client_getname)
+        .flags(CONN)
+        .acl(CONNECTION)
+        .doc("2.6.9", "Returns the name of this connection, or nil."),
+    C::new("setinfo", 4, Connection, conn::client_setinfo)
+        .flags(CONN)
+        .acl(CONNECTION)
+        .doc(
+            "7.2.0",
+            "Records the client library's name or version for this connection.",
+        ),
+    C::new("list", -2, Connection, conn::client_list)
+        .flags(ADMIN | CONN)
+        .acl(CONNECTION)
+        .tips(NONDET)
+        .doc("2.4.0", "Describes every open connection, one line each."),
+    C::new("info", 2, Connection, conn::client_info)
+        .flags(CONN)
+        .acl(CONNECTION)
+        .tips(NONDET)
+        .doc(
+            "6.2.0",
+            "Describes this connection in CLIENT LIST's format.",
+        ),
+    C::new("kill", -3, Connection, conn::client_kill)
+        .flags(ADMIN | CONN)
+        .acl(CONNECTION)
+        .doc(
+            "2.4.0",
+            "Closes connections chosen by address, id or other filters.",
+        ),
+    C::new("no-evict", 3, Connection, conn::client_no_evict)
+        .flags(ADMIN | CONN)
+        .acl(CONNECTION)
+        .doc(
+            "7.0.0",
+            "Exempts this connection from client eviction (accepted; nothing is evicted).",
+        ),
+    C::new("help", 2, Connection, conn::client_help)
+        .flags(LOADING | STALE)
+        .acl(CONNECTION)
+        .doc("5.0.0", "Lists the CLIENT subcommands."),
+];
+
+static CONFIG_SUBS: &[C] = &[
+    C::new("get", -3, Server, server::config_get)
+        .flags(ADMIN | CONN)
+        .doc(
+            "2.0.0",
+            "Returns the values of settings matching the given patterns.",
+        ),
+    C::new("set", -4, Server, server::config_set)
+        .flags(ADMIN | CONN)
+        .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
+        .doc("2.0.0", "Changes settings at run time."),
+    C::new("resetstat", 2, Server, server::config_resetstat)
+        .flags(ADMIN | CONN)
+        .doc("2.0.0", "Zeroes the statistics INFO reports."),
+    C::new("rewrite", 2, Server, server::config_rewrite)
+        .flags(ADMIN | CONN)
+        .doc(
+            "2.8.0",
+            "Would rewrite the config file; rlockd has none to rewrite.",
+        ),
+    C::new("help", 2, Server, server::config_help)
+        .flags(LOADING | STALE)
+        .doc("5.0.0", "Lists the CONFIG subcommands."),
+];
+
+static COMMAND_SUBS: &[C] = &[
+    C::new("count", 2, Server, server::command_count)
+        .flags(LOADING | STALE)
+        .acl(CONNECTION)
+        .doc("2.8.13", "Returns how many commands the server knows."),
+    C::new("info", -2, Server, server::command_info)
+        .flags(LOADING | STALE)
+        .acl(CONNECTION)
+        .tips(NONDET_ORDER)
+        .doc("2.8.13", "Describes the given commands, or all of them."),
+    C::new("docs", -2, Server, server::command_docs)
+        .flags(LOADING | STALE)
+        .acl(CONNECTION)
+        .tips(NONDET_ORDER)
+        .doc("7.0.0", "Documents the given commands, or all of them."),
+    C::new("getkeys", -4, Server, server::command_getkeys)
+        .flags(LOADING | STALE)
+        .acl(CONNECTION)
+        .doc("2.8.13", "Extracts the key names from a full command line."),
+    C::new("list", -2, Server, server::command_list)
+        .flags(LOADING | STALE)
+        .acl(CONNECTION)
+        .tips(NONDET_ORDER)
+        .doc("7.0.0", "Lists command names."),
+    C::new("help", 2, Server, server::command_help)
+        .flags(LOADING | STALE)
+        .acl(CONNECTION)
+        .doc("5.0.0", "Lists the COMMAND subcommands."),
+];
+
+pub static COMMANDS: &[C] = &[
+    // connection
+    C::new("ping", -1, Connection, conn::ping).flags(FAST).acl(CONNECTION).tips(ALL_SHARDS_OK)
+        .doc("1.0.0", "Answers PONG, or echoes its argument: a liveness check."),
+    C::new("echo", 2, Connection, conn::echo).flags(LOADING | STALE | FAST).acl(CONNECTION)
+        .doc("1.0.0", "Returns its argument."),
+    C::new("hello", -1, Connection, conn::hello).flags(ANY_STATE).acl(CONNECTION)
+        .doc("6.0.0", "Chooses the protocol version, optionally authenticates and names the connection, and describes the server."),
+    C::new("auth", -2, Connection, conn::auth).flags(ANY_STATE).acl(CONNECTION)
+        .doc("1.0.0", "Authenticates this connection."),
+    C::new("select", 2, Connection, conn::select).flags(LOADING | STALE | FAST).acl(CONNECTION)
+        .doc("1.0.0", "Switches this connection to another database."),
+    C::new("quit", -1, Connection, conn::quit).flags(ANY_STATE).acl(CONNECTION)
+        .doc("1.0.0", "Closes the connection after the reply."),
+    C::new("reset", 1, Connection, conn::reset).flags(ANY_STATE).acl(CONNECTION)
+        .doc("6.2.0", "Returns the connection to its initial state."),
+    C::container("client", Connection, CLIENT_SUBS).doc("2.4.0", "Commands about client connections."),
+    // server
+    C::container("command", Server, COMMAND_SUBS).runs_bare(server::command_all).flags(LOADING | STALE).acl(CONNECTION).tips(NONDET_ORDER)
+        .doc("2.8.13", "Describes every command the server knows."),
+    C::new("info", -1, Server, server::info).flags(LOADING | STALE | WHOLE_KEYSPACE).acl(DANGEROUS)
+        .tips(&["nondeterministic_output", "request_policy:all_shards", "response_policy:special"])
+        .doc("1.0.0", "Reports the server's state and statistics, by section."),
+    C::container("config", Server, CONFIG_SUBS).doc("2.0.0", "Reads and changes settings."),
+    C::new("dbsize", 1, Server, server::dbsize).flags(READ_FAST | WHOLE_KEYSPACE).acl(KEYSPACE)
+        .tips(&["request_policy:all_shards", "response_policy:agg_sum"])
+        .doc("1.0.0", "Returns the number of keys in the selected database."),
+    C::new("flushdb", -1, Server, server::flushdb).flags(WRITE | WHOLE_KEYSPACE).acl(KEYSPACE | DANGEROUS).tips(ALL_SHARDS_OK)
+        .doc("1.0.0", "Deletes every key of the selected database."),
+    C::new("flushall", -1, Server, server::flushall).flags(WRITE | WHOLE_KEYSPACE).acl(KEYSPACE | DANGEROUS).tips(ALL_SHARDS_OK)
+        .doc("1.0.0", "Deletes every key of every database."),
+    C::new("time", 1, Server, server::time).flags(LOADING | STALE | FAST).tips(NONDET)
+        .doc("2.6.0", "Returns the server time: seconds and microseconds."),
+    C::new("lastsave", 1, Server, server::lastsave).flags(LOADING | STALE | FAST).acl(acl::ADMIN | DANGEROUS).tips(NONDET)
+        .doc("1.0.0", "Returns when the last save happened; rlockd never saves, so its start time."),
+    // keys
+    C::new("exists", -2, Generic, keys::exists).flags(READ_FAST).acl(KEYSPACE).tips(MULTI_SHARD_SUM).keys(&keys_all(RO))
+        .doc("1.0.0", "Counts how many of the given keys exist."),
+    C::new("del", -2, Generic, keys::del).flags(WRITE).acl(KEYSPACE).tips(MULTI_SHARD_SUM).keys(&keys_all(RM_DELETE))
+        .doc("1.0.0", "Deletes keys; returns how many existed."),
+    C::new("unlink", -2, Generic, keys::del).flags(WRITE | FAST).acl(KEYSPACE).tips(MULTI_SHARD_SUM).keys(&keys_all(RM_DELETE))
+        .doc("4.0.0", "Deletes keys like DEL."),
+    C::new("type", 2, Generic, keys::type_).flags(READ_FAST).acl(KEYSPACE).keys(&key1(RO))
+        .doc("1.0.0", "Returns the type of the value at a key."),
+    C::new("keys", 2, Generic, keys::keys).flags(READONLY | WHOLE_KEYSPACE).acl(KEYSPACE | DANGEROUS)
+        .tips(&["request_policy:all_shards", "nondeterministic_output_order"])
+        .doc("1.0.0", "Returns every key matching a glob pattern."),
+    C::new("scan", -2, Generic, keys::scan).flags(READONLY | WHOLE_KEYSPACE).acl(KEYSPACE)
+        .tips(&["nondeterministic_output", "request_policy:special"])
+        .doc("2.8.0", "Iterates over the keys with a cursor."),
+    C::new("rename", 3, Generic, keys::rename).flags(WRITE).acl(KEYSPACE)
+        .keys(&[KeySpec::range(1, 0, 1, &["RW", "access", "delete"]), KeySpec::range(2, 0, 1, OW_UPDATE)])
+        .doc("1.0.0", "Renames a key, replacing any key of the new name."),
+    C::new("randomkey", 1, Generic, keys::randomkey).flags(READONLY | WHOLE_KEYSPACE).acl(KEYSPACE)
+        .tips(&["request_policy:all_shards", "nondeterministic_output"])
+        .doc("1.0.0", "Returns a random key."),
+    // expiry
+    C::new("expire", -3, Generic, expire::expire).flags(WRITE | FAST).acl(KEYSPACE).keys(&key1(RW_UPDATE))
+        .doc("1.0.0", "Sets a key's time to live in seconds."),
+    C::new("pexpire", -3, Generic, expire::pexpire).flags(WRITE | FAST).acl(KEYSPACE).keys(&key1(RW_UPDATE))
+        .doc("2.6.0", "Sets a key's time to live in milliseconds."),
+    C::new("expireat", -3, Generic, expire::expireat).flags(WRITE | FAST).acl(KEYSPACE).keys(&key1(RW_UPDATE))
+        .doc("1.2.0", "Sets a key's deadline as a Unix time in seconds."),
+    C::new("pexpireat", -3, Generic, expire::pexpireat).flags(WRITE | FAST).acl(KEYSPACE).keys(&key1(RW_UPDATE))
+        .doc("2.6.0", "Sets a key's deadline as a Unix time in milliseconds."),
+    C::new("ttl", 2, Generic, expire::ttl).flags(READ_FAST).acl(KEYSPACE).tips(NONDET).keys(&key1(RO_ACCESS))
+        .doc("1.0.0", "Returns a key's remaining time to live in seconds."),
+    C::new("pttl", 2, Generic, expire::pttl).flags(READ_FAST).acl(KEYSPACE).tips(NONDET).keys(&key1(RO_ACCESS))
+        .doc("2.6.0", "Returns a key's remaining time to live in milliseconds."),
+    C::new("expiretime", 2, Generic, expire::expiretime).flags(READ_FAST).acl(KEYSPACE).keys(&key1(RO_ACCESS))
+        .doc("7.0.0", "Returns a key's deadline as a Unix time in seconds."),
+    C::new("pexpiretime", 2, Generic, expire::pexpiretime).flags(READ_FAST).acl(KEYSPACE).keys(&key1(RO_ACCESS))
+        .doc("7.0.0", "Returns a key's deadline as a Unix time in milliseconds."),
+    C::new("persist", 2, Generic, expire::persist).flags(WRITE | FAST).acl(KEYSPACE).keys(&key1(RW_UPDATE))
+        .doc("2.2.0", "Removes a key's time to live."),
+    // strings
+    C::new("get", 2, String, strings::get).flags(READ_FAST).acl(STRING).keys(&key1(RO_ACCESS))
+        .doc("1.0.0", "Returns the string value of a key."),
+    C::new("set", -3, String, strings::set).flags(WRITE | DENYOOM).acl(STRING)
+        .keys(&key1(&["RW", "access", "update", "variable_flags"]))
+        .doc("1.0.0", "Sets a string value, optionally only if absent or present, with a time to live."),
+    C::new("setnx", 3, String, strings::setnx).flags(WRITE_FAST).acl(STRING).keys(&key1(&["OW", "insert"]))
+        .doc("1.0.0", "Sets a string value only if the key does not exist."),
+    C::new("setex", 4, String, strings::setex).flags(WRITE | DENYOOM).acl(STRING).keys(&key1(OW_UPDATE))
+        .doc("2.0.0", "Sets a string value with a time to live in seconds."),
+    C::new("psetex", 4, String, strings::psetex).flags(WRITE | DENYOOM).acl(STRING).keys(&key1(OW_UPDATE))
+        .doc("2.6.0", "Sets a string value with a time to live in milliseconds."),
+    C::new("getset", 3, String, strings::getset).flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
+        .doc("1.0.0", "Sets a string value and returns the old one."),
+    C::new("getdel", 2, String, strings::getdel).flags(WRITE | FAST).acl(STRING).keys(&key1(&["RW", "access", "delete"]))
+        .doc("6.2.0", "Returns a string value and deletes the key."),
+    C::new("mget", -2, String, strings::mget).flags(READ_FAST).acl(STRING).tips(&["request_policy:multi_shard"])
+        .keys(&keys_all(RO_ACCESS))
+        .doc("1.0.0", "Returns the values of several keys."),
+    C::new("mset", -3, String, strings::mset).flags(WRITE | DENYOOM).acl(STRING)
+        .tips(&["request_policy:multi_shard", "response_policy:all_succeeded"])
+        .keys(&[KeySpec::range(1, -1, 2, OW_UPDATE)])
+        .doc("1.0.1", "Sets several string values atomically."),
+    C::new("incr", 2, String, strings::incr).flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
+        .doc("1.0.0", "Adds one to an integer value."),
+    C::new("incrby", 3, String, strings::incrby).flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
+        .doc("1.0.0", "Adds an amount to an integer value."),
+    C::new("decr", 2, String, strings::decr).flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
+        .doc("1.0.0", "Subtracts one from an integer value."),
+    C::new("decrby", 3, String, strings::decrby).flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
+        .doc("1.0.0", "Subtracts an amount from an integer value."),
+    C::new("append", 3, String, strings::append).flags(WRITE_FAST).acl(STRING).keys(&key1(&["RW", "insert"]))
+        .doc("2.0.0", "Appends to a string value; returns the new length."),
+    C::new("strlen", 2, String, strings::strlen).flags(READ_FAST).acl(STRING).keys(&key1(RO))
+        .doc("2.2.0", "Returns the length of a string value."),
+    // hashes
+    C::new("hset", -4, Hash, hashes::hset).flags(WRITE_FAST).acl(HASH).keys(&key1(RW_UPDATE))
+        .doc("2.0.0", "Sets fields of a hash; returns how many were new."),
+    C::new("hsetnx", 4, Hash, hashes::hsetnx).flags(WRITE_FAST).acl(HASH).keys(&key1(&["RW", "insert"]))
+        .doc("2.0.0", "Sets a hash field only if it does not exist."),
+    C::new("hget", 3, Hash, hashes::hget).flags(READ_FAST).acl(HASH).keys(&key1(RO_ACCESS))
+        .doc("2.0.0", "Returns the value of a hash field."),
+    C::new("hmget", -3, Hash, hashes::hmget).flags(READ_FAST).acl(HASH).keys(&key1(RO_ACCESS))
+        .doc("2.0.0", "Returns the values of several hash fields."),
+    C::new("hgetall", 2, Hash, hashes::hgetall).flags(READONLY).acl(HASH).tips(NONDET_ORDER).keys(&key1(RO_ACCESS))
+        .doc("2.0.0", "Returns every field and value of a hash."),
+    C::new("hdel", -3, Hash, hashes::hdel).flags(WRITE | FAST).acl(HASH).keys(&key1(&["RW", "delete"]))
+        .doc("2.0.0", "Deletes hash fields; returns how many existed."),
+    C::new("hexists", 3, Hash, hashes::hexists).flags(READ_FAST).acl(HASH).keys(&key1(RO))
+        .doc("2.0.0", "Tells whether a hash field exists."),
+    C::new("hlen", 2, Hash, hashes::hlen).flags(READ_FAST).acl(HASH).keys(&key1(RO))
+        .doc("2.0.0", "Returns the number of fields in a hash."),
+    C::new("hkeys", 2, Hash, hashes::hkeys).flags(READONLY).acl(HASH).tips(NONDET_ORDER).keys(&key1(RO_ACCESS))
+        .doc("2.0.0", "Returns every field name of a hash."),
+    C::new("hvals", 2, Hash, hashes::hvals).flags(READONLY).acl(HASH).tips(NONDET_ORDER).keys(&key1(RO_ACCESS))
+        .doc("2.0.0", "Returns every value of a hash."),
+    C::new("hincrby", 4, Hash, hashes::hincrby).flags(WRITE_FAST).acl(HASH).keys(&key1(RW_ACCESS_UPDATE))
+        .doc("2.0.0", "Adds an integer to a hash field."),
+    C::new("hincrbyfloat", 4, Hash, hashes::hincrbyfloat).flags(WRITE_FAST).acl(HASH).keys(&key1(RW_ACCESS_UPDATE))
+        .doc("2.6.0", "Adds a floating point number to a hash field."),
+    C::new("hscan", -3, Hash, hashes::hscan).flags(READONLY).acl(HASH).tips(NONDET).keys(&key1(RO_ACCESS))
+        .doc("2.8.0", "Iterates over the fields of a hash with a cursor."),
+    // transactions
+    C::new("multi", 1, Transactions, multi::multi).flags(TX).acl(TRANSACTION)
+        .doc("1.2.0", "Starts a transaction."),
+    C::new("exec", 1, Transactions, multi::exec).flags(NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG).acl(TRANSACTION)
+        .doc("1.2.0", "Runs the queued commands atomically."),
+    C::new("discard", 1, Transactions, multi::discard).flags(TX).acl(TRANSACTION)
+        .doc("2.0.0", "Drops the queued commands."),
+    C::new("watch", -2, Transactions, multi::watch).flags(TX).acl(TRANSACTION).keys(&keys_all(RO))
+        .doc("2.2.0", "Makes the next EXEC fail if any of these keys changes first."),
+    C::new("unwatch", 1, Transactions, multi::unwatch).flags(TX).acl(TRANSACTION)
+        .doc("2.2.0", "Forgets every WATCHed key."),
+];

@@ -1,0 +1,334 @@
+//! Server settings, and the one table of parameters that CONFIG GET/SET
+//! (and later the config file) read and write.
+
+use crate::util::glob_match;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub bind: Vec<String>,
+    pub port: u16,
+    pub requirepass: Option<String>,
+    pub databases: usize,
+    pub maxclients: usize,
+    pub loglevel: String,
+    pub protected_mode: bool,
+    pub timeout: u64,
+    pub tcp_keepalive: u64,
+    pub maxmemory: u64,
+    pub maxmemory_policy: String,
+    pub busy_reply_threshold: u64,
+    pub notify_keyspace_events: String,
+    pub hz: u64,
+    pub save: String,
+    pub client_output_buffer_limit: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            bind: vec!["127.0.0.1".into()],
+            port: 6379,
+            requirepass: None,
+            databases: 16,
+            maxclients: 10000,
+            loglevel: "notice".into(),
+            protected_mode: true,
+            timeout: 0,
+            tcp_keepalive: 300,
+            maxmemory: 0,
+            maxmemory_policy: "noeviction".into(),
+            busy_reply_threshold: 5000,
+            notify_keyspace_events: String::new(),
+            hz: 10,
+            save: String::new(),
+            client_output_buffer_limit:
+                "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60".into(),
+        }
+    }
+}
+
+type Getter = fn(&Config) -> String;
+type Setter = fn(&mut Config, &str) -> Result<(), String>;
+
+/// One setting: its name(s), how to read it, and how to change it at run
+/// time (`None`: fixed at startup).
+pub struct Param {
+    pub name: &'static str,
+    pub alias: Option<&'static str>,
+    pub get: Getter,
+    pub set: Option<Setter>,
+}
+
+fn yes_no(b: bool) -> String {
+    if b { "yes" } else { "no" }.into()
+}
+
+fn parse_yes_no(v: &str) -> Result<bool, String> {
+    match v.to_ascii_lowercase().as_str() {
+        "yes" => Ok(true),
+        "no" => Ok(false),
+        _ => Err("argument must be 'yes' or 'no'".into()),
+    }
+}
+
+fn parse_num(v: &str) -> Result<u64, String> {
+    v.parse::<u64>()
+        .map_err(|_| "argument couldn't be parsed into an integer".into())
+}
+
+/// Memory sizes accept Redis's units (`1mb`, `2gb`, `100k`).
+fn parse_memory(v: &str) -> Result<u64, String> {
+    let lower = v.to_ascii_lowercase();
+    let split = lower
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(lower.len());
+    let (digits, unit) = lower.split_at(split);
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| "argument must be a memory value".to_string())?;
+    let mult = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return Err("argument must be a memory value".into()),
+    };
+    Ok(n * mult)
+}
+
+fn parse_enum(v: &str, allowed: &[&str]) -> Result<String, String> {
+    let lower = v.to_ascii_lowercase();
+    if allowed.contains(&lower.as_str()) {
+        Ok(lower)
+    } else {
+        Err("argument(s) must be one of the following: ".to_string() + &allowed.join(", "))
+    }
+}
+
+const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning", "nothing"];
+const POLICIES: &[&str] = &[
+    "volatile-lru",
+    "volatile-lfu",
+    "volatile-random",
+    "volatile-ttl",
+    "allkeys-lru",
+    "allkeys-lfu",
+    "allkeys-random",
+    "noeviction",
+];
+
+/// Settings Redis has but we only report, so clients that read them work.
+macro_rules! fixed {
+    ($name:literal, $value:literal) => {
+        Param {
+            name: $name,
+            alias: None,
+            get: |_| $value.into(),
+            set: None,
+        }
+    };
+}
+
+pub static PARAMS: &[Param] = &[
+    Param {
+        name: "bind",
+        alias: None,
+        get: |c| c.bind.join(" "),
+        set: None,
+    },
+    Param {
+        name: "port",
+        alias: None,
+        get: |c| c.port.to_string(),
+        set: None,
+    },
+    Param {
+        name: "requirepass",
+        alias: None,
+        get: |c| c.requirepass.clone().unwrap_or_default(),
+        set: Some(|c, v| {
+            c.requirepass = (!v.is_empty()).then(|| v.to_string());
+            Ok(())
+        }),
+    },
+    Param {
+        name: "databases",
+        alias: None,
+        get: |c| c.databases.to_string(),
+        set: None,
+    },
+    Param {
+        name: "maxclients",
+        alias: None,
+        get: |c| c.maxclients.to_string(),
+        set: Some(|c, v| {
+            c.maxclients = parse_num(v)? as usize;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "loglevel",
+        alias: None,
+        get: |c| c.loglevel.clone(),
+        set: Some(|c, v| {
+            c.loglevel = parse_enum(v, LOGLEVELS)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "protected-mode",
+        alias: None,
+        get: |c| yes_no(c.protected_mode),
+        set: Some(|c, v| {
+            c.protected_mode = parse_yes_no(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "timeout",
+        alias: None,
+        get: |c| c.timeout.to_string(),
+        set: Some(|c, v| {
+            c.timeout = parse_num(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "tcp-keepalive",
+        alias: None,
+        get: |c| c.tcp_keepalive.to_string(),
+        set: Some(|c, v| {
+            c.tcp_keepalive = parse_num(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "maxmemory",
+        alias: None,
+        get: |c| c.maxmemory.to_string(),
+        set: Some(|c, v| {
+            c.maxmemory = parse_memory(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "maxmemory-policy",
+        alias: None,
+        get: |c| c.maxmemory_policy.clone(),
+        set: Some(|c, v| {
+            c.maxmemory_policy = parse_enum(v, POLICIES)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "busy-reply-threshold",
+        alias: Some("lua-time-limit"),
+        get: |c| c.busy_reply_threshold.to_string(),
+        set: Some(|c, v| {
+            c.busy_reply_threshold = parse_num(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "notify-keyspace-events",
+        alias: None,
+        get: |c| c.notify_keyspace_events.clone(),
+        set: Some(|c, v| {
+            c.notify_keyspace_events = v.to_string();
+            Ok(())
+        }),
+    },
+    Param {
+        name: "hz",
+        alias: None,
+        get: |c| c.hz.to_string(),
+        set: Some(|c, v| {
+            c.hz = parse_num(v)?.clamp(1, 500);
+            Ok(())
+        }),
+    },
+    Param {
+        name: "save",
+        alias: None,
+        get: |c| c.save.clone(),
+        set: Some(|c, v| {
+            c.save = v.to_string();
+            Ok(())
+        }),
+    },
+    Param {
+        name: "client-output-buffer-limit",
+        alias: None,
+        get: |c| c.client_output_buffer_limit.clone(),
+        set: None,
+    },
+    Param {
+        name: "appendonly",
+        alias: None,
+        get: |_| "no".into(),
+        set: Some(|_, v| match parse_yes_no(v)? {
+            false => Ok(()),
+            true => Err("rlockd keeps no append-only file".into()),
+        }),
+    },
+    fixed!("appendfsync", "everysec"),
+    fixed!("daemonize", "no"),
+    fixed!("dbfilename", "dump.rdb"),
+    fixed!("dir", "/"),
+    fixed!("cluster-enabled", "no"),
+    fixed!("proto-max-bulk-len", "536870912"),
+    fixed!("io-threads", "1"),
+    fixed!("replica-read-only", "yes"),
+    fixed!("min-replicas-to-write", "0"),
+    fixed!("lazyfree-lazy-user-del", "no"),
+];
+
+pub fn find_param(name: &str) -> Option<&'static Param> {
+    let lower = name.to_ascii_lowercase();
+    PARAMS
+        .iter()
+        .find(|p| p.name == lower || p.alias == Some(lower.as_str()))
+}
+
+/// CONFIG GET: every (name, value) whose name or alias matches one of the
+/// patterns, each once.
+pub fn get_matching(config: &Config, patterns: &[&[u8]]) -> Vec<(&'static str, String)> {
+    let mut out: Vec<(&'static str, String)> = Vec::new();
+    for pat in patterns {
+        let lower = pat.to_ascii_lowercase();
+        for p in PARAMS {
+            for name in std::iter::once(p.name).chain(p.alias) {
+                if glob_match(&lower, name.as_bytes(), true) && !out.iter().any(|(n, _)| *n == name)
+                {
+                    out.push((name, (p.get)(config)));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_units() {
+        assert_eq!(parse_memory("100"), Ok(100));
+        assert_eq!(parse_memory("1mb"), Ok(1 << 20));
+        assert_eq!(parse_memory("2GB"), Ok(2 << 30));
+        assert!(parse_memory("x").is_err());
+    }
+
+    #[test]
+    fn get_by_pattern_and_alias() {
+        let c = Config::default();
+        let got = get_matching(&c, &[b"lua-time-limit"]);
+        assert_eq!(got, vec![("lua-time-limit", "5000".to_string())]);
+        let got = get_matching(&c, &[b"max*"]);
+        assert!(got.iter().any(|(n, _)| *n == "maxclients"));
+    }
+}

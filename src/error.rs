@@ -1,0 +1,114 @@
+//! Command errors, rendered exactly as Redis 7.0 words them, because clients
+//! branch on the text (`NOSCRIPT`, `ERR unknown command`, `WRONGTYPE`, …).
+
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum CmdError {
+    /// The caller has already rendered `'arg' ` fragments the way Redis does.
+    UnknownCommand {
+        name: String,
+        args: String,
+    },
+    UnknownSubcommand {
+        sub: String,
+        command: String,
+    },
+    /// `name` is the lowercase full name (`get`, `client|setname`).
+    WrongArity(String),
+    WrongType,
+    NotInteger,
+    NotFloat,
+    HashValueNotInteger,
+    HashValueNotFloat,
+    Overflow,
+    IncrNanOrInf,
+    Syntax,
+    NoSuchKey,
+    DbIndexOutOfRange,
+    InvalidDbIndex,
+    InvalidExpireTime(&'static str),
+    NoAuth,
+    WrongPass,
+    AuthNotConfigured,
+    ExecAbort,
+    NestedMulti,
+    ExecWithoutMulti,
+    DiscardWithoutMulti,
+    WatchInsideMulti,
+    /// A key outside the shards a command declared was held elsewhere.
+    ShardBusy,
+    /// Anything else: the full text after the `-`, prefix included.
+    Other(String),
+}
+
+impl CmdError {
+    pub fn other(text: impl Into<String>) -> Self {
+        CmdError::Other(text.into())
+    }
+
+    /// The first word of the error: clients match on it.
+    pub fn code(&self) -> &str {
+        let text = match self {
+            CmdError::Other(t) => t.as_str(),
+            CmdError::WrongType => return "WRONGTYPE",
+            CmdError::NoAuth => return "NOAUTH",
+            CmdError::WrongPass => return "WRONGPASS",
+            CmdError::ExecAbort => return "EXECABORT",
+            _ => return "ERR",
+        };
+        text.split(' ').next().unwrap_or("ERR")
+    }
+}
+
+impl fmt::Display for CmdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use CmdError::*;
+        match self {
+            UnknownCommand { name, args } => write!(
+                f,
+                "ERR unknown command '{name}', with args beginning with: {args}"
+            ),
+            UnknownSubcommand { sub, command } => write!(
+                f,
+                "ERR unknown subcommand '{sub}'. Try {} HELP.",
+                command.to_ascii_uppercase()
+            ),
+            WrongArity(name) => write!(f, "ERR wrong number of arguments for '{name}' command"),
+            WrongType => f.write_str(
+                "WRONGTYPE Operation against a key holding the wrong kind of value",
+            ),
+            NotInteger => f.write_str("ERR value is not an integer or out of range"),
+            NotFloat => f.write_str("ERR value is not a valid float"),
+            HashValueNotInteger => f.write_str("ERR hash value is not an integer"),
+            HashValueNotFloat => f.write_str("ERR hash value is not a float"),
+            Overflow => f.write_str("ERR increment or decrement would overflow"),
+            IncrNanOrInf => f.write_str("ERR increment would produce NaN or Infinity"),
+            Syntax => f.write_str("ERR syntax error"),
+            NoSuchKey => f.write_str("ERR no such key"),
+            DbIndexOutOfRange => f.write_str("ERR DB index is out of range"),
+            InvalidDbIndex => f.write_str("ERR value is not an integer or out of range"),
+            InvalidExpireTime(cmd) => write!(f, "ERR invalid expire time in '{cmd}' command"),
+            NoAuth => f.write_str("NOAUTH Authentication required."),
+            WrongPass => f.write_str(
+                "WRONGPASS invalid username-password pair or user is disabled.",
+            ),
+            AuthNotConfigured => f.write_str(
+                "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+            ),
+            ExecAbort => f.write_str("EXECABORT Transaction discarded because of previous errors."),
+            NestedMulti => f.write_str("ERR MULTI calls can not be nested"),
+            ExecWithoutMulti => f.write_str("ERR EXEC without MULTI"),
+            DiscardWithoutMulti => f.write_str("ERR DISCARD without MULTI"),
+            WatchInsideMulti => f.write_str("ERR WATCH inside MULTI is not allowed"),
+            ShardBusy => f.write_str(
+                "ERR a key the command did not declare is in use by another command, retry",
+            ),
+            Other(text) => f.write_str(text),
+        }
+    }
+}
+
+impl std::error::Error for CmdError {}
+
+pub type CmdResult<T> = Result<T, CmdError>;

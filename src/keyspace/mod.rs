@@ -1,0 +1,496 @@
+//! The keyspace: every database, split into shards by Redis Cluster hash
+//! slot so that all keys sharing a `{hash tag}` (all keys of one lock) live
+//! in one shard. A command locks only the shards its keys map to; commands
+//! over several shards lock them in ascending order, which rules out
+//! deadlock between them.
+
+mod value;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use bytes::Bytes;
+use parking_lot::{Mutex, MutexGuard};
+
+use crate::clock::Clock;
+use crate::error::{CmdError, CmdResult};
+use crate::expiry::wheel::TimerWheel;
+
+pub use value::{Entry, HASH_ORDERED_MAX, HashValue, Value, hash_remove};
+
+/// More shards than cores by a wide margin, so independent keys rarely
+/// share a lock.
+pub const SHARDS: usize = 128;
+
+pub const HASH_SLOTS: u16 = 16384;
+
+type Map<K, V> = hashbrown::HashMap<K, V, foldhash::fast::RandomState>;
+
+pub fn key_slot(key: &[u8]) -> u16 {
+    redis_protocol::redis_keyslot(key)
+}
+
+pub fn key_shard(key: &[u8]) -> usize {
+    key_slot(key) as usize % SHARDS
+}
+
+/// A client's WATCH on keys: set when any watched key is modified.
+#[derive(Debug, Default)]
+pub struct WatchFlag(AtomicBool);
+
+impl WatchFlag {
+    pub fn is_dirty(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+
+    fn mark(&self) {
+        self.0.store(true, Ordering::Release)
+    }
+}
+
+/// Counters kept under the shard lock, so the hot path touches no shared
+/// cache line; INFO adds them up.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ShardStats {
+    pub hits: u64,
+    pub misses: u64,
+    pub expired: u64,
+    pub dirty: u64,
+}
+
+pub struct Shard {
+    dbs: Vec<Map<Bytes, Entry>>,
+    wheel: TimerWheel<(u32, Bytes)>,
+    watched: Map<(u32, Bytes), Vec<Arc<WatchFlag>>>,
+    pub stats: ShardStats,
+}
+
+impl Shard {
+    fn new(databases: usize, now: u64) -> Self {
+        Shard {
+            dbs: (0..databases).map(|_| Map::default()).collect(),
+            wheel: TimerWheel::new(now),
+            watched: Map::default(),
+            stats: ShardStats::default(),
+        }
+    }
+
+    pub fn db_len(&self, db: usize) -> usize {
+        self.dbs[db].len()
+    }
+
+    pub fn expires_len(&self, db: usize) -> usize {
+        self.dbs[db]
+            .values()
+            .filter(|e| e.expire_at.is_some())
+            .count()
+    }
+
+    /// Live entries of one database, for whole-keyspace commands.
+    pub fn entries(&self, db: usize, now: u64) -> impl Iterator<Item = (&Bytes, &Entry)> {
+        self.dbs[db].iter().filter(move |(_, e)| !e.is_expired(now))
+    }
+
+    fn touch_watchers(&mut self, db: usize, key: &[u8]) {
+        if self.watched.is_empty() {
+            return;
+        }
+        if let Some(flags) = self.watched.get(&(db as u32, Bytes::copy_from_slice(key))) {
+            flags.iter().for_each(|f| f.mark());
+        }
+    }
+
+    fn touch_all_watchers(&mut self, db: Option<usize>) {
+        for ((wdb, _), flags) in &self.watched {
+            if db.is_none_or(|d| d as u32 == *wdb) {
+                flags.iter().for_each(|f| f.mark());
+            }
+        }
+    }
+
+    /// Reclaims keys whose deadline has passed. Returns how many.
+    fn expire_due(&mut self, now: u64) -> u64 {
+        let mut due = Vec::new();
+        self.wheel.advance(now, |item| due.push(item));
+        let mut reclaimed = 0;
+        for (db, key) in due {
+            let db = db as usize;
+            if self.dbs[db].get(&key).is_some_and(|e| e.is_expired(now)) {
+                self.dbs[db].remove(&key);
+                self.touch_watchers(db, &key);
+                reclaimed += 1;
+            }
+        }
+        self.stats.expired += reclaimed;
+        reclaimed
+    }
+}
+
+pub struct Keyspace {
+    shards: Box<[Mutex<Shard>]>,
+    databases: usize,
+    clock: Arc<dyn Clock>,
+}
+
+/// Which shards a command needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockPlan {
+    /// No keys: nothing is locked.
+    Nothing,
+    /// These shards, ascending and without repeats.
+    Shards(Vec<usize>),
+    /// Every shard: whole-keyspace commands and anything that must see a
+    /// frozen keyspace.
+    All,
+}
+
+impl LockPlan {
+    pub fn for_keys<'k>(keys: impl IntoIterator<Item = &'k [u8]>) -> LockPlan {
+        let mut shards: Vec<usize> = keys.into_iter().map(key_shard).collect();
+        if shards.is_empty() {
+            return LockPlan::Nothing;
+        }
+        shards.sort_unstable();
+        shards.dedup();
+        LockPlan::Shards(shards)
+    }
+
+    pub fn union(self, other: LockPlan) -> LockPlan {
+        match (self, other) {
+            (LockPlan::All, _) | (_, LockPlan::All) => LockPlan::All,
+            (LockPlan::Nothing, p) | (p, LockPlan::Nothing) => p,
+            (LockPlan::Shards(mut a), LockPlan::Shards(b)) => {
+                a.extend(b);
+                a.sort_unstable();
+                a.dedup();
+                LockPlan::Shards(a)
+            }
+        }
+    }
+}
+
+impl Keyspace {
+    pub fn new(databases: usize, clock: Arc<dyn Clock>) -> Self {
+        let now = clock.now_ms();
+        Keyspace {
+            shards: (0..SHARDS)
+                .map(|_| Mutex::new(Shard::new(databases, now)))
+                .collect(),
+            databases,
+            clock,
+        }
+    }
+
+    pub fn databases(&self) -> usize {
+        self.databases
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    pub fn lock(&self, plan: &LockPlan) -> Locked<'_> {
+        let guards = match plan {
+            LockPlan::Nothing => Vec::new(),
+            LockPlan::Shards(ids) => ids.iter().map(|&i| (i, self.shards[i].lock())).collect(),
+            LockPlan::All => self
+                .shards
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (i, s.lock()))
+                .collect(),
+        };
+        Locked {
+            ks: self,
+            guards,
+            now: self.clock.now_ms(),
+        }
+    }
+
+    /// One pass of active expiry over every shard with pending deadlines.
+    pub fn expire_due(&self) -> u64 {
+        let now = self.clock.now_ms();
+        self.shards
+            .iter()
+            .map(|s| {
+                let mut shard = s.lock();
+                if shard.wheel.is_empty() {
+                    0
+                } else {
+                    shard.expire_due(now)
+                }
+            })
+            .sum()
+    }
+}
+
+/// The shards one command holds, and the time it runs at.
+pub struct Locked<'a> {
+    ks: &'a Keyspace,
+    guards: Vec<(usize, MutexGuard<'a, Shard>)>,
+    now: u64,
+}
+
+impl<'a> Locked<'a> {
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    pub fn holds_all(&self) -> bool {
+        self.guards.len() == SHARDS
+    }
+
+    /// The shard, taking its lock now if the plan did not. Blocking is only
+    /// safe above every shard already held (ascending order); below that
+    /// the lock is only tried, never waited for.
+    fn shard(&mut self, idx: usize) -> CmdResult<&mut Shard> {
+        let pos = match self.guards.binary_search_by_key(&idx, |(i, _)| *i) {
+            Ok(pos) => pos,
+            Err(pos) => {
+                let mutex = &self.ks.shards[idx];
+                let guard = if pos == self.guards.len() {
+                    mutex.lock()
+                } else {
+                    mutex.try_lock().ok_or(CmdError::ShardBusy)?
+                };
+                self.guards.insert(pos, (idx, guard));
+                pos
+            }
+        };
+        Ok(&mut self.guards[pos].1)
+    }
+
+    pub fn shards(&mut self) -> impl Iterator<Item = &mut Shard> {
+        self.guards.iter_mut().map(|(_, g)| &mut **g)
+    }
+
+    pub fn db(&mut self, index: usize) -> Db<'_, 'a> {
+        Db {
+            locked: self,
+            index,
+        }
+    }
+}
+
+/// How a write treats the key's existing time to live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ttl {
+    Clear,
+    Keep,
+    At(u64),
+}
+
+/// One database as seen through the shards a command holds.
+pub struct Db<'l, 'a> {
+    locked: &'l mut Locked<'a>,
+    index: usize,
+}
+
+impl Db<'_, '_> {
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    pub fn now(&self) -> u64 {
+        self.locked.now
+    }
+
+    /// The live entry, deleting it first if its deadline has passed: a key
+    /// is never visible after its deadline, whatever the wheel has done.
+    pub fn entry(&mut self, key: &[u8]) -> CmdResult<Option<&mut Entry>> {
+        let (now, db) = (self.locked.now, self.index);
+        let shard = self.locked.shard(key_shard(key))?;
+        Ok(live_entry(shard, db, key, now, false))
+    }
+
+    /// A read lookup: counts keyspace hits and misses like Redis.
+    pub fn get(&mut self, key: &[u8]) -> CmdResult<Option<&mut Value>> {
+        let (now, db) = (self.locked.now, self.index);
+        let shard = self.locked.shard(key_shard(key))?;
+        Ok(live_entry(shard, db, key, now, true).map(|e| &mut e.value))
+    }
+
+    /// A write lookup: no hit/miss accounting.
+    pub fn get_mut(&mut self, key: &[u8]) -> CmdResult<Option<&mut Value>> {
+        Ok(self.entry(key)?.map(|e| &mut e.value))
+    }
+
+    pub fn exists(&mut self, key: &[u8]) -> CmdResult<bool> {
+        Ok(self.entry(key)?.is_some())
+    }
+
+    /// Stores `value` under `key` (copied out of the request buffer).
+    pub fn insert(&mut self, key: &[u8], value: Value, ttl: Ttl) -> CmdResult<()> {
+        let previous = self.entry(key)?.and_then(|e| e.expire_at);
+        let expire_at = match ttl {
+            Ttl::Clear => None,
+            Ttl::At(at) => Some(at),
+            Ttl::Keep => previous,
+        };
+        let db = self.index;
+        let shard = self.locked.shard(key_shard(key))?;
+        let key = Bytes::copy_from_slice(key);
+        // An unchanged deadline already has its wheel entry.
+        if let Some(at) = expire_at.filter(|at| Some(*at) != previous) {
+            shard.wheel.insert(at, (db as u32, key.clone()));
+        }
+        shard.dbs[db].insert(key, Entry { value, expire_at });
+        Ok(())
+    }
+
+    pub fn remove(&mut self, key: &[u8]) -> CmdResult<Option<Value>> {
+        if self.entry(key)?.is_none() {
+            return Ok(None);
+        }
+        let db = self.index;
+        let shard = self.locked.shard(key_shard(key))?;
+        Ok(shard.dbs[db].remove(key).map(|e| e.value))
+    }
+
+    /// Sets or clears the deadline of an existing key; false if there is none.
+    pub fn set_expire(&mut self, key: &[u8], at: Option<u64>) -> CmdResult<bool> {
+        let Some(entry) = self.entry(key)? else {
+            return Ok(false);
+        };
+        let previous = std::mem::replace(&mut entry.expire_at, at);
+        if let Some(at) = at.filter(|at| Some(*at) != previous) {
+            let db = self.index as u32;
+            let shard = self.locked.shard(key_shard(key))?;
+            shard.wheel.insert(at, (db, Bytes::copy_from_slice(key)));
+        }
+        Ok(true)
+    }
+
+    /// Records that `key` changed: wakes WATCHers and counts the change.
+    pub fn modified(&mut self, key: &[u8]) -> CmdResult<()> {
+        let db = self.index;
+        let shard = self.locked.shard(key_shard(key))?;
+        shard.stats.dirty += 1;
+        shard.touch_watchers(db, key);
+        Ok(())
+    }
+
+    /// Empties this database in every shard (the plan must hold them all).
+    pub fn flush(&mut self) -> u64 {
+        let db = self.index;
+        let mut removed = 0;
+        for shard in self.locked.shards() {
+            removed += shard.dbs[db].len() as u64;
+            shard.dbs[db].clear();
+            shard.touch_all_watchers(Some(db));
+            shard.stats.dirty += 1;
+        }
+        removed
+    }
+
+    pub fn shards(&mut self) -> impl Iterator<Item = &mut Shard> {
+        self.locked.shards()
+    }
+
+    /// Registers a WATCH of `key` by `flag`.
+    pub fn watch(&mut self, key: &[u8], flag: &Arc<WatchFlag>) -> CmdResult<()> {
+        let db = self.index as u32;
+        let shard = self.locked.shard(key_shard(key))?;
+        shard
+            .watched
+            .entry((db, Bytes::copy_from_slice(key)))
+            .or_default()
+            .push(flag.clone());
+        Ok(())
+    }
+
+    pub fn unwatch(&mut self, key: &[u8], flag: &Arc<WatchFlag>) -> CmdResult<()> {
+        let db = self.index as u32;
+        let shard = self.locked.shard(key_shard(key))?;
+        let k = (db, Bytes::copy_from_slice(key));
+        if let Some(flags) = shard.watched.get_mut(&k) {
+            flags.retain(|f| !Arc::ptr_eq(f, flag));
+            if flags.is_empty() {
+                shard.watched.remove(&k);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The live entry of `key`, reclaiming it first if its deadline has passed.
+/// `count` makes this a read lookup for the hit/miss statistics.
+fn live_entry<'s>(
+    shard: &'s mut Shard,
+    db: usize,
+    key: &[u8],
+    now: u64,
+    count: bool,
+) -> Option<&'s mut Entry> {
+    if shard.dbs[db].get(key).is_some_and(|e| e.is_expired(now)) {
+        shard.dbs[db].remove(key);
+        shard.stats.expired += 1;
+        shard.touch_watchers(db, key);
+    }
+    let found = shard.dbs[db].get_mut(key);
+    if count {
+        let stats = &mut shard.stats;
+        if found.is_some() {
+            stats.hits += 1;
+        } else {
+            stats.misses += 1;
+        }
+    }
+    found
+}
+
+/// FLUSHALL: every database of every shard (the plan must hold them all).
+pub fn flush_all(locked: &mut Locked<'_>) -> u64 {
+    let now = locked.now;
+    let mut removed = 0;
+    for shard in locked.shards() {
+        for db in &mut shard.dbs {
+            removed += db.len() as u64;
+            db.clear();
+        }
+        shard.wheel = TimerWheel::new(now);
+        shard.touch_all_watchers(None);
+        shard.stats.dirty += 1;
+    }
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::SystemClock;
+
+    #[test]
+    fn hash_tags_share_a_shard() {
+        assert_eq!(
+            key_shard(b"lock"),
+            key_shard(b"redisson_lock__channel:{lock}")
+        );
+        assert_eq!(key_slot(b"foo"), 12182);
+    }
+
+    #[test]
+    fn expired_keys_are_invisible_before_the_wheel_runs() {
+        let ks = Keyspace::new(16, Arc::new(SystemClock));
+        let mut locked = ks.lock(&LockPlan::for_keys([&b"k"[..]]));
+        let past = locked.now() - 1;
+        let mut db = locked.db(0);
+        db.insert(b"k", Value::Str(Bytes::from_static(b"v")), Ttl::At(past))
+            .unwrap();
+        assert!(db.get(b"k").unwrap().is_none());
+    }
+
+    #[test]
+    fn out_of_order_access_never_blocks() {
+        let ks = Keyspace::new(1, Arc::new(SystemClock));
+        let (low, high) = (b"a", b"b");
+        let (lo, hi) = if key_shard(low) < key_shard(high) {
+            (low, high)
+        } else {
+            (high, low)
+        };
+        let _other = ks.lock(&LockPlan::for_keys([&lo[..]]));
+        let mut mine = ks.lock(&LockPlan::for_keys([&hi[..]]));
+        assert_eq!(mine.db(0).get(lo).unwrap_err(), CmdError::ShardBusy);
+    }
+}

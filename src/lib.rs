@@ -1,0 +1,26 @@
+//! rlockd: an in-memory, Redis-compatible server built for distributed locks.
+//!
+//! Start one inside a test:
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! let server = rlockd::Server::builder().port(0).start().await?;
+//! println!("listening on {}", server.url());
+//! server.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod client;
+pub mod clock;
+pub mod command;
+pub mod config;
+pub mod connection;
+pub mod error;
+pub mod expiry;
+pub mod keyspace;
+pub mod protocol;
+pub mod server;
+pub mod util;
+
+pub use config::Config;
+pub use server::{Server, ServerBuilder, ServerHandle};

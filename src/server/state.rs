@@ -1,0 +1,118 @@
+//! State shared by every connection of one server instance.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use dashmap::DashMap;
+use parking_lot::RwLock;
+
+use crate::client::ClientHandle;
+use crate::clock::Clock;
+use crate::command::REGISTRY;
+use crate::config::Config;
+use crate::keyspace::Keyspace;
+
+#[derive(Default)]
+pub struct CommandStat {
+    pub calls: AtomicU64,
+    pub usec: AtomicU64,
+    pub failed: AtomicU64,
+    pub rejected: AtomicU64,
+}
+
+pub struct Stats {
+    pub connections_received: AtomicU64,
+    pub rejected_connections: AtomicU64,
+    pub commands_processed: AtomicU64,
+    pub net_input_bytes: AtomicU64,
+    pub net_output_bytes: AtomicU64,
+    pub commands: Vec<CommandStat>,
+}
+
+impl Stats {
+    fn new() -> Self {
+        Stats {
+            connections_received: AtomicU64::new(0),
+            rejected_connections: AtomicU64::new(0),
+            commands_processed: AtomicU64::new(0),
+            net_input_bytes: AtomicU64::new(0),
+            net_output_bytes: AtomicU64::new(0),
+            commands: (0..REGISTRY.specs.len())
+                .map(|_| CommandStat::default())
+                .collect(),
+        }
+    }
+
+    pub fn record_call(&self, id: usize, took: Duration, failed: bool) {
+        let stat = &self.commands[id];
+        stat.calls.fetch_add(1, Ordering::Relaxed);
+        stat.usec
+            .fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+        if failed {
+            stat.failed.fetch_add(1, Ordering::Relaxed);
+        }
+        self.commands_processed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn reset(&self) {
+        for stat in &self.commands {
+            for counter in [&stat.calls, &stat.usec, &stat.failed, &stat.rejected] {
+                counter.store(0, Ordering::Relaxed);
+            }
+        }
+        for counter in [
+            &self.connections_received,
+            &self.rejected_connections,
+            &self.commands_processed,
+            &self.net_input_bytes,
+            &self.net_output_bytes,
+        ] {
+            counter.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+pub struct Shared {
+    pub keyspace: Keyspace,
+    pub config: RwLock<Config>,
+    pub clients: DashMap<u64, Arc<ClientHandle>>,
+    pub stats: Stats,
+    next_client_id: AtomicU64,
+    pub started_ms: u64,
+    pub run_id: String,
+    /// The port actually bound (differs from the config's for port 0).
+    pub port: AtomicU64,
+}
+
+impl Shared {
+    pub fn new(config: Config, clock: Arc<dyn Clock>) -> Self {
+        let started_ms = clock.now_ms();
+        Shared {
+            keyspace: Keyspace::new(config.databases, clock),
+            config: RwLock::new(config),
+            clients: DashMap::new(),
+            stats: Stats::new(),
+            next_client_id: AtomicU64::new(1),
+            started_ms,
+            run_id: random_hex(40),
+            port: AtomicU64::new(0),
+        }
+    }
+
+    pub fn now_ms(&self) -> u64 {
+        self.keyspace.clock().now_ms()
+    }
+
+    pub fn next_client_id(&self) -> u64 {
+        self.next_client_id.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+pub fn random_hex(len: usize) -> String {
+    use rand::RngExt;
+    let mut rng = rand::rng();
+    (0..len)
+        .map(|_| char::from_digit(rng.random_range(0..16), 16).unwrap_or('0'))
+        .collect()
+}

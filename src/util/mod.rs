@@ -1,0 +1,168 @@
+//! Number parsing and formatting with Redis's exact rules, and glob matching.
+
+mod glob;
+pub mod scan;
+
+pub use glob::glob_match;
+
+/// Parses a signed 64-bit integer as Redis's `string2ll` does: no sign but
+/// `-`, no leading zeros, no spaces.
+pub fn parse_i64(s: &[u8]) -> Option<i64> {
+    let (neg, digits) = match s.split_first()? {
+        (b'-', rest) => (true, rest),
+        _ => (false, s),
+    };
+    if digits.is_empty() || digits.len() > 19 {
+        return None;
+    }
+    if digits[0] == b'0' {
+        return (digits.len() == 1 && !neg).then_some(0);
+    }
+    let mut v: u64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add((d - b'0') as u64)?;
+    }
+    if neg {
+        if v > i64::MAX as u64 + 1 {
+            None
+        } else {
+            Some((v as i128).wrapping_neg() as i64)
+        }
+    } else {
+        i64::try_from(v).ok()
+    }
+}
+
+pub fn parse_u64(s: &[u8]) -> Option<u64> {
+    if s.is_empty() || s.len() > 20 || (s[0] == b'0' && s.len() > 1) {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &d in s {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add((d - b'0') as u64)?;
+    }
+    Some(v)
+}
+
+/// Parses a float as Redis's `strtold`-based helpers do: no surrounding
+/// spaces, no NaN; `inf` and exponents are accepted.
+pub fn parse_f64(s: &[u8]) -> Option<f64> {
+    let text = std::str::from_utf8(s).ok()?;
+    if text.is_empty() || text.starts_with(|c: char| c.is_ascii_whitespace()) {
+        return None;
+    }
+    let v: f64 = match text.to_ascii_lowercase().as_str() {
+        "inf" | "+inf" | "infinity" | "+infinity" => f64::INFINITY,
+        "-inf" | "-infinity" => f64::NEG_INFINITY,
+        lower if lower.contains("nan") || lower.contains("inf") => return None,
+        _ => text.parse().ok()?,
+    };
+    Some(v)
+}
+
+/// C's `%.17g`, which Redis 7.0 uses for double replies (scores, RESP3 doubles).
+pub fn format_double(d: f64) -> String {
+    if d.is_nan() {
+        return "nan".into();
+    }
+    if d.is_infinite() {
+        return if d > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    if d == 0.0 {
+        return if d.is_sign_negative() { "-0" } else { "0" }.into();
+    }
+    const PRECISION: i32 = 17;
+    let sci = format!("{:.*e}", (PRECISION - 1) as usize, d);
+    let (mantissa, exp) = sci.split_once('e').expect("exponent form");
+    let exp: i32 = exp.parse().expect("exponent digits");
+    if !(-4..PRECISION).contains(&exp) {
+        let m = trim_fraction(mantissa);
+        format!("{m}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
+    } else {
+        let decimals = (PRECISION - 1 - exp).max(0) as usize;
+        trim_fraction(&format!("{:.*}", decimals, d)).to_string()
+    }
+}
+
+fn trim_fraction(s: &str) -> &str {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        s
+    }
+}
+
+/// The human form INCRBYFLOAT and HINCRBYFLOAT store: fixed point, no
+/// exponent, no trailing zeros.
+pub fn format_human_double(d: f64) -> String {
+    if d == 0.0 {
+        return "0".into();
+    }
+    format!("{d}")
+}
+
+pub fn i64_bytes(n: i64) -> bytes::Bytes {
+    bytes::Bytes::copy_from_slice(itoa::Buffer::new().format(n).as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn string2ll_rules() {
+        assert_eq!(parse_i64(b"0"), Some(0));
+        assert_eq!(parse_i64(b"-12"), Some(-12));
+        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+        for bad in [
+            &b""[..],
+            b"-",
+            b"01",
+            b"-0",
+            b"+1",
+            b" 1",
+            b"1 ",
+            b"1.5",
+            b"9223372036854775808",
+        ] {
+            assert_eq!(parse_i64(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn percent_17g() {
+        assert_eq!(format_double(1.0), "1");
+        assert_eq!(format_double(1.5), "1.5");
+        assert_eq!(format_double(0.1), "0.10000000000000001");
+        assert_eq!(format_double(922337203685477.0), "922337203685477");
+        assert_eq!(format_double(1e17), "1e+17");
+        assert_eq!(format_double(1e-5), "1.0000000000000001e-05");
+        assert_eq!(format_double(-2.5), "-2.5");
+        assert_eq!(format_double(f64::INFINITY), "inf");
+    }
+
+    #[test]
+    fn human_double() {
+        assert_eq!(format_human_double(10.5), "10.5");
+        assert_eq!(format_human_double(5200.0), "5200");
+        assert_eq!(format_human_double(1e-5), "0.00001");
+        assert_eq!(format_human_double(-0.0), "0");
+    }
+
+    #[test]
+    fn floats() {
+        assert_eq!(parse_f64(b"1.5"), Some(1.5));
+        assert_eq!(parse_f64(b"5.0e3"), Some(5000.0));
+        assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_f64(b"nan"), None);
+        assert_eq!(parse_f64(b" 1"), None);
+        assert_eq!(parse_f64(b"abc"), None);
+    }
+}
