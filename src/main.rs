@@ -23,6 +23,32 @@ struct Args {
     /// Log level: debug, verbose, notice, warning, nothing.
     #[arg(long, default_value = "notice")]
     loglevel: String,
+    /// Instead of serving, PING the server at --bind/--port and exit 0 if
+    /// it answers (container health checks).
+    #[arg(long)]
+    health_check: bool,
+}
+
+/// One PING over a fresh connection; the process exit code is the verdict.
+fn health_check(args: &Args) -> std::process::ExitCode {
+    use std::io::{Read, Write};
+    use std::time::Duration;
+    let host = match args.bind.first().map(String::as_str) {
+        None | Some("0.0.0.0") | Some("::") | Some("*") => "127.0.0.1",
+        Some(h) => h,
+    };
+    let answered = (|| -> std::io::Result<bool> {
+        let mut s = std::net::TcpStream::connect((host, args.port))?;
+        s.set_read_timeout(Some(Duration::from_secs(2)))?;
+        s.write_all(b"PING\r\n")?;
+        let mut buf = [0u8; 64];
+        let n = s.read(&mut buf)?;
+        Ok(buf[..n].starts_with(b"+PONG"))
+    })();
+    match answered {
+        Ok(true) => std::process::ExitCode::SUCCESS,
+        _ => std::process::ExitCode::FAILURE,
+    }
 }
 
 fn tracing_level(loglevel: &str) -> &'static str {
@@ -35,9 +61,22 @@ fn tracing_level(loglevel: &str) -> &'static str {
     }
 }
 
-#[tokio::main]
-async fn main() -> std::io::Result<()> {
+fn main() -> std::process::ExitCode {
     let args = Args::parse();
+    if args.health_check {
+        return health_check(&args);
+    }
+    match serve(args) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rlockd: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+#[tokio::main]
+async fn serve(args: Args) -> std::io::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::new(tracing_level(&args.loglevel)))
         .with_target(false)

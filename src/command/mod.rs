@@ -199,6 +199,9 @@ pub fn execute(
     shared
         .stats
         .record_call(id, started.elapsed(), result.is_err());
+    if let Err(e) = &result {
+        shared.stats.record_error(e.code());
+    }
     result.unwrap_or_else(Reply::Error)
 }
 

@@ -538,6 +538,7 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             line("evicted_keys", &0);
             line("keyspace_hits", &facts.totals.hits);
             line("keyspace_misses", &facts.totals.misses);
+            line("total_error_replies", &stats.errors.lock().values().sum::<u64>());
             line("pubsub_channels", &0);
             line("pubsub_patterns", &0);
             "Stats"
@@ -566,7 +567,12 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             "CPU"
         }
         "modules" => "Modules",
-        "errorstats" => "Errorstats",
+        "errorstats" => {
+            for (code, count) in stats.errors.lock().iter() {
+                line(&format!("errorstat_{code}"), &format!("count={count}"));
+            }
+            "Errorstats"
+        }
         "cluster" => {
             line("cluster_enabled", &0);
             "Cluster"

@@ -28,6 +28,8 @@ pub struct Stats {
     pub net_input_bytes: AtomicU64,
     pub net_output_bytes: AtomicU64,
     pub commands: Vec<CommandStat>,
+    /// Error replies by their first word (`ERR`, `WRONGTYPE`…), for INFO errorstats.
+    pub errors: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
 }
 
 impl Stats {
@@ -41,6 +43,7 @@ impl Stats {
             commands: (0..REGISTRY.specs.len())
                 .map(|_| CommandStat::default())
                 .collect(),
+            errors: Default::default(),
         }
     }
 
@@ -55,7 +58,17 @@ impl Stats {
         self.commands_processed.fetch_add(1, Ordering::Relaxed);
     }
 
+    pub fn record_error(&self, code: &str) {
+        *self.errors.lock().entry(code.to_string()).or_default() += 1;
+    }
+
+    /// A known command refused before it ran (arity, authentication).
+    pub fn record_rejected(&self, id: usize) {
+        self.commands[id].rejected.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub fn reset(&self) {
+        self.errors.lock().clear();
         for stat in &self.commands {
             for counter in [&stat.calls, &stat.usec, &stat.failed, &stat.rejected] {
                 counter.store(0, Ordering::Relaxed);
