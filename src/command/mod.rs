@@ -150,22 +150,29 @@ pub fn lock_plan(spec: &CommandSpec, args: &[Bytes]) -> LockPlan {
 /// Runs one command line from a client, queueing it instead inside MULTI.
 pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
     let reg = &*REGISTRY;
+    let reject = |client: &mut Client, id: Option<usize>, e: CmdError| {
+        if let Some(id) = id {
+            shared.stats.record_rejected(id);
+        }
+        shared.stats.record_error(e.code());
+        client.reject(e)
+    };
     let id = match reg.resolve(args) {
         Ok(id) => id,
-        Err(e) => return client.reject(e),
+        Err(e) => return reject(client, None, e),
     };
     let spec = reg.specs[id];
     if !spec.arity_ok(args.len()) {
-        return client.reject(CmdError::WrongArity(reg.full_names[id].clone()));
+        let e = CmdError::WrongArity(reg.full_names[id].clone());
+        return reject(client, Some(id), e);
     }
     if !client.authenticated && !spec.has(flag::NO_AUTH) {
-        return client.reject(CmdError::NoAuth);
+        return reject(client, Some(id), CmdError::NoAuth);
     }
     if client.multi.is_some() && !multi::runs_inside_multi(spec) {
         if spec.has(flag::NO_MULTI) {
-            return client.reject(CmdError::other(
-                "ERR Command not allowed inside a transaction",
-            ));
+            let e = CmdError::other("ERR Command not allowed inside a transaction");
+            return reject(client, Some(id), e);
         }
         client.queue(id, args.to_vec());
         return Reply::status("QUEUED");
