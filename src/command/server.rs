@@ -538,7 +538,10 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             line("evicted_keys", &0);
             line("keyspace_hits", &facts.totals.hits);
             line("keyspace_misses", &facts.totals.misses);
-            line("total_error_replies", &stats.errors.lock().values().sum::<u64>());
+            line(
+                "total_error_replies",
+                &stats.errors.lock().values().sum::<u64>(),
+            );
             line("pubsub_channels", &0);
             line("pubsub_patterns", &0);
             "Stats"

@@ -163,6 +163,9 @@ pub struct CommandSpec {
     pub group: Group,
     pub since: &'static str,
     pub summary: &'static str,
+    /// The arguments in a compact grammar (see `docs::parse_syntax`), from
+    /// which COMMAND DOCS builds its `arguments` tree; "" when none.
+    pub syntax: &'static str,
     pub handler: Option<Handler>,
     pub subcommands: &'static [CommandSpec],
 }
@@ -179,6 +182,7 @@ impl CommandSpec {
             group,
             since: "1.0.0",
             summary: "",
+            syntax: "",
             handler: Some(handler),
             subcommands: &[],
         }
@@ -196,6 +200,7 @@ impl CommandSpec {
             group,
             since: "1.0.0",
             summary: "",
+            syntax: "",
             handler: None,
             subcommands: subs,
         }
@@ -231,6 +236,13 @@ impl CommandSpec {
     pub const fn doc(mut self, since: &'static str, summary: &'static str) -> Self {
         self.since = since;
         self.summary = summary;
+        self
+    }
+
+    /// The argument grammar COMMAND DOCS reports, e.g.
+    /// `"key value [NX | XX] [EX seconds | PX milliseconds]"`.
+    pub const fn syntax(mut self, syntax: &'static str) -> Self {
+        self.syntax = syntax;
         self
     }
 

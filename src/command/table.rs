@@ -42,6 +42,7 @@ static CLIENT_SUBS: &[C] = &[
     C::new("setname", 3, Connection, conn::client_setname)
         .flags(CONN)
         .acl(CONNECTION)
+        .syntax("connection-name")
         .doc("2.6.9", "Names this connection."),
     C::new("getname", 2, Connection, conn::client_getname)
         .flags(CONN)
@@ -50,6 +51,7 @@ static CLIENT_SUBS: &[C] = &[
     C::new("setinfo", 4, Connection, conn::client_setinfo)
         .flags(CONN)
         .acl(CONNECTION)
+        .syntax("LIB-NAME libname | LIB-VER libver")
         .doc(
             "7.2.0",
             "Records the client library's name or version for this connection.",
@@ -58,6 +60,7 @@ static CLIENT_SUBS: &[C] = &[
         .flags(ADMIN | CONN)
         .acl(CONNECTION)
         .tips(NONDET)
+        .syntax("[TYPE (NORMAL | MASTER | REPLICA | PUBSUB)] [ID (client-id...)]")
         .doc("2.4.0", "Describes every open connection, one line each."),
     C::new("info", 2, Connection, conn::client_info)
         .flags(CONN)
@@ -70,6 +73,7 @@ static CLIENT_SUBS: &[C] = &[
     C::new("kill", -3, Connection, conn::client_kill)
         .flags(ADMIN | CONN)
         .acl(CONNECTION)
+        .syntax("ip:port | ([ID client-id] | [TYPE (NORMAL | MASTER | SLAVE | REPLICA | PUBSUB)] | [USER username] | [ADDR ip:port] | [LADDR ip:port] | [SKIPME yes/no])...")
         .doc(
             "2.4.0",
             "Closes connections chosen by address, id or other filters.",
@@ -77,6 +81,7 @@ static CLIENT_SUBS: &[C] = &[
     C::new("no-evict", 3, Connection, conn::client_no_evict)
         .flags(ADMIN | CONN)
         .acl(CONNECTION)
+        .syntax("ON | OFF")
         .doc(
             "7.0.0",
             "Exempts this connection from client eviction (accepted; nothing is evicted).",
@@ -90,6 +95,7 @@ static CLIENT_SUBS: &[C] = &[
 static CONFIG_SUBS: &[C] = &[
     C::new("get", -3, Server, server::config_get)
         .flags(ADMIN | CONN)
+        .syntax("(parameter)...")
         .doc(
             "2.0.0",
             "Returns the values of settings matching the given patterns.",
@@ -97,6 +103,7 @@ static CONFIG_SUBS: &[C] = &[
     C::new("set", -4, Server, server::config_set)
         .flags(ADMIN | CONN)
         .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
+        .syntax("(parameter value)...")
         .doc("2.0.0", "Changes settings at run time."),
     C::new("resetstat", 2, Server, server::config_resetstat)
         .flags(ADMIN | CONN)
@@ -121,20 +128,24 @@ static COMMAND_SUBS: &[C] = &[
         .flags(LOADING | STALE)
         .acl(CONNECTION)
         .tips(NONDET_ORDER)
+        .syntax("[command-name...]")
         .doc("2.8.13", "Describes the given commands, or all of them."),
     C::new("docs", -2, Server, server::command_docs)
         .flags(LOADING | STALE)
         .acl(CONNECTION)
         .tips(NONDET_ORDER)
+        .syntax("[command-name...]")
         .doc("7.0.0", "Documents the given commands, or all of them."),
     C::new("getkeys", -4, Server, server::command_getkeys)
         .flags(LOADING | STALE)
         .acl(CONNECTION)
+        .syntax("command arg...")
         .doc("2.8.13", "Extracts the key names from a full command line."),
     C::new("list", -2, Server, server::command_list)
         .flags(LOADING | STALE)
         .acl(CONNECTION)
         .tips(NONDET_ORDER)
+        .syntax("[FILTERBY (MODULE module-name | ACLCAT category | PATTERN pattern)]")
         .doc("7.0.0", "Lists command names."),
     C::new("help", 2, Server, server::command_help)
         .flags(LOADING | STALE)
@@ -145,14 +156,19 @@ static COMMAND_SUBS: &[C] = &[
 pub static COMMANDS: &[C] = &[
     // connection
     C::new("ping", -1, Connection, conn::ping).flags(FAST).acl(CONNECTION).tips(ALL_SHARDS_OK)
+        .syntax("[message]")
         .doc("1.0.0", "Answers PONG, or echoes its argument: a liveness check."),
     C::new("echo", 2, Connection, conn::echo).flags(LOADING | STALE | FAST).acl(CONNECTION)
+        .syntax("message")
         .doc("1.0.0", "Returns its argument."),
     C::new("hello", -1, Connection, conn::hello).flags(ANY_STATE).acl(CONNECTION)
+        .syntax("[protover [AUTH (username password)] [SETNAME clientname]]")
         .doc("6.0.0", "Chooses the protocol version, optionally authenticates and names the connection, and describes the server."),
     C::new("auth", -2, Connection, conn::auth).flags(ANY_STATE).acl(CONNECTION)
+        .syntax("[username] password")
         .doc("1.0.0", "Authenticates this connection."),
     C::new("select", 2, Connection, conn::select).flags(LOADING | STALE | FAST).acl(CONNECTION)
+        .syntax("index")
         .doc("1.0.0", "Switches this connection to another database."),
     C::new("quit", -1, Connection, conn::quit).flags(ANY_STATE).acl(CONNECTION)
         .doc("1.0.0", "Closes the connection after the reply."),
@@ -164,14 +180,17 @@ pub static COMMANDS: &[C] = &[
         .doc("2.8.13", "Describes every command the server knows."),
     C::new("info", -1, Server, server::info).flags(LOADING | STALE | WHOLE_KEYSPACE).acl(DANGEROUS)
         .tips(&["nondeterministic_output", "request_policy:all_shards", "response_policy:special"])
+        .syntax("[section...]")
         .doc("1.0.0", "Reports the server's state and statistics, by section."),
     C::container("config", Server, CONFIG_SUBS).doc("2.0.0", "Reads and changes settings."),
     C::new("dbsize", 1, Server, server::dbsize).flags(READ_FAST | WHOLE_KEYSPACE).acl(KEYSPACE)
         .tips(&["request_policy:all_shards", "response_policy:agg_sum"])
         .doc("1.0.0", "Returns the number of keys in the selected database."),
     C::new("flushdb", -1, Server, server::flushdb).flags(WRITE | WHOLE_KEYSPACE).acl(KEYSPACE | DANGEROUS).tips(ALL_SHARDS_OK)
+        .syntax("[ASYNC | SYNC]")
         .doc("1.0.0", "Deletes every key of the selected database."),
     C::new("flushall", -1, Server, server::flushall).flags(WRITE | WHOLE_KEYSPACE).acl(KEYSPACE | DANGEROUS).tips(ALL_SHARDS_OK)
+        .syntax("[ASYNC | SYNC]")
         .doc("1.0.0", "Deletes every key of every database."),
     C::new("time", 1, Server, server::time).flags(LOADING | STALE | FAST).tips(NONDET)
         .doc("2.6.0", "Returns the server time: seconds and microseconds."),
@@ -179,105 +198,149 @@ pub static COMMANDS: &[C] = &[
         .doc("1.0.0", "Returns when the last save happened; rlockd never saves, so its start time."),
     // keys
     C::new("exists", -2, Generic, keys::exists).flags(READ_FAST).acl(KEYSPACE).tips(MULTI_SHARD_SUM).keys(&keys_all(RO))
+        .syntax("key...")
         .doc("1.0.0", "Counts how many of the given keys exist."),
     C::new("del", -2, Generic, keys::del).flags(WRITE).acl(KEYSPACE).tips(MULTI_SHARD_SUM).keys(&keys_all(RM_DELETE))
+        .syntax("key...")
         .doc("1.0.0", "Deletes keys; returns how many existed."),
     C::new("unlink", -2, Generic, keys::del).flags(WRITE | FAST).acl(KEYSPACE).tips(MULTI_SHARD_SUM).keys(&keys_all(RM_DELETE))
+        .syntax("key...")
         .doc("4.0.0", "Deletes keys like DEL."),
     C::new("type", 2, Generic, keys::type_).flags(READ_FAST).acl(KEYSPACE).keys(&key1(RO))
+        .syntax("key")
         .doc("1.0.0", "Returns the type of the value at a key."),
     C::new("keys", 2, Generic, keys::keys).flags(READONLY | WHOLE_KEYSPACE).acl(KEYSPACE | DANGEROUS)
         .tips(&["request_policy:all_shards", "nondeterministic_output_order"])
+        .syntax("pattern")
         .doc("1.0.0", "Returns every key matching a glob pattern."),
     C::new("scan", -2, Generic, keys::scan).flags(READONLY | WHOLE_KEYSPACE).acl(KEYSPACE)
         .tips(&["nondeterministic_output", "request_policy:special"])
+        .syntax("cursor [MATCH pattern] [COUNT count] [TYPE type]")
         .doc("2.8.0", "Iterates over the keys with a cursor."),
     C::new("rename", 3, Generic, keys::rename).flags(WRITE).acl(KEYSPACE)
         .keys(&[KeySpec::range(1, 0, 1, &["RW", "access", "delete"]), KeySpec::range(2, 0, 1, OW_UPDATE)])
+        .syntax("key newkey")
         .doc("1.0.0", "Renames a key, replacing any key of the new name."),
     C::new("randomkey", 1, Generic, keys::randomkey).flags(READONLY | WHOLE_KEYSPACE).acl(KEYSPACE)
         .tips(&["request_policy:all_shards", "nondeterministic_output"])
         .doc("1.0.0", "Returns a random key."),
     // expiry
     C::new("expire", -3, Generic, expire::expire).flags(WRITE | FAST).acl(KEYSPACE).keys(&key1(RW_UPDATE))
+        .syntax("key seconds [NX | XX | GT | LT]")
         .doc("1.0.0", "Sets a key's time to live in seconds."),
     C::new("pexpire", -3, Generic, expire::pexpire).flags(WRITE | FAST).acl(KEYSPACE).keys(&key1(RW_UPDATE))
+        .syntax("key milliseconds [NX | XX | GT | LT]")
         .doc("2.6.0", "Sets a key's time to live in milliseconds."),
     C::new("expireat", -3, Generic, expire::expireat).flags(WRITE | FAST).acl(KEYSPACE).keys(&key1(RW_UPDATE))
+        .syntax("key unix-time-seconds [NX | XX | GT | LT]")
         .doc("1.2.0", "Sets a key's deadline as a Unix time in seconds."),
     C::new("pexpireat", -3, Generic, expire::pexpireat).flags(WRITE | FAST).acl(KEYSPACE).keys(&key1(RW_UPDATE))
+        .syntax("key unix-time-milliseconds [NX | XX | GT | LT]")
         .doc("2.6.0", "Sets a key's deadline as a Unix time in milliseconds."),
     C::new("ttl", 2, Generic, expire::ttl).flags(READ_FAST).acl(KEYSPACE).tips(NONDET).keys(&key1(RO_ACCESS))
+        .syntax("key")
         .doc("1.0.0", "Returns a key's remaining time to live in seconds."),
     C::new("pttl", 2, Generic, expire::pttl).flags(READ_FAST).acl(KEYSPACE).tips(NONDET).keys(&key1(RO_ACCESS))
+        .syntax("key")
         .doc("2.6.0", "Returns a key's remaining time to live in milliseconds."),
     C::new("expiretime", 2, Generic, expire::expiretime).flags(READ_FAST).acl(KEYSPACE).keys(&key1(RO_ACCESS))
+        .syntax("key")
         .doc("7.0.0", "Returns a key's deadline as a Unix time in seconds."),
     C::new("pexpiretime", 2, Generic, expire::pexpiretime).flags(READ_FAST).acl(KEYSPACE).keys(&key1(RO_ACCESS))
+        .syntax("key")
         .doc("7.0.0", "Returns a key's deadline as a Unix time in milliseconds."),
     C::new("persist", 2, Generic, expire::persist).flags(WRITE | FAST).acl(KEYSPACE).keys(&key1(RW_UPDATE))
+        .syntax("key")
         .doc("2.2.0", "Removes a key's time to live."),
     // strings
     C::new("get", 2, String, strings::get).flags(READ_FAST).acl(STRING).keys(&key1(RO_ACCESS))
+        .syntax("key")
         .doc("1.0.0", "Returns the string value of a key."),
     C::new("set", -3, String, strings::set).flags(WRITE | DENYOOM).acl(STRING)
         .keys(&key1(&["RW", "access", "update", "variable_flags"]))
+        .syntax("key value [NX | XX] [GET] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]")
         .doc("1.0.0", "Sets a string value, optionally only if absent or present, with a time to live."),
     C::new("setnx", 3, String, strings::setnx).flags(WRITE_FAST).acl(STRING).keys(&key1(&["OW", "insert"]))
+        .syntax("key value")
         .doc("1.0.0", "Sets a string value only if the key does not exist."),
     C::new("setex", 4, String, strings::setex).flags(WRITE | DENYOOM).acl(STRING).keys(&key1(OW_UPDATE))
+        .syntax("key seconds value")
         .doc("2.0.0", "Sets a string value with a time to live in seconds."),
     C::new("psetex", 4, String, strings::psetex).flags(WRITE | DENYOOM).acl(STRING).keys(&key1(OW_UPDATE))
+        .syntax("key milliseconds value")
         .doc("2.6.0", "Sets a string value with a time to live in milliseconds."),
     C::new("getset", 3, String, strings::getset).flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
+        .syntax("key value")
         .doc("1.0.0", "Sets a string value and returns the old one."),
     C::new("getdel", 2, String, strings::getdel).flags(WRITE | FAST).acl(STRING).keys(&key1(&["RW", "access", "delete"]))
+        .syntax("key")
         .doc("6.2.0", "Returns a string value and deletes the key."),
     C::new("mget", -2, String, strings::mget).flags(READ_FAST).acl(STRING).tips(&["request_policy:multi_shard"])
         .keys(&keys_all(RO_ACCESS))
+        .syntax("key...")
         .doc("1.0.0", "Returns the values of several keys."),
     C::new("mset", -3, String, strings::mset).flags(WRITE | DENYOOM).acl(STRING)
         .tips(&["request_policy:multi_shard", "response_policy:all_succeeded"])
         .keys(&[KeySpec::range(1, -1, 2, OW_UPDATE)])
+        .syntax("(key value)...")
         .doc("1.0.1", "Sets several string values atomically."),
     C::new("incr", 2, String, strings::incr).flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
+        .syntax("key")
         .doc("1.0.0", "Adds one to an integer value."),
     C::new("incrby", 3, String, strings::incrby).flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
+        .syntax("key increment")
         .doc("1.0.0", "Adds an amount to an integer value."),
     C::new("decr", 2, String, strings::decr).flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
+        .syntax("key")
         .doc("1.0.0", "Subtracts one from an integer value."),
     C::new("decrby", 3, String, strings::decrby).flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
+        .syntax("key decrement")
         .doc("1.0.0", "Subtracts an amount from an integer value."),
     C::new("append", 3, String, strings::append).flags(WRITE_FAST).acl(STRING).keys(&key1(&["RW", "insert"]))
+        .syntax("key value")
         .doc("2.0.0", "Appends to a string value; returns the new length."),
     C::new("strlen", 2, String, strings::strlen).flags(READ_FAST).acl(STRING).keys(&key1(RO))
+        .syntax("key")
         .doc("2.2.0", "Returns the length of a string value."),
     // hashes
     C::new("hset", -4, Hash, hashes::hset).flags(WRITE_FAST).acl(HASH).keys(&key1(RW_UPDATE))
+        .syntax("key (field value)...")
         .doc("2.0.0", "Sets fields of a hash; returns how many were new."),
     C::new("hsetnx", 4, Hash, hashes::hsetnx).flags(WRITE_FAST).acl(HASH).keys(&key1(&["RW", "insert"]))
+        .syntax("key field value")
         .doc("2.0.0", "Sets a hash field only if it does not exist."),
     C::new("hget", 3, Hash, hashes::hget).flags(READ_FAST).acl(HASH).keys(&key1(RO_ACCESS))
+        .syntax("key field")
         .doc("2.0.0", "Returns the value of a hash field."),
     C::new("hmget", -3, Hash, hashes::hmget).flags(READ_FAST).acl(HASH).keys(&key1(RO_ACCESS))
+        .syntax("key field...")
         .doc("2.0.0", "Returns the values of several hash fields."),
     C::new("hgetall", 2, Hash, hashes::hgetall).flags(READONLY).acl(HASH).tips(NONDET_ORDER).keys(&key1(RO_ACCESS))
+        .syntax("key")
         .doc("2.0.0", "Returns every field and value of a hash."),
     C::new("hdel", -3, Hash, hashes::hdel).flags(WRITE | FAST).acl(HASH).keys(&key1(&["RW", "delete"]))
+        .syntax("key field...")
         .doc("2.0.0", "Deletes hash fields; returns how many existed."),
     C::new("hexists", 3, Hash, hashes::hexists).flags(READ_FAST).acl(HASH).keys(&key1(RO))
+        .syntax("key field")
         .doc("2.0.0", "Tells whether a hash field exists."),
     C::new("hlen", 2, Hash, hashes::hlen).flags(READ_FAST).acl(HASH).keys(&key1(RO))
+        .syntax("key")
         .doc("2.0.0", "Returns the number of fields in a hash."),
     C::new("hkeys", 2, Hash, hashes::hkeys).flags(READONLY).acl(HASH).tips(NONDET_ORDER).keys(&key1(RO_ACCESS))
+        .syntax("key")
         .doc("2.0.0", "Returns every field name of a hash."),
     C::new("hvals", 2, Hash, hashes::hvals).flags(READONLY).acl(HASH).tips(NONDET_ORDER).keys(&key1(RO_ACCESS))
+        .syntax("key")
         .doc("2.0.0", "Returns every value of a hash."),
     C::new("hincrby", 4, Hash, hashes::hincrby).flags(WRITE_FAST).acl(HASH).keys(&key1(RW_ACCESS_UPDATE))
+        .syntax("key field increment")
         .doc("2.0.0", "Adds an integer to a hash field."),
     C::new("hincrbyfloat", 4, Hash, hashes::hincrbyfloat).flags(WRITE_FAST).acl(HASH).keys(&key1(RW_ACCESS_UPDATE))
+        .syntax("key field increment")
         .doc("2.6.0", "Adds a floating point number to a hash field."),
     C::new("hscan", -3, Hash, hashes::hscan).flags(READONLY).acl(HASH).tips(NONDET).keys(&key1(RO_ACCESS))
+        .syntax("key cursor [MATCH pattern] [COUNT count]")
         .doc("2.8.0", "Iterates over the fields of a hash with a cursor."),
     // transactions
     C::new("multi", 1, Transactions, multi::multi).flags(TX).acl(TRANSACTION)
@@ -287,6 +350,7 @@ pub static COMMANDS: &[C] = &[
     C::new("discard", 1, Transactions, multi::discard).flags(TX).acl(TRANSACTION)
         .doc("2.0.0", "Drops the queued commands."),
     C::new("watch", -2, Transactions, multi::watch).flags(TX).acl(TRANSACTION).keys(&keys_all(RO))
+        .syntax("key...")
         .doc("2.2.0", "Makes the next EXEC fail if any of these keys changes first."),
     C::new("unwatch", 1, Transactions, multi::unwatch).flags(TX).acl(TRANSACTION)
         .doc("2.2.0", "Forgets every WATCHed key."),

@@ -147,6 +147,8 @@ fn hex_val(b: u8) -> Option<u8> {
 /// separated, with "double quotes" (C escapes, `\xHH`) and 'single quotes'.
 /// `None` for unbalanced quotes or a closing quote not followed by a space.
 pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    // Redis splits a C string: a NUL byte ends the line.
+    let line = line.split(|&b| b == 0).next().unwrap_or(line);
     let mut args = Vec::new();
     let mut i = 0;
     loop {
@@ -216,7 +218,7 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
             } else {
                 match c {
                     None => break,
-                    Some(b) if is_space(b) || b == 0 => break,
+                    Some(b) if is_space(b) => break,
                     Some(b'"') => in_double = true,
                     Some(b'\'') => in_single = true,
                     Some(other) => cur.push(other),
@@ -225,5 +227,86 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
             i += 1;
         }
         args.push(cur);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Everything the parser makes of `input` fed in the given chunk sizes.
+    fn run(input: &[u8], chunks: &[usize]) -> (Vec<Vec<Bytes>>, Option<ProtocolError>) {
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        let mut rest = input;
+        let mut sizes = chunks.iter().cycle();
+        while !rest.is_empty() {
+            let n = (*sizes.next().unwrap_or(&rest.len())).clamp(1, rest.len());
+            buf.extend_from_slice(&rest[..n]);
+            rest = &rest[n..];
+            loop {
+                match next_request(&mut buf) {
+                    Ok(Some(args)) => out.push(args),
+                    Ok(None) => break,
+                    Err(e) => return (out, Some(e)),
+                }
+            }
+        }
+        (out, None)
+    }
+
+    fn encode(args: &[Vec<u8>]) -> Vec<u8> {
+        let mut out = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            out.extend_from_slice(a);
+            out.extend_from_slice(b"\r\n");
+        }
+        out
+    }
+
+    #[test]
+    fn inline_quoting() {
+        let got = split_args(br#"set "a b" 'c d' "\x41\n" plain"#).unwrap();
+        assert_eq!(
+            got,
+            vec![
+                b"set".to_vec(),
+                b"a b".to_vec(),
+                b"c d".to_vec(),
+                b"A\n".to_vec(),
+                b"plain".to_vec()
+            ]
+        );
+        assert_eq!(split_args(br#"a"b c""#).unwrap(), vec![b"ab c".to_vec()]);
+        assert!(split_args(br#""open"#).is_none());
+        assert!(split_args(br#""a"b"#).is_none());
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(input in proptest::collection::vec(any::<u8>(), 0..512),
+                                       chunks in proptest::collection::vec(1usize..64, 1..8)) {
+            let _ = run(&input, &chunks);
+        }
+
+        #[test]
+        fn chunking_does_not_change_requests(
+            reqs in proptest::collection::vec(
+                proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..40), 1..6), 1..10),
+            chunks in proptest::collection::vec(1usize..50, 1..8)) {
+            let mut stream = Vec::new();
+            for r in &reqs {
+                stream.extend(encode(r));
+            }
+            let (whole, err) = run(&stream, &[stream.len()]);
+            prop_assert!(err.is_none());
+            let (pieces, err) = run(&stream, &chunks);
+            prop_assert!(err.is_none());
+            prop_assert_eq!(&whole, &pieces);
+            let want: Vec<Vec<Bytes>> = reqs.iter().map(|r| r.iter().map(|a| Bytes::copy_from_slice(a)).collect()).collect();
+            prop_assert_eq!(whole, want);
+        }
     }
 }
