@@ -3,7 +3,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
@@ -12,6 +12,7 @@ use tokio::sync::Notify;
 use crate::error::CmdError;
 use crate::keyspace::WatchFlag;
 use crate::protocol::{Protocol, Reply};
+use crate::pubsub::Subscriptions;
 
 /// What other clients may read about a client, updated as it runs commands.
 #[derive(Debug, Clone, Default)]
@@ -28,6 +29,10 @@ pub struct ClientInfo {
     pub multi: i64,
     pub watched: usize,
     pub no_evict: bool,
+    /// Channel, pattern and shard channel subscriptions.
+    pub sub: usize,
+    pub psub: usize,
+    pub ssub: usize,
 }
 
 pub struct ClientHandle {
@@ -36,6 +41,12 @@ pub struct ClientHandle {
     pub laddr: SocketAddr,
     pub created_ms: u64,
     pub info: Mutex<ClientInfo>,
+    /// Bytes of pub/sub frames queued for this client and not yet written:
+    /// publishers add, the connection subtracts what it has written.
+    pub backlog: AtomicUsize,
+    /// When the backlog reached the pub/sub soft limit, or 0 (see
+    /// `pubsub::Limits`).
+    pub over_soft_since: AtomicU64,
     killed: AtomicBool,
     kill: Notify,
 }
@@ -53,6 +64,8 @@ impl ClientHandle {
                 last_interaction_ms: now_ms,
                 ..ClientInfo::default()
             }),
+            backlog: AtomicUsize::new(0),
+            over_soft_since: AtomicU64::new(0),
             killed: AtomicBool::new(false),
             kill: Notify::new(),
         }
@@ -92,6 +105,8 @@ pub struct Client {
     pub multi_failed: bool,
     pub watch: Option<WatchState>,
     pub close_after_reply: bool,
+    /// Pub/sub subscriptions and the mailbox messages arrive in.
+    pub pubsub: Subscriptions,
     pub handle: Arc<ClientHandle>,
 }
 
@@ -106,7 +121,25 @@ impl Client {
             multi_failed: false,
             watch: None,
             close_after_reply: false,
+            pubsub: Subscriptions::default(),
             handle,
+        }
+    }
+
+    /// The client a script's commands run as: the caller's database and
+    /// identity, but its own protocol and no transaction state.
+    pub fn for_script(caller: &Client) -> Client {
+        Client {
+            id: caller.id,
+            db: caller.db,
+            protocol: Protocol::Resp2,
+            authenticated: true,
+            multi: None,
+            multi_failed: false,
+            watch: None,
+            close_after_reply: false,
+            pubsub: Subscriptions::default(),
+            handle: caller.handle.clone(),
         }
     }
 
@@ -122,6 +155,12 @@ impl Client {
         let queue = self.multi.get_or_insert_with(Vec::new);
         queue.push((id, args));
         self.handle.info.lock().multi = queue.len() as i64;
+    }
+
+    /// Publishes the subscription counts CLIENT LIST shows.
+    pub fn note_subscriptions(&self) {
+        let mut info = self.handle.info.lock();
+        (info.sub, info.psub, info.ssub) = self.pubsub.counts();
     }
 
     pub fn note_command(&mut self, id: usize) {

@@ -21,6 +21,9 @@ pub struct Config {
     pub hz: u64,
     pub save: String,
     pub client_output_buffer_limit: String,
+    /// Most memory one Lua state may use, so a runaway script fails
+    /// cleanly instead of exhausting the server.
+    pub lua_heap_limit: u64,
 }
 
 impl Default for Config {
@@ -43,6 +46,7 @@ impl Default for Config {
             save: String::new(),
             client_output_buffer_limit:
                 "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60".into(),
+            lua_heap_limit: 128 * 1024 * 1024,
         }
     }
 }
@@ -235,8 +239,16 @@ pub static PARAMS: &[Param] = &[
     Param {
         name: "notify-keyspace-events",
         alias: None,
-        get: |c| c.notify_keyspace_events.clone(),
+        // Kept as given (`A` does not include `n`, yet Redis prints
+        // `A` alone when both are on), reported in Redis's spelling.
+        get: |c| {
+            crate::pubsub::notify::render_flags(
+                crate::pubsub::notify::parse_flags(&c.notify_keyspace_events).unwrap_or(0),
+            )
+        },
         set: Some(|c, v| {
+            crate::pubsub::notify::parse_flags(v)
+                .ok_or_else(|| crate::pubsub::notify::INVALID_FLAGS.to_string())?;
             c.notify_keyspace_events = v.to_string();
             Ok(())
         }),
@@ -263,7 +275,10 @@ pub static PARAMS: &[Param] = &[
         name: "client-output-buffer-limit",
         alias: None,
         get: |c| c.client_output_buffer_limit.clone(),
-        set: None,
+        set: Some(|c, v| {
+            c.client_output_buffer_limit = merge_buffer_limits(&c.client_output_buffer_limit, v)?;
+            Ok(())
+        }),
     },
     Param {
         name: "appendonly",
@@ -272,6 +287,15 @@ pub static PARAMS: &[Param] = &[
         set: Some(|_, v| match parse_yes_no(v)? {
             false => Ok(()),
             true => Err("rlockd keeps no append-only file".into()),
+        }),
+    },
+    Param {
+        name: "lua-heap-limit",
+        alias: None,
+        get: |c| c.lua_heap_limit.to_string(),
+        set: Some(|c, v| {
+            c.lua_heap_limit = parse_memory(v)?.max(1024 * 1024);
+            Ok(())
         }),
     },
     fixed!("appendfsync", "everysec"),
@@ -285,6 +309,50 @@ pub static PARAMS: &[Param] = &[
     fixed!("min-replicas-to-write", "0"),
     fixed!("lazyfree-lazy-user-del", "no"),
 ];
+
+/// CONFIG SET client-output-buffer-limit: `<class> <hard> <soft>
+/// <soft-seconds>` groups (sizes may carry units) replace those classes'
+/// limits in `current`; the result is in Redis's form, in bytes.
+fn merge_buffer_limits(current: &str, value: &str) -> Result<String, String> {
+    const CLASSES: [&str; 3] = ["normal", "slave", "pubsub"];
+    let mut limits: Vec<[u64; 3]> = CLASSES
+        .iter()
+        .map(|class| {
+            let words: Vec<&str> = current.split_whitespace().collect();
+            words
+                .chunks(4)
+                .find(|c| c.len() == 4 && c[0] == *class)
+                .and_then(|c| Some([c[1].parse().ok()?, c[2].parse().ok()?, c[3].parse().ok()?]))
+                .unwrap_or([0, 0, 0])
+        })
+        .collect();
+    let words: Vec<&str> = value.split_whitespace().collect();
+    if words.len() % 4 != 0 {
+        return Err("Wrong number of arguments in buffer limit configuration.".into());
+    }
+    for group in words.chunks(4) {
+        let class = match group[0].to_ascii_lowercase().as_str() {
+            "normal" => 0,
+            "slave" | "replica" => 1,
+            "pubsub" => 2,
+            _ => {
+                return Err("Invalid client class specified in buffer limit configuration.".into());
+            }
+        };
+        let invalid =
+            || "Error in hard, soft or soft_seconds setting in buffer limit configuration.";
+        let hard = parse_memory(group[1]).map_err(|_| invalid())?;
+        let soft = parse_memory(group[2]).map_err(|_| invalid())?;
+        let secs = group[3].parse::<u64>().map_err(|_| invalid())?;
+        limits[class] = [hard, soft, secs];
+    }
+    Ok(CLASSES
+        .iter()
+        .zip(&limits)
+        .map(|(class, [hard, soft, secs])| format!("{class} {hard} {soft} {secs}"))
+        .collect::<Vec<_>>()
+        .join(" "))
+}
 
 pub fn find_param(name: &str) -> Option<&'static Param> {
     let lower = name.to_ascii_lowercase();
@@ -321,6 +389,38 @@ mod tests {
         assert_eq!(parse_memory("1mb"), Ok(1 << 20));
         assert_eq!(parse_memory("2GB"), Ok(2 << 30));
         assert!(parse_memory("x").is_err());
+    }
+
+    #[test]
+    fn buffer_limits_merge_by_class() {
+        let default = Config::default().client_output_buffer_limit;
+        assert_eq!(
+            merge_buffer_limits(&default, "pubsub 1mb 512kb 10").unwrap(),
+            "normal 0 0 0 slave 268435456 67108864 60 pubsub 1048576 524288 10"
+        );
+        assert_eq!(
+            merge_buffer_limits(&default, "replica 1 2 3 normal 4 5 6").unwrap(),
+            "normal 4 5 6 slave 1 2 3 pubsub 33554432 8388608 60"
+        );
+        assert_eq!(merge_buffer_limits(&default, "").unwrap(), default);
+        assert!(merge_buffer_limits(&default, "pubsub 1mb 512kb").is_err());
+        assert!(merge_buffer_limits(&default, "foo 1 1 1").is_err());
+        assert!(merge_buffer_limits(&default, "pubsub -1 1 1").is_err());
+        assert!(merge_buffer_limits(&default, "pubsub 1 1 -1").is_err());
+    }
+
+    #[test]
+    fn keyspace_events_are_stored_canonically() {
+        let mut c = Config::default();
+        let set = find_param("notify-keyspace-events").unwrap().set.unwrap();
+        let get = find_param("notify-keyspace-events").unwrap().get;
+        set(&mut c, "KEA").unwrap();
+        assert_eq!(get(&c), "AKE");
+        assert!(set(&mut c, "q").is_err());
+        assert_eq!(get(&c), "AKE");
+        set(&mut c, "AKn").unwrap();
+        assert_eq!(get(&c), "AK");
+        assert_eq!(c.notify_keyspace_events, "AKn");
     }
 
     #[test]

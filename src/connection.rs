@@ -1,5 +1,7 @@
 //! One client connection: read what has arrived, run every complete
-//! request in order, and answer the whole batch with one write.
+//! request in order, and answer the whole batch with one write. Pub/sub
+//! messages from the client's mailbox are written as they arrive, and
+//! ahead of the reply of the command during which they arrived.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -10,9 +12,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::client::{Client, ClientHandle};
+use crate::command::pubsub::forget_subscriptions;
 use crate::command::{dispatch, forget_transaction};
 use crate::error::CmdError;
-use crate::protocol::{Reply, next_request};
+use crate::protocol::{Protocol, Reply, next_request};
+use crate::pubsub::{Mailbox, MailboxReceiver, write_frame};
 use crate::server::Shared;
 
 const READ_CHUNK: usize = 16 * 1024;
@@ -31,24 +35,65 @@ pub async fn serve(
     shared.clients.insert(id, handle.clone());
     let authenticated = shared.config.read().requirepass.is_none();
     let mut client = Client::new(handle.clone(), authenticated);
+    let (mailbox, mut mail) = Mailbox::new(handle.clone());
+    client.pubsub.attach(mailbox);
 
-    let _ = run(&shared, &mut client, &mut stream).await;
+    let _ = run(&shared, &mut client, &mut stream, &mut mail).await;
 
     forget_transaction(&shared, &mut client);
+    forget_subscriptions(&shared, &mut client);
     shared.clients.remove(&id);
 }
 
-async fn run(shared: &Shared, client: &mut Client, stream: &mut TcpStream) -> std::io::Result<()> {
+/// Output waiting to be written, and how much of it came from the mailbox
+/// (that much leaves the client's pub/sub backlog once written).
+struct Output {
+    buf: BytesMut,
+    mail_bytes: usize,
+}
+
+impl Output {
+    /// Moves every frame waiting in the mailbox into the output.
+    fn take_mail(&mut self, mail: &mut MailboxReceiver, protocol: Protocol) {
+        while let Ok(frame) = mail.try_recv() {
+            self.add_frame(&frame, protocol);
+            if self.buf.len() >= FLUSH_AT {
+                break;
+            }
+        }
+    }
+
+    fn add_frame(&mut self, frame: &[u8], protocol: Protocol) {
+        write_frame(&mut self.buf, frame, protocol == Protocol::Resp3);
+        self.mail_bytes += frame.len();
+    }
+}
+
+async fn run(
+    shared: &Shared,
+    client: &mut Client,
+    stream: &mut TcpStream,
+    mail: &mut MailboxReceiver,
+) -> std::io::Result<()> {
     let mut input = BytesMut::with_capacity(READ_CHUNK);
-    let mut output = BytesMut::with_capacity(READ_CHUNK);
+    let mut output = Output {
+        buf: BytesMut::with_capacity(READ_CHUNK),
+        mail_bytes: 0,
+    };
     let handle = client.handle.clone();
     loop {
         if input.capacity() - input.len() < READ_CHUNK / 4 {
             input.reserve(READ_CHUNK);
         }
         let read = tokio::select! {
-            r = stream.read_buf(&mut input) => r?,
             _ = handle.killed() => return Ok(()),
+            r = stream.read_buf(&mut input) => r?,
+            Some(frame) = mail.recv() => {
+                output.add_frame(&frame, client.protocol);
+                output.take_mail(mail, client.protocol);
+                flush(shared, &handle, stream, &mut output).await?;
+                continue;
+            }
         };
         if read == 0 {
             return Ok(());
@@ -64,7 +109,12 @@ async fn run(shared: &Shared, client: &mut Client, stream: &mut TcpStream) -> st
             match next_request(&mut input) {
                 Ok(Some(args)) => {
                     let reply = dispatch(shared, client, &args);
-                    reply.encode(client.protocol, &mut output);
+                    // Messages that arrived meanwhile (a PUBLISH to one's
+                    // own channel, earlier confirmations) go first.
+                    output.take_mail(mail, client.protocol);
+                    reply.encode(client.protocol, &mut output.buf);
+                    // Subscriptions start once their confirmation is out.
+                    client.pubsub.commit(&shared.pubsub);
                     if client.close_after_reply {
                         closing = true;
                         break;
@@ -72,35 +122,49 @@ async fn run(shared: &Shared, client: &mut Client, stream: &mut TcpStream) -> st
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    Reply::Error(CmdError::Other(e.message())).encode(client.protocol, &mut output);
+                    Reply::Error(CmdError::Other(e.message()))
+                        .encode(client.protocol, &mut output.buf);
                     closing = true;
                     break;
                 }
             }
-            if output.len() >= FLUSH_AT {
-                flush(shared, stream, &mut output).await?;
+            if output.buf.len() >= FLUSH_AT {
+                flush(shared, &handle, stream, &mut output).await?;
             }
         }
-        flush(shared, stream, &mut output).await?;
+        flush(shared, &handle, stream, &mut output).await?;
         if closing || handle.is_killed() {
             return Ok(());
         }
     }
 }
 
+/// Writes the output, giving up if the client is killed meanwhile: a
+/// subscriber that stopped reading must not hold its task forever.
 async fn flush(
     shared: &Shared,
+    handle: &ClientHandle,
     stream: &mut TcpStream,
-    output: &mut BytesMut,
+    output: &mut Output,
 ) -> std::io::Result<()> {
-    if output.is_empty() {
+    if output.buf.is_empty() {
         return Ok(());
     }
-    stream.write_all(output).await?;
+    tokio::select! {
+        biased;
+        r = stream.write_all(&output.buf) => r?,
+        _ = handle.killed() => return Err(std::io::ErrorKind::ConnectionAborted.into()),
+    }
     shared
         .stats
         .net_output_bytes
-        .fetch_add(output.len() as u64, Ordering::Relaxed);
-    output.clear();
+        .fetch_add(output.buf.len() as u64, Ordering::Relaxed);
+    output.buf.clear();
+    if output.mail_bytes > 0 {
+        handle
+            .backlog
+            .fetch_sub(output.mail_bytes, Ordering::Relaxed);
+        output.mail_bytes = 0;
+    }
     Ok(())
 }

@@ -38,6 +38,8 @@ pub enum CmdError {
     WatchInsideMulti,
     /// A key outside the shards a command declared was held elsewhere.
     ShardBusy,
+    /// A script past the busy threshold holds what the command needs.
+    Busy,
     /// Anything else: the full text after the `-`, prefix included.
     Other(String),
 }
@@ -55,6 +57,7 @@ impl CmdError {
             CmdError::NoAuth => return "NOAUTH",
             CmdError::WrongPass => return "WRONGPASS",
             CmdError::ExecAbort => return "EXECABORT",
+            CmdError::Busy => return "BUSY",
             _ => return "ERR",
         };
         text.split(' ').next().unwrap_or("ERR")
@@ -101,6 +104,9 @@ impl fmt::Display for CmdError {
             ExecWithoutMulti => f.write_str("ERR EXEC without MULTI"),
             DiscardWithoutMulti => f.write_str("ERR DISCARD without MULTI"),
             WatchInsideMulti => f.write_str("ERR WATCH inside MULTI is not allowed"),
+            Busy => f.write_str(
+                "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
+            ),
             ShardBusy => f.write_str(
                 "ERR a key the command did not declare is in use by another command, retry",
             ),

@@ -19,6 +19,8 @@ pub mod error;
 pub mod expiry;
 pub mod keyspace;
 pub mod protocol;
+pub mod pubsub;
+pub mod scripting;
 pub mod server;
 pub mod util;
 

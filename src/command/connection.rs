@@ -13,6 +13,9 @@ use crate::util::parse_i64;
 pub const REDIS_VERSION: &str = "7.0.15";
 
 pub fn ping(ctx: &mut Ctx) -> CmdResult<Reply> {
+    if ctx.args.len() <= 2 && super::pubsub::in_subscribed_mode(ctx.client) {
+        return Ok(super::pubsub::subscribed_pong(ctx.args.get(1)));
+    }
     match ctx.args.len() {
         1 => Ok(Reply::status("PONG")),
         2 => Ok(Reply::Bulk(ctx.arg(1).clone())),
@@ -139,6 +142,7 @@ pub fn quit(ctx: &mut Ctx) -> CmdResult<Reply> {
 
 pub fn reset(ctx: &mut Ctx) -> CmdResult<Reply> {
     multi::discard_state(ctx.shared, ctx.client);
+    super::pubsub::forget_subscriptions(ctx.shared, ctx.client);
     ctx.client.db = 0;
     ctx.client.protocol = Protocol::Resp2;
     ctx.client.authenticated = ctx.shared.config.read().requirepass.is_none();
@@ -209,6 +213,9 @@ fn describe(shared: &Shared, handle: &ClientHandle) -> String {
         .map(|n| String::from_utf8_lossy(n).into_owned())
         .unwrap_or_default();
     let mut flags = String::new();
+    if is_pubsub(&info) {
+        flags.push('P');
+    }
     if info.multi >= 0 {
         flags.push('x');
     }
@@ -219,7 +226,7 @@ fn describe(shared: &Shared, handle: &ClientHandle) -> String {
         flags.push('N');
     }
     format!(
-        "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
         handle.id,
         handle.addr,
         handle.laddr,
@@ -228,12 +235,31 @@ fn describe(shared: &Shared, handle: &ClientHandle) -> String {
         now.saturating_sub(info.last_interaction_ms) / 1000,
         flags,
         info.db,
+        info.sub,
+        info.psub,
+        info.ssub,
         info.multi,
+        handle.backlog.load(std::sync::atomic::Ordering::Relaxed),
         cmd,
         info.protocol,
         info.lib_name.unwrap_or_default(),
         info.lib_ver.unwrap_or_default(),
     )
+}
+
+/// Subscribed to anything: CLIENT LIST's `P` flag and `TYPE pubsub`.
+fn is_pubsub(info: &crate::client::ClientInfo) -> bool {
+    info.sub + info.psub + info.ssub > 0
+}
+
+/// CLIENT LIST / KILL `TYPE`: rlockd clients are normal or pubsub.
+fn has_type(handle: &ClientHandle, kind: &[u8]) -> bool {
+    let pubsub = is_pubsub(&handle.info.lock());
+    match kind {
+        b"normal" => !pubsub,
+        b"pubsub" => pubsub,
+        _ => false,
+    }
 }
 
 fn sorted_clients(shared: &Shared) -> Vec<std::sync::Arc<ClientHandle>> {
@@ -245,6 +271,7 @@ fn sorted_clients(shared: &Shared) -> Vec<std::sync::Arc<ClientHandle>> {
 pub fn client_list(ctx: &mut Ctx) -> CmdResult<Reply> {
     let args = ctx.args;
     let mut ids: Option<Vec<u64>> = None;
+    let mut client_type: Option<Vec<u8>> = None;
     let mut i = 2;
     while i < args.len() {
         match &args[i].to_ascii_lowercase()[..] {
@@ -259,10 +286,7 @@ pub fn client_list(ctx: &mut Ctx) -> CmdResult<Reply> {
                         )));
                     }
                 }
-                // Every rlockd client is a normal one.
-                if &kind[..] != b"normal" {
-                    ids = Some(Vec::new());
-                }
+                client_type = Some(kind);
                 i += 2;
             }
             b"id" if i + 1 < args.len() => {
@@ -281,7 +305,9 @@ pub fn client_list(ctx: &mut Ctx) -> CmdResult<Reply> {
     }
     let mut out = String::new();
     for handle in sorted_clients(ctx.shared) {
-        if ids.as_ref().is_none_or(|l| l.contains(&handle.id)) {
+        if ids.as_ref().is_none_or(|l| l.contains(&handle.id))
+            && client_type.as_ref().is_none_or(|t| has_type(&handle, t))
+        {
             out.push_str(&describe(ctx.shared, &handle));
             out.push('\n');
         }
@@ -311,6 +337,7 @@ pub fn client_kill(ctx: &mut Ctx) -> CmdResult<Reply> {
     let mut id = None;
     let mut addr = None;
     let mut laddr = None;
+    let mut client_type: Option<Vec<u8>> = None;
     let mut skipme = true;
     let mut i = 2;
     while i + 1 < args.len() {
@@ -327,7 +354,19 @@ pub fn client_kill(ctx: &mut Ctx) -> CmdResult<Reply> {
                 "no" => skipme = false,
                 _ => return Err(CmdError::Syntax),
             },
-            b"type" | b"user" | b"maxage" => {}
+            b"type" => {
+                let kind = args[i + 1].to_ascii_lowercase();
+                if !matches!(
+                    &kind[..],
+                    b"normal" | b"pubsub" | b"master" | b"replica" | b"slave"
+                ) {
+                    return Err(CmdError::other(format!(
+                        "ERR Unknown client type '{value}'"
+                    )));
+                }
+                client_type = Some(kind);
+            }
+            b"user" | b"maxage" => {}
             _ => return Err(CmdError::Syntax),
         }
         i += 2;
@@ -342,6 +381,7 @@ pub fn client_kill(ctx: &mut Ctx) -> CmdResult<Reply> {
             && laddr
                 .as_ref()
                 .is_none_or(|a| *a == target.laddr.to_string())
+            && client_type.as_ref().is_none_or(|t| has_type(&target, t))
             && !(skipme && target.id == me);
         if matches {
             kill(ctx, &target);

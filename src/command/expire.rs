@@ -4,6 +4,7 @@
 use super::Ctx;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
+use crate::pubsub::Event;
 use crate::util::parse_i64;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -98,10 +99,11 @@ fn expire_generic(ctx: &mut Ctx, unit: Unit, base: Base, cmd: &'static str) -> C
     }
     if when <= now as i64 {
         db.remove(&key)?;
+        db.modified(&key, Event::Del)?;
     } else {
         db.set_expire(&key, Some(when as u64))?;
+        db.modified(&key, Event::Expire)?;
     }
-    db.modified(&key)?;
     Ok(Reply::Int(1))
 }
 
@@ -165,7 +167,7 @@ pub fn persist(ctx: &mut Ctx) -> CmdResult<Reply> {
     let had = db.entry(&key)?.is_some_and(|e| e.expire_at.is_some());
     if had {
         db.set_expire(&key, None)?;
-        db.modified(&key)?;
+        db.modified(&key, Event::Persist)?;
     }
     Ok(Reply::Int(had as i64))
 }

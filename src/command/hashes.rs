@@ -8,6 +8,7 @@ use super::keys::parse_scan;
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Db, HASH_ORDERED_MAX, HashValue, Ttl, Value, hash_remove};
 use crate::protocol::Reply;
+use crate::pubsub::Event;
 use crate::util::scan::{page, position_of};
 use crate::util::{format_human_double, glob_match, i64_bytes, parse_f64, parse_i64};
 
@@ -50,7 +51,7 @@ pub fn hset(ctx: &mut Ctx) -> CmdResult<Reply> {
             added += 1;
         }
     }
-    db.modified(&key)?;
+    db.modified(&key, Event::Hset)?;
     Ok(Reply::Int(added))
 }
 
@@ -62,7 +63,7 @@ pub fn hsetnx(ctx: &mut Ctx) -> CmdResult<Reply> {
         return Ok(Reply::Int(0));
     }
     hash.insert(copy(&field), copy(&value));
-    db.modified(&key)?;
+    db.modified(&key, Event::Hset)?;
     Ok(Reply::Int(1))
 }
 
@@ -117,7 +118,10 @@ pub fn hdel(ctx: &mut Ctx) -> CmdResult<Reply> {
         db.remove(&key)?;
     }
     if removed > 0 {
-        db.modified(&key)?;
+        db.modified(&key, Event::Hdel)?;
+    }
+    if emptied {
+        db.notify(&key, Event::Del);
     }
     Ok(Reply::Int(removed))
 }
@@ -166,7 +170,7 @@ pub fn hincrby(ctx: &mut Ctx) -> CmdResult<Reply> {
     };
     let next = current.checked_add(delta).ok_or(CmdError::Overflow)?;
     hash.insert(copy(&field), i64_bytes(next));
-    db.modified(&key)?;
+    db.modified(&key, Event::Hincrby)?;
     Ok(Reply::Int(next))
 }
 
@@ -185,7 +189,7 @@ pub fn hincrbyfloat(ctx: &mut Ctx) -> CmdResult<Reply> {
     }
     let text = Bytes::from(format_human_double(next));
     hash.insert(copy(&field), text.clone());
-    db.modified(&key)?;
+    db.modified(&key, Event::Hincrbyfloat)?;
     Ok(Reply::Bulk(text))
 }
 

@@ -7,13 +7,15 @@ use super::Ctx;
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{SHARDS, Ttl};
 use crate::protocol::Reply;
+use crate::pubsub::Event;
 use crate::util::scan::{join_cursor, page, position_of, split_cursor};
 use crate::util::{glob_match, parse_i64, parse_u64};
 
 pub fn exists(ctx: &mut Ctx) -> CmdResult<Reply> {
     let mut n = 0;
     for key in &ctx.args[1..] {
-        n += ctx.db().exists(key)? as i64;
+        // A read lookup, as Redis's: it counts hits and misses.
+        n += ctx.db().get(key)?.is_some() as i64;
     }
     Ok(Reply::Int(n))
 }
@@ -23,7 +25,7 @@ pub fn del(ctx: &mut Ctx) -> CmdResult<Reply> {
     let mut db = ctx.locked.db(ctx.client.db);
     for key in &ctx.args[1..] {
         if db.remove(key)?.is_some() {
-            db.modified(key)?;
+            db.modified(key, Event::Del)?;
             n += 1;
         }
     }
@@ -148,8 +150,8 @@ pub fn rename(ctx: &mut Ctx) -> CmdResult<Reply> {
     let ttl = entry.expire_at.map_or(Ttl::Clear, Ttl::At);
     let value = db.remove(&src)?.ok_or(CmdError::NoSuchKey)?;
     db.insert(&dst, value, ttl)?;
-    db.modified(&src)?;
-    db.modified(&dst)?;
+    db.modified(&src, Event::RenameFrom)?;
+    db.modified(&dst, Event::RenameTo)?;
     Ok(Reply::OK)
 }
 

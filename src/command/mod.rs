@@ -7,6 +7,8 @@ mod expire;
 mod hashes;
 mod keys;
 mod multi;
+pub mod pubsub;
+mod scripting;
 mod server;
 pub mod spec;
 mod strings;
@@ -23,6 +25,7 @@ use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Db, LockPlan, Locked};
 use crate::protocol::Reply;
 use crate::server::Shared;
+pub use connection::REDIS_VERSION;
 pub use spec::{CommandSpec, flag};
 
 /// Every command and subcommand, numbered for per-command statistics.
@@ -169,6 +172,11 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
     if !client.authenticated && !spec.has(flag::NO_AUTH) {
         return reject(client, Some(id), CmdError::NoAuth);
     }
+    if pubsub::in_subscribed_mode(client) && !pubsub::allowed_while_subscribed(&reg.full_names[id])
+    {
+        let e = pubsub::subscribed_mode_error(&reg.full_names[id]);
+        return reject(client, Some(id), e);
+    }
     if client.multi.is_some() && !multi::runs_inside_multi(spec) {
         if spec.has(flag::NO_MULTI) {
             let e = CmdError::other("ERR Command not allowed inside a transaction");
@@ -177,7 +185,10 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
         client.queue(id, args.to_vec());
         return Reply::status("QUEUED");
     }
-    let mut locked = shared.keyspace.lock(&lock_plan(spec, args));
+    let mut locked = match shared.keyspace.lock(&lock_plan(spec, args)) {
+        Ok(locked) => locked,
+        Err(e) => return reject(client, Some(id), e),
+    };
     execute(shared, client, id, args, &mut locked)
 }
 

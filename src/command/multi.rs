@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::{CommandSpec, Ctx, REGISTRY, execute, lock_plan};
+use super::{CommandSpec, Ctx, REGISTRY, execute, flag, lock_plan};
 use crate::client::{Client, WatchState};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{LockPlan, Locked, WatchFlag};
@@ -44,9 +44,22 @@ pub fn exec(ctx: &mut Ctx) -> CmdResult<Reply> {
     }
     let mut plan = watched_plan(client);
     for (id, args) in &queue {
-        plan = plan.union(lock_plan(REGISTRY.specs[*id], args));
+        let spec = REGISTRY.specs[*id];
+        // A script may reach keys it did not declare: hold everything.
+        let needs = if spec.has(flag::SCRIPT) {
+            LockPlan::All
+        } else {
+            lock_plan(spec, args)
+        };
+        plan = plan.union(needs);
     }
-    let mut locked = shared.keyspace.lock(&plan);
+    let mut locked = match shared.keyspace.lock(&plan) {
+        Ok(locked) => locked,
+        Err(e) => {
+            discard_state(shared, client);
+            return Err(e);
+        }
+    };
     if watch_broken(client, &mut locked)? {
         unwatch_with(client, &mut locked);
         return Ok(Reply::NilArray);
@@ -126,8 +139,13 @@ fn unwatch_with(client: &mut Client, locked: &mut Locked<'_>) {
 pub fn unwatch_all(shared: &Shared, client: &mut Client) {
     let plan = watched_plan(client);
     if plan != LockPlan::Nothing {
-        let mut locked = shared.keyspace.lock(&plan);
-        unwatch_with(client, &mut locked);
+        // Outwaiting a busy script is right here: the WATCH entries must go.
+        loop {
+            if let Ok(mut locked) = shared.keyspace.lock(&plan) {
+                unwatch_with(client, &mut locked);
+                break;
+            }
+        }
     }
     client.watch = None;
 }

@@ -7,12 +7,13 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 
 use super::connection::{REDIS_VERSION, help_reply};
-use super::spec::{CommandSpec, acl, flag};
+use super::spec::{CommandSpec, KeySpec, acl, flag};
 use super::{Ctx, REGISTRY, docs};
 use crate::config::{find_param, get_matching};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{ShardStats, flush_all};
 use crate::protocol::Reply;
+use crate::pubsub::Kind;
 use crate::server::Shared;
 
 pub fn dbsize(ctx: &mut Ctx) -> CmdResult<Reply> {
@@ -95,6 +96,7 @@ pub fn config_set(ctx: &mut Ctx) -> CmdResult<Reply> {
             .ok_or_else(|| failed("can't set immutable config"))?;
         set(&mut updated, &value).map_err(|why| failed(&why))?;
     }
+    ctx.shared.pubsub.configure(&updated);
     *ctx.shared.config.write() = updated;
     Ok(Reply::OK)
 }
@@ -142,6 +144,32 @@ fn kv(key: &str, value: Reply) -> (Reply, Reply) {
     (Reply::bulk_str(key), value)
 }
 
+fn find_keys(k: &KeySpec) -> Reply {
+    let (kind, spec) = if k.keynum {
+        (
+            "keynum",
+            vec![
+                kv("keynumidx", Reply::Int(0)),
+                kv("firstkey", Reply::Int(1)),
+                kv("keystep", Reply::Int(k.step as i64)),
+            ],
+        )
+    } else {
+        (
+            "range",
+            vec![
+                kv("lastkey", Reply::Int(k.last as i64)),
+                kv("keystep", Reply::Int(k.step as i64)),
+                kv("limit", Reply::Int(0)),
+            ],
+        )
+    };
+    Reply::Map(vec![
+        kv("type", Reply::bulk_str(kind)),
+        kv("spec", Reply::Map(spec)),
+    ])
+}
+
 /// One COMMAND INFO entry, in Redis 7.0's ten-field layout.
 fn command_entry(spec: &CommandSpec, full_name: &str) -> Reply {
     let (first, last, step) = spec.legacy_key_range();
@@ -164,20 +192,7 @@ fn command_entry(spec: &CommandSpec, full_name: &str) -> Reply {
                         ),
                     ]),
                 ),
-                kv(
-                    "find_keys",
-                    Reply::Map(vec![
-                        kv("type", Reply::bulk_str("range")),
-                        kv(
-                            "spec",
-                            Reply::Map(vec![
-                                kv("lastkey", Reply::Int(k.last as i64)),
-                                kv("keystep", Reply::Int(k.step as i64)),
-                                kv("limit", Reply::Int(0)),
-                            ]),
-                        ),
-                    ]),
-                ),
+                kv("find_keys", find_keys(k)),
             ])
         })
         .collect();
@@ -189,7 +204,15 @@ fn command_entry(spec: &CommandSpec, full_name: &str) -> Reply {
     Reply::Array(vec![
         Reply::bulk_str(full_name),
         Reply::Int(spec.arity as i64),
-        names_set(spec.flags, flag::NAMES),
+        names_set(
+            spec.flags
+                | if spec.movable_keys() {
+                    flag::MOVABLE_KEYS
+                } else {
+                    0
+                },
+            flag::NAMES,
+        ),
         Reply::Int(first as i64),
         Reply::Int(last as i64),
         Reply::Int(step as i64),
@@ -542,8 +565,10 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
                 "total_error_replies",
                 &stats.errors.lock().values().sum::<u64>(),
             );
-            line("pubsub_channels", &0);
-            line("pubsub_patterns", &0);
+            let pubsub = &shared.pubsub;
+            line("pubsub_channels", &pubsub.channel_count(Kind::Channel));
+            line("pubsub_patterns", &pubsub.numpat());
+            line("pubsubshard_channels", &pubsub.channel_count(Kind::Shard));
             "Stats"
         }
         "replication" => {

@@ -27,6 +27,12 @@ pub mod flag {
     pub const NO_MANDATORY_KEYS: u32 = 1 << 13;
     pub const NO_MULTI: u32 = 1 << 14;
     pub const ALLOW_BUSY: u32 = 1 << 15;
+    pub const SKIP_MONITOR: u32 = 1 << 16;
+    /// Derived for COMMAND INFO from keynum key specs; never declared.
+    pub const MOVABLE_KEYS: u32 = 1 << 17;
+    /// Ours, not reported: a script, which may touch keys it did not
+    /// declare, so inside EXEC the whole keyspace is held.
+    pub const SCRIPT: u32 = 1 << 30;
     /// Ours, not reported: the command reads or writes the whole keyspace,
     /// so it runs with every shard held.
     pub const WHOLE_KEYSPACE: u32 = 1 << 31;
@@ -41,12 +47,14 @@ pub mod flag {
         (BLOCKING, "blocking"),
         (LOADING, "loading"),
         (STALE, "stale"),
+        (SKIP_MONITOR, "skip_monitor"),
         (SKIP_SLOWLOG, "skip_slowlog"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
         (MAY_REPLICATE, "may_replicate"),
         (NO_MANDATORY_KEYS, "no_mandatory_keys"),
         (NO_MULTI, "no_multi"),
+        (MOVABLE_KEYS, "movablekeys"),
         (ALLOW_BUSY, "allow_busy"),
     ];
 }
@@ -101,6 +109,8 @@ pub enum Group {
     String,
     Hash,
     Transactions,
+    Scripting,
+    Pubsub,
 }
 
 impl Group {
@@ -112,18 +122,22 @@ impl Group {
             Group::String => "string",
             Group::Hash => "hash",
             Group::Transactions => "transactions",
+            Group::Scripting => "scripting",
+            Group::Pubsub => "pubsub",
         }
     }
 }
 
 /// Where keys sit in the arguments: from `begin`, every `step`-th argument
-/// up to `last` (0: only `begin`; negative: counted from the end).
+/// up to `last` (0: only `begin`; negative: counted from the end). With
+/// `keynum`, `begin` holds the number of keys, which follow it.
 #[derive(Debug, Clone, Copy)]
 pub struct KeySpec {
     pub flags: &'static [&'static str],
     pub begin: i32,
     pub last: i32,
     pub step: i32,
+    pub keynum: bool,
 }
 
 impl KeySpec {
@@ -133,21 +147,46 @@ impl KeySpec {
             begin,
             last,
             step,
+            keynum: false,
         }
     }
 
-    /// Indices of the keys in `args`, or none if the arguments are too few.
-    fn positions(&self, argc: usize) -> impl Iterator<Item = usize> + use<> {
+    /// A spec that marks arguments in key positions that are not keys
+    /// (SPUBLISH's shard channel).
+    pub fn is_not_key(&self) -> bool {
+        self.flags.contains(&"not_key")
+    }
+
+    /// `numkeys key [key ...]`, the count at `begin` (EVAL's shape).
+    pub const fn keynum(begin: i32, flags: &'static [&'static str]) -> Self {
+        KeySpec {
+            flags,
+            begin,
+            last: 0,
+            step: 1,
+            keynum: true,
+        }
+    }
+
+    /// The first and last key index in `args`; `None` if there are no keys
+    /// (too few arguments, or a count that does not fit).
+    fn span(&self, args: &[Bytes]) -> Option<(usize, usize)> {
+        let argc = args.len();
         let begin = self.begin as usize;
+        if self.keynum {
+            let count = crate::util::parse_i64(args.get(begin)?)?;
+            let count = usize::try_from(count)
+                .ok()
+                .filter(|n| *n > 0 && begin + n < argc)?;
+            return Some((begin + 1, begin + count));
+        }
         let last = if self.last >= 0 {
             begin + self.last as usize
         } else {
-            (argc as i64 + self.last as i64).max(0) as usize
+            usize::try_from(argc as i64 + self.last as i64).ok()?
         };
-        let last = last.min(argc.saturating_sub(1));
-        (begin..=last)
-            .step_by(self.step.max(1) as usize)
-            .filter(move |&i| i < argc)
+        let last = last.min(argc.checked_sub(1)?);
+        (begin <= last).then_some((begin, last))
     }
 }
 
@@ -286,9 +325,13 @@ impl CommandSpec {
         cats
     }
 
+    pub fn movable_keys(&self) -> bool {
+        self.keys.iter().any(|k| k.keynum)
+    }
+
     /// The legacy (first, last, step) triple of COMMAND INFO.
     pub fn legacy_key_range(&self) -> (i32, i32, i32) {
-        let Some(first) = self.keys.first() else {
+        let Some(first) = self.keys.first().filter(|_| !self.movable_keys()) else {
             return (0, 0, 0);
         };
         let mut last = first.begin + first.last.max(0);
@@ -301,11 +344,17 @@ impl CommandSpec {
         (first.begin, last, first.step)
     }
 
-    pub fn key_indices(&self, argc: usize) -> impl Iterator<Item = usize> + '_ {
-        self.keys.iter().flat_map(move |k| k.positions(argc))
-    }
-
+    /// The key arguments of a command line; `not_key` specs (shard
+    /// channels) are left out, as COMMAND GETKEYS leaves them out.
     pub fn key_args<'a>(&'a self, args: &'a [Bytes]) -> impl Iterator<Item = &'a [u8]> + 'a {
-        self.key_indices(args.len()).map(|i| &args[i][..])
+        self.keys
+            .iter()
+            .filter(|k| !k.is_not_key())
+            .flat_map(move |k| {
+                k.span(args)
+                    .into_iter()
+                    .flat_map(move |(first, last)| (first..=last).step_by(k.step.max(1) as usize))
+                    .map(move |i| &args[i][..])
+            })
     }
 }

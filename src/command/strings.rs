@@ -9,11 +9,22 @@ use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Db, Ttl, Value};
 use crate::protocol::Reply;
 use crate::protocol::parse::MAX_BULK_LEN;
+use crate::pubsub::Event;
 use crate::util::{i64_bytes, parse_i64};
 
 /// The string at `key`: `None` if absent, WRONGTYPE if another type.
 fn string_at(db: &mut Db, key: &[u8]) -> CmdResult<Option<Bytes>> {
     match db.get(key)? {
+        None => Ok(None),
+        Some(Value::Str(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(CmdError::WrongType),
+    }
+}
+
+/// `string_at` for commands that write the key: no hit/miss accounting
+/// and no `keymiss` event, as Redis's write lookups.
+fn string_for_write(db: &mut Db, key: &[u8]) -> CmdResult<Option<Bytes>> {
+    match db.get_mut(key)? {
         None => Ok(None),
         Some(Value::Str(s)) => Ok(Some(s.clone())),
         Some(_) => Err(CmdError::WrongType),
@@ -108,7 +119,10 @@ pub fn set(ctx: &mut Ctx) -> CmdResult<Reply> {
         });
     }
     db.insert(&key, owned(&value), ttl)?;
-    db.modified(&key)?;
+    db.modified(&key, Event::Set)?;
+    if opts.expire.is_some() {
+        db.notify(&key, Event::Expire);
+    }
     Ok(if opts.get {
         Reply::opt_bulk(old)
     } else {
@@ -123,7 +137,7 @@ pub fn setnx(ctx: &mut Ctx) -> CmdResult<Reply> {
         return Ok(Reply::Int(0));
     }
     db.insert(&key, owned(&value), Ttl::Clear)?;
-    db.modified(&key)?;
+    db.modified(&key, Event::Set)?;
     Ok(Reply::Int(1))
 }
 
@@ -132,7 +146,8 @@ fn set_with_ttl(ctx: &mut Ctx, unit: Unit, cmd: &'static str) -> CmdResult<Reply
     let (key, value) = (ctx.arg(1).clone(), ctx.arg(3).clone());
     let mut db = ctx.db();
     db.insert(&key, owned(&value), Ttl::At(at))?;
-    db.modified(&key)?;
+    db.modified(&key, Event::Set)?;
+    db.notify(&key, Event::Expire);
     Ok(Reply::OK)
 }
 
@@ -149,7 +164,7 @@ pub fn getset(ctx: &mut Ctx) -> CmdResult<Reply> {
     let mut db = ctx.db();
     let old = string_at(&mut db, &key)?;
     db.insert(&key, owned(&value), Ttl::Clear)?;
-    db.modified(&key)?;
+    db.modified(&key, Event::Set)?;
     Ok(Reply::opt_bulk(old))
 }
 
@@ -159,7 +174,7 @@ pub fn getdel(ctx: &mut Ctx) -> CmdResult<Reply> {
     let old = string_at(&mut db, &key)?;
     if old.is_some() {
         db.remove(&key)?;
-        db.modified(&key)?;
+        db.modified(&key, Event::Del)?;
     }
     Ok(Reply::opt_bulk(old))
 }
@@ -183,7 +198,7 @@ pub fn mset(ctx: &mut Ctx) -> CmdResult<Reply> {
     let mut db = ctx.locked.db(ctx.client.db);
     for pair in ctx.args[1..].chunks(2) {
         db.insert(&pair[0], owned(&pair[1]), Ttl::Clear)?;
-        db.modified(&pair[0])?;
+        db.modified(&pair[0], Event::Set)?;
     }
     Ok(Reply::OK)
 }
@@ -192,13 +207,13 @@ pub fn mset(ctx: &mut Ctx) -> CmdResult<Reply> {
 fn incr_by(ctx: &mut Ctx, delta: i64) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
     let mut db = ctx.db();
-    let current = match string_at(&mut db, &key)? {
+    let current = match string_for_write(&mut db, &key)? {
         None => 0,
         Some(s) => parse_i64(&s).ok_or(CmdError::NotInteger)?,
     };
     let next = current.checked_add(delta).ok_or(CmdError::Overflow)?;
     db.insert(&key, Value::Str(i64_bytes(next)), Ttl::Keep)?;
-    db.modified(&key)?;
+    db.modified(&key, Event::Incrby)?;
     Ok(Reply::Int(next))
 }
 
@@ -230,7 +245,7 @@ pub fn decrby(ctx: &mut Ctx) -> CmdResult<Reply> {
 pub fn append(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (key, tail) = (ctx.arg(1).clone(), ctx.arg(2).clone());
     let mut db = ctx.db();
-    let joined = match string_at(&mut db, &key)? {
+    let joined = match string_for_write(&mut db, &key)? {
         None => Bytes::copy_from_slice(&tail),
         Some(head) => {
             if (head.len() + tail.len()) as i64 > MAX_BULK_LEN {
@@ -246,7 +261,7 @@ pub fn append(ctx: &mut Ctx) -> CmdResult<Reply> {
     };
     let len = joined.len();
     db.insert(&key, Value::Str(joined), Ttl::Keep)?;
-    db.modified(&key)?;
+    db.modified(&key, Event::Append)?;
     Ok(Reply::Int(len as i64))
 }
 

@@ -2,10 +2,13 @@
 //! ACL categories, key positions and documentation. Dispatch, MULTI,
 //! COMMAND INFO/DOCS/GETKEYS and INFO commandstats all read this one list.
 
-use super::spec::acl::{self, CONNECTION, DANGEROUS, HASH, KEYSPACE, STRING, TRANSACTION};
+use super::pubsub;
+use super::spec::acl::{
+    self, CONNECTION, DANGEROUS, HASH, KEYSPACE, SCRIPTING, STRING, TRANSACTION,
+};
 use super::spec::flag::*;
 use super::spec::{CommandSpec as C, Group::*, KeySpec};
-use super::{connection as conn, expire, hashes, keys, multi, server, strings};
+use super::{connection as conn, expire, hashes, keys, multi, scripting, server, strings};
 
 const RO: &[&str] = &["RO"];
 const RO_ACCESS: &[&str] = &["RO", "access"];
@@ -152,6 +155,85 @@ static COMMAND_SUBS: &[C] = &[
         .acl(CONNECTION)
         .doc("5.0.0", "Lists the COMMAND subcommands."),
 ];
+
+const SCRIPT_KEYS_RW: &[KeySpec] = &[KeySpec::keynum(2, RW_ACCESS_UPDATE)];
+const SCRIPT_KEYS_RO: &[KeySpec] = &[KeySpec::keynum(2, RO_ACCESS)];
+const EVAL_FLAGS: u32 = NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | SCRIPT;
+
+static SCRIPT_SUBS: &[C] = &[
+    C::new("load", 3, Scripting, scripting::script_load)
+        .flags(NOSCRIPT | STALE)
+        .acl(SCRIPTING)
+        .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
+        .syntax("script")
+        .doc(
+            "2.6.0",
+            "Caches a script without running it; returns its SHA1.",
+        ),
+    C::new("exists", -3, Scripting, scripting::script_exists)
+        .flags(NOSCRIPT)
+        .acl(SCRIPTING)
+        .tips(&[
+            "request_policy:all_shards",
+            "response_policy:agg_logical_and",
+        ])
+        .syntax("sha1...")
+        .doc("2.6.0", "Tells which of the given SHA1s are cached."),
+    C::new("flush", -2, Scripting, scripting::script_flush)
+        .flags(NOSCRIPT)
+        .acl(SCRIPTING)
+        .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
+        .syntax("[ASYNC | SYNC]")
+        .doc("2.6.0", "Empties the script cache."),
+    C::new("kill", 2, Scripting, scripting::script_kill)
+        .flags(NOSCRIPT | ALLOW_BUSY)
+        .acl(SCRIPTING)
+        .tips(&["request_policy:all_shards", "response_policy:one_succeeded"])
+        .doc(
+            "2.6.0",
+            "Stops a script running past the busy threshold, if it has not written.",
+        ),
+    C::new("help", 2, Scripting, scripting::script_help)
+        .flags(LOADING | STALE)
+        .acl(SCRIPTING)
+        .doc("5.0.0", "Lists the SCRIPT subcommands."),
+];
+
+static PUBSUB_SUBS: &[C] = &[
+    C::new("channels", -2, Pubsub, pubsub::pubsub_channels)
+        .flags(PUBSUB | LOADING | STALE)
+        .syntax("[pattern]")
+        .doc(
+            "2.8.0",
+            "Lists the channels that have subscribers, optionally matching a pattern.",
+        ),
+    C::new("numsub", -2, Pubsub, pubsub::pubsub_numsub)
+        .flags(PUBSUB | LOADING | STALE)
+        .syntax("[channel...]")
+        .doc("2.8.0", "Counts the subscribers of each channel."),
+    C::new("numpat", 2, Pubsub, pubsub::pubsub_numpat)
+        .flags(PUBSUB | LOADING | STALE)
+        .doc("2.8.0", "Counts the distinct patterns subscribed to."),
+    C::new("shardchannels", -2, Pubsub, pubsub::pubsub_shardchannels)
+        .flags(PUBSUB | LOADING | STALE)
+        .syntax("[pattern]")
+        .doc(
+            "7.0.0",
+            "Lists the shard channels that have subscribers, optionally matching a pattern.",
+        ),
+    C::new("shardnumsub", -2, Pubsub, pubsub::pubsub_shardnumsub)
+        .flags(PUBSUB | LOADING | STALE)
+        .syntax("[shardchannel...]")
+        .doc("7.0.0", "Counts the subscribers of each shard channel."),
+    C::new("help", 2, Pubsub, pubsub::pubsub_help)
+        .flags(LOADING | STALE)
+        .doc("6.2.0", "Lists the PUBSUB subcommands."),
+];
+
+/// Shard channels sit where keys would, but are not keys.
+const SHARD_CHANNEL: &[KeySpec] = &[KeySpec::range(1, 0, 1, &["not_key"])];
+const SHARD_CHANNELS: &[KeySpec] = &[KeySpec::range(1, -1, 1, &["not_key"])];
+const SUB: u32 = PUBSUB | NOSCRIPT | LOADING | STALE;
 
 pub static COMMANDS: &[C] = &[
     // connection
@@ -342,6 +424,20 @@ pub static COMMANDS: &[C] = &[
     C::new("hscan", -3, Hash, hashes::hscan).flags(READONLY).acl(HASH).tips(NONDET).keys(&key1(RO_ACCESS))
         .syntax("key cursor [MATCH pattern] [COUNT count]")
         .doc("2.8.0", "Iterates over the fields of a hash with a cursor."),
+    // scripting
+    C::new("eval", -3, Scripting, scripting::eval).flags(EVAL_FLAGS).acl(SCRIPTING).keys(SCRIPT_KEYS_RW)
+        .syntax("script numkeys [key [key ...]] [arg [arg ...]]")
+        .doc("2.6.0", "Runs a Lua script atomically on its keys."),
+    C::new("evalsha", -3, Scripting, scripting::evalsha).flags(EVAL_FLAGS).acl(SCRIPTING).keys(SCRIPT_KEYS_RW)
+        .syntax("sha1 numkeys [key [key ...]] [arg [arg ...]]")
+        .doc("2.6.0", "Runs a cached Lua script by its SHA1."),
+    C::new("eval_ro", -3, Scripting, scripting::eval_ro).flags(READONLY | EVAL_FLAGS).acl(SCRIPTING).keys(SCRIPT_KEYS_RO)
+        .syntax("script numkeys [key [key ...]] [arg [arg ...]]")
+        .doc("7.0.0", "Runs a Lua script that may only read."),
+    C::new("evalsha_ro", -3, Scripting, scripting::evalsha_ro).flags(READONLY | EVAL_FLAGS).acl(SCRIPTING).keys(SCRIPT_KEYS_RO)
+        .syntax("sha1 numkeys [key [key ...]] [arg [arg ...]]")
+        .doc("7.0.0", "Runs a cached Lua script that may only read."),
+    C::container("script", Scripting, SCRIPT_SUBS).doc("2.6.0", "Manages the script cache."),
     // transactions
     C::new("multi", 1, Transactions, multi::multi).flags(TX).acl(TRANSACTION)
         .doc("1.2.0", "Starts a transaction."),
@@ -354,4 +450,30 @@ pub static COMMANDS: &[C] = &[
         .doc("2.2.0", "Makes the next EXEC fail if any of these keys changes first."),
     C::new("unwatch", 1, Transactions, multi::unwatch).flags(TX).acl(TRANSACTION)
         .doc("2.2.0", "Forgets every WATCHed key."),
+    // pub/sub
+    C::new("subscribe", -2, Pubsub, pubsub::subscribe).flags(SUB)
+        .syntax("channel...")
+        .doc("2.0.0", "Listens for messages published to the given channels."),
+    C::new("unsubscribe", -1, Pubsub, pubsub::unsubscribe).flags(SUB)
+        .syntax("[channel...]")
+        .doc("2.0.0", "Stops listening to the given channels, or to all of them."),
+    C::new("psubscribe", -2, Pubsub, pubsub::psubscribe).flags(SUB)
+        .syntax("pattern...")
+        .doc("2.0.0", "Listens for messages published to channels matching the given patterns."),
+    C::new("punsubscribe", -1, Pubsub, pubsub::punsubscribe).flags(SUB)
+        .syntax("[pattern...]")
+        .doc("2.0.0", "Stops listening to the given patterns, or to all of them."),
+    C::new("ssubscribe", -2, Pubsub, pubsub::ssubscribe).flags(SUB).keys(SHARD_CHANNELS)
+        .syntax("shardchannel...")
+        .doc("7.0.0", "Listens for messages published to the given shard channels."),
+    C::new("sunsubscribe", -1, Pubsub, pubsub::sunsubscribe).flags(SUB).keys(SHARD_CHANNELS)
+        .syntax("[shardchannel...]")
+        .doc("7.0.0", "Stops listening to the given shard channels, or to all of them."),
+    C::new("publish", 3, Pubsub, pubsub::publish).flags(PUBSUB | LOADING | STALE | FAST)
+        .syntax("channel message")
+        .doc("2.0.0", "Posts a message to a channel; returns how many subscribers received it."),
+    C::new("spublish", 3, Pubsub, pubsub::spublish).flags(PUBSUB | LOADING | STALE | FAST).keys(SHARD_CHANNEL)
+        .syntax("shardchannel message")
+        .doc("7.0.0", "Posts a message to a shard channel; returns how many subscribers received it."),
+    C::container("pubsub", Pubsub, PUBSUB_SUBS).doc("2.8.0", "Inspects the state of pub/sub."),
 ];

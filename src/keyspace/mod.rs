@@ -15,6 +15,7 @@ use parking_lot::{Mutex, MutexGuard};
 use crate::clock::Clock;
 use crate::error::{CmdError, CmdResult};
 use crate::expiry::wheel::TimerWheel;
+use crate::pubsub::{Event, PubSub};
 
 pub use value::{Entry, HASH_ORDERED_MAX, HashValue, Value, hash_remove};
 
@@ -109,7 +110,7 @@ impl Shard {
     }
 
     /// Reclaims keys whose deadline has passed. Returns how many.
-    fn expire_due(&mut self, now: u64) -> u64 {
+    fn expire_due(&mut self, now: u64, events: &PubSub) -> u64 {
         let mut due = Vec::new();
         self.wheel.advance(now, |item| due.push(item));
         let mut reclaimed = 0;
@@ -118,6 +119,7 @@ impl Shard {
             if self.dbs[db].get(&key).is_some_and(|e| e.is_expired(now)) {
                 self.dbs[db].remove(&key);
                 self.touch_watchers(db, &key);
+                events.notify(Event::Expired, db, &key);
                 reclaimed += 1;
             }
         }
@@ -128,9 +130,18 @@ impl Shard {
 
 pub struct Keyspace {
     shards: Box<[Mutex<Shard>]>,
+    /// Set while a script that has run past `busy-reply-threshold` holds the
+    /// shard: commands that need it are answered BUSY instead of waiting.
+    busy: Arc<[AtomicBool]>,
     databases: usize,
     clock: Arc<dyn Clock>,
+    /// Where keyspace events (`notify-keyspace-events`) are published.
+    events: Arc<PubSub>,
 }
+
+/// How long a command waits on a held shard before looking again whether
+/// a busy script holds it.
+const BUSY_POLL: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// Which shards a command needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,13 +182,20 @@ impl LockPlan {
 
 impl Keyspace {
     pub fn new(databases: usize, clock: Arc<dyn Clock>) -> Self {
+        Self::with_events(databases, clock, Arc::new(PubSub::new()))
+    }
+
+    /// A keyspace that publishes its keyspace events on `events`.
+    pub fn with_events(databases: usize, clock: Arc<dyn Clock>, events: Arc<PubSub>) -> Self {
         let now = clock.now_ms();
         Keyspace {
             shards: (0..SHARDS)
                 .map(|_| Mutex::new(Shard::new(databases, now)))
                 .collect(),
+            busy: (0..SHARDS).map(|_| AtomicBool::new(false)).collect(),
             databases,
             clock,
+            events,
         }
     }
 
@@ -189,22 +207,35 @@ impl Keyspace {
         &self.clock
     }
 
-    pub fn lock(&self, plan: &LockPlan) -> Locked<'_> {
-        let guards = match plan {
-            LockPlan::Nothing => Vec::new(),
-            LockPlan::Shards(ids) => ids.iter().map(|&i| (i, self.shards[i].lock())).collect(),
-            LockPlan::All => self
-                .shards
-                .iter()
-                .enumerate()
-                .map(|(i, s)| (i, s.lock()))
-                .collect(),
-        };
-        Locked {
+    /// Takes the plan's shards in ascending order. Fails with BUSY if one
+    /// of them is held by a script running past the busy threshold.
+    pub fn lock(&self, plan: &LockPlan) -> CmdResult<Locked<'_>> {
+        let mut locked = Locked {
             ks: self,
-            guards,
+            guards: Vec::new(),
             now: self.clock.now_ms(),
+        };
+        locked.acquire(plan)?;
+        Ok(locked)
+    }
+
+    fn lock_shard(&self, idx: usize) -> CmdResult<MutexGuard<'_, Shard>> {
+        if let Some(guard) = self.shards[idx].try_lock() {
+            return Ok(guard);
         }
+        loop {
+            if let Some(guard) = self.shards[idx].try_lock_for(BUSY_POLL) {
+                return Ok(guard);
+            }
+            if self.busy[idx].load(Ordering::Acquire) {
+                return Err(CmdError::Busy);
+            }
+        }
+    }
+
+    /// The busy flags, for a running script to raise over the shards it holds.
+    pub fn busy_flags(&self) -> Arc<[AtomicBool]> {
+        self.busy.clone()
     }
 
     /// One pass of active expiry over every shard with pending deadlines.
@@ -217,7 +248,7 @@ impl Keyspace {
                 if shard.wheel.is_empty() {
                     0
                 } else {
-                    shard.expire_due(now)
+                    shard.expire_due(now, &self.events)
                 }
             })
             .sum()
@@ -240,6 +271,44 @@ impl<'a> Locked<'a> {
         self.guards.len() == SHARDS
     }
 
+    /// The indices of the shards held.
+    pub fn held(&self) -> Vec<usize> {
+        self.guards.iter().map(|(i, _)| *i).collect()
+    }
+
+    fn acquire(&mut self, plan: &LockPlan) -> CmdResult<()> {
+        let ids: Vec<usize> = match plan {
+            LockPlan::Nothing => Vec::new(),
+            LockPlan::Shards(ids) => ids.clone(),
+            LockPlan::All => (0..SHARDS).collect(),
+        };
+        for idx in ids {
+            let guard = self.ks.lock_shard(idx)?;
+            self.guards.push((idx, guard));
+        }
+        Ok(())
+    }
+
+    /// Lets every shard go and takes the plan's instead (a script that
+    /// found it needs more shards starts over with them).
+    pub fn relock(&mut self, plan: &LockPlan) -> CmdResult<()> {
+        self.guards.clear();
+        self.now = self.ks.clock.now_ms();
+        self.acquire(plan)
+    }
+
+    /// Takes the shards of `keys` now, before a command writes anything,
+    /// so it never stops halfway for want of one.
+    pub fn ensure<'k>(&mut self, keys: impl IntoIterator<Item = &'k [u8]>) -> CmdResult<()> {
+        let mut ids: Vec<usize> = keys.into_iter().map(key_shard).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        for idx in ids {
+            self.shard(idx)?;
+        }
+        Ok(())
+    }
+
     /// The shard, taking its lock now if the plan did not. Blocking is only
     /// safe above every shard already held (ascending order); below that
     /// the lock is only tried, never waited for.
@@ -249,7 +318,7 @@ impl<'a> Locked<'a> {
             Err(pos) => {
                 let mutex = &self.ks.shards[idx];
                 let guard = if pos == self.guards.len() {
-                    mutex.lock()
+                    self.ks.lock_shard(idx)?
                 } else {
                     mutex.try_lock().ok_or(CmdError::ShardBusy)?
                 };
@@ -298,16 +367,16 @@ impl Db<'_, '_> {
     /// The live entry, deleting it first if its deadline has passed: a key
     /// is never visible after its deadline, whatever the wheel has done.
     pub fn entry(&mut self, key: &[u8]) -> CmdResult<Option<&mut Entry>> {
-        let (now, db) = (self.locked.now, self.index);
+        let (now, db, ks) = (self.locked.now, self.index, self.locked.ks);
         let shard = self.locked.shard(key_shard(key))?;
-        Ok(live_entry(shard, db, key, now, false))
+        Ok(live_entry(shard, db, key, now, false, &ks.events))
     }
 
     /// A read lookup: counts keyspace hits and misses like Redis.
     pub fn get(&mut self, key: &[u8]) -> CmdResult<Option<&mut Value>> {
-        let (now, db) = (self.locked.now, self.index);
+        let (now, db, ks) = (self.locked.now, self.index, self.locked.ks);
         let shard = self.locked.shard(key_shard(key))?;
-        Ok(live_entry(shard, db, key, now, true).map(|e| &mut e.value))
+        Ok(live_entry(shard, db, key, now, true, &ks.events).map(|e| &mut e.value))
     }
 
     /// A write lookup: no hit/miss accounting.
@@ -320,8 +389,10 @@ impl Db<'_, '_> {
     }
 
     /// Stores `value` under `key` (copied out of the request buffer).
+    /// Raises the `new` event if the key did not exist.
     pub fn insert(&mut self, key: &[u8], value: Value, ttl: Ttl) -> CmdResult<()> {
-        let previous = self.entry(key)?.and_then(|e| e.expire_at);
+        let existing = self.entry(key)?.map(|e| e.expire_at);
+        let previous = existing.flatten();
         let expire_at = match ttl {
             Ttl::Clear => None,
             Ttl::At(at) => Some(at),
@@ -334,7 +405,10 @@ impl Db<'_, '_> {
         if let Some(at) = expire_at.filter(|at| Some(*at) != previous) {
             shard.wheel.insert(at, (db as u32, key.clone()));
         }
-        shard.dbs[db].insert(key, Entry { value, expire_at });
+        shard.dbs[db].insert(key.clone(), Entry { value, expire_at });
+        if existing.is_none() {
+            self.locked.ks.events.notify(Event::New, db, &key);
+        }
         Ok(())
     }
 
@@ -361,13 +435,21 @@ impl Db<'_, '_> {
         Ok(true)
     }
 
-    /// Records that `key` changed: wakes WATCHers and counts the change.
-    pub fn modified(&mut self, key: &[u8]) -> CmdResult<()> {
+    /// Records that `key` changed by `event`: wakes WATCHers, counts the
+    /// change and raises the keyspace event.
+    pub fn modified(&mut self, key: &[u8], event: Event) -> CmdResult<()> {
         let db = self.index;
         let shard = self.locked.shard(key_shard(key))?;
         shard.stats.dirty += 1;
         shard.touch_watchers(db, key);
+        self.notify(key, event);
         Ok(())
+    }
+
+    /// Raises a keyspace event beyond the one `modified` raised (SET with
+    /// a time to live also raises `expire`).
+    pub fn notify(&self, key: &[u8], event: Event) {
+        self.locked.ks.events.notify(event, self.index, key);
     }
 
     /// Empties this database in every shard (the plan must hold them all).
@@ -421,11 +503,13 @@ fn live_entry<'s>(
     key: &[u8],
     now: u64,
     count: bool,
+    events: &PubSub,
 ) -> Option<&'s mut Entry> {
     if shard.dbs[db].get(key).is_some_and(|e| e.is_expired(now)) {
         shard.dbs[db].remove(key);
         shard.stats.expired += 1;
         shard.touch_watchers(db, key);
+        events.notify(Event::Expired, db, key);
     }
     let found = shard.dbs[db].get_mut(key);
     if count {
@@ -434,6 +518,7 @@ fn live_entry<'s>(
             stats.hits += 1;
         } else {
             stats.misses += 1;
+            events.notify(Event::KeyMiss, db, key);
         }
     }
     found
@@ -472,7 +557,7 @@ mod tests {
     #[test]
     fn expired_keys_are_invisible_before_the_wheel_runs() {
         let ks = Keyspace::new(16, Arc::new(SystemClock));
-        let mut locked = ks.lock(&LockPlan::for_keys([&b"k"[..]]));
+        let mut locked = ks.lock(&LockPlan::for_keys([&b"k"[..]])).unwrap();
         let past = locked.now() - 1;
         let mut db = locked.db(0);
         db.insert(b"k", Value::Str(Bytes::from_static(b"v")), Ttl::At(past))
@@ -489,8 +574,8 @@ mod tests {
         } else {
             (high, low)
         };
-        let _other = ks.lock(&LockPlan::for_keys([&lo[..]]));
-        let mut mine = ks.lock(&LockPlan::for_keys([&hi[..]]));
+        let _other = ks.lock(&LockPlan::for_keys([&lo[..]])).unwrap();
+        let mut mine = ks.lock(&LockPlan::for_keys([&hi[..]])).unwrap();
         assert_eq!(mine.db(0).get(lo).unwrap_err(), CmdError::ShardBusy);
     }
 }

@@ -12,6 +12,7 @@ use crate::clock::Clock;
 use crate::command::REGISTRY;
 use crate::config::Config;
 use crate::keyspace::Keyspace;
+use crate::pubsub::PubSub;
 
 #[derive(Default)]
 pub struct CommandStat {
@@ -88,6 +89,10 @@ impl Stats {
 
 pub struct Shared {
     pub keyspace: Keyspace,
+    pub scripts: crate::scripting::ScriptEngine,
+    /// Subscriptions and message delivery; the keyspace publishes its
+    /// events here too.
+    pub pubsub: Arc<PubSub>,
     pub config: RwLock<Config>,
     pub clients: DashMap<u64, Arc<ClientHandle>>,
     pub stats: Stats,
@@ -101,8 +106,12 @@ pub struct Shared {
 impl Shared {
     pub fn new(config: Config, clock: Arc<dyn Clock>) -> Self {
         let started_ms = clock.now_ms();
+        let pubsub = Arc::new(PubSub::new());
+        pubsub.configure(&config);
         Shared {
-            keyspace: Keyspace::new(config.databases, clock),
+            keyspace: Keyspace::with_events(config.databases, clock, pubsub.clone()),
+            pubsub,
+            scripts: Default::default(),
             config: RwLock::new(config),
             clients: DashMap::new(),
             stats: Stats::new(),

@@ -68,6 +68,11 @@ pub fn parse_f64(s: &[u8]) -> Option<f64> {
 
 /// C's `%.17g`, which Redis 7.0 uses for double replies (scores, RESP3 doubles).
 pub fn format_double(d: f64) -> String {
+    format_g(d, 17)
+}
+
+/// C's `%.<precision>g`.
+pub fn format_g(d: f64, precision: i32) -> String {
     if d.is_nan() {
         return "nan".into();
     }
@@ -77,15 +82,14 @@ pub fn format_double(d: f64) -> String {
     if d == 0.0 {
         return if d.is_sign_negative() { "-0" } else { "0" }.into();
     }
-    const PRECISION: i32 = 17;
-    let sci = format!("{:.*e}", (PRECISION - 1) as usize, d);
+    let sci = format!("{:.*e}", (precision - 1) as usize, d);
     let (mantissa, exp) = sci.split_once('e').expect("exponent form");
     let exp: i32 = exp.parse().expect("exponent digits");
-    if !(-4..PRECISION).contains(&exp) {
+    if !(-4..precision).contains(&exp) {
         let m = trim_fraction(mantissa);
         format!("{m}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
     } else {
-        let decimals = (PRECISION - 1 - exp).max(0) as usize;
+        let decimals = (precision - 1 - exp).max(0) as usize;
         trim_fraction(&format!("{:.*}", decimals, d)).to_string()
     }
 }

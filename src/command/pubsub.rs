@@ -1,0 +1,220 @@
+//! Pub/sub commands: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE,
+//! SSUBSCRIBE, SUNSUBSCRIBE, PUBLISH, SPUBLISH and PUBSUB.
+//!
+//! A command about several channels answers with one confirmation per
+//! channel. The last is the command's reply; the ones before it go through
+//! the client's own mailbox, which the connection empties into its output
+//! before writing the reply, so they come out in order.
+
+use bytes::Bytes;
+
+use super::Ctx;
+use super::connection::help_reply;
+use crate::client::Client;
+use crate::error::{CmdError, CmdResult};
+use crate::protocol::{Protocol, Reply};
+use crate::pubsub::{Kind, confirmation};
+use crate::server::Shared;
+
+/// Commands a RESP2 client may send while subscribed.
+pub fn allowed_while_subscribed(full_name: &str) -> bool {
+    matches!(
+        full_name,
+        "subscribe"
+            | "unsubscribe"
+            | "psubscribe"
+            | "punsubscribe"
+            | "ssubscribe"
+            | "sunsubscribe"
+            | "ping"
+            | "quit"
+            | "reset"
+    )
+}
+
+/// The error for any other command in RESP2 subscribed mode.
+pub fn subscribed_mode_error(full_name: &str) -> CmdError {
+    CmdError::other(format!(
+        "ERR Can't execute '{full_name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+    ))
+}
+
+/// True when a RESP2 client is in subscribed mode.
+pub fn in_subscribed_mode(client: &Client) -> bool {
+    client.protocol == Protocol::Resp2 && client.pubsub.active()
+}
+
+fn confirmation_reply(verb: &'static str, name: Option<&Bytes>, count: usize) -> Reply {
+    Reply::Push(vec![
+        word(verb),
+        name.map_or(Reply::Nil, |n| Reply::Bulk(n.clone())),
+        Reply::Int(count as i64),
+    ])
+}
+
+fn word(text: &'static str) -> Reply {
+    Reply::Bulk(Bytes::from_static(text.as_bytes()))
+}
+
+/// Answers for `names`, one confirmation each: all but the last are queued
+/// through the mailbox, the last is returned.
+fn confirm_each(
+    client: &mut Client,
+    verb: &'static str,
+    names: &[Bytes],
+    mut act: impl FnMut(&mut Client, &Bytes) -> usize,
+) -> Reply {
+    let mut reply = None;
+    for (i, name) in names.iter().enumerate() {
+        let count = act(client, name);
+        if i + 1 == names.len() {
+            reply = Some(confirmation_reply(verb, Some(name), count));
+        } else {
+            client.pubsub.push(confirmation(verb, name, count));
+        }
+    }
+    client.note_subscriptions();
+    reply.unwrap_or(Reply::Nil)
+}
+
+fn subscribe_generic(ctx: &mut Ctx, kind: Kind) -> CmdResult<Reply> {
+    let (verb, _) = kind.verbs();
+    Ok(confirm_each(
+        ctx.client,
+        verb,
+        &ctx.args[1..],
+        |client, name| {
+            client.pubsub.subscribe(kind, name);
+            client.pubsub.count(kind)
+        },
+    ))
+}
+
+fn unsubscribe_generic(ctx: &mut Ctx, kind: Kind) -> CmdResult<Reply> {
+    let (_, verb) = kind.verbs();
+    let shared: &Shared = ctx.shared;
+    let names = if ctx.args.len() > 1 {
+        ctx.args[1..].to_vec()
+    } else {
+        ctx.client.pubsub.names(kind)
+    };
+    if names.is_empty() {
+        let count = ctx.client.pubsub.count(kind);
+        return Ok(confirmation_reply(verb, None, count));
+    }
+    Ok(confirm_each(ctx.client, verb, &names, |client, name| {
+        client.pubsub.unsubscribe(&shared.pubsub, kind, name);
+        client.pubsub.count(kind)
+    }))
+}
+
+pub fn subscribe(ctx: &mut Ctx) -> CmdResult<Reply> {
+    subscribe_generic(ctx, Kind::Channel)
+}
+
+pub fn psubscribe(ctx: &mut Ctx) -> CmdResult<Reply> {
+    subscribe_generic(ctx, Kind::Pattern)
+}
+
+pub fn ssubscribe(ctx: &mut Ctx) -> CmdResult<Reply> {
+    subscribe_generic(ctx, Kind::Shard)
+}
+
+pub fn unsubscribe(ctx: &mut Ctx) -> CmdResult<Reply> {
+    unsubscribe_generic(ctx, Kind::Channel)
+}
+
+pub fn punsubscribe(ctx: &mut Ctx) -> CmdResult<Reply> {
+    unsubscribe_generic(ctx, Kind::Pattern)
+}
+
+pub fn sunsubscribe(ctx: &mut Ctx) -> CmdResult<Reply> {
+    unsubscribe_generic(ctx, Kind::Shard)
+}
+
+pub fn publish(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let n = ctx.shared.pubsub.publish(ctx.arg(1), ctx.arg(2));
+    Ok(Reply::Int(n as i64))
+}
+
+pub fn spublish(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let n = ctx.shared.pubsub.spublish(ctx.arg(1), ctx.arg(2));
+    Ok(Reply::Int(n as i64))
+}
+
+/// The PING reply in RESP2 subscribed mode: `["pong", message]`.
+pub fn subscribed_pong(message: Option<&Bytes>) -> Reply {
+    Reply::Array(vec![
+        word("pong"),
+        Reply::Bulk(message.cloned().unwrap_or_default()),
+    ])
+}
+
+/// PUBSUB CHANNELS / SHARDCHANNELS take at most one pattern.
+fn channels_generic(ctx: &mut Ctx, kind: Kind) -> CmdResult<Reply> {
+    if ctx.args.len() > 3 {
+        return Err(CmdError::other(format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP.",
+            String::from_utf8_lossy(ctx.arg(1))
+        )));
+    }
+    let pattern = ctx.args.get(2).map(|p| &p[..]);
+    Ok(Reply::array_of_bulks(
+        ctx.shared.pubsub.channels(kind, pattern),
+    ))
+}
+
+fn numsub_generic(ctx: &mut Ctx, kind: Kind) -> CmdResult<Reply> {
+    let mut out = Vec::with_capacity((ctx.args.len() - 2) * 2);
+    for channel in &ctx.args[2..] {
+        out.push(Reply::Bulk(channel.clone()));
+        out.push(Reply::Int(ctx.shared.pubsub.numsub(kind, channel) as i64));
+    }
+    Ok(Reply::Array(out))
+}
+
+pub fn pubsub_channels(ctx: &mut Ctx) -> CmdResult<Reply> {
+    channels_generic(ctx, Kind::Channel)
+}
+
+pub fn pubsub_shardchannels(ctx: &mut Ctx) -> CmdResult<Reply> {
+    channels_generic(ctx, Kind::Shard)
+}
+
+pub fn pubsub_numsub(ctx: &mut Ctx) -> CmdResult<Reply> {
+    numsub_generic(ctx, Kind::Channel)
+}
+
+pub fn pubsub_shardnumsub(ctx: &mut Ctx) -> CmdResult<Reply> {
+    numsub_generic(ctx, Kind::Shard)
+}
+
+pub fn pubsub_numpat(ctx: &mut Ctx) -> CmdResult<Reply> {
+    Ok(Reply::Int(ctx.shared.pubsub.numpat() as i64))
+}
+
+pub fn pubsub_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
+    Ok(help_reply(
+        "PUBSUB",
+        &[
+            "CHANNELS [<pattern>]",
+            "    List the channels that have subscribers, optionally only those matching",
+            "    a glob-style <pattern>.",
+            "NUMPAT",
+            "    Count the distinct patterns clients are subscribed to.",
+            "NUMSUB [<channel> ...]",
+            "    Count each channel's subscribers (pattern subscriptions not included).",
+            "SHARDCHANNELS [<pattern>]",
+            "    List the shard channels that have subscribers, optionally only those",
+            "    matching a glob-style <pattern>.",
+            "SHARDNUMSUB [<shardchannel> ...]",
+            "    Count each shard channel's subscribers.",
+        ],
+    ))
+}
+
+/// Forgets every subscription quietly (RESET, disconnect).
+pub fn forget_subscriptions(shared: &Shared, client: &mut Client) {
+    client.pubsub.clear(&shared.pubsub);
+    client.note_subscriptions();
+}

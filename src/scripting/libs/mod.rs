@@ -1,0 +1,4 @@
+//! The libraries Redis loads into its Lua state besides the standard ones.
+
+pub mod bit;
+pub mod cjson;

@@ -1,0 +1,501 @@
+//! Lua scripting with Redis 7.0's semantics.
+//!
+//! A script runs on a Lua state taken from a pool, so scripts on unrelated
+//! keys run in parallel. It holds the shards of its declared keys for its
+//! whole run, which makes it atomic. A key it did not declare is taken
+//! when the script reaches it if that cannot deadlock; otherwise, if the
+//! script has not written yet, it starts over holding that shard too.
+
+mod call;
+mod convert;
+mod libs;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
+use bytes::Bytes;
+use dashmap::DashMap;
+use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
+use parking_lot::Mutex;
+
+use crate::client::Client;
+use crate::command::{CommandSpec, Ctx, REGISTRY, execute, flag};
+use crate::error::{CmdError, CmdResult};
+use crate::keyspace::LockPlan;
+use crate::protocol::{Protocol, Reply};
+use crate::util::format_double;
+use convert::{error_table, lua_to_reply, reply_to_lua};
+
+const PRELUDE: &str = include_str!("prelude.lua");
+/// Instructions between checks of a script's running time.
+const HOOK_EVERY: u32 = 100_000;
+
+pub fn sha1_hex(body: &[u8]) -> String {
+    sha1_smol::Sha1::from(body).digest().to_string()
+}
+
+/// What SCRIPT KILL and the busy check need to know about a running script.
+pub struct RunState {
+    started: Instant,
+    busy: AtomicBool,
+    killed: AtomicBool,
+    wrote: AtomicBool,
+    /// Line the script was at when killed.
+    kill_line: AtomicU64,
+}
+
+struct Vm {
+    lua: Lua,
+    generation: u64,
+    functions: HashMap<String, Function>,
+    globals: Table,
+    ctx: Table,
+    env: Table,
+    run: Function,
+}
+
+impl Vm {
+    fn new(generation: u64) -> mlua::Result<Vm> {
+        let libs = StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::DEBUG;
+        // The debug library is loaded for the error handler only; the
+        // prelude removes it from what scripts can reach.
+        let lua = unsafe { Lua::unsafe_new_with(libs, LuaOptions::new()) };
+        let globals = lua.globals();
+        libs::bit::install(&lua, &globals)?;
+        libs::cjson::install(&lua, &globals)?;
+        let redis = lua.create_table()?;
+        redis.set(
+            "sha1hex",
+            lua.create_function(|_, s: mlua::LuaString| Ok(sha1_hex(&s.as_bytes())))?,
+        )?;
+        redis.set("log", lua.create_function(log)?)?;
+        // SAFETY: `redis_call` follows the Lua C function protocol.
+        redis.set("call", unsafe { lua.create_c_function(call::redis_call)? })?;
+        redis.set("REDIS_VERSION", crate::command::REDIS_VERSION)?;
+        redis.set("REDIS_VERSION_NUM", 0x0007_000f)?;
+        globals.set("redis", redis)?;
+        let debug: Table = globals.get("debug")?;
+        let getinfo: Function = debug.get("getinfo")?;
+        let ctx = lua.create_table()?;
+        lua.set_named_registry_value(call::CTX_KEY, ctx.clone())?;
+        let (env, run): (Table, Function) =
+            lua.load(PRELUDE)
+                .set_name("=prelude")
+                .call((globals.clone(), getinfo, ctx.clone()))?;
+        Ok(Vm {
+            lua,
+            generation,
+            functions: HashMap::new(),
+            globals,
+            ctx,
+            env,
+            run,
+        })
+    }
+
+    fn function(&mut self, sha: &str, body: &[u8]) -> CmdResult<Function> {
+        if let Some(f) = self.functions.get(sha) {
+            return Ok(f.clone());
+        }
+        let f = self
+            .lua
+            .load(body)
+            .set_name("@user_script")
+            .set_environment(self.env.clone())
+            .into_function()
+            .map_err(|e| {
+                let message = match e {
+                    mlua::Error::SyntaxError { message, .. } => message,
+                    other => other.to_string(),
+                };
+                CmdError::other(format!(
+                    "ERR Error compiling script (new function): {message}"
+                ))
+            })?;
+        self.functions.insert(sha.to_string(), f.clone());
+        Ok(f)
+    }
+}
+
+/// The prelude has checked the level and the argument count.
+fn log(_: &Lua, args: MultiValue) -> mlua::Result<()> {
+    let level = match args.front() {
+        Some(Value::Integer(i)) => *i as i64,
+        Some(Value::Number(n)) => *n as i64,
+        _ => 2,
+    };
+    let text: Vec<String> = args
+        .iter()
+        .skip(1)
+        .map(|v| v.to_string().unwrap_or_default())
+        .collect();
+    let text = text.join(" ");
+    match level {
+        0 => tracing::debug!(target: "script", "{text}"),
+        3 => tracing::warn!(target: "script", "{text}"),
+        _ => tracing::info!(target: "script", "{text}"),
+    }
+    Ok(())
+}
+
+#[derive(Default)]
+pub struct ScriptEngine {
+    bodies: DashMap<String, Bytes>,
+    pool: Mutex<Vec<Vm>>,
+    generation: AtomicU64,
+    running: Mutex<Vec<Arc<RunState>>>,
+}
+
+/// How one attempt at running a script ended.
+enum Attempt {
+    Done(Reply),
+    /// It reached a shard it could not take without risking deadlock, or a
+    /// command that needs the whole keyspace, before writing: run again
+    /// holding these too.
+    Retry(LockPlan),
+}
+
+/// What `redis.call` works with during one attempt.
+struct CallScope<'s, 'c, 'a> {
+    ctx: &'s mut Ctx<'c, 'a>,
+    client: Client,
+    readonly: bool,
+    run: &'s RunState,
+    retry: Option<LockPlan>,
+    /// The prelude's context table: `resp` follows `redis.setresp`.
+    lua_ctx: Table,
+}
+
+impl ScriptEngine {
+    pub fn load(&self, body: &Bytes) -> String {
+        let sha = sha1_hex(body);
+        self.bodies
+            .entry(sha.clone())
+            .or_insert_with(|| Bytes::copy_from_slice(body));
+        sha
+    }
+
+    /// Compiles without running, so SCRIPT LOAD reports syntax errors.
+    pub fn check(&self, body: &Bytes) -> CmdResult<()> {
+        let mut vm = self.take_vm()?;
+        let result = vm.function(&sha1_hex(body), body).map(|_| ());
+        self.put_vm(vm);
+        result
+    }
+
+    pub fn body(&self, sha: &str) -> Option<Bytes> {
+        self.bodies.get(sha).map(|b| b.clone())
+    }
+
+    pub fn exists(&self, sha: &str) -> bool {
+        self.bodies.contains_key(sha)
+    }
+
+    pub fn flush(&self) {
+        self.bodies.clear();
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.pool.lock().clear();
+    }
+
+    /// SCRIPT KILL: stops a script running past the busy threshold, if it
+    /// has not written.
+    pub fn kill(&self) -> CmdResult<()> {
+        let running = self.running.lock();
+        let busy: Vec<_> = running
+            .iter()
+            .filter(|r| r.busy.load(Ordering::Acquire))
+            .collect();
+        if busy.is_empty() {
+            return Err(CmdError::other(
+                "NOTBUSY No scripts in execution right now.",
+            ));
+        }
+        if busy.iter().any(|r| r.wrote.load(Ordering::Acquire)) {
+            return Err(CmdError::other(
+                "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.",
+            ));
+        }
+        busy.iter()
+            .for_each(|r| r.killed.store(true, Ordering::Release));
+        Ok(())
+    }
+
+    fn take_vm(&self) -> CmdResult<Vm> {
+        let generation = self.generation.load(Ordering::Acquire);
+        let mut pool = self.pool.lock();
+        while let Some(vm) = pool.pop() {
+            if vm.generation == generation {
+                return Ok(vm);
+            }
+        }
+        drop(pool);
+        Vm::new(generation).map_err(|e| CmdError::other(format!("ERR cannot start Lua: {e}")))
+    }
+
+    fn put_vm(&self, vm: Vm) {
+        if vm.generation == self.generation.load(Ordering::Acquire) {
+            self.pool.lock().push(vm);
+        }
+    }
+
+    /// Runs a script for EVAL/EVALSHA with the declared keys' shards held
+    /// in `ctx.locked`.
+    pub fn run(
+        &self,
+        ctx: &mut Ctx,
+        sha: &str,
+        body: &[u8],
+        keys: &[Bytes],
+        argv: &[Bytes],
+        readonly: bool,
+    ) -> CmdResult<Reply> {
+        let mut vm = self.take_vm()?;
+        let function = match vm.function(sha, body) {
+            Ok(f) => f,
+            Err(e) => {
+                self.put_vm(vm);
+                return Err(e);
+            }
+        };
+        let mut plan = LockPlan::for_keys(keys.iter().map(|k| &k[..]));
+        let outcome = loop {
+            match self.attempt(&mut vm, &function, ctx, sha, keys, argv, readonly) {
+                Ok(Attempt::Done(reply)) => break Ok(reply),
+                Ok(Attempt::Retry(more)) => {
+                    plan = plan.union(more);
+                    if let Err(e) = ctx.locked.relock(&plan) {
+                        break Err(e);
+                    }
+                }
+                Err(e) => break Err(e),
+            }
+        };
+        // A state that ran out of memory is not reused.
+        if vm.lua.used_memory() < heap_limit(ctx) {
+            self.put_vm(vm);
+        }
+        outcome
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn attempt(
+        &self,
+        vm: &mut Vm,
+        function: &Function,
+        ctx: &mut Ctx,
+        sha: &str,
+        keys: &[Bytes],
+        argv: &[Bytes],
+        readonly: bool,
+    ) -> CmdResult<Attempt> {
+        let lua_err = |e: mlua::Error| CmdError::other(format!("ERR Error running script: {e}"));
+        let lua = &vm.lua;
+        vm.globals
+            .raw_set("KEYS", strings_table(lua, keys).map_err(lua_err)?)
+            .map_err(lua_err)?;
+        vm.globals
+            .raw_set("ARGV", strings_table(lua, argv).map_err(lua_err)?)
+            .map_err(lua_err)?;
+        vm.ctx.raw_set("resp", 2).map_err(lua_err)?;
+        let _ = lua.set_memory_limit(heap_limit(ctx));
+
+        let run = Arc::new(RunState {
+            started: Instant::now(),
+            busy: AtomicBool::new(false),
+            killed: AtomicBool::new(false),
+            wrote: AtomicBool::new(false),
+            kill_line: AtomicU64::new(0),
+        });
+        self.running.lock().push(run.clone());
+        let threshold = ctx.shared.config.read().busy_reply_threshold;
+        let flags = ctx.shared.keyspace.busy_flags();
+        let held = ctx.locked.held();
+        let hook_run = run.clone();
+        let _ = lua.set_hook(
+            HookTriggers::new().every_nth_instruction(HOOK_EVERY),
+            move |_, debug| {
+                if hook_run.killed.load(Ordering::Acquire) {
+                    hook_run
+                        .kill_line
+                        .store(debug.current_line().unwrap_or(0) as u64, Ordering::Release);
+                    return Err(mlua::Error::runtime(
+                        "Script killed by user with SCRIPT KILL...",
+                    ));
+                }
+                if !hook_run.busy.load(Ordering::Relaxed)
+                    && hook_run.started.elapsed().as_millis() as u64 >= threshold
+                {
+                    hook_run.busy.store(true, Ordering::Release);
+                    for &idx in &held {
+                        flags[idx].store(true, Ordering::Release);
+                    }
+                }
+                Ok(VmState::Continue)
+            },
+        );
+
+        let client = Client::for_script(ctx.client);
+        let mut scope_state = CallScope {
+            ctx,
+            client,
+            readonly,
+            run: &run,
+            retry: None,
+            lua_ctx: vm.ctx.clone(),
+        };
+        let result: mlua::Result<Reply> = lua.scope(|scope| {
+            let call = scope
+                .create_function_mut(|lua, args: MultiValue| call(lua, args, &mut scope_state))?;
+            vm.ctx.raw_set("call", call)?;
+            let (ok, value): (bool, Value) = vm.run.call(function.clone())?;
+            Ok(if ok {
+                lua_to_reply(&value)
+            } else {
+                Reply::Error(script_error(&value, sha))
+            })
+        });
+        lua.remove_hook();
+        let _ = vm.ctx.raw_set("call", Value::Nil);
+        self.running.lock().retain(|r| !Arc::ptr_eq(r, &run));
+        if run.busy.load(Ordering::Acquire) {
+            let flags = scope_state.ctx.shared.keyspace.busy_flags();
+            for idx in scope_state.ctx.locked.held() {
+                flags[idx].store(false, Ordering::Release);
+            }
+        }
+        if let Some(plan) = scope_state.retry.take() {
+            return Ok(Attempt::Retry(plan));
+        }
+        if run.killed.load(Ordering::Acquire) {
+            return Err(CmdError::other(format!(
+                "ERR Script killed by user with SCRIPT KILL... script: {sha}, on @user_script:{}.",
+                run.kill_line.load(Ordering::Acquire)
+            )));
+        }
+        match result {
+            Ok(reply) => Ok(Attempt::Done(reply)),
+            Err(mlua::Error::MemoryError(_)) => Err(CmdError::other(format!(
+                "ERR Error running script: the Lua heap limit (lua-heap-limit) was reached script: {sha}"
+            ))),
+            Err(e) => Err(lua_err(e)),
+        }
+    }
+}
+
+fn heap_limit(ctx: &Ctx) -> usize {
+    ctx.shared.config.read().lua_heap_limit as usize
+}
+
+fn strings_table(lua: &Lua, items: &[Bytes]) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(items.len(), 0)?;
+    for (i, item) in items.iter().enumerate() {
+        t.raw_set(i + 1, lua.create_string(item)?)?;
+    }
+    Ok(t)
+}
+
+/// The final error text of a failed script: the error's own text, then
+/// where it happened, as Redis 7.0 prints it.
+fn script_error(value: &Value, sha: &str) -> CmdError {
+    let Value::Table(t) = value else {
+        return CmdError::other(format!("ERR Error running script {sha}, execution failure"));
+    };
+    let message = match t.raw_get::<Value>("err") {
+        Ok(Value::String(s)) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
+        _ => "ERR script raised an error without a message".to_string(),
+    };
+    let source = t.raw_get::<Option<String>>("source").ok().flatten();
+    let line = t.raw_get::<Option<i64>>("line").ok().flatten();
+    // An error from a library function written in Rust reads like one
+    // raised by a C library in Redis: the script's position, one line.
+    let message = match (message.strip_prefix("ERR runtime error: "), &source, line) {
+        (Some(rest), Some(source), Some(line)) => {
+            let first = rest.lines().next().unwrap_or(rest);
+            format!("ERR {}:{line}: {first}", source.trim_start_matches('@'))
+        }
+        _ => message,
+    };
+    match (source, line) {
+        (Some(source), Some(line)) => {
+            CmdError::Other(format!("{message} script: {sha}, on {source}:{line}."))
+        }
+        _ => CmdError::Other(message),
+    }
+}
+
+/// `redis.call` / `redis.pcall`: runs one command for the script and
+/// answers `(true, value)` or `(false, error table)`.
+fn call(lua: &Lua, args: MultiValue, scope: &mut CallScope) -> mlua::Result<(bool, Value)> {
+    let fail = |text: &str| Ok((false, Value::Table(error_table(lua, text)?)));
+    if scope.retry.is_some() {
+        return fail("ERR the script is being restarted");
+    }
+    if args.is_empty() {
+        return fail("ERR Please specify at least one argument for this redis lib call");
+    }
+    let mut argv = Vec::with_capacity(args.len());
+    for v in args.iter() {
+        argv.push(match v {
+            Value::String(s) => Bytes::copy_from_slice(&s.as_bytes()),
+            // Lua 5.1 numbers are doubles; Redis prints them with %.17g.
+            Value::Integer(i) => Bytes::from(format_double(*i as f64)),
+            Value::Number(n) => Bytes::from(format_double(*n)),
+            _ => return fail("ERR Lua redis lib command arguments must be strings or integers"),
+        });
+    }
+    let Ok(id) = REGISTRY.resolve(&argv) else {
+        return fail("ERR Unknown Redis command called from script");
+    };
+    let spec: &CommandSpec = REGISTRY.specs[id];
+    if !spec.arity_ok(argv.len()) {
+        return fail("ERR Wrong number of args calling Redis command from script");
+    }
+    if spec.has(flag::NOSCRIPT) {
+        return fail("ERR This Redis command is not allowed from script");
+    }
+    if spec.has(flag::WRITE) && scope.readonly {
+        return fail("ERR Write commands are not allowed from read-only scripts.");
+    }
+    let wrote = scope.run.wrote.load(Ordering::Acquire);
+    // Everything the command touches is taken before it runs.
+    let needs_all = spec.has(flag::WHOLE_KEYSPACE) && !scope.ctx.locked.holds_all();
+    let ensured = if needs_all {
+        Err(CmdError::ShardBusy)
+    } else {
+        scope.ctx.locked.ensure(spec.key_args(&argv))
+    };
+    match ensured {
+        Ok(()) => {}
+        Err(CmdError::ShardBusy) if !wrote => {
+            scope.retry = Some(if needs_all {
+                LockPlan::All
+            } else {
+                LockPlan::for_keys(spec.key_args(&argv))
+            });
+            return fail("ERR the script is being restarted");
+        }
+        Err(e) => return fail(&e.to_string()),
+    }
+    if spec.has(flag::WRITE) {
+        scope.run.wrote.store(true, Ordering::Release);
+    }
+    let resp3 = scope.lua_ctx.raw_get::<i64>("resp").unwrap_or(2) == 3;
+    scope.client.protocol = if resp3 {
+        Protocol::Resp3
+    } else {
+        Protocol::Resp2
+    };
+    let reply = execute(
+        scope.ctx.shared,
+        &mut scope.client,
+        id,
+        &argv,
+        scope.ctx.locked,
+    );
+    match reply {
+        Reply::Error(e) => fail(&e.to_string()),
+        other => Ok((true, reply_to_lua(lua, other, resp3)?)),
+    }
+}

@@ -1,0 +1,240 @@
+-- Builds the sandbox a script sees. Called once per Lua state with the
+-- real globals table, the debug library (kept out of the sandbox) and the
+-- per-run context table the host fills in. Returns the script environment
+-- and the function that runs a script.
+local G, debug_getinfo, CTX = ...
+
+local error, type, tostring, rawget, setmetatable = error, type, tostring, rawget, setmetatable
+local raw_rawset, xpcall = rawset, xpcall
+
+-- Tables no script may change: every library and the global environment.
+local READONLY = setmetatable({}, { __mode = "k" })
+
+local function readonly_error()
+  error("Attempt to modify a readonly table", 2)
+end
+
+local function protect(t)
+  local proxy = setmetatable({}, {
+    __index = t,
+    __newindex = readonly_error,
+    __metatable = false,
+  })
+  READONLY[proxy] = true
+  READONLY[t] = true
+  return proxy
+end
+
+-- The host answers a command (true, value) or (false, error table);
+-- redis.call (set by the host, a C function) raises the error table.
+local redis = G.redis
+function redis.pcall(...)
+  local _, v = CTX.call(...)
+  return v
+end
+
+-- Errors raised as Redis error tables: the handler adds where they happened.
+local function raise(message)
+  error({ err = "ERR " .. message }, 0)
+end
+
+local raw_log, raw_sha1hex = redis.log, redis.sha1hex
+function redis.log(level, ...)
+  if select("#", ...) < 1 then
+    raise("redis.log() requires two arguments or more.")
+  end
+  if type(level) ~= "number" or level < 0 or level > 3 then
+    raise("Invalid debug level.")
+  end
+  raw_log(level, ...)
+end
+
+function redis.sha1hex(...)
+  if select("#", ...) ~= 1 then
+    raise("wrong number of arguments")
+  end
+  return raw_sha1hex((...))
+end
+
+-- Redis's pcall hands back the message of a Redis error table, not the table.
+local raw_pcall = pcall
+local function pcall_result(ok, ...)
+  if ok then
+    return ok, ...
+  end
+  local e = ...
+  if type(e) == "table" and type(e.err) == "string" then
+    return false, e.err
+  end
+  return false, e
+end
+G.pcall = function(...)
+  return pcall_result(raw_pcall(...))
+end
+
+local function error_table(text)
+  -- "-CODE message" keeps its code; anything else becomes an ERR.
+  if text:sub(1, 1) == "-" then
+    local space = text:find(" ", 1, true)
+    if space then
+      return { err = text:sub(2, space - 1) .. " " .. text:sub(space + 1) }
+    end
+    return { err = "ERR " .. text:sub(2) }
+  end
+  return { err = "ERR " .. text }
+end
+
+function redis.error_reply(text)
+  if type(text) ~= "string" then
+    error("wrong number or type of arguments", 2)
+  end
+  return error_table("-" .. (text:sub(1, 1) == "-" and text:sub(2) or text))
+end
+
+function redis.status_reply(text)
+  if type(text) ~= "string" then
+    error("wrong number or type of arguments", 2)
+  end
+  return { ok = text }
+end
+
+function redis.setresp(version)
+  if version ~= 2 and version ~= 3 then
+    error("RESP version must be 2 or 3.", 2)
+  end
+  CTX.resp = version
+end
+
+function redis.set_repl(flags)
+  if type(flags) ~= "number" or flags < 0 or flags > 3 then
+    error("Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.", 2)
+  end
+end
+
+function redis.replicate_commands()
+  return true
+end
+
+function redis.breakpoint()
+  return false
+end
+
+function redis.debug() end
+
+redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
+redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3
+
+-- Chunks of source only: loading bytecode could break out of the sandbox.
+-- Loaded functions run in the sandbox environment, not the real globals.
+local raw_loadstring, raw_load, setfenv = G.loadstring, G.load, G.setfenv
+local ENV
+
+G.loadstring = function(s, name)
+  if type(s) == "string" and s:byte(1) == 27 then
+    return nil, "loadstring: bytecode is not allowed"
+  end
+  local f, err = raw_loadstring(s, name)
+  if f then
+    setfenv(f, ENV)
+  end
+  return f, err
+end
+
+G.load = function(reader, name)
+  local first = true
+  local function guarded()
+    local piece = reader()
+    if first and type(piece) == "string" and piece:byte(1) == 27 then
+      error("load: bytecode is not allowed")
+    end
+    first = false
+    return piece
+  end
+  local f, err = raw_load(guarded, name)
+  if f then
+    setfenv(f, ENV)
+  end
+  return f, err
+end
+
+G.rawset = function(t, k, v)
+  if READONLY[t] then
+    error("Attempt to modify a readonly table", 0)
+  end
+  return raw_rawset(t, k, v)
+end
+
+G.setmetatable = function(t, mt)
+  if READONLY[t] then
+    error("Attempt to modify a readonly table", 0)
+  end
+  return setmetatable(t, mt)
+end
+
+-- What Redis 7.0 leaves out of the script environment.
+for _, name in ipairs({ "setfenv", "getfenv", "dofile", "loadfile", "require", "module",
+                        "print", "newproxy", "os", "io", "debug", "package" }) do
+  G[name] = nil
+end
+
+for _, lib in ipairs({ "string", "table", "math", "coroutine", "redis", "cjson", "bit",
+                       "struct", "cmsgpack" }) do
+  if G[lib] then
+    G[lib] = protect(G[lib])
+  end
+end
+
+-- Strings index the protected string library, so `("x"):rep(2)` works and
+-- the string metatable cannot be changed either.
+local string_meta = getmetatable("")
+string_meta.__index = G.string
+string_meta.__metatable = protect(string_meta)
+
+ENV = setmetatable({}, {
+  __index = function(_, name)
+    local v = rawget(G, name)
+    if v == nil then
+      error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
+    end
+    return v
+  end,
+  __newindex = readonly_error,
+  __metatable = false,
+})
+READONLY[ENV] = true
+G._G = ENV
+
+-- Errors become Redis error tables carrying where in the script they
+-- happened: the innermost frame of the script itself, since sandbox
+-- helpers written in Lua may sit between it and the error.
+local function script_frame()
+  local level = 3
+  while true do
+    local info = debug_getinfo(level, "Sl")
+    if not info then
+      return nil
+    end
+    if info.source == "@user_script" then
+      return info
+    end
+    level = level + 1
+  end
+end
+
+local function handler(err)
+  local where = script_frame()
+  if type(err) ~= "table" then
+    err = { err = "ERR " .. tostring(err) }
+  end
+  if where and err.source == nil then
+    err.source = where.source
+    err.line = where.currentline
+  end
+  return err
+end
+
+local function run(f)
+  return xpcall(f, handler)
+end
+
+return ENV, run
