@@ -327,7 +327,7 @@ fn merge_buffer_limits(current: &str, value: &str) -> Result<String, String> {
         })
         .collect();
     let words: Vec<&str> = value.split_whitespace().collect();
-    if words.len() % 4 != 0 {
+    if !words.len().is_multiple_of(4) {
         return Err("Wrong number of arguments in buffer limit configuration.".into());
     }
     for group in words.chunks(4) {

@@ -81,7 +81,8 @@ pub fn parse_scan(args: &[Bytes], allow_type: bool) -> CmdResult<ScanOptions> {
                 }
                 opts.count = n as usize;
             }
-            b"match" => opts.pattern = Some(value.clone()),
+            // A lone `*` matches everything, the empty key included.
+            b"match" => opts.pattern = (&value[..] != b"*").then(|| value.clone()),
             b"type" if allow_type => {
                 opts.type_name = Some(String::from_utf8_lossy(value).to_ascii_lowercase())
             }

@@ -508,6 +508,45 @@ mod tests {
         assert_eq!(&out[..], b">1\r\n$1\r\na\r\n");
     }
 
+    fn subscriber(pubsub: &PubSub, pattern: &'static [u8]) -> MailboxReceiver {
+        let addr = "127.0.0.1:1".parse().unwrap();
+        let handle = Arc::new(ClientHandle::new(7, addr, addr, 0));
+        let (mailbox, rx) = Mailbox::new(handle);
+        let mut subs = Subscriptions::default();
+        subs.attach(mailbox);
+        subs.subscribe(Kind::Pattern, &Bytes::from_static(pattern));
+        subs.commit(pubsub);
+        rx
+    }
+
+    /// A lookup that finds a key past its deadline reclaims it and raises
+    /// `expired`, before any timer wheel has run.
+    #[test]
+    fn lazy_expiry_raises_expired() {
+        use crate::clock::SystemClock;
+        use crate::keyspace::{Keyspace, LockPlan, Ttl, Value};
+        let pubsub = Arc::new(PubSub::new());
+        let config = crate::config::Config {
+            notify_keyspace_events: "KEA".into(),
+            ..Default::default()
+        };
+        pubsub.configure(&config);
+        let mut rx = subscriber(&pubsub, b"__keyevent@*");
+        let ks = Keyspace::with_events(1, Arc::new(SystemClock), pubsub.clone());
+        let mut locked = ks.lock(&LockPlan::for_keys([&b"k"[..]])).unwrap();
+        let past = locked.now() - 1;
+        let mut db = locked.db(0);
+        db.insert(b"k", Value::Str(Bytes::from_static(b"v")), Ttl::At(past))
+            .unwrap();
+        assert!(db.get(b"k").unwrap().is_none());
+        let frame = rx.try_recv().unwrap();
+        assert_eq!(
+            &frame[..],
+            b"*4\r\n$8\r\npmessage\r\n$12\r\n__keyevent@*\r\n$22\r\n__keyevent@0__:expired\r\n$1\r\nk\r\n"
+        );
+        assert!(rx.try_recv().is_err());
+    }
+
     #[test]
     fn limits_parse() {
         let default = crate::config::Config::default().client_output_buffer_limit;

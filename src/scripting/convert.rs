@@ -14,7 +14,8 @@ const MAX_DEPTH: usize = 1000;
 /// A Lua number as Redis turns it into an integer reply: truncated toward
 /// zero; out of range or NaN gives what x86's conversion gives.
 pub fn lua_number_to_i64(n: f64) -> i64 {
-    if n.is_nan() || n >= 9.223_372_036_854_776e18 || n < -9.223_372_036_854_776e18 {
+    const LIMIT: f64 = 9.223_372_036_854_776e18;
+    if !(-LIMIT..LIMIT).contains(&n) {
         i64::MIN
     } else {
         n as i64
@@ -38,7 +39,7 @@ fn to_reply(value: &Value, depth: usize) -> Reply {
         Value::String(s) => Reply::Bulk(Bytes::copy_from_slice(&s.as_bytes())),
         Value::Boolean(true) => Reply::Int(1),
         Value::Boolean(false) => Reply::Nil,
-        Value::Integer(i) => Reply::Int(*i as i64),
+        Value::Integer(i) => Reply::Int(*i),
         Value::Number(n) => Reply::Int(lua_number_to_i64(*n)),
         Value::Table(t) => table_to_reply(t, depth),
         _ => Reply::Nil,

@@ -44,6 +44,18 @@ pub struct RunState {
     wrote: AtomicBool,
     /// Line the script was at when killed.
     kill_line: AtomicU64,
+    /// The runtime worker running the script has handed its other work off.
+    released: AtomicBool,
+}
+
+/// A script still running at its first hook is a long one: the async
+/// worker thread it occupies hands its queued tasks to another thread, so
+/// nothing waits behind it (tokio's non-stealable LIFO slot included).
+fn release_worker() {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    if Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread) {
+        tokio::task::block_in_place(|| ());
+    }
 }
 
 struct Vm {
@@ -122,7 +134,7 @@ impl Vm {
 /// The prelude has checked the level and the argument count.
 fn log(_: &Lua, args: MultiValue) -> mlua::Result<()> {
     let level = match args.front() {
-        Some(Value::Integer(i)) => *i as i64,
+        Some(Value::Integer(i)) => *i,
         Some(Value::Number(n)) => *n as i64,
         _ => 2,
     };
@@ -307,6 +319,7 @@ impl ScriptEngine {
             killed: AtomicBool::new(false),
             wrote: AtomicBool::new(false),
             kill_line: AtomicU64::new(0),
+            released: AtomicBool::new(false),
         });
         self.running.lock().push(run.clone());
         let threshold = ctx.shared.config.read().busy_reply_threshold;
@@ -316,6 +329,9 @@ impl ScriptEngine {
         let _ = lua.set_hook(
             HookTriggers::new().every_nth_instruction(HOOK_EVERY),
             move |_, debug| {
+                if !hook_run.released.swap(true, Ordering::Relaxed) {
+                    release_worker();
+                }
                 if hook_run.killed.load(Ordering::Acquire) {
                     hook_run
                         .kill_line
@@ -400,7 +416,15 @@ fn strings_table(lua: &Lua, items: &[Bytes]) -> mlua::Result<Table> {
 /// where it happened, as Redis 7.0 prints it.
 fn script_error(value: &Value, sha: &str) -> CmdError {
     let Value::Table(t) = value else {
-        return CmdError::other(format!("ERR Error running script {sha}, execution failure"));
+        // Only a failure inside the error handler itself lands here, and
+        // that is running out of memory.
+        let detail = match value {
+            Value::String(s) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
+            _ => "execution failure".into(),
+        };
+        return CmdError::other(format!(
+            "ERR Error running script {sha}: {detail} (the Lua heap is capped by lua-heap-limit)"
+        ));
     };
     let message = match t.raw_get::<Value>("err") {
         Ok(Value::String(s)) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),

@@ -3,7 +3,13 @@
 //! Iterative with single-star backtracking, so hostile patterns cannot
 //! blow the stack or go exponential.
 
+/// Redis's rules include one quirk: an empty text matches only an empty
+/// pattern (not even `*`); commands that special-case a lone `*` (KEYS,
+/// SCAN) still list an empty key.
 pub fn glob_match(pattern: &[u8], text: &[u8], nocase: bool) -> bool {
+    if text.is_empty() {
+        return pattern.is_empty();
+    }
     let (mut p, mut t) = (0, 0);
     // Where to resume after the last `*`: the pattern index after it, and
     // the text index it currently swallows up to.
@@ -107,7 +113,7 @@ mod tests {
 
     #[test]
     fn basics() {
-        assert!(m("*", ""));
+        assert!(m("*", "a"));
         assert!(m("h?llo", "hello"));
         assert!(m("h*llo", "heeeello"));
         assert!(m("h[ae]llo", "hallo"));
@@ -123,6 +129,38 @@ mod tests {
         assert!(!m("a*b", "acbd"));
         assert!(m("a*b*c", "aXbYbZc"));
         assert!(m("[abc", "b"));
+    }
+
+    /// Checked against redis-server 7.0 (PUBSUB CHANNELS with these patterns).
+    #[test]
+    fn odd_patterns_match_like_redis() {
+        // An empty text matches nothing but an empty pattern.
+        assert!(!m("*", ""));
+        assert!(!m("**", ""));
+        assert!(m("", ""));
+        assert!(!m("", "a"));
+        // `-` at the end of a set is a range up to `]`, which leaves the
+        // set unclosed.
+        assert!(m("[a-]", "]"));
+        assert!(m("[a-]", "^"));
+        assert!(!m("[a-]", "-"));
+        assert!(m("[a-c-e]", "-"));
+        assert!(m("[a-c-e]", "e"));
+        assert!(!m("[a-c-e]", "d"));
+        // `]` first closes an empty set; `\` escapes inside a set.
+        assert!(!m("[]a]", "a"));
+        assert!(!m("[]a]", "]a]"));
+        assert!(m("[\\]]", "]"));
+        assert!(m("[\\-]", "-"));
+        assert!(m("[[]", "["));
+        // An unclosed set runs to the end of the pattern.
+        assert!(m("a[b-", "ab"));
+        assert!(!m("a[", "a"));
+        // A trailing backslash is literal.
+        assert!(m("a\\", "a\\"));
+        assert!(m("\\a", "a"));
+        assert!(m("[^-]", "a"));
+        assert!(!m("[^-]", "-"));
     }
 
     #[test]

@@ -18,9 +18,11 @@ pub async fn start() -> ServerHandle {
 }
 
 pub async fn connect(server: &ServerHandle) -> MultiplexedConnection {
+    // No response timeout: a debug build runs long scripts slowly.
+    let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
     redis::Client::open(server.url())
         .unwrap()
-        .get_multiplexed_async_connection()
+        .get_multiplexed_async_connection_with_config(&config)
         .await
         .expect("client connects")
 }

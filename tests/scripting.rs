@@ -1,0 +1,441 @@
+//! Lua scripting over real sockets: the seed documents' lock scripts,
+//! atomicity, busy scripts and the sandbox.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{cmd, connect, err, start};
+use redis::{Script, Value};
+
+/// Redisson's reentrant lock acquire, as in the seed documents.
+const LOCK: &str = "if (redis.call('exists', KEYS[1]) == 0) then \
+    redis.call('hincrby', KEYS[1], ARGV[2], 1); \
+    redis.call('pexpire', KEYS[1], ARGV[1]); \
+    return nil; \
+end; \
+if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then \
+    redis.call('hincrby', KEYS[1], ARGV[2], 1); \
+    redis.call('pexpire', KEYS[1], ARGV[1]); \
+    return nil; \
+end; \
+return redis.call('pttl', KEYS[1]);";
+
+/// Redisson's unlock with the wake-up PUBLISH, as in the seed documents.
+const UNLOCK: &str = "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then \
+    return nil;\
+end; \
+local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); \
+if (counter > 0) then \
+    redis.call('pexpire', KEYS[1], ARGV[2]); \
+    return 0; \
+else \
+    redis.call('del', KEYS[1]); \
+    redis.call('publish', KEYS[2], ARGV[1]); \
+    return 1; \
+end; \
+return nil;";
+
+/// Compare-and-delete release of a SET NX PX lock (seed 001).
+const RELEASE: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+
+#[tokio::test]
+async fn reentrant_lock_scripts() {
+    let server = start().await;
+    let mut c = connect(&server).await;
+    let lock = Script::new(LOCK);
+    let unlock = Script::new(UNLOCK);
+    let (me, other) = ("uuid-1:1", "uuid-2:7");
+    let chan = "redisson_lock__channel:{anyLock}";
+    // EVALSHA first: NOSCRIPT, then the client loads it and retries.
+    let got: Option<i64> = lock
+        .key("anyLock")
+        .arg(30000)
+        .arg(me)
+        .invoke_async(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(got, None, "acquired");
+    let got: Option<i64> = lock
+        .key("anyLock")
+        .arg(30000)
+        .arg(me)
+        .invoke_async(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(got, None, "re-entered");
+    assert_eq!(
+        cmd::<String>(&mut c, &["HGET", "anyLock", me])
+            .await
+            .unwrap(),
+        "2"
+    );
+    let pttl: Option<i64> = lock
+        .key("anyLock")
+        .arg(30000)
+        .arg(other)
+        .invoke_async(&mut c)
+        .await
+        .unwrap();
+    assert!(
+        matches!(pttl, Some(t) if t > 29_000 && t <= 30_000),
+        "contender sees the pttl: {pttl:?}"
+    );
+    let r: Option<i64> = unlock
+        .key("anyLock")
+        .key(chan)
+        .arg(0)
+        .arg(30000)
+        .arg(other)
+        .invoke_async(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(r, None, "someone else cannot unlock");
+    let r: Option<i64> = unlock
+        .key("anyLock")
+        .key(chan)
+        .arg(0)
+        .arg(30000)
+        .arg(me)
+        .invoke_async(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(r, Some(0), "one level released");
+    let r: Option<i64> = unlock
+        .key("anyLock")
+        .key(chan)
+        .arg(0)
+        .arg(30000)
+        .arg(me)
+        .invoke_async(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(r, Some(1), "released");
+    assert_eq!(cmd::<i64>(&mut c, &["EXISTS", "anyLock"]).await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn lease_expires() {
+    let server = start().await;
+    let mut c = connect(&server).await;
+    let lock = Script::new(LOCK);
+    let _: Option<i64> = lock
+        .key("lease")
+        .arg(60)
+        .arg("a:1")
+        .invoke_async(&mut c)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let got: Option<i64> = lock
+        .key("lease")
+        .arg(60)
+        .arg("b:1")
+        .invoke_async(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(
+        got, None,
+        "the lease ran out, so another owner gets the lock"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutual_exclusion_under_contention() {
+    let server = start().await;
+    let mut tasks = Vec::new();
+    for worker in 0..8 {
+        let mut c = connect(&server).await;
+        tasks.push(tokio::spawn(async move {
+            let release = Script::new(RELEASE);
+            let token = format!("token-{worker}");
+            for _ in 0..50 {
+                loop {
+                    let ok: Option<String> =
+                        cmd(&mut c, &["SET", "mutex", &token, "NX", "PX", "5000"])
+                            .await
+                            .unwrap();
+                    if ok.is_some() {
+                        break;
+                    }
+                    tokio::task::yield_now().await;
+                }
+                // A deliberately non-atomic read-modify-write under the lock.
+                let n: i64 = cmd::<Option<i64>>(&mut c, &["GET", "counter"])
+                    .await
+                    .unwrap()
+                    .unwrap_or(0);
+                cmd::<()>(&mut c, &["SET", "counter", &(n + 1).to_string()])
+                    .await
+                    .unwrap();
+                let released: i64 = release
+                    .key("mutex")
+                    .arg(&token)
+                    .invoke_async(&mut c)
+                    .await
+                    .unwrap();
+                assert_eq!(released, 1);
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let mut c = connect(&server).await;
+    assert_eq!(cmd::<i64>(&mut c, &["GET", "counter"]).await.unwrap(), 400);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_are_atomic_across_shards_even_with_undeclared_keys() {
+    let server = start().await;
+    // Moves one unit from a declared key to an undeclared one in another
+    // slot; the sum must never be seen torn.
+    let transfer = Script::new(
+        "local v = tonumber(redis.call('get', KEYS[1]) or '0') \
+         redis.call('set', KEYS[1], v - 1) \
+         redis.call('incr', ARGV[1]) return v",
+    );
+    let mut setup = connect(&server).await;
+    cmd::<()>(&mut setup, &["MSET", "acct:a", "1000", "acct:b", "0"])
+        .await
+        .unwrap();
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        let mut c = connect(&server).await;
+        let t = transfer.clone();
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..100 {
+                let _: i64 = t
+                    .key("acct:a")
+                    .arg("acct:b")
+                    .invoke_async(&mut c)
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    let mut reader = connect(&server).await;
+    let checker = tokio::spawn(async move {
+        let sum = Script::new("return redis.call('get', KEYS[1]) + redis.call('get', KEYS[2])");
+        for _ in 0..200 {
+            let s: i64 = sum
+                .key("acct:a")
+                .key("acct:b")
+                .invoke_async(&mut reader)
+                .await
+                .unwrap();
+            assert_eq!(s, 1000);
+        }
+    });
+    for t in tasks {
+        t.await.unwrap();
+    }
+    checker.await.unwrap();
+    let vals: Vec<i64> = cmd(&mut setup, &["MGET", "acct:a", "acct:b"])
+        .await
+        .unwrap();
+    assert_eq!(vals, vec![600, 400]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn busy_script_and_script_kill() {
+    let server = start().await;
+    let mut admin = connect(&server).await;
+    cmd::<()>(&mut admin, &["CONFIG", "SET", "lua-time-limit", "100"])
+        .await
+        .unwrap();
+    assert_eq!(
+        err(&mut admin, &["SCRIPT", "KILL"]).await,
+        "NOTBUSY No scripts in execution right now."
+    );
+    let mut runner = connect(&server).await;
+    let spin = tokio::spawn(async move {
+        err(
+            &mut runner,
+            &[
+                "EVAL",
+                "redis.call('get', KEYS[1]) while true do end",
+                "1",
+                "spin",
+            ],
+        )
+        .await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut other = connect(&server).await;
+    assert!(
+        err(&mut other, &["GET", "spin"])
+            .await
+            .starts_with("BUSY Redis is busy running a script.")
+    );
+    // Keys in other shards are not held up.
+    cmd::<()>(&mut other, &["SET", "elsewhere", "1"])
+        .await
+        .unwrap();
+    cmd::<()>(&mut admin, &["SCRIPT", "KILL"]).await.unwrap();
+    let killed = spin.await.unwrap();
+    assert!(
+        killed.starts_with("ERR Script killed by user with SCRIPT KILL... script: "),
+        "{killed}"
+    );
+    assert_eq!(
+        cmd::<Option<String>>(&mut other, &["GET", "spin"])
+            .await
+            .unwrap(),
+        None
+    );
+
+    // A script that has written cannot be killed; it finishes by itself.
+    let mut runner = connect(&server).await;
+    let writer = tokio::spawn(async move {
+        cmd::<String>(
+            &mut runner,
+            &[
+                "EVAL",
+                "redis.call('set', KEYS[1], 'x') local s = tonumber(redis.call('time')[1]) \
+                 while tonumber(redis.call('time')[1]) < s + 2 do end return 'done'",
+                "1",
+                "w",
+            ],
+        )
+        .await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        err(&mut admin, &["SCRIPT", "KILL"])
+            .await
+            .starts_with("UNKILLABLE Sorry the script already executed write commands")
+    );
+    assert_eq!(writer.await.unwrap().unwrap(), "done");
+    assert_eq!(cmd::<String>(&mut admin, &["GET", "w"]).await.unwrap(), "x");
+}
+
+#[tokio::test]
+async fn heap_limit_stops_runaway_scripts() {
+    let server = start().await;
+    let mut c = connect(&server).await;
+    cmd::<()>(&mut c, &["CONFIG", "SET", "lua-heap-limit", "8mb"])
+        .await
+        .unwrap();
+    let e = err(
+        &mut c,
+        &[
+            "EVAL",
+            "local t = {} for i = 1, 10000000 do t[i] = 'xxxxxxxxxxxxxxxx' .. i end return #t",
+            "0",
+        ],
+    )
+    .await;
+    assert!(e.contains("lua-heap-limit"), "{e}");
+    assert_eq!(
+        cmd::<i64>(&mut c, &["EVAL", "return 1", "0"])
+            .await
+            .unwrap(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn sandbox_holds() {
+    let server = start().await;
+    let mut c = connect(&server).await;
+    for escape in [
+        "return os.execute('true')",
+        "return io.open('/etc/passwd')",
+        "return require('os')",
+        "return dofile('/etc/passwd')",
+        "return loadfile('/etc/passwd')",
+        "return debug.getinfo(1)",
+        "return setfenv(1, {})",
+        "return getfenv(1)",
+        "return print('x')",
+        "newglobal = 1",
+        "string.rep = function() return 'pwned' end",
+        "rawset(_G, 'KEYS', 1)",
+        "setmetatable(_G, {})",
+        "getmetatable('').__index = {rep = function() return 'pwned' end}",
+        "rawset(string, 'rep', function() return 'pwned' end)",
+        "redis.call = nil",
+    ] {
+        let e = err(&mut c, &["EVAL", escape, "0"]).await;
+        assert!(e.starts_with("ERR "), "{escape}: {e}");
+    }
+    let v: Option<Vec<u8>> = cmd(
+        &mut c,
+        &[
+            "EVAL",
+            "return loadstring(string.dump(function() return 1 end))",
+            "0",
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(v, None, "bytecode is refused");
+    let v: Value = cmd(
+        &mut c,
+        &["EVAL", "local f = loadstring('x = 1') return pcall(f)", "0"],
+    )
+    .await
+    .unwrap();
+    assert_eq!(v, Value::Nil, "code loaded at run time is sandboxed too");
+    // Nothing above leaked into the next script.
+    assert_eq!(
+        cmd::<String>(&mut c, &["EVAL", "return string.rep('ab', 2)", "0"])
+            .await
+            .unwrap(),
+        "abab"
+    );
+    assert_eq!(
+        cmd::<String>(&mut c, &["EVAL", "return ('x'):rep(3)", "0"])
+            .await
+            .unwrap(),
+        "xxx"
+    );
+    assert_eq!(cmd::<String>(&mut c, &["PING"]).await.unwrap(), "PONG");
+}
+
+#[tokio::test]
+async fn scripts_in_transactions_and_resp3() {
+    let server = start().await;
+    let mut c = connect(&server).await;
+    let mut pipe = redis::pipe();
+    pipe.atomic()
+        .cmd("EVAL")
+        .arg("return redis.call('incr', KEYS[1])")
+        .arg(1)
+        .arg("n")
+        .cmd("EVAL")
+        .arg("return redis.call('incrby', ARGV[1], 10)")
+        .arg(0)
+        .arg("m");
+    let (a, b): (i64, i64) = pipe.query_async(&mut c).await.unwrap();
+    assert_eq!((a, b), (1, 10));
+    cmd::<()>(&mut c, &["HSET", "h", "f", "v"]).await.unwrap();
+    let v: String = cmd(
+        &mut c,
+        &[
+            "EVAL",
+            "redis.setresp(3) return redis.call('hgetall', KEYS[1]).map.f",
+            "1",
+            "h",
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(v, "v");
+    let v: Vec<String> = cmd(
+        &mut c,
+        &["EVAL", "return redis.call('hgetall', KEYS[1])", "1", "h"],
+    )
+    .await
+    .unwrap();
+    assert_eq!(v, vec!["f", "v"]);
+    assert_eq!(
+        err(
+            &mut c,
+            &["EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "0"]
+        )
+        .await,
+        "NOSCRIPT No matching script. Please use EVAL."
+    );
+}
