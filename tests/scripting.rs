@@ -439,3 +439,58 @@ async fn scripts_in_transactions_and_resp3() {
         "NOSCRIPT No matching script. Please use EVAL."
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_after_write_leaves_no_trace() {
+    use rlockd::keyspace::key_shard;
+    let server = start().await;
+    // `low` sorts below `high`, so a script holding `high` may not wait for
+    // `low` (that could deadlock): it must roll back and start over.
+    let names: Vec<String> = (0..100).map(|i| format!("k{i}")).collect();
+    let high = names
+        .iter()
+        .max_by_key(|k| key_shard(k.as_bytes()))
+        .unwrap()
+        .clone();
+    let low = names
+        .iter()
+        .min_by_key(|k| key_shard(k.as_bytes()))
+        .unwrap()
+        .clone();
+    assert!(key_shard(low.as_bytes()) < key_shard(high.as_bytes()));
+
+    let mut holder = connect(&server).await;
+    let low_key = low.clone();
+    let hold = tokio::spawn(async move {
+        cmd::<String>(
+            &mut holder,
+            &[
+                "EVAL",
+                "redis.call('set', KEYS[1], 'a') local s = tonumber(redis.call('time')[1]) \
+                 while tonumber(redis.call('time')[1]) < s + 1 do end return 'held'",
+                "1",
+                &low_key,
+            ],
+        )
+        .await
+        .unwrap()
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut c = connect(&server).await;
+    let got: i64 = cmd(
+        &mut c,
+        &[
+            "EVAL",
+            "local n = redis.call('incr', KEYS[1]) redis.call('set', ARGV[1], 'b') return n",
+            "1",
+            &high,
+            &low,
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(hold.await.unwrap(), "held");
+    assert_eq!(got, 1, "the first attempt's INCR was rolled back");
+    assert_eq!(cmd::<i64>(&mut c, &["GET", &high]).await.unwrap(), 1);
+    assert_eq!(cmd::<String>(&mut c, &["GET", &low]).await.unwrap(), "b");
+}

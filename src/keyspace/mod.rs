@@ -214,6 +214,7 @@ impl Keyspace {
             ks: self,
             guards: Vec::new(),
             now: self.clock.now_ms(),
+            journal: None,
         };
         locked.acquire(plan)?;
         Ok(locked)
@@ -264,6 +265,16 @@ pub struct Locked<'a> {
     ks: &'a Keyspace,
     guards: Vec<(usize, MutexGuard<'a, Shard>)>,
     now: u64,
+    journal: Option<Journal>,
+}
+
+/// What each key was before a script first touched it, so that a script
+/// that must start over (it reached a shard it could only wait for out of
+/// order) leaves no half-done change behind.
+#[derive(Default)]
+struct Journal {
+    saved: Vec<(usize, Bytes, Option<Entry>)>,
+    seen: hashbrown::HashSet<(usize, Bytes)>,
 }
 
 impl<'a> Locked<'a> {
@@ -273,6 +284,50 @@ impl<'a> Locked<'a> {
 
     pub fn holds_all(&self) -> bool {
         self.guards.len() == SHARDS
+    }
+
+    /// Starts recording prior states (not needed, and not done, when every
+    /// shard is held: such a run never has to start over).
+    pub fn begin_journal(&mut self) {
+        self.journal = (!self.holds_all()).then(Journal::default);
+    }
+
+    pub fn end_journal(&mut self) {
+        self.journal = None;
+    }
+
+    /// Puts back every key the journal saw, newest change first.
+    pub fn rollback(&mut self) -> CmdResult<()> {
+        let Some(journal) = self.journal.take() else {
+            return Ok(());
+        };
+        for (db, key, prior) in journal.saved.into_iter().rev() {
+            let map = &mut self.shard(key_shard(&key))?.dbs[db];
+            match prior {
+                Some(entry) => {
+                    map.insert(key, entry);
+                }
+                None => {
+                    map.remove(&key);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn record(&mut self, db: usize, key: &[u8]) -> CmdResult<()> {
+        let Some(journal) = &self.journal else {
+            return Ok(());
+        };
+        let id = (db, Bytes::copy_from_slice(key));
+        if journal.seen.contains(&id) {
+            return Ok(());
+        }
+        let prior = self.shard(key_shard(key))?.dbs[db].get(key).cloned();
+        let journal = self.journal.as_mut().expect("checked above");
+        journal.saved.push((db, id.1.clone(), prior));
+        journal.seen.insert(id);
+        Ok(())
     }
 
     /// The indices of the shards held.
@@ -372,6 +427,7 @@ impl Db<'_, '_> {
     /// is never visible after its deadline, whatever the wheel has done.
     pub fn entry(&mut self, key: &[u8]) -> CmdResult<Option<&mut Entry>> {
         let (now, db, ks) = (self.locked.now, self.index, self.locked.ks);
+        self.locked.record(db, key)?;
         let shard = self.locked.shard(key_shard(key))?;
         Ok(live_entry(shard, db, key, now, false, &ks.events))
     }
@@ -379,6 +435,7 @@ impl Db<'_, '_> {
     /// A read lookup: counts keyspace hits and misses like Redis.
     pub fn get(&mut self, key: &[u8]) -> CmdResult<Option<&mut Value>> {
         let (now, db, ks) = (self.locked.now, self.index, self.locked.ks);
+        self.locked.record(db, key)?;
         let shard = self.locked.shard(key_shard(key))?;
         Ok(live_entry(shard, db, key, now, true, &ks.events).map(|e| &mut e.value))
     }

@@ -164,8 +164,8 @@ pub struct ScriptEngine {
 enum Attempt {
     Done(Reply),
     /// It reached a shard it could not take without risking deadlock, or a
-    /// command that needs the whole keyspace, before writing: run again
-    /// holding these too.
+    /// command that needs the whole keyspace: its changes are rolled back
+    /// and it runs again holding these too.
     Retry(LockPlan),
 }
 
@@ -273,17 +273,19 @@ impl ScriptEngine {
         };
         let mut plan = LockPlan::for_keys(keys.iter().map(|k| &k[..]));
         let outcome = loop {
+            ctx.locked.begin_journal();
             match self.attempt(&mut vm, &function, ctx, sha, keys, argv, readonly) {
                 Ok(Attempt::Done(reply)) => break Ok(reply),
                 Ok(Attempt::Retry(more)) => {
                     plan = plan.union(more);
-                    if let Err(e) = ctx.locked.relock(&plan) {
+                    if let Err(e) = ctx.locked.rollback().and_then(|_| ctx.locked.relock(&plan)) {
                         break Err(e);
                     }
                 }
                 Err(e) => break Err(e),
             }
         };
+        ctx.locked.end_journal();
         // A state that ran out of memory is not reused.
         if vm.lua.used_memory() < heap_limit(ctx) {
             self.put_vm(vm);
@@ -482,7 +484,6 @@ fn call(lua: &Lua, args: MultiValue, scope: &mut CallScope) -> mlua::Result<(boo
     if spec.has(flag::WRITE) && scope.readonly {
         return fail("ERR Write commands are not allowed from read-only scripts.");
     }
-    let wrote = scope.run.wrote.load(Ordering::Acquire);
     // Everything the command touches is taken before it runs.
     let needs_all = spec.has(flag::WHOLE_KEYSPACE) && !scope.ctx.locked.holds_all();
     let ensured = if needs_all {
@@ -492,7 +493,7 @@ fn call(lua: &Lua, args: MultiValue, scope: &mut CallScope) -> mlua::Result<(boo
     };
     match ensured {
         Ok(()) => {}
-        Err(CmdError::ShardBusy) if !wrote => {
+        Err(CmdError::ShardBusy) => {
             scope.retry = Some(if needs_all {
                 LockPlan::All
             } else {
