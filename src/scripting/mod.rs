@@ -77,6 +77,8 @@ impl Vm {
         let globals = lua.globals();
         libs::bit::install(&lua, &globals)?;
         libs::cjson::install(&lua, &globals)?;
+        libs::cmsgpack::install(&lua, &globals)?;
+        libs::structs::install(&lua, &globals)?;
         let redis = lua.create_table()?;
         redis.set(
             "sha1hex",
@@ -441,7 +443,8 @@ fn script_error(value: &Value, sha: &str) -> CmdError {
             let first = rest.lines().next().unwrap_or(rest);
             format!("ERR {}:{line}: {first}", source.trim_start_matches('@'))
         }
-        _ => message,
+        // Any other host error: its first line, without the traceback.
+        _ => message.lines().next().unwrap_or_default().to_string(),
     };
     match (source, line) {
         (Some(source), Some(line)) => {

@@ -1,7 +1,7 @@
 //! `bit`: 32-bit operations with LuaBitOp's semantics (results are signed
 //! 32-bit numbers; shift counts use their low five bits).
 
-use mlua::{Lua, Table, Variadic};
+use mlua::{Lua, Table, Value, Variadic};
 
 /// Numbers wrap into 32 bits after rounding to nearest, as LuaBitOp does.
 fn tobit(n: f64) -> i32 {
@@ -12,50 +12,72 @@ fn tobit(n: f64) -> i32 {
     rounded.rem_euclid(4_294_967_296.0) as u64 as u32 as i32
 }
 
-fn fold(args: Variadic<f64>, op: fn(i32, i32) -> i32) -> mlua::Result<f64> {
-    let mut it = args.into_iter();
-    let first = it
-        .next()
-        .ok_or_else(|| mlua::Error::runtime("bad argument #1 (number expected, got no value)"))?;
-    Ok(it.fold(tobit(first), |acc, x| op(acc, tobit(x))) as f64)
+/// A numeric argument, with Lua's wording when it is not one.
+fn num(v: Option<&Value>, i: usize, name: &str) -> mlua::Result<f64> {
+    let n = match v {
+        Some(Value::Integer(n)) => Some(*n as f64),
+        Some(Value::Number(n)) => Some(*n),
+        Some(Value::String(s)) => String::from_utf8_lossy(&s.as_bytes()).trim().parse().ok(),
+        _ => None,
+    };
+    n.ok_or_else(|| {
+        let got = v.map_or("no value", |v| v.type_name());
+        mlua::Error::runtime(format!(
+            "bad argument #{i} to '{name}' (number expected, got {got})"
+        ))
+    })
+}
+
+fn fold(args: Variadic<Value>, name: &str, op: fn(i32, i32) -> i32) -> mlua::Result<f64> {
+    let mut acc = tobit(num(args.first(), 1, name)?);
+    for (i, v) in args.iter().enumerate().skip(1) {
+        acc = op(acc, tobit(num(Some(v), i + 1, name)?));
+    }
+    Ok(acc as f64)
 }
 
 pub fn install(lua: &Lua, globals: &Table) -> mlua::Result<()> {
     let bit = lua.create_table()?;
-    bit.set(
-        "tobit",
-        lua.create_function(|_, x: f64| Ok(tobit(x) as f64))?,
-    )?;
-    bit.set(
-        "bnot",
-        lua.create_function(|_, x: f64| Ok(!tobit(x) as f64))?,
-    )?;
-    bit.set(
-        "band",
-        lua.create_function(|_, a: Variadic<f64>| fold(a, |x, y| x & y))?,
-    )?;
-    bit.set(
-        "bor",
-        lua.create_function(|_, a: Variadic<f64>| fold(a, |x, y| x | y))?,
-    )?;
-    bit.set(
-        "bxor",
-        lua.create_function(|_, a: Variadic<f64>| fold(a, |x, y| x ^ y))?,
-    )?;
-    let shift = |f: fn(u32, u32) -> u32| {
-        move |_: &Lua, (x, n): (f64, f64)| Ok(f(tobit(x) as u32, tobit(n) as u32 & 31) as i32 as f64)
+    let unary = |name: &'static str, f: fn(i32) -> i32| {
+        move |_: &Lua, a: Variadic<Value>| Ok(f(tobit(num(a.first(), 1, name)?)) as f64)
     };
-    bit.set("lshift", lua.create_function(shift(|x, n| x << n))?)?;
-    bit.set("rshift", lua.create_function(shift(|x, n| x >> n))?)?;
-    bit.set(
-        "arshift",
-        lua.create_function(shift(|x, n| ((x as i32) >> n) as u32))?,
-    )?;
-    bit.set("rol", lua.create_function(shift(|x, n| x.rotate_left(n)))?)?;
-    bit.set("ror", lua.create_function(shift(|x, n| x.rotate_right(n)))?)?;
+    bit.set("tobit", lua.create_function(unary("tobit", |x| x))?)?;
+    bit.set("bnot", lua.create_function(unary("bnot", |x| !x))?)?;
     bit.set(
         "bswap",
-        lua.create_function(|_, x: f64| Ok((tobit(x) as u32).swap_bytes() as i32 as f64))?,
+        lua.create_function(unary("bswap", |x| x.swap_bytes()))?,
+    )?;
+    let folded = |name: &'static str, op: fn(i32, i32) -> i32| {
+        move |_: &Lua, a: Variadic<Value>| fold(a, name, op)
+    };
+    bit.set("band", lua.create_function(folded("band", |x, y| x & y))?)?;
+    bit.set("bor", lua.create_function(folded("bor", |x, y| x | y))?)?;
+    bit.set("bxor", lua.create_function(folded("bxor", |x, y| x ^ y))?)?;
+    let shift = |name: &'static str, f: fn(u32, u32) -> u32| {
+        move |_: &Lua, a: Variadic<Value>| {
+            let (x, n) = (num(a.first(), 1, name)?, num(a.get(1), 2, name)?);
+            Ok(f(tobit(x) as u32, tobit(n) as u32 & 31) as i32 as f64)
+        }
+    };
+    bit.set(
+        "lshift",
+        lua.create_function(shift("lshift", |x, n| x << n))?,
+    )?;
+    bit.set(
+        "rshift",
+        lua.create_function(shift("rshift", |x, n| x >> n))?,
+    )?;
+    bit.set(
+        "arshift",
+        lua.create_function(shift("arshift", |x, n| ((x as i32) >> n) as u32))?,
+    )?;
+    bit.set(
+        "rol",
+        lua.create_function(shift("rol", |x, n| x.rotate_left(n)))?,
+    )?;
+    bit.set(
+        "ror",
+        lua.create_function(shift("ror", |x, n| x.rotate_right(n)))?,
     )?;
     bit.set(
         "tohex",

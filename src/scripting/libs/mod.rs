@@ -2,3 +2,5 @@
 
 pub mod bit;
 pub mod cjson;
+pub mod cmsgpack;
+pub mod structs;
