@@ -106,7 +106,7 @@ async fn run(
 
         let mut closing = false;
         loop {
-            match next_request(&mut input) {
+            match next_request(&mut input, client.authenticated) {
                 Ok(Some(args)) => {
                     let reply = dispatch(shared, client, &args);
                     // Messages that arrived meanwhile (a PUBLISH to one's

@@ -42,6 +42,9 @@ pub enum CmdError {
     Busy,
     /// Anything else: the full text after the `-`, prefix included.
     Other(String),
+    /// Like `Other`, for text that echoes raw bytes (a script's source) and
+    /// must reach the client byte for byte.
+    RawText(bytes::Bytes),
 }
 
 impl CmdError {
@@ -53,6 +56,10 @@ impl CmdError {
     pub fn code(&self) -> &str {
         let text = match self {
             CmdError::Other(t) => t.as_str(),
+            CmdError::RawText(t) => {
+                let end = t.iter().position(|&c| c == b' ').unwrap_or(t.len());
+                return std::str::from_utf8(&t[..end]).unwrap_or("ERR");
+            }
             CmdError::WrongType => return "WRONGTYPE",
             CmdError::NoAuth => return "NOAUTH",
             CmdError::WrongPass => return "WRONGPASS",
@@ -111,6 +118,7 @@ impl fmt::Display for CmdError {
                 "ERR a key the command did not declare is in use by another command, retry",
             ),
             Other(text) => f.write_str(text),
+            RawText(text) => f.write_str(&String::from_utf8_lossy(text)),
         }
     }
 }

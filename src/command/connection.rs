@@ -108,7 +108,7 @@ pub fn hello(ctx: &mut Ctx) -> CmdResult<Reply> {
     }
     if !ctx.client.authenticated {
         return Err(CmdError::other(
-            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
         ));
     }
     if let Some(name) = name {

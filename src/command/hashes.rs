@@ -176,6 +176,9 @@ pub fn hincrby(ctx: &mut Ctx) -> CmdResult<Reply> {
 
 pub fn hincrbyfloat(ctx: &mut Ctx) -> CmdResult<Reply> {
     let delta = parse_f64(ctx.arg(3)).ok_or(CmdError::NotFloat)?;
+    if !delta.is_finite() {
+        return Err(CmdError::other("ERR value is NaN or Infinity"));
+    }
     let (key, field) = (ctx.arg(1).clone(), ctx.arg(2).clone());
     let mut db = ctx.db();
     let hash = hash_for_write(&mut db, &key)?;

@@ -9,7 +9,7 @@ use crate::keyspace::{SHARDS, Ttl};
 use crate::protocol::Reply;
 use crate::pubsub::Event;
 use crate::util::scan::{join_cursor, page, position_of, split_cursor};
-use crate::util::{glob_match, parse_i64, parse_u64};
+use crate::util::{glob_match, parse_cursor, parse_i64};
 
 pub fn exists(ctx: &mut Ctx) -> CmdResult<Reply> {
     let mut n = 0;
@@ -62,7 +62,7 @@ pub struct ScanOptions {
 }
 
 pub fn parse_scan(args: &[Bytes], allow_type: bool) -> CmdResult<ScanOptions> {
-    let cursor = parse_u64(&args[0]).ok_or_else(|| CmdError::other("ERR invalid cursor"))?;
+    let cursor = parse_cursor(&args[0]).ok_or_else(|| CmdError::other("ERR invalid cursor"))?;
     let mut opts = ScanOptions {
         cursor,
         pattern: None,

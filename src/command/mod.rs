@@ -157,6 +157,18 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
         if let Some(id) = id {
             shared.stats.record_rejected(id);
         }
+        // A refused EXEC ends the transaction, and says so.
+        let e = match id {
+            Some(id) if reg.specs[id].name == "exec" => {
+                multi::discard_state(shared, client);
+                let text = e.to_string();
+                CmdError::Other(format!(
+                    "EXECABORT Transaction discarded because of: {}",
+                    text.strip_prefix("ERR ").unwrap_or(&text)
+                ))
+            }
+            _ => e,
+        };
         shared.stats.record_error(e.code());
         client.reject(e)
     };

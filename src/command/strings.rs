@@ -67,7 +67,15 @@ fn parse_set_options(args: &[Bytes]) -> CmdResult<SetOptions> {
             b"XX" if !o.nx => o.xx = true,
             b"GET" => o.get = true,
             b"KEEPTTL" if o.expire.is_none() => o.keepttl = true,
-            _ if timed.is_some() && !o.keepttl && o.expire.is_none() && i + 1 < args.len() => {
+            // The same expiry option may repeat (the last wins); two
+            // different ones may not.
+            _ if timed.is_some()
+                && !o.keepttl
+                && o.expire
+                    .as_ref()
+                    .is_none_or(|(u, b, _)| Some((*u, *b)) == timed)
+                && i + 1 < args.len() =>
+            {
                 let (unit, base) = timed.expect("matched above");
                 o.expire = Some((unit, base, args[i + 1].clone()));
                 i += 1;

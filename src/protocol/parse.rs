@@ -27,15 +27,23 @@ impl ProtocolError {
     }
 }
 
+/// Before AUTH a client may only send small requests, so an unauthenticated
+/// peer cannot make the server buffer much.
+const UNAUTHENTICATED_MULTIBULK_MAX: i64 = 10;
+const UNAUTHENTICATED_BULK_MAX: i64 = 16 * 1024;
+
 /// Takes the next complete request off the front of `buf`.
 /// `Ok(None)` means more bytes are needed; empty requests are skipped.
-pub fn next_request(buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+pub fn next_request(
+    buf: &mut BytesMut,
+    authenticated: bool,
+) -> Result<Option<Vec<Bytes>>, ProtocolError> {
     loop {
         if buf.is_empty() {
             return Ok(None);
         }
         let step = if buf[0] == b'*' {
-            multibulk(buf)?
+            multibulk(buf, authenticated)?
         } else {
             inline(buf)?
         };
@@ -71,13 +79,18 @@ fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
     hay.iter().position(|&b| b == needle)
 }
 
-fn multibulk(buf: &mut BytesMut) -> Result<Step, ProtocolError> {
+fn multibulk(buf: &mut BytesMut, authenticated: bool) -> Result<Step, ProtocolError> {
     let Some(end) = header_end(buf, 1, "too big mbulk count string")? else {
         return Ok(Step::Incomplete);
     };
     let count = crate::util::parse_i64(&buf[1..end])
         .filter(|n| *n <= MAX_MULTIBULK_LEN)
         .ok_or(ProtocolError(Cow::Borrowed("invalid multibulk length")))?;
+    if !authenticated && count > UNAUTHENTICATED_MULTIBULK_MAX {
+        return Err(ProtocolError(Cow::Borrowed(
+            "unauthenticated multibulk length",
+        )));
+    }
     if count <= 0 {
         let _ = buf.split_to(end + 2);
         return Ok(Step::Skipped);
@@ -98,6 +111,9 @@ fn multibulk(buf: &mut BytesMut) -> Result<Step, ProtocolError> {
         let len = crate::util::parse_i64(&buf[pos + 1..end])
             .filter(|n| (0..=MAX_BULK_LEN).contains(n))
             .ok_or(ProtocolError(Cow::Borrowed("invalid bulk length")))?;
+        if !authenticated && len > UNAUTHENTICATED_BULK_MAX {
+            return Err(ProtocolError(Cow::Borrowed("unauthenticated bulk length")));
+        }
         pos = end + 2 + len as usize + 2;
         if pos > buf.len() {
             return Ok(Step::Incomplete);
@@ -119,7 +135,10 @@ fn multibulk(buf: &mut BytesMut) -> Result<Step, ProtocolError> {
 }
 
 fn inline(buf: &mut BytesMut) -> Result<Step, ProtocolError> {
-    let Some(nl) = memchr(b'\n', buf) else {
+    // Redis looks for the newline in a C string: a NUL byte hides it, and
+    // the request stays incomplete.
+    let visible = memchr(0, buf).unwrap_or(buf.len());
+    let Some(nl) = memchr(b'\n', &buf[..visible]) else {
         if buf.len() > INLINE_MAX {
             return Err(ProtocolError(Cow::Borrowed("too big inline request")));
         }
@@ -246,7 +265,7 @@ mod tests {
             buf.extend_from_slice(&rest[..n]);
             rest = &rest[n..];
             loop {
-                match next_request(&mut buf) {
+                match next_request(&mut buf, true) {
                     Ok(Some(args)) => out.push(args),
                     Ok(None) => break,
                     Err(e) => return (out, Some(e)),

@@ -83,6 +83,13 @@ impl Reply {
     pub fn encode(&self, proto: Protocol, out: &mut BytesMut) {
         match self {
             Reply::Status(s) => line(out, b'+', s.as_bytes()),
+            Reply::Error(CmdError::RawText(text)) => {
+                let text: Vec<u8> = text
+                    .iter()
+                    .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c })
+                    .collect();
+                line(out, b'-', &text);
+            }
             Reply::Error(e) => {
                 // An error reply is one line: Redis replaces line breaks in
                 // messages that echo user input.

@@ -109,6 +109,21 @@ impl Vm {
         })
     }
 
+    /// The compiler's message, fetched again from Lua as bytes: it may
+    /// quote bytes of the script that are not UTF-8.
+    fn compile_error(&self, body: &[u8], e: mlua::Error) -> CmdError {
+        let mut text = b"ERR Error compiling script (new function): ".to_vec();
+        let raw = self
+            .ctx
+            .get::<Function>("compile_error")
+            .and_then(|f| f.call::<mlua::LuaString>(self.lua.create_string(body)?));
+        match raw {
+            Ok(message) => text.extend_from_slice(&message.as_bytes()),
+            Err(_) => text.extend_from_slice(e.to_string().as_bytes()),
+        }
+        CmdError::RawText(text.into())
+    }
+
     fn function(&mut self, sha: &str, body: &[u8]) -> CmdResult<Function> {
         if let Some(f) = self.functions.get(sha) {
             return Ok(f.clone());
@@ -119,15 +134,7 @@ impl Vm {
             .set_name("@user_script")
             .set_environment(self.env.clone())
             .into_function()
-            .map_err(|e| {
-                let message = match e {
-                    mlua::Error::SyntaxError { message, .. } => message,
-                    other => other.to_string(),
-                };
-                CmdError::other(format!(
-                    "ERR Error compiling script (new function): {message}"
-                ))
-            })?;
+            .map_err(|e| self.compile_error(body, e))?;
         self.functions.insert(sha.to_string(), f.clone());
         Ok(f)
     }

@@ -124,6 +124,12 @@ function redis.debug() end
 redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
 redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3
 
+-- The compiler's own message for a script that does not compile, as bytes.
+function CTX.compile_error(source)
+  local _, err = G.loadstring(source, "@user_script")
+  return err
+end
+
 -- Chunks of source only: loading bytecode could break out of the sandbox.
 -- Loaded functions run in the sandbox environment, not the real globals.
 local raw_loadstring, raw_load, setfenv = G.loadstring, G.load, G.setfenv

@@ -36,6 +36,47 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
     }
 }
 
+/// A SCAN cursor, read as C's `strtoul` reads it: a sign is allowed and a
+/// negative number wraps around.
+pub fn parse_cursor(s: &[u8]) -> Option<u64> {
+    let (neg, digits) = match s.first()? {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &d in digits {
+        v = v.checked_mul(10)?.checked_add((d - b'0') as u64)?;
+    }
+    Some(if neg { v.wrapping_neg() } else { v })
+}
+
+/// A hexadecimal float as `strtold` reads it (`0x1.8p3`), sign excluded.
+fn parse_hex_float(s: &str) -> Option<f64> {
+    let body = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X"))?;
+    let (mantissa, exp) = match body.find(['p', 'P']) {
+        Some(i) => (&body[..i], body[i + 1..].parse::<i32>().ok()?),
+        None => (body, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if int.is_empty() && frac.is_empty() {
+        return None;
+    }
+    let mut v = 0f64;
+    for c in int.chars() {
+        v = v * 16.0 + c.to_digit(16)? as f64;
+    }
+    let mut scale = 1.0 / 16.0;
+    for c in frac.chars() {
+        v += c.to_digit(16)? as f64 * scale;
+        scale /= 16.0;
+    }
+    Some(v * 2f64.powi(exp))
+}
+
 pub fn parse_u64(s: &[u8]) -> Option<u64> {
     if s.is_empty() || s.len() > 20 || (s[0] == b'0' && s.len() > 1) {
         return None;
@@ -61,6 +102,10 @@ pub fn parse_f64(s: &[u8]) -> Option<f64> {
         "inf" | "+inf" | "infinity" | "+infinity" => f64::INFINITY,
         "-inf" | "-infinity" => f64::NEG_INFINITY,
         lower if lower.contains("nan") || lower.contains("inf") => return None,
+        lower if lower.trim_start_matches(['+', '-']).starts_with("0x") => {
+            let v = parse_hex_float(lower.trim_start_matches(['+', '-']))?;
+            if lower.starts_with('-') { -v } else { v }
+        }
         _ => text.parse().ok()?,
     };
     Some(v)
@@ -168,5 +213,9 @@ mod tests {
         assert_eq!(parse_f64(b"nan"), None);
         assert_eq!(parse_f64(b" 1"), None);
         assert_eq!(parse_f64(b"abc"), None);
+        assert_eq!(parse_f64(b"0x10"), Some(16.0));
+        assert_eq!(parse_f64(b"-0x1.8p1"), Some(-3.0));
+        assert_eq!(parse_cursor(b"-1"), Some(u64::MAX));
+        assert_eq!(parse_cursor(b" 1"), None);
     }
 }

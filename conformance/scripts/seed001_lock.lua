@@ -1,0 +1,1 @@
+if (redis.call('exists', keys[1]) == 0 or redis.call('hexists', keys[1], argv[1]) == 1) then    redis.call('hincrby', keys[1], argv[1], 1);    redis.call('expire', keys[1], argv[2]);    return 1;else return 0;end

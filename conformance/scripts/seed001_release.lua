@@ -1,0 +1,1 @@
+if redis.call('get', keys[1]) == argv[1] then return redis.call('del', keys[1]) else return 0 end

@@ -1,0 +1,1 @@
+-- 判断 hash set 可重入 key 的值是否等于 0-- 如果为 nil 代表 自己的锁已不存在,在尝试解其他线程的锁,解锁失败-- 如果为 0 代表 可重入次数被减 1-- 如果为 1 代表 该可重入 key 解锁成功if (redis.call('hexists', keys[1], argv[1]) == 0) then    return nil;end;-- 小于等于 0 代表可以解锁if (redis.call('hincrby', keys[1], argv[1], -1) > 0) then    return 0;else    redis.call('del', keys[1]);    return 1;end;

@@ -1,0 +1,978 @@
+//! Differential conformance: every case file in `conformance/cases/` is
+//! run line by line against a real `redis-server` and against rlockd,
+//! and each pair of replies must be the same RESP bytes (after the
+//! line's normaliser). See `conformance/README.md` for the case format.
+//!
+//! Env:
+//! - `REDIS_SERVER`: the redis-server binary (default: from PATH).
+//! - `RLOCKD_REQUIRE_REDIS=1`: fail, rather than skip, without redis-server.
+//! - `CONFORMANCE_SELF_TEST=1`: run against a second redis-server instead
+//!   of rlockd, to check that the cases themselves are deterministic.
+//! - `CONFORMANCE_FILTER=substr`: run only the case files whose name
+//!   contains `substr`.
+
+mod refserver;
+
+use std::collections::{BTreeSet, HashMap};
+use std::io::{self, BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use refserver::{RedisServer, Subject, loud, show};
+
+const READ_TIMEOUT: Duration = Duration::from_secs(3);
+const SCAN_MAX_CALLS: usize = 10_000;
+
+// ---------------------------------------------------------------------------
+// Case files
+
+/// Per-line options, written as `@name [arg]` prefixes before the command.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Directives {
+    /// `@conn N`: run on connection N (1-based; default 1).
+    conn: usize,
+    /// `@sort`: sort the top-level elements of an aggregate reply.
+    sort: bool,
+    /// `@sortpairs`: sort a flat key/value array (or a map) by pairs.
+    sortpairs: bool,
+    /// `@type`: compare only the shape (types, aggregate sizes).
+    shape: bool,
+    /// `@scanall`: follow the cursor to 0; compare the sorted union.
+    scanall: bool,
+    /// `@mask f1,f2`: replace the value after each of these field names
+    /// (in maps and flat key/value arrays, at any depth).
+    mask: Vec<Vec<u8>>,
+    /// `@round N`: round positive integer replies to a multiple of N.
+    round: Option<i64>,
+    /// `@ignore`: send it and read the reply, but do not compare.
+    ignore: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Step {
+    Command {
+        line: usize,
+        text: String,
+        opts: Directives,
+        argv: Vec<Vec<u8>>,
+    },
+    Sleep {
+        ms: u64,
+    },
+}
+
+/// Splits one command line into arguments, like redis-cli does:
+/// whitespace separates; "double quotes" take \n \r \t \b \a \xHH \" \\
+/// escapes; 'single quotes' are literal except for \'. A closing quote
+/// must be followed by whitespace or the end of the line.
+fn split_args(line: &str) -> Result<Vec<Vec<u8>>, String> {
+    let b = line.as_bytes();
+    let mut args = Vec::new();
+    let mut i = 0;
+    loop {
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= b.len() {
+            return Ok(args);
+        }
+        let mut cur = Vec::new();
+        let mut in_dq = false;
+        let mut in_sq = false;
+        loop {
+            if in_dq {
+                let Some(&c) = b.get(i) else {
+                    return Err("unbalanced double quote".into());
+                };
+                if c == b'\\' && i + 1 < b.len() {
+                    let n = b[i + 1];
+                    if n == b'x'
+                        && i + 3 < b.len()
+                        && b[i + 2].is_ascii_hexdigit()
+                        && b[i + 3].is_ascii_hexdigit()
+                    {
+                        let hex = std::str::from_utf8(&b[i + 2..i + 4]).unwrap();
+                        cur.push(u8::from_str_radix(hex, 16).unwrap());
+                        i += 4;
+                        continue;
+                    }
+                    cur.push(match n {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 0x08,
+                        b'a' => 0x07,
+                        other => other,
+                    });
+                    i += 2;
+                } else if c == b'"' {
+                    i += 1;
+                    if i < b.len() && !b[i].is_ascii_whitespace() {
+                        return Err("closing quote must be followed by a space".into());
+                    }
+                    break;
+                } else {
+                    cur.push(c);
+                    i += 1;
+                }
+            } else if in_sq {
+                let Some(&c) = b.get(i) else {
+                    return Err("unbalanced single quote".into());
+                };
+                if c == b'\\' && b.get(i + 1) == Some(&b'\'') {
+                    cur.push(b'\'');
+                    i += 2;
+                } else if c == b'\'' {
+                    i += 1;
+                    if i < b.len() && !b[i].is_ascii_whitespace() {
+                        return Err("closing quote must be followed by a space".into());
+                    }
+                    break;
+                } else {
+                    cur.push(c);
+                    i += 1;
+                }
+            } else {
+                match b.get(i) {
+                    None => break,
+                    Some(c) if c.is_ascii_whitespace() => break,
+                    Some(b'"') => in_dq = true,
+                    Some(b'\'') => in_sq = true,
+                    Some(&c) => cur.push(c),
+                }
+                i += 1;
+            }
+        }
+        args.push(cur);
+    }
+}
+
+fn parse_case_file(text: &str) -> Result<Vec<Step>, String> {
+    let mut steps = Vec::new();
+    for (idx, raw) in text.lines().enumerate() {
+        let line = idx + 1;
+        let err = |m: String| format!("line {line}: {m}");
+        let mut rest = raw.trim();
+        if rest.is_empty() || rest.starts_with('#') {
+            continue;
+        }
+        let mut opts = Directives {
+            conn: 1,
+            ..Directives::default()
+        };
+        let mut sleep = None;
+        while let Some(after_at) = rest.strip_prefix('@') {
+            let (name, tail) = next_word(after_at);
+            rest = tail;
+            let mut arg = || -> Result<&str, String> {
+                let (a, t) = next_word(rest);
+                rest = t;
+                if a.is_empty() {
+                    Err(err(format!("@{name} needs an argument")))
+                } else {
+                    Ok(a)
+                }
+            };
+            match name {
+                "conn" => {
+                    let n = arg()?;
+                    opts.conn = n
+                        .parse()
+                        .ok()
+                        .filter(|&n| (1..=16).contains(&n))
+                        .ok_or_else(|| err(format!("bad @conn {n} (1..=16)")))?;
+                }
+                "sleep" => {
+                    let n = arg()?;
+                    sleep = Some(
+                        n.parse::<u64>()
+                            .map_err(|_| err(format!("bad @sleep {n}")))?,
+                    );
+                }
+                "round" => {
+                    let n = arg()?;
+                    opts.round = Some(
+                        n.parse::<i64>()
+                            .ok()
+                            .filter(|&n| n > 0)
+                            .ok_or_else(|| err(format!("bad @round {n}")))?,
+                    );
+                }
+                "mask" => {
+                    let fields = arg()?;
+                    opts.mask = fields
+                        .split(',')
+                        .filter(|f| !f.is_empty())
+                        .map(|f| f.as_bytes().to_vec())
+                        .collect();
+                }
+                "sort" => opts.sort = true,
+                "sortpairs" => opts.sortpairs = true,
+                "type" => opts.shape = true,
+                "scanall" => opts.scanall = true,
+                "ignore" => opts.ignore = true,
+                other => return Err(err(format!("unknown directive @{other}"))),
+            }
+        }
+        if let Some(ms) = sleep {
+            if !rest.is_empty() {
+                return Err(err("@sleep stands alone on its line".into()));
+            }
+            steps.push(Step::Sleep { ms });
+            continue;
+        }
+        let argv: Vec<Vec<u8>> = split_args(rest)
+            .and_then(|args| args.into_iter().map(script_placeholder).collect())
+            .map_err(err)?;
+        if argv.is_empty() {
+            return Err(err("directive without a command".into()));
+        }
+        if opts.scanall && scan_cursor_index(&argv).is_none() {
+            return Err(err("@scanall needs SCAN, HSCAN, SSCAN or ZSCAN".into()));
+        }
+        steps.push(Step::Command {
+            line,
+            text: rest.to_string(),
+            opts,
+            argv,
+        });
+    }
+    Ok(steps)
+}
+
+/// `@lua:NAME` stands for the text of `conformance/scripts/NAME`, and
+/// `@sha:NAME` for its SHA1, so that scripts live in the corpus verbatim.
+fn script_placeholder(arg: Vec<u8>) -> Result<Vec<u8>, String> {
+    let text = String::from_utf8_lossy(&arg);
+    let (kind, name) = match (text.strip_prefix("@lua:"), text.strip_prefix("@sha:")) {
+        (Some(name), _) => ("lua", name),
+        (_, Some(name)) => ("sha", name),
+        _ => return Ok(arg),
+    };
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("conformance/scripts")
+        .join(name);
+    let body = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(match kind {
+        "lua" => body,
+        _ => rlockd::scripting::sha1_hex(&body).into_bytes(),
+    })
+}
+
+fn next_word(s: &str) -> (&str, &str) {
+    let s = s.trim_start();
+    let end = s.find(char::is_whitespace).unwrap_or(s.len());
+    (&s[..end], s[end..].trim_start())
+}
+
+/// Where the cursor argument of a SCAN-family command is.
+fn scan_cursor_index(argv: &[Vec<u8>]) -> Option<usize> {
+    let name = argv.first()?.to_ascii_uppercase();
+    match name.as_slice() {
+        b"SCAN" => Some(1),
+        b"HSCAN" | b"SSCAN" | b"ZSCAN" => Some(2),
+        _ => None,
+    }
+    .filter(|&i| i < argv.len())
+}
+
+// ---------------------------------------------------------------------------
+// RESP
+
+/// Reads the raw bytes of one complete RESP2/RESP3 reply.
+fn read_reply<R: BufRead>(r: &mut R) -> io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    read_value(r, &mut out)?;
+    Ok(out)
+}
+
+fn read_line_into<R: BufRead>(r: &mut R, out: &mut Vec<u8>) -> io::Result<Vec<u8>> {
+    let start = out.len();
+    let n = r.read_until(b'\n', out)?;
+    if n == 0 {
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
+    if !out.ends_with(b"\r\n") {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("reply line without CRLF: {}", show(&out[start..], 200)),
+        ));
+    }
+    Ok(out[start + 1..out.len() - 2].to_vec())
+}
+
+fn parse_len(head: &[u8]) -> io::Result<i64> {
+    std::str::from_utf8(head)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("bad length {}", show(head, 50)),
+            )
+        })
+}
+
+fn read_value<R: BufRead>(r: &mut R, out: &mut Vec<u8>) -> io::Result<()> {
+    let start = out.len();
+    let head = read_line_into(r, out)?;
+    match out[start] {
+        b'+' | b'-' | b':' | b'_' | b',' | b'#' | b'(' => Ok(()),
+        b'$' | b'!' | b'=' => {
+            let len = parse_len(&head)?;
+            if len < 0 {
+                return Ok(());
+            }
+            let at = out.len();
+            out.resize(at + len as usize + 2, 0);
+            r.read_exact(&mut out[at..])?;
+            if !out.ends_with(b"\r\n") {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "bulk without CRLF",
+                ));
+            }
+            Ok(())
+        }
+        t @ (b'*' | b'~' | b'>' | b'%' | b'|') => {
+            let len = parse_len(&head)?;
+            let items = if matches!(t, b'%' | b'|') {
+                len * 2
+            } else {
+                len
+            };
+            for _ in 0..items.max(0) {
+                read_value(r, out)?;
+            }
+            if t == b'|' {
+                // An attribute precedes the value it describes.
+                read_value(r, out)?;
+            }
+            Ok(())
+        }
+        other => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("unknown RESP type byte {}", show(&[other], 10)),
+        )),
+    }
+}
+
+/// One parsed reply, for the normalisers.
+#[derive(Debug, Clone, PartialEq)]
+enum Node {
+    /// `+ - : _ , # (` and the text after the type byte.
+    Line(u8, Vec<u8>),
+    /// `$ ! =` with their payload (`None`: the RESP2 null `$-1`).
+    Bulk(u8, Option<Vec<u8>>),
+    /// `* ~ > %` (a map's keys and values flat); `None`: `*-1`.
+    Agg(u8, Option<Vec<Node>>),
+    /// `|` attribute pairs, then the value they describe.
+    Attr(Vec<Node>, Box<Node>),
+    /// Not RESP: a marker such as `<closed>` or `<timeout>`.
+    Marker(String),
+}
+
+fn parse_node(b: &[u8], pos: &mut usize) -> Node {
+    let t = b[*pos];
+    let nl = *pos + b[*pos..].windows(2).position(|w| w == b"\r\n").unwrap();
+    let head = b[*pos + 1..nl].to_vec();
+    *pos = nl + 2;
+    let len = || std::str::from_utf8(&head).unwrap().parse::<i64>().unwrap();
+    match t {
+        b'$' | b'!' | b'=' => {
+            let n = len();
+            if n < 0 {
+                return Node::Bulk(t, None);
+            }
+            let data = b[*pos..*pos + n as usize].to_vec();
+            *pos += n as usize + 2;
+            Node::Bulk(t, Some(data))
+        }
+        b'*' | b'~' | b'>' | b'%' => {
+            let n = len();
+            if n < 0 {
+                return Node::Agg(t, None);
+            }
+            let items = if t == b'%' { n * 2 } else { n };
+            let kids = (0..items).map(|_| parse_node(b, pos)).collect();
+            Node::Agg(t, Some(kids))
+        }
+        b'|' => {
+            let kids = (0..len() * 2).map(|_| parse_node(b, pos)).collect();
+            let value = parse_node(b, pos);
+            Node::Attr(kids, Box::new(value))
+        }
+        _ => Node::Line(t, head),
+    }
+}
+
+fn parse_reply(raw: &[u8]) -> Node {
+    if raw.starts_with(b"<") {
+        return Node::Marker(String::from_utf8_lossy(raw).into_owned());
+    }
+    let mut pos = 0;
+    parse_node(raw, &mut pos)
+}
+
+fn encode(node: &Node, out: &mut Vec<u8>) {
+    match node {
+        Node::Line(t, head) => {
+            out.push(*t);
+            out.extend_from_slice(head);
+            out.extend_from_slice(b"\r\n");
+        }
+        Node::Bulk(t, None) => {
+            out.push(*t);
+            out.extend_from_slice(b"-1\r\n");
+        }
+        Node::Bulk(t, Some(d)) => {
+            out.push(*t);
+            out.extend_from_slice(format!("{}\r\n", d.len()).as_bytes());
+            out.extend_from_slice(d);
+            out.extend_from_slice(b"\r\n");
+        }
+        Node::Agg(t, None) => {
+            out.push(*t);
+            out.extend_from_slice(b"-1\r\n");
+        }
+        Node::Agg(t, Some(kids)) => {
+            let n = if *t == b'%' {
+                kids.len() / 2
+            } else {
+                kids.len()
+            };
+            out.push(*t);
+            out.extend_from_slice(format!("{n}\r\n").as_bytes());
+            kids.iter().for_each(|k| encode(k, out));
+        }
+        Node::Attr(kids, value) => {
+            out.extend_from_slice(format!("|{}\r\n", kids.len() / 2).as_bytes());
+            kids.iter().for_each(|k| encode(k, out));
+            encode(value, out);
+        }
+        Node::Marker(m) => out.extend_from_slice(m.as_bytes()),
+    }
+}
+
+fn encoded(node: &Node) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode(node, &mut out);
+    out
+}
+
+fn encode_command(argv: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", argv.len()).into_bytes();
+    for a in argv {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------
+// Normalisers
+
+fn sort_pairs(kids: &mut Vec<Node>) {
+    if !kids.len().is_multiple_of(2) {
+        return;
+    }
+    let mut pairs: Vec<(Vec<u8>, Node, Node)> = kids
+        .chunks(2)
+        .map(|p| {
+            let mut key = encoded(&p[0]);
+            key.extend(encoded(&p[1]));
+            (key, p[0].clone(), p[1].clone())
+        })
+        .collect();
+    pairs.sort_by(|a, b| a.0.cmp(&b.0));
+    *kids = pairs.into_iter().flat_map(|(_, k, v)| [k, v]).collect();
+}
+
+fn shape(node: &Node) -> Node {
+    match node {
+        Node::Line(t, _) => Node::Line(*t, Vec::new()),
+        Node::Bulk(t, d) => Node::Bulk(*t, d.as_ref().map(|_| Vec::new())),
+        Node::Agg(t, kids) => Node::Agg(*t, kids.as_ref().map(|k| k.iter().map(shape).collect())),
+        Node::Attr(kids, v) => Node::Attr(kids.iter().map(shape).collect(), Box::new(shape(v))),
+        Node::Marker(m) => Node::Marker(m.clone()),
+    }
+}
+
+fn text_of(node: &Node) -> Option<&[u8]> {
+    match node {
+        Node::Line(b'+', s) => Some(s),
+        Node::Bulk(_, Some(s)) => Some(s),
+        _ => None,
+    }
+}
+
+fn mask(node: &mut Node, fields: &[Vec<u8>]) {
+    if let Node::Agg(t, Some(kids)) = node {
+        if (*t == b'%' || *t == b'*') && kids.len().is_multiple_of(2) {
+            for i in (0..kids.len()).step_by(2) {
+                let hit = text_of(&kids[i])
+                    .is_some_and(|k| fields.iter().any(|f| f.eq_ignore_ascii_case(k)));
+                if hit {
+                    kids[i + 1] = Node::Line(b'+', b"<masked>".to_vec());
+                }
+            }
+        }
+        kids.iter_mut().for_each(|k| mask(k, fields));
+    }
+}
+
+fn round(node: &mut Node, n: i64) {
+    match node {
+        Node::Line(b':', digits) => {
+            if let Some(v) = std::str::from_utf8(digits)
+                .ok()
+                .and_then(|s| s.parse::<i64>().ok())
+                .filter(|&v| v > 0)
+            {
+                *digits = (((v + n / 2) / n) * n).to_string().into_bytes();
+            }
+        }
+        Node::Agg(_, Some(kids)) => kids.iter_mut().for_each(|k| round(k, n)),
+        _ => {}
+    }
+}
+
+fn normalise(raw: &[u8], opts: &Directives) -> Vec<u8> {
+    let plain = !opts.sort
+        && !opts.sortpairs
+        && !opts.shape
+        && opts.mask.is_empty()
+        && opts.round.is_none();
+    if plain {
+        return raw.to_vec();
+    }
+    let mut node = parse_reply(raw);
+    if !opts.mask.is_empty() {
+        mask(&mut node, &opts.mask);
+    }
+    if let Some(n) = opts.round {
+        round(&mut node, n);
+    }
+    if let Node::Agg(t, Some(kids)) = &mut node {
+        if opts.sortpairs || (opts.sort && *t == b'%') {
+            sort_pairs(kids);
+        } else if opts.sort {
+            kids.sort_by_key(encoded);
+        }
+    }
+    if opts.shape {
+        node = shape(&node);
+    }
+    encoded(&node)
+}
+
+// ---------------------------------------------------------------------------
+// Connections
+
+struct Conn {
+    reader: Option<BufReader<TcpStream>>,
+    dead: Option<&'static str>,
+}
+
+impl Conn {
+    /// A connection; one that cannot be made answers `<connect failed>`.
+    fn open(addr: SocketAddr) -> Conn {
+        let opened = TcpStream::connect(addr).and_then(|s| {
+            s.set_nodelay(true)?;
+            s.set_read_timeout(Some(READ_TIMEOUT))?;
+            Ok(s)
+        });
+        match opened {
+            Ok(s) => Conn {
+                reader: Some(BufReader::new(s)),
+                dead: None,
+            },
+            Err(_) => Conn {
+                reader: None,
+                dead: Some("<connect failed>"),
+            },
+        }
+    }
+
+    fn send(&mut self, argv: &[Vec<u8>]) {
+        if self.dead.is_some() {
+            return;
+        }
+        let Some(r) = self.reader.as_mut() else {
+            return;
+        };
+        if r.get_mut().write_all(&encode_command(argv)).is_err() {
+            self.dead = Some("<closed>");
+        }
+    }
+
+    /// The raw reply, or a `<closed>` / `<timeout>` / `<bad reply …>` marker.
+    fn recv(&mut self) -> Vec<u8> {
+        let (None, Some(reader)) = (self.dead, self.reader.as_mut()) else {
+            return self.dead.unwrap_or("<closed>").as_bytes().to_vec();
+        };
+        match read_reply(reader) {
+            Ok(r) => r,
+            Err(e) => {
+                let marker = match e.kind() {
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => "<timeout>",
+                    io::ErrorKind::InvalidData => "<bad reply>",
+                    _ => "<closed>",
+                };
+                // Later replies on this connection would be out of step.
+                self.dead = Some(marker);
+                if marker == "<bad reply>" {
+                    return format!("<bad reply: {e}>").into_bytes();
+                }
+                marker.as_bytes().to_vec()
+            }
+        }
+    }
+
+    fn call(&mut self, argv: &[Vec<u8>]) -> Vec<u8> {
+        self.send(argv);
+        self.recv()
+    }
+}
+
+struct Side {
+    name: &'static str,
+    addr: SocketAddr,
+    conns: HashMap<usize, Conn>,
+}
+
+impl Side {
+    fn new(name: &'static str, addr: SocketAddr) -> Side {
+        Side {
+            name,
+            addr,
+            conns: HashMap::new(),
+        }
+    }
+
+    /// Forgets the previous file's connections and empties every database.
+    fn reset(&mut self) -> Result<(), String> {
+        self.conns.clear();
+        let mut admin = Conn::open(self.addr);
+        let r = admin.call(&[b"FLUSHALL".to_vec()]);
+        if r != b"+OK\r\n" {
+            return Err(format!(
+                "{}: FLUSHALL answered {}",
+                self.name,
+                show(&r, 200)
+            ));
+        }
+        Ok(())
+    }
+
+    fn conn(&mut self, n: usize) -> &mut Conn {
+        let addr = self.addr;
+        self.conns.entry(n).or_insert_with(|| Conn::open(addr))
+    }
+
+    /// Runs a SCAN-family command until its cursor comes back as 0 and
+    /// returns one array of the distinct elements (pairs for HSCAN and
+    /// ZSCAN), sorted; an unexpected reply is returned as is.
+    fn scan_all(&mut self, conn: usize, argv: &[Vec<u8>]) -> Vec<u8> {
+        let at = scan_cursor_index(argv).unwrap();
+        let paired =
+            !argv[0].eq_ignore_ascii_case(b"SCAN") && !argv[0].eq_ignore_ascii_case(b"SSCAN");
+        let mut argv = argv.to_vec();
+        let mut seen: BTreeSet<Vec<u8>> = BTreeSet::new();
+        let mut items = Vec::new();
+        for _ in 0..SCAN_MAX_CALLS {
+            let raw = self.conn(conn).call(&argv);
+            if raw.starts_with(b"<") {
+                return raw;
+            }
+            let Node::Agg(b'*', Some(kids)) = parse_reply(&raw) else {
+                return raw;
+            };
+            let (Some(cursor), Some(Node::Agg(b'*', Some(elems)))) =
+                (kids.first().and_then(text_of), kids.get(1))
+            else {
+                return raw;
+            };
+            let cursor = cursor.to_vec();
+            let groups: Vec<Node> = if paired {
+                elems
+                    .chunks(2)
+                    .map(|p| Node::Agg(b'*', Some(p.to_vec())))
+                    .collect()
+            } else {
+                elems.clone()
+            };
+            for g in groups {
+                if seen.insert(encoded(&g)) {
+                    items.push(g);
+                }
+            }
+            if cursor == b"0" {
+                items.sort_by_key(encoded);
+                return encoded(&Node::Agg(b'*', Some(items)));
+            }
+            argv[at] = cursor;
+        }
+        b"<scan did not finish>".to_vec()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Running
+
+struct Diff {
+    place: String,
+    conn: usize,
+    text: String,
+    reference: Vec<u8>,
+    subject: Vec<u8>,
+}
+
+fn run_file(
+    path: &Path,
+    steps: &[Step],
+    reference: &mut Side,
+    subject: &mut Side,
+    diffs: &mut Vec<Diff>,
+) -> Result<usize, String> {
+    reference.reset()?;
+    subject.reset()?;
+    let file = path
+        .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+        .unwrap_or(path)
+        .display()
+        .to_string();
+    let mut cases = 0;
+    for step in steps {
+        match step {
+            Step::Sleep { ms } => std::thread::sleep(Duration::from_millis(*ms)),
+            Step::Command {
+                line,
+                text,
+                opts,
+                argv,
+            } => {
+                cases += 1;
+                let (a, b) = if opts.scanall {
+                    (
+                        reference.scan_all(opts.conn, argv),
+                        subject.scan_all(opts.conn, argv),
+                    )
+                } else {
+                    // Both servers get the command before either answer is
+                    // awaited, so time-sensitive lines see the same clock.
+                    reference.conn(opts.conn).send(argv);
+                    subject.conn(opts.conn).send(argv);
+                    (
+                        reference.conn(opts.conn).recv(),
+                        subject.conn(opts.conn).recv(),
+                    )
+                };
+                if opts.ignore {
+                    continue;
+                }
+                let (na, nb) = (normalise(&a, opts), normalise(&b, opts));
+                if na != nb {
+                    diffs.push(Diff {
+                        place: format!("{file}:{line}"),
+                        conn: opts.conn,
+                        text: text.clone(),
+                        reference: na,
+                        subject: nb,
+                    });
+                }
+            }
+        }
+    }
+    Ok(cases)
+}
+
+fn case_files() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/cases");
+    let filter = std::env::var("CONFORMANCE_FILTER").unwrap_or_default();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rcmd"))
+        .filter(|p| p.file_name().unwrap().to_string_lossy().contains(&filter))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn conformance() {
+    let Some(redis_bin) = refserver::redis_server_path("conformance") else {
+        return;
+    };
+    let files = case_files();
+    assert!(!files.is_empty(), "no case files in conformance/cases");
+    let parsed: Vec<(PathBuf, Vec<Step>)> = files
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            let steps = parse_case_file(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            (p, steps)
+        })
+        .collect();
+
+    let started = Instant::now();
+    let redis = RedisServer::start(&redis_bin);
+    let subject = Subject::start(&redis_bin);
+    let mut reference = Side::new("redis-server", redis.addr);
+    let mut tested = Side::new(subject.name(), subject.addr());
+
+    let mut diffs = Vec::new();
+    let mut cases = 0;
+    for (path, steps) in &parsed {
+        cases += run_file(path, steps, &mut reference, &mut tested, &mut diffs)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+    drop(reference);
+    drop(tested);
+
+    let mut report = String::new();
+    for d in &diffs {
+        report.push_str(&format!(
+            "\n{} [conn {}] {}\n  {:<14} {}\n  {:<14} {}\n",
+            d.place,
+            d.conn,
+            d.text,
+            "redis-server:",
+            show(&d.reference, 1500),
+            format!("{}:", subject.name()),
+            show(&d.subject, 1500),
+        ));
+    }
+    let summary = format!(
+        "conformance: {cases} cases in {} files, {} differences (redis-server vs {}, {:.1}s)",
+        parsed.len(),
+        diffs.len(),
+        subject.name(),
+        started.elapsed().as_secs_f64()
+    );
+    if !diffs.is_empty() {
+        loud(&report);
+    }
+    loud(&summary);
+    assert!(diffs.is_empty(), "{summary}{report}");
+}
+
+// ---------------------------------------------------------------------------
+// The harness's own unit tests (no server needed)
+
+#[cfg(test)]
+mod harness {
+    use super::*;
+
+    fn args(line: &str) -> Vec<String> {
+        split_args(line)
+            .unwrap()
+            .into_iter()
+            .map(|a| String::from_utf8(a).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn splits_like_redis_cli() {
+        assert_eq!(args("SET  a   b"), ["SET", "a", "b"]);
+        assert_eq!(args(r#"SET "a b" 'c d'"#), ["SET", "a b", "c d"]);
+        assert_eq!(args(r#"ECHO "x\ny\t\"\\""#), ["ECHO", "x\ny\t\"\\"]);
+        assert_eq!(args(r#"ECHO 'it\'s' '\n'"#), ["ECHO", "it's", "\\n"]);
+        assert_eq!(args(r#"ECHO """#), ["ECHO", ""]);
+        assert_eq!(split_args(r#"ECHO "\x00\xff""#).unwrap()[1], vec![0, 0xff]);
+        assert!(split_args(r#"ECHO "abc"#).is_err());
+        assert!(split_args(r#"ECHO "a"b"#).is_err());
+        assert!(split_args("ECHO 'abc").is_err());
+    }
+
+    #[test]
+    fn parses_directives() {
+        let steps = parse_case_file(
+            "# comment\n\n@conn 2 @sort KEYS *\n@sleep 20\nGET k\n@mask id,version HELLO 3\n",
+        )
+        .unwrap();
+        assert_eq!(steps.len(), 4);
+        let Step::Command {
+            line, opts, argv, ..
+        } = &steps[0]
+        else {
+            panic!()
+        };
+        assert_eq!((*line, opts.conn, opts.sort), (3, 2, true));
+        assert_eq!(argv, &[b"KEYS".to_vec(), b"*".to_vec()]);
+        assert_eq!(steps[1], Step::Sleep { ms: 20 });
+        let Step::Command { opts, .. } = &steps[3] else {
+            panic!()
+        };
+        assert_eq!(opts.mask, [b"id".to_vec(), b"version".to_vec()]);
+        assert!(parse_case_file("@bogus GET k").is_err());
+        assert!(parse_case_file("@sleep 5 GET k").is_err());
+        assert!(parse_case_file("@scanall GET k").is_err());
+        assert!(parse_case_file("@conn 0 GET k").is_err());
+    }
+
+    #[test]
+    fn reads_whole_replies() {
+        let wire: &[u8] = b"+OK\r\n$-1\r\n*2\r\n$1\r\na\r\n*1\r\n:1\r\n%1\r\n+k\r\n~1\r\n,1.5\r\n\
+|1\r\n+a\r\n#t\r\n_\r\n=7\r\ntxt:abc\r\n!3\r\nERR\r\n(12\r\n>1\r\n$0\r\n\r\n";
+        let mut r = BufReader::new(wire);
+        let mut got = Vec::new();
+        while let Ok(one) = read_reply(&mut r) {
+            assert_eq!(encoded(&parse_reply(&one)), one, "round trip");
+            got.push(String::from_utf8(one).unwrap());
+        }
+        assert_eq!(
+            got,
+            [
+                "+OK\r\n",
+                "$-1\r\n",
+                "*2\r\n$1\r\na\r\n*1\r\n:1\r\n",
+                "%1\r\n+k\r\n~1\r\n,1.5\r\n",
+                "|1\r\n+a\r\n#t\r\n_\r\n",
+                "=7\r\ntxt:abc\r\n",
+                "!3\r\nERR\r\n",
+                "(12\r\n",
+                ">1\r\n$0\r\n\r\n",
+            ]
+        );
+    }
+
+    #[test]
+    fn normalisers() {
+        let opts = |f: fn(&mut Directives)| {
+            let mut d = Directives::default();
+            f(&mut d);
+            d
+        };
+        let arr = b"*3\r\n$1\r\nc\r\n$1\r\na\r\n$1\r\nb\r\n";
+        assert_eq!(
+            normalise(arr, &opts(|d| d.sort = true)),
+            b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n"
+        );
+        let pairs = b"*4\r\n$1\r\ny\r\n$1\r\n1\r\n$1\r\nx\r\n$1\r\n2\r\n";
+        assert_eq!(
+            normalise(pairs, &opts(|d| d.sortpairs = true)),
+            b"*4\r\n$1\r\nx\r\n$1\r\n2\r\n$1\r\ny\r\n$1\r\n1\r\n"
+        );
+        assert_eq!(
+            normalise(b"*2\r\n$3\r\nabc\r\n:5\r\n", &opts(|d| d.shape = true)),
+            b"*2\r\n$0\r\n\r\n:\r\n"
+        );
+        let hello = b"%2\r\n$2\r\nid\r\n:7\r\n$5\r\nproto\r\n:3\r\n";
+        assert_eq!(
+            normalise(hello, &opts(|d| d.mask = vec![b"id".to_vec()])),
+            b"%2\r\n$2\r\nid\r\n+<masked>\r\n$5\r\nproto\r\n:3\r\n"
+        );
+        assert_eq!(
+            normalise(b":99999\r\n", &opts(|d| d.round = Some(1000))),
+            b":100000\r\n"
+        );
+        assert_eq!(
+            normalise(b":-2\r\n", &opts(|d| d.round = Some(1000))),
+            b":-2\r\n"
+        );
+    }
+}

@@ -1,0 +1,352 @@
+//! Shared support for the differential tests (conformance, redis-cli,
+//! raw protocol): finding the real Redis tools, running a throwaway
+//! `redis-server`, running rlockd in-process, and the skip/require rule.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Env var that turns a missing Redis tool from a skip into a failure.
+pub const REQUIRE_ENV: &str = "RLOCKD_REQUIRE_REDIS";
+
+/// Env var that makes the "rlockd" side a second real redis-server, to
+/// check that a test's cases are deterministic against Redis itself.
+pub const SELF_TEST_ENV: &str = "CONFORMANCE_SELF_TEST";
+
+/// Writes straight to the process's stderr, past the test harness's
+/// output capture, so the line shows in a plain `cargo test` run.
+pub fn loud(msg: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{msg}");
+    let _ = err.flush();
+}
+
+fn env_flag(name: &str) -> bool {
+    matches!(
+        std::env::var(name).as_deref(),
+        Ok("1") | Ok("true") | Ok("yes")
+    )
+}
+
+pub fn self_test() -> bool {
+    env_flag(SELF_TEST_ENV)
+}
+
+/// Finds a Redis tool: `$env_var` if set, else `name` on PATH.
+pub fn find_tool(name: &str, env_var: &str) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(env_var).filter(|p| !p.is_empty()) {
+        let p = PathBuf::from(p);
+        return p.is_file().then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+/// Returns the tool's path, or `None` after announcing a SKIP. Panics
+/// instead of skipping when `RLOCKD_REQUIRE_REDIS=1`.
+pub fn require_tool(test: &str, name: &str, env_var: &str) -> Option<PathBuf> {
+    if let Some(p) = find_tool(name, env_var) {
+        return Some(p);
+    }
+    if env_flag(REQUIRE_ENV) {
+        panic!("{test}: `{name}` not found (set {env_var} or PATH) and {REQUIRE_ENV}=1");
+    }
+    loud(&format!(
+        "\n=== SKIP {test}: `{name}` not found on PATH (or ${env_var}); \
+         install redis-server/redis-tools to run it. Passing without testing. ===\n"
+    ));
+    None
+}
+
+pub fn redis_server_path(test: &str) -> Option<PathBuf> {
+    require_tool(test, "redis-server", "REDIS_SERVER")
+}
+
+pub fn redis_cli_path(test: &str) -> Option<PathBuf> {
+    require_tool(test, "redis-cli", "REDIS_CLI")
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+/// A `redis-server` child on a free loopback port, with persistence off.
+/// Killed when dropped.
+pub struct RedisServer {
+    child: Child,
+    pub addr: SocketAddr,
+    dir: PathBuf,
+}
+
+impl RedisServer {
+    pub fn start(bin: &Path) -> RedisServer {
+        RedisServer::start_with(bin, None)
+    }
+
+    /// Like `start`, with `requirepass` set when `password` is given.
+    pub fn start_with(bin: &Path, password: Option<&str>) -> RedisServer {
+        let mut last_err = String::new();
+        for _ in 0..5 {
+            let port = free_port();
+            let dir =
+                std::env::temp_dir().join(format!("rlockd-ref-{}-{}", std::process::id(), port));
+            std::fs::create_dir_all(&dir).expect("temp dir");
+            let child = Command::new(bin)
+                .args(["--port", &port.to_string()])
+                .args(["--bind", "127.0.0.1"])
+                .args(["--save", ""])
+                .args(["--appendonly", "no"])
+                .args(["--daemonize", "no"])
+                .args(["--loglevel", "warning"])
+                .args(password.map(|p| ["--requirepass", p]).into_iter().flatten())
+                .arg("--dir")
+                .arg(&dir)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn();
+            let mut child = match child {
+                Ok(c) => c,
+                Err(e) => panic!("cannot run {}: {e}", bin.display()),
+            };
+            let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                if let Ok(Some(status)) = child.try_wait() {
+                    last_err = format!("redis-server on port {port} exited: {status}");
+                    break;
+                }
+                if ping(addr) {
+                    return RedisServer { child, addr, dir };
+                }
+                if Instant::now() > deadline {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    last_err = format!("redis-server on port {port} did not answer PING");
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        panic!("could not start redis-server: {last_err}");
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// True when a server at `addr` answers `PING` (with `+PONG`, or with
+/// `-NOAUTH` when it wants a password).
+pub fn ping(addr: SocketAddr) -> bool {
+    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+    if s.write_all(b"PING\r\n").is_err() {
+        return false;
+    }
+    let mut buf = [0u8; 7];
+    s.read_exact(&mut buf).is_ok() && (&buf == b"+PONG\r\n" || &buf == b"-NOAUTH")
+}
+
+/// rlockd running in this process on its own tokio runtime, on a free
+/// loopback port. Shut down when dropped.
+pub struct Rlockd {
+    rt: tokio::runtime::Runtime,
+    handle: Option<rlockd::ServerHandle>,
+    pub addr: SocketAddr,
+}
+
+impl Rlockd {
+    pub fn start() -> Rlockd {
+        Rlockd::start_with(None)
+    }
+
+    /// Like `start`, with `requirepass` set when `password` is given.
+    pub fn start_with(password: Option<&str>) -> Rlockd {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("tokio runtime");
+        let mut builder = rlockd::Server::builder().port(0);
+        if let Some(p) = password {
+            builder = builder.requirepass(p);
+        }
+        let handle = rt.block_on(builder.start()).expect("rlockd starts");
+        let addr = handle.addr();
+        Rlockd {
+            rt,
+            handle: Some(handle),
+            addr,
+        }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+}
+
+impl Drop for Rlockd {
+    fn drop(&mut self) {
+        if let Some(h) = self.handle.take() {
+            let _ = self.rt.block_on(async {
+                tokio::time::timeout(Duration::from_secs(5), h.shutdown()).await
+            });
+        }
+    }
+}
+
+/// The server under test: rlockd, or in self-test mode a second
+/// redis-server, so that a test can check its own determinism.
+pub enum Subject {
+    Rlockd(Rlockd),
+    Redis(RedisServer),
+}
+
+impl Subject {
+    pub fn start(redis_bin: &Path) -> Subject {
+        Subject::start_with(redis_bin, None)
+    }
+
+    /// Like `start`, with `requirepass` set when `password` is given.
+    pub fn start_with(redis_bin: &Path, password: Option<&str>) -> Subject {
+        if self_test() {
+            Subject::Redis(RedisServer::start_with(redis_bin, password))
+        } else {
+            Subject::Rlockd(Rlockd::start_with(password))
+        }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        match self {
+            Subject::Rlockd(r) => r.addr,
+            Subject::Redis(r) => r.addr,
+        }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr().port()
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Subject::Rlockd(_) => "rlockd",
+            Subject::Redis(_) => "redis-server#2",
+        }
+    }
+}
+
+/// Sends `bytes` on a new connection and returns everything that comes
+/// back until the server closes the connection or stays quiet for
+/// `quiet`. `<closed>` is appended when the server closed it.
+pub fn exchange(addr: SocketAddr, bytes: &[u8], quiet: Duration) -> Vec<u8> {
+    exchange_chunks(addr, &[bytes.to_vec()], Duration::ZERO, quiet)
+}
+
+/// Like `exchange`, sending the chunks as separate writes `gap` apart.
+pub fn exchange_chunks(
+    addr: SocketAddr,
+    chunks: &[Vec<u8>],
+    gap: Duration,
+    quiet: Duration,
+) -> Vec<u8> {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_nodelay(true).unwrap();
+    s.set_read_timeout(Some(quiet)).unwrap();
+    let mut out = Vec::new();
+    // Write from another thread, so that a large request cannot deadlock
+    // with a server that answers while we are still sending.
+    let mut writer = s.try_clone().unwrap();
+    let chunks = chunks.to_vec();
+    let sender = std::thread::spawn(move || {
+        for (i, c) in chunks.iter().enumerate() {
+            if i > 0 {
+                std::thread::sleep(gap);
+            }
+            if writer.write_all(c).is_err() {
+                break;
+            }
+        }
+    });
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => {
+                out.extend_from_slice(b"<closed>");
+                break;
+            }
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                if sender.is_finished() {
+                    break;
+                }
+            }
+            Err(_) => {
+                out.extend_from_slice(b"<closed>");
+                break;
+            }
+        }
+    }
+    let _ = sender.join();
+    out
+}
+
+/// Empties every database of the server at `addr`.
+pub fn flushall(addr: SocketAddr, password: Option<&str>) {
+    let mut req = Vec::new();
+    if let Some(p) = password {
+        req.extend_from_slice(format!("*2\r\n$4\r\nAUTH\r\n${}\r\n{p}\r\n", p.len()).as_bytes());
+    }
+    req.extend_from_slice(b"*1\r\n$8\r\nFLUSHALL\r\n*1\r\n$4\r\nQUIT\r\n");
+    let got = exchange(addr, &req, Duration::from_secs(5));
+    assert!(
+        got.ends_with(b"+OK\r\n+OK\r\n<closed>"),
+        "FLUSHALL on {addr}: {}",
+        show(&got, 300)
+    );
+}
+
+/// Renders bytes readably on one line: printable ASCII as is, CR, LF,
+/// tab and backslash as `\r` `\n` `\t` `\\`, other bytes as `\xHH`.
+pub fn show(bytes: &[u8], limit: usize) -> String {
+    let mut out = String::new();
+    for &b in bytes {
+        if out.len() >= limit {
+            out.push_str(&format!("… ({} bytes in all)", bytes.len()));
+            break;
+        }
+        match b {
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x20..=0x7e => out.push(b as char),
+            _ => out.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    out
+}
