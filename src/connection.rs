@@ -53,11 +53,12 @@ struct Output {
 }
 
 impl Output {
-    /// Moves every frame waiting in the mailbox into the output.
-    fn take_mail(&mut self, mail: &mut MailboxReceiver, protocol: Protocol) {
+    /// Moves the frames waiting in the mailbox into the output: all of
+    /// them, or (`bounded`) until the output is worth a write.
+    fn take_mail(&mut self, mail: &mut MailboxReceiver, protocol: Protocol, bounded: bool) {
         while let Ok(frame) = mail.try_recv() {
             self.add_frame(&frame, protocol);
-            if self.buf.len() >= FLUSH_AT {
+            if bounded && self.buf.len() >= FLUSH_AT {
                 break;
             }
         }
@@ -90,7 +91,7 @@ async fn run(
             r = stream.read_buf(&mut input) => r?,
             Some(frame) = mail.recv() => {
                 output.add_frame(&frame, client.protocol);
-                output.take_mail(mail, client.protocol);
+                output.take_mail(mail, client.protocol, true);
                 flush(shared, &handle, stream, &mut output).await?;
                 continue;
             }
@@ -110,8 +111,9 @@ async fn run(
                 Ok(Some(args)) => {
                     let reply = dispatch(shared, client, &args);
                     // Messages that arrived meanwhile (a PUBLISH to one's
-                    // own channel, earlier confirmations) go first.
-                    output.take_mail(mail, client.protocol);
+                    // own channel, earlier confirmations) go first, all
+                    // of them: the reply must not overtake any.
+                    output.take_mail(mail, client.protocol, false);
                     reply.encode(client.protocol, &mut output.buf);
                     // Subscriptions start once their confirmation is out.
                     client.pubsub.commit(&shared.pubsub);

@@ -237,6 +237,33 @@ async fn scripts_are_atomic_across_shards_even_with_undeclared_keys() {
     assert_eq!(vals, vec![600, 400]);
 }
 
+/// A read-only script that spins for `secs` seconds of wall time: bounded,
+/// so a failing test cannot leave it running forever.
+fn spin_script(secs: u32, write_first: bool) -> String {
+    let write = if write_first {
+        "redis.call('set', KEYS[1], 'x') "
+    } else {
+        "redis.call('get', KEYS[1]) "
+    };
+    format!(
+        "{write}local s = tonumber(redis.call('time')[1]) \
+         while tonumber(redis.call('time')[1]) < s + {secs} do end return 'done'"
+    )
+}
+
+/// Sends `args` until the reply is not `NOTBUSY` (the script has not yet
+/// run past the busy threshold), and returns that reply's error text.
+async fn until_busy(c: &mut redis::aio::MultiplexedConnection, args: &[&str]) -> String {
+    for _ in 0..500 {
+        let e = err(c, args).await;
+        if !e.starts_with("NOTBUSY") {
+            return e;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the script never became busy");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn busy_script_and_script_kill() {
     let server = start().await;
@@ -250,19 +277,12 @@ async fn busy_script_and_script_kill() {
     );
     let mut runner = connect(&server).await;
     let spin = tokio::spawn(async move {
-        err(
-            &mut runner,
-            &[
-                "EVAL",
-                "redis.call('get', KEYS[1]) while true do end",
-                "1",
-                "spin",
-            ],
-        )
-        .await
+        cmd::<String>(&mut runner, &["EVAL", &spin_script(10, false), "1", "spin"]).await
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A command on the script's shard waits until the threshold, then is
+    // answered BUSY rather than left waiting.
     let mut other = connect(&server).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(
         err(&mut other, &["GET", "spin"])
             .await
@@ -272,10 +292,18 @@ async fn busy_script_and_script_kill() {
     cmd::<()>(&mut other, &["SET", "elsewhere", "1"])
         .await
         .unwrap();
-    cmd::<()>(&mut admin, &["SCRIPT", "KILL"]).await.unwrap();
-    let killed = spin.await.unwrap();
+    assert_eq!(
+        cmd::<String>(&mut admin, &["SCRIPT", "KILL"])
+            .await
+            .unwrap(),
+        "OK"
+    );
+    let killed = spin.await.unwrap().unwrap_err();
     assert!(
-        killed.starts_with("ERR Script killed by user with SCRIPT KILL... script: "),
+        killed
+            .detail()
+            .unwrap_or("")
+            .starts_with("Script killed by user with SCRIPT KILL... script: "),
         "{killed}"
     );
     assert_eq!(
@@ -288,23 +316,12 @@ async fn busy_script_and_script_kill() {
     // A script that has written cannot be killed; it finishes by itself.
     let mut runner = connect(&server).await;
     let writer = tokio::spawn(async move {
-        cmd::<String>(
-            &mut runner,
-            &[
-                "EVAL",
-                "redis.call('set', KEYS[1], 'x') local s = tonumber(redis.call('time')[1]) \
-                 while tonumber(redis.call('time')[1]) < s + 2 do end return 'done'",
-                "1",
-                "w",
-            ],
-        )
-        .await
+        cmd::<String>(&mut runner, &["EVAL", &spin_script(2, true), "1", "w"]).await
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let refused = until_busy(&mut admin, &["SCRIPT", "KILL"]).await;
     assert!(
-        err(&mut admin, &["SCRIPT", "KILL"])
-            .await
-            .starts_with("UNKILLABLE Sorry the script already executed write commands")
+        refused.starts_with("UNKILLABLE Sorry the script already executed write commands"),
+        "{refused}"
     );
     assert_eq!(writer.await.unwrap().unwrap(), "done");
     assert_eq!(cmd::<String>(&mut admin, &["GET", "w"]).await.unwrap(), "x");
@@ -493,4 +510,41 @@ async fn restart_after_write_leaves_no_trace() {
     assert_eq!(got, 1, "the first attempt's INCR was rolled back");
     assert_eq!(cmd::<i64>(&mut c, &["GET", &high]).await.unwrap(), 1);
     assert_eq!(cmd::<String>(&mut c, &["GET", &low]).await.unwrap(), "b");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unlock_publish_wakes_a_waiting_client() {
+    use futures_util::StreamExt;
+    let server = start().await;
+    let chan = "redisson_lock__channel:{wake}";
+    let mut waiter = redis::Client::open(server.url())
+        .unwrap()
+        .get_async_pubsub()
+        .await
+        .unwrap();
+    waiter.subscribe(chan).await.unwrap();
+    let mut c = connect(&server).await;
+    let _: Option<i64> = Script::new(LOCK)
+        .key("wake")
+        .arg(30000)
+        .arg("a:1")
+        .invoke_async(&mut c)
+        .await
+        .unwrap();
+    let released: Option<i64> = Script::new(UNLOCK)
+        .key("wake")
+        .key(chan)
+        .arg(0)
+        .arg(30000)
+        .arg("a:1")
+        .invoke_async(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(released, Some(1));
+    let msg = tokio::time::timeout(Duration::from_secs(5), waiter.on_message().next())
+        .await
+        .expect("woken before the lease ran out")
+        .unwrap();
+    assert_eq!(msg.get_channel_name(), chan);
+    assert_eq!(msg.get_payload::<String>().unwrap(), "0");
 }

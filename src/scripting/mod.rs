@@ -48,6 +48,57 @@ pub struct RunState {
     released: AtomicBool,
 }
 
+/// The run a Lua state is executing, where its hook and SCRIPT KILL find it.
+#[derive(Default)]
+struct RunSlot(Mutex<Option<ActiveRun>>);
+
+struct ActiveRun {
+    state: Arc<RunState>,
+    /// `busy-reply-threshold` in milliseconds.
+    threshold: u64,
+    /// The keyspace's busy flags and the shards this run holds.
+    flags: Arc<[AtomicBool]>,
+    held: Vec<usize>,
+}
+
+impl RunSlot {
+    /// The instruction-count hook: notices a script running past the busy
+    /// threshold, and stops one that SCRIPT KILL has marked.
+    fn check(&self, line: Option<usize>) -> mlua::Result<VmState> {
+        let (killed, first_check) = {
+            let guard = self.0.lock();
+            let Some(run) = guard.as_ref() else {
+                return Ok(VmState::Continue);
+            };
+            let state = &run.state;
+            if !state.busy.load(Ordering::Relaxed)
+                && state.started.elapsed().as_millis() as u64 >= run.threshold
+            {
+                state.busy.store(true, Ordering::Release);
+                for &idx in &run.held {
+                    run.flags[idx].store(true, Ordering::Release);
+                }
+            }
+            let killed = state.killed.load(Ordering::Acquire);
+            if killed {
+                state
+                    .kill_line
+                    .store(line.unwrap_or(0) as u64, Ordering::Release);
+            }
+            (killed, !state.released.swap(true, Ordering::Relaxed))
+        };
+        if first_check {
+            release_worker();
+        }
+        if killed {
+            return Err(mlua::Error::runtime(
+                "Script killed by user with SCRIPT KILL...",
+            ));
+        }
+        Ok(VmState::Continue)
+    }
+}
+
 /// A script still running at its first hook is a long one: the async
 /// worker thread it occupies hands its queued tasks to another thread, so
 /// nothing waits behind it (tokio's non-stealable LIFO slot included).
@@ -66,6 +117,7 @@ struct Vm {
     ctx: Table,
     env: Table,
     run: Function,
+    slot: Arc<RunSlot>,
 }
 
 impl Vm {
@@ -98,6 +150,12 @@ impl Vm {
             lua.load(PRELUDE)
                 .set_name("=prelude")
                 .call((globals.clone(), getinfo, ctx.clone()))?;
+        let slot = Arc::new(RunSlot::default());
+        let hook_slot = slot.clone();
+        lua.set_hook(
+            HookTriggers::new().every_nth_instruction(HOOK_EVERY),
+            move |_, debug| hook_slot.check(debug.current_line()),
+        )?;
         Ok(Vm {
             lua,
             generation,
@@ -106,6 +164,7 @@ impl Vm {
             ctx,
             env,
             run,
+            slot,
         })
     }
 
@@ -166,7 +225,8 @@ pub struct ScriptEngine {
     bodies: DashMap<String, Bytes>,
     pool: Mutex<Vec<Vm>>,
     generation: AtomicU64,
-    running: Mutex<Vec<Arc<RunState>>>,
+    /// Every Lua state's run slot, for SCRIPT KILL.
+    slots: Mutex<Vec<std::sync::Weak<RunSlot>>>,
 }
 
 /// How one attempt at running a script ended.
@@ -223,9 +283,12 @@ impl ScriptEngine {
     /// SCRIPT KILL: stops a script running past the busy threshold, if it
     /// has not written.
     pub fn kill(&self) -> CmdResult<()> {
-        let running = self.running.lock();
-        let busy: Vec<_> = running
+        let mut slots = self.slots.lock();
+        slots.retain(|s| s.strong_count() > 0);
+        let busy: Vec<Arc<RunState>> = slots
             .iter()
+            .filter_map(|s| s.upgrade())
+            .filter_map(|s| s.0.lock().as_ref().map(|run| run.state.clone()))
             .filter(|r| r.busy.load(Ordering::Acquire))
             .collect();
         if busy.is_empty() {
@@ -252,7 +315,10 @@ impl ScriptEngine {
             }
         }
         drop(pool);
-        Vm::new(generation).map_err(|e| CmdError::other(format!("ERR cannot start Lua: {e}")))
+        let vm = Vm::new(generation)
+            .map_err(|e| CmdError::other(format!("ERR cannot start Lua: {e}")))?;
+        self.slots.lock().push(Arc::downgrade(&vm.slot));
+        Ok(vm)
     }
 
     fn put_vm(&self, vm: Vm) {
@@ -332,36 +398,12 @@ impl ScriptEngine {
             kill_line: AtomicU64::new(0),
             released: AtomicBool::new(false),
         });
-        self.running.lock().push(run.clone());
-        let threshold = ctx.shared.config.read().busy_reply_threshold;
-        let flags = ctx.shared.keyspace.busy_flags();
-        let held = ctx.locked.held();
-        let hook_run = run.clone();
-        let _ = lua.set_hook(
-            HookTriggers::new().every_nth_instruction(HOOK_EVERY),
-            move |_, debug| {
-                if !hook_run.released.swap(true, Ordering::Relaxed) {
-                    release_worker();
-                }
-                if hook_run.killed.load(Ordering::Acquire) {
-                    hook_run
-                        .kill_line
-                        .store(debug.current_line().unwrap_or(0) as u64, Ordering::Release);
-                    return Err(mlua::Error::runtime(
-                        "Script killed by user with SCRIPT KILL...",
-                    ));
-                }
-                if !hook_run.busy.load(Ordering::Relaxed)
-                    && hook_run.started.elapsed().as_millis() as u64 >= threshold
-                {
-                    hook_run.busy.store(true, Ordering::Release);
-                    for &idx in &held {
-                        flags[idx].store(true, Ordering::Release);
-                    }
-                }
-                Ok(VmState::Continue)
-            },
-        );
+        *vm.slot.0.lock() = Some(ActiveRun {
+            state: run.clone(),
+            threshold: ctx.shared.config.read().busy_reply_threshold,
+            flags: ctx.shared.keyspace.busy_flags(),
+            held: ctx.locked.held(),
+        });
 
         let client = Client::for_script(ctx.client);
         let mut scope_state = CallScope {
@@ -383,13 +425,12 @@ impl ScriptEngine {
                 Reply::Error(script_error(&value, sha))
             })
         });
-        lua.remove_hook();
         let _ = vm.ctx.raw_set("call", Value::Nil);
-        self.running.lock().retain(|r| !Arc::ptr_eq(r, &run));
-        if run.busy.load(Ordering::Acquire) {
-            let flags = scope_state.ctx.shared.keyspace.busy_flags();
-            for idx in scope_state.ctx.locked.held() {
-                flags[idx].store(false, Ordering::Release);
+        if let Some(active) = vm.slot.0.lock().take()
+            && run.busy.load(Ordering::Acquire)
+        {
+            for idx in active.held {
+                active.flags[idx].store(false, Ordering::Release);
             }
         }
         if let Some(plan) = scope_state.retry.take() {
