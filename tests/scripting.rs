@@ -39,78 +39,74 @@ return nil;";
 /// Compare-and-delete release of a SET NX PX lock (seed 001).
 const RELEASE: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
 
+/// Runs the seed lock script for `owner` on `name` (30 s lease).
+async fn lock_as(
+    c: &mut redis::aio::MultiplexedConnection,
+    name: &str,
+    owner: &str,
+) -> Option<i64> {
+    Script::new(LOCK)
+        .key(name)
+        .arg(30000)
+        .arg(owner)
+        .invoke_async(c)
+        .await
+        .unwrap()
+}
+
+/// Runs the seed unlock script for `owner` on `name`, publishing on `chan`.
+async fn unlock_as(
+    c: &mut redis::aio::MultiplexedConnection,
+    name: &str,
+    chan: &str,
+    owner: &str,
+) -> Option<i64> {
+    Script::new(UNLOCK)
+        .key(name)
+        .key(chan)
+        .arg(0)
+        .arg(30000)
+        .arg(owner)
+        .invoke_async(c)
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn reentrant_lock_scripts() {
     let server = start().await;
     let mut c = connect(&server).await;
-    let lock = Script::new(LOCK);
-    let unlock = Script::new(UNLOCK);
     let (me, other) = ("uuid-1:1", "uuid-2:7");
     let chan = "redisson_lock__channel:{anyLock}";
     // EVALSHA first: NOSCRIPT, then the client loads it and retries.
-    let got: Option<i64> = lock
-        .key("anyLock")
-        .arg(30000)
-        .arg(me)
-        .invoke_async(&mut c)
-        .await
-        .unwrap();
-    assert_eq!(got, None, "acquired");
-    let got: Option<i64> = lock
-        .key("anyLock")
-        .arg(30000)
-        .arg(me)
-        .invoke_async(&mut c)
-        .await
-        .unwrap();
-    assert_eq!(got, None, "re-entered");
+    assert_eq!(lock_as(&mut c, "anyLock", me).await, None, "acquired");
+    assert_eq!(lock_as(&mut c, "anyLock", me).await, None, "re-entered");
     assert_eq!(
         cmd::<String>(&mut c, &["HGET", "anyLock", me])
             .await
             .unwrap(),
         "2"
     );
-    let pttl: Option<i64> = lock
-        .key("anyLock")
-        .arg(30000)
-        .arg(other)
-        .invoke_async(&mut c)
-        .await
-        .unwrap();
+    let pttl = lock_as(&mut c, "anyLock", other).await;
     assert!(
         matches!(pttl, Some(t) if t > 29_000 && t <= 30_000),
         "contender sees the pttl: {pttl:?}"
     );
-    let r: Option<i64> = unlock
-        .key("anyLock")
-        .key(chan)
-        .arg(0)
-        .arg(30000)
-        .arg(other)
-        .invoke_async(&mut c)
-        .await
-        .unwrap();
-    assert_eq!(r, None, "someone else cannot unlock");
-    let r: Option<i64> = unlock
-        .key("anyLock")
-        .key(chan)
-        .arg(0)
-        .arg(30000)
-        .arg(me)
-        .invoke_async(&mut c)
-        .await
-        .unwrap();
-    assert_eq!(r, Some(0), "one level released");
-    let r: Option<i64> = unlock
-        .key("anyLock")
-        .key(chan)
-        .arg(0)
-        .arg(30000)
-        .arg(me)
-        .invoke_async(&mut c)
-        .await
-        .unwrap();
-    assert_eq!(r, Some(1), "released");
+    assert_eq!(
+        unlock_as(&mut c, "anyLock", chan, other).await,
+        None,
+        "someone else cannot unlock"
+    );
+    assert_eq!(
+        unlock_as(&mut c, "anyLock", chan, me).await,
+        Some(0),
+        "one level released"
+    );
+    assert_eq!(
+        unlock_as(&mut c, "anyLock", chan, me).await,
+        Some(1),
+        "released"
+    );
     assert_eq!(cmd::<i64>(&mut c, &["EXISTS", "anyLock"]).await.unwrap(), 0);
 }
 
@@ -524,22 +520,8 @@ async fn unlock_publish_wakes_a_waiting_client() {
         .unwrap();
     waiter.subscribe(chan).await.unwrap();
     let mut c = connect(&server).await;
-    let _: Option<i64> = Script::new(LOCK)
-        .key("wake")
-        .arg(30000)
-        .arg("a:1")
-        .invoke_async(&mut c)
-        .await
-        .unwrap();
-    let released: Option<i64> = Script::new(UNLOCK)
-        .key("wake")
-        .key(chan)
-        .arg(0)
-        .arg(30000)
-        .arg("a:1")
-        .invoke_async(&mut c)
-        .await
-        .unwrap();
+    assert_eq!(lock_as(&mut c, "wake", "a:1").await, None);
+    let released = unlock_as(&mut c, "wake", chan, "a:1").await;
     assert_eq!(released, Some(1));
     let msg = tokio::time::timeout(Duration::from_secs(5), waiter.on_message().next())
         .await

@@ -46,20 +46,9 @@ fn encode_string(s: &[u8], out: &mut Vec<u8>) {
 /// `Some(n)` if the table is an array of length n (positive integer keys,
 /// not too sparse), `None` if it is an object.
 fn array_length(t: &Table) -> mlua::Result<Option<usize>> {
-    let (mut max, mut items) = (0f64, 0usize);
-    for pair in t.clone().pairs::<Value, Value>() {
-        let (k, _) = pair?;
-        let k = match k {
-            Value::Integer(i) => i as f64,
-            Value::Number(n) => n,
-            _ => return Ok(None),
-        };
-        if k < 1.0 || k.fract() != 0.0 {
-            return Ok(None);
-        }
-        max = max.max(k);
-        items += 1;
-    }
+    let Some((max, items)) = super::array_keys(t)? else {
+        return Ok(None);
+    };
     if max > (items * 2) as f64 && max > 10.0 {
         return Err(fail("Cannot serialise table: excessively sparse array"));
     }

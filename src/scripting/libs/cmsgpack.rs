@@ -29,22 +29,7 @@ fn encode_number(out: &mut Vec<u8>, n: f64) -> mlua::Result<()> {
 
 /// `Some(n)` when the keys are exactly 1..n.
 fn array_len(t: &Table) -> mlua::Result<Option<usize>> {
-    let mut count = 0usize;
-    let mut max = 0f64;
-    for pair in t.clone().pairs::<Value, Value>() {
-        let (k, _) = pair?;
-        let k = match k {
-            Value::Integer(i) => i as f64,
-            Value::Number(n) => n,
-            _ => return Ok(None),
-        };
-        if k < 1.0 || k.fract() != 0.0 {
-            return Ok(None);
-        }
-        max = max.max(k);
-        count += 1;
-    }
-    Ok((max as usize == count).then_some(count))
+    Ok(super::array_keys(t)?.and_then(|(max, count)| (max as usize == count).then_some(count)))
 }
 
 fn encode(out: &mut Vec<u8>, v: &Value, depth: usize) -> mlua::Result<()> {
