@@ -105,6 +105,8 @@ pub struct Client {
     pub multi_failed: bool,
     pub watch: Option<WatchState>,
     pub close_after_reply: bool,
+    /// The client a script's commands run as: it shows in no CLIENT LIST.
+    pub for_script: bool,
     /// Pub/sub subscriptions and the mailbox messages arrive in.
     pub pubsub: Subscriptions,
     pub handle: Arc<ClientHandle>,
@@ -121,6 +123,7 @@ impl Client {
             multi_failed: false,
             watch: None,
             close_after_reply: false,
+            for_script: false,
             pubsub: Subscriptions::default(),
             handle,
         }
@@ -138,6 +141,7 @@ impl Client {
             multi_failed: false,
             watch: None,
             close_after_reply: false,
+            for_script: true,
             pubsub: Subscriptions::default(),
             handle: caller.handle.clone(),
         }
@@ -164,6 +168,9 @@ impl Client {
     }
 
     pub fn note_command(&mut self, id: usize) {
+        if self.for_script {
+            return;
+        }
         let mut info = self.handle.info.lock();
         info.last_cmd = Some(id);
         info.db = self.db;

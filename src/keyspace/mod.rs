@@ -374,12 +374,10 @@ impl<'a> Locked<'a> {
 
     /// Takes the shards of `keys` now, before a command writes anything,
     /// so it never stops halfway for want of one.
+    /// Any order will do: `shard` never waits out of ascending order.
     pub fn ensure<'k>(&mut self, keys: impl IntoIterator<Item = &'k [u8]>) -> CmdResult<()> {
-        let mut ids: Vec<usize> = keys.into_iter().map(key_shard).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        for idx in ids {
-            self.shard(idx)?;
+        for key in keys {
+            self.shard(key_shard(key))?;
         }
         Ok(())
     }

@@ -12,7 +12,7 @@ mod libs;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -118,6 +118,8 @@ struct Vm {
     env: Table,
     run: Function,
     slot: Arc<RunSlot>,
+    /// The `CallScope` of the run in progress; null between runs.
+    call_target: Arc<AtomicPtr<()>>,
 }
 
 impl Vm {
@@ -150,6 +152,19 @@ impl Vm {
             lua.load(PRELUDE)
                 .set_name("=prelude")
                 .call((globals.clone(), getinfo, ctx.clone()))?;
+        let call_target = Arc::new(AtomicPtr::<()>::new(std::ptr::null_mut()));
+        let target = call_target.clone();
+        let host_call = lua.create_function(move |lua, args: MultiValue| {
+            let scope = target.load(Ordering::Acquire).cast::<CallScope>();
+            if scope.is_null() {
+                return Err(mlua::Error::runtime("redis.call outside of a script run"));
+            }
+            // SAFETY: `attempt` points this at its live `CallScope` for
+            // exactly the duration of the script's run on this thread and
+            // does not touch it meanwhile; Lua calls back synchronously.
+            call(lua, args, unsafe { &mut *scope })
+        })?;
+        ctx.raw_set("call", host_call)?;
         let slot = Arc::new(RunSlot::default());
         let hook_slot = slot.clone();
         lua.set_hook(
@@ -165,6 +180,7 @@ impl Vm {
             env,
             run,
             slot,
+            call_target,
         })
     }
 
@@ -361,8 +377,13 @@ impl ScriptEngine {
             }
         };
         ctx.locked.end_journal();
-        // A state that ran out of memory is not reused.
-        if vm.lua.used_memory() < heap_limit(ctx) {
+        // A state left holding much of its heap (a script ran out of
+        // memory) is collected, and dropped if that does not free it.
+        let half = heap_limit(ctx) / 2;
+        if vm.lua.used_memory() > half {
+            let _ = vm.lua.gc_collect();
+        }
+        if vm.lua.used_memory() <= half {
             self.put_vm(vm);
         }
         outcome
@@ -414,18 +435,25 @@ impl ScriptEngine {
             retry: None,
             lua_ctx: vm.ctx.clone(),
         };
-        let result: mlua::Result<Reply> = lua.scope(|scope| {
-            let call = scope
-                .create_function_mut(|lua, args: MultiValue| call(lua, args, &mut scope_state))?;
-            vm.ctx.raw_set("call", call)?;
-            let (ok, value): (bool, Value) = vm.run.call(function.clone())?;
-            Ok(if ok {
-                lua_to_reply(&value)
-            } else {
-                Reply::Error(script_error(&value, sha))
-            })
-        });
-        let _ = vm.ctx.raw_set("call", Value::Nil);
+        // `redis.call` reaches `scope_state` through this pointer while the
+        // script runs, and only then: it is cleared before `scope_state`
+        // is used again here.
+        vm.call_target.store(
+            (&mut scope_state as *mut CallScope).cast(),
+            Ordering::Release,
+        );
+        let result: mlua::Result<Reply> =
+            vm.run
+                .call::<(bool, Value)>(function.clone())
+                .map(|(ok, value)| {
+                    if ok {
+                        lua_to_reply(&value)
+                    } else {
+                        Reply::Error(script_error(&value, sha))
+                    }
+                });
+        vm.call_target
+            .store(std::ptr::null_mut(), Ordering::Release);
         if let Some(active) = vm.slot.0.lock().take()
             && run.busy.load(Ordering::Acquire)
         {
