@@ -111,7 +111,9 @@ const WORKLOADS: &[Workload] = &[
             "{0}",
             "2",
             "lock:__rand_int__",
-            "redisson_lock__channel:{lock}",
+            // Random like the lock name: a constant channel key would put
+            // every run on one shard, which real lock names do not.
+            "redisson_lock__channel:{__rand_int__}",
             "0",
             "30000",
             "owner:1",
