@@ -13,7 +13,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::clock::{Clock, SystemClock};
+use crate::clock::{Clock, ManualClock, SystemClock};
 use crate::config::Config;
 pub use state::{CommandStat, Shared, Stats, random_hex};
 
@@ -27,6 +27,7 @@ impl Server {
         ServerBuilder {
             config: Config::default(),
             clock: Arc::new(SystemClock),
+            manual: None,
         }
     }
 }
@@ -34,6 +35,7 @@ impl Server {
 pub struct ServerBuilder {
     config: Config,
     clock: Arc<dyn Clock>,
+    manual: Option<Arc<ManualClock>>,
 }
 
 impl ServerBuilder {
@@ -68,6 +70,29 @@ impl ServerBuilder {
 
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
+        self.manual = None;
+        self
+    }
+
+    /// Time stands still until the test moves it with
+    /// [`ServerHandle::clock`]:
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// use std::time::Duration;
+    /// let server = rlockd::Server::builder().port(0).manual_clock().start().await?;
+    /// let before = server.clock().now();
+    /// server.clock().advance(Duration::from_secs(30)); // leases of 30 s are gone now
+    /// assert_eq!(server.clock().now(), before + Duration::from_secs(30));
+    /// server.shutdown().await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn manual_clock(mut self) -> Self {
+        let manual = Arc::new(ManualClock::default());
+        self.clock = manual.clone();
+        self.manual = Some(manual);
         self
     }
 
@@ -98,6 +123,7 @@ impl ServerBuilder {
             addrs,
             stop: stop_tx,
             tasks,
+            manual: self.manual,
         })
     }
 }
@@ -167,6 +193,30 @@ pub struct ServerHandle {
     addrs: Vec<SocketAddr>,
     stop: watch::Sender<bool>,
     tasks: JoinSet<()>,
+    manual: Option<Arc<ManualClock>>,
+}
+
+/// Moves a manual clock. Every move also reclaims the keys whose deadline
+/// it passed, raising their `expired` events, before it returns.
+pub struct ClockControl<'a> {
+    clock: &'a ManualClock,
+    shared: &'a Shared,
+}
+
+impl ClockControl<'_> {
+    pub fn advance(&self, by: Duration) {
+        self.clock.advance(by);
+        self.shared.keyspace.expire_due_now();
+    }
+
+    pub fn set(&self, to: std::time::SystemTime) {
+        self.clock.set(to);
+        self.shared.keyspace.expire_due_now();
+    }
+
+    pub fn now(&self) -> std::time::SystemTime {
+        self.clock.now()
+    }
 }
 
 impl ServerHandle {
@@ -185,6 +235,21 @@ impl ServerHandle {
 
     pub fn shared(&self) -> &Arc<Shared> {
         &self.shared
+    }
+
+    /// The server's manual clock.
+    ///
+    /// # Panics
+    /// If the server was not built with [`ServerBuilder::manual_clock`].
+    pub fn clock(&self) -> ClockControl<'_> {
+        let clock = self
+            .manual
+            .as_deref()
+            .expect("the server was not built with Server::builder().manual_clock()");
+        ClockControl {
+            clock,
+            shared: &self.shared,
+        }
     }
 
     /// Stops accepting, lets each connection finish the replies it is
