@@ -432,3 +432,106 @@ mod tests {
         assert!(got.iter().any(|(n, _)| *n == "maxclients"));
     }
 }
+
+/// A line of a config file that could not be applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigFileError {
+    pub line: usize,
+    pub text: String,
+    pub reason: String,
+}
+
+impl std::fmt::Display for ConfigFileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "config file, line {}: '{}': {}",
+            self.line, self.text, self.reason
+        )
+    }
+}
+
+impl std::error::Error for ConfigFileError {}
+
+impl Config {
+    /// Applies a redis.conf-style file: one `directive value...` per line,
+    /// `#` comments, Redis's quoting. Directives are the names CONFIG GET
+    /// knows, plus the startup-only `bind`, `port` and `databases`.
+    pub fn apply_file(&mut self, text: &str) -> Result<(), ConfigFileError> {
+        for (i, raw) in text.lines().enumerate() {
+            let line = raw.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let fail = |reason: String| ConfigFileError {
+                line: i + 1,
+                text: line.to_string(),
+                reason,
+            };
+            let words = crate::protocol::parse::split_args(line.as_bytes())
+                .ok_or_else(|| fail("unbalanced quotes".into()))?;
+            let words: Vec<String> = words
+                .iter()
+                .map(|w| String::from_utf8_lossy(w).into_owned())
+                .collect();
+            let (directive, values) = words
+                .split_first()
+                .ok_or_else(|| fail("empty line".into()))?;
+            if values.is_empty() {
+                return Err(fail("a value is missing".into()));
+            }
+            let value = values.join(" ");
+            match directive.to_ascii_lowercase().as_str() {
+                "bind" => self.bind = values.to_vec(),
+                "port" => {
+                    self.port = value
+                        .parse()
+                        .map_err(|_| fail("the port must be a number from 0 to 65535".into()))?
+                }
+                "databases" => {
+                    self.databases =
+                        value.parse().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                            fail("the number of databases must be at least 1".into())
+                        })?
+                }
+                name => {
+                    let param = find_param(name).ok_or_else(|| fail("unknown directive".into()))?;
+                    // Settings rlockd only reports (daemonize, dir…) are
+                    // accepted so that existing files load.
+                    if let Some(set) = param.set {
+                        set(self, &value).map_err(fail)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod file_tests {
+    use super::*;
+
+    #[test]
+    fn applies_directives_and_names_bad_lines() {
+        let mut c = Config::default();
+        c.apply_file("# rlockd\nport 7000\nbind 127.0.0.1 ::1\nrequirepass \"s e\"\nmaxmemory 1mb\nlua-time-limit 100\ndaemonize no\n")
+            .unwrap();
+        assert_eq!(c.port, 7000);
+        assert_eq!(c.bind, vec!["127.0.0.1".to_string(), "::1".to_string()]);
+        assert_eq!(c.requirepass.as_deref(), Some("s e"));
+        assert_eq!(c.maxmemory, 1 << 20);
+        assert_eq!(c.busy_reply_threshold, 100);
+        let err = Config::default()
+            .apply_file("port 1\nfrobnicate yes\n")
+            .unwrap_err();
+        assert_eq!((err.line, err.text.as_str()), (2, "frobnicate yes"));
+        assert_eq!(err.reason, "unknown directive");
+        let err = Config::default().apply_file("maxclients lots").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "config file, line 1: 'maxclients lots': argument couldn't be parsed into an integer"
+        );
+        assert!(Config::default().apply_file("port").is_err());
+    }
+}

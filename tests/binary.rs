@@ -1,0 +1,94 @@
+//! The `rlockd` binary: config file and flags, port 0, SIGTERM.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts the binary and reads the port it logs once ready.
+fn start(args: &[&str]) -> (Running, u16) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rlockd"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("rlockd starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let port = loop {
+        let line = lines.next().expect("a ready line").expect("utf-8 log");
+        if let Some(addr) = line.split("connections on ").nth(1) {
+            break addr
+                .rsplit(':')
+                .next()
+                .unwrap()
+                .trim()
+                .parse()
+                .expect("a port");
+        }
+    };
+    (Running(child), port)
+}
+
+fn ask(port: u16, request: &[u8]) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(request).unwrap();
+    let mut buf = [0u8; 256];
+    let n = s.read(&mut buf).unwrap();
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+#[test]
+fn config_file_then_flags() {
+    let dir = std::env::temp_dir().join(format!("rlockd-conf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("rlockd.conf");
+    std::fs::write(
+        &path,
+        "# test\nport 1\nmaxclients 7\nnotify-keyspace-events Ex\n",
+    )
+    .unwrap();
+    let (server, port) = start(&[path.to_str().unwrap(), "--port", "0"]);
+    assert_ne!(port, 1, "the flag overrides the file");
+    assert_eq!(
+        ask(port, b"CONFIG GET maxclients\r\n"),
+        "*2\r\n$10\r\nmaxclients\r\n$1\r\n7\r\n"
+    );
+    drop(server);
+    std::fs::write(&path, "port 0\nfrobnicate yes\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rlockd"))
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("line 2: 'frobnicate yes': unknown directive"),
+        "{err}"
+    );
+}
+
+#[test]
+fn sigterm_stops_gracefully() {
+    let (mut server, port) = start(&["--port", "0"]);
+    assert_eq!(ask(port, b"PING\r\n"), "+PONG\r\n");
+    let pid = server.0.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = server.0.wait().unwrap();
+    assert!(status.success(), "exit status {status}");
+}
