@@ -260,7 +260,9 @@ async fn until_busy(c: &mut redis::aio::MultiplexedConnection, args: &[&str]) ->
     panic!("the script never became busy");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// Spinning scripts hold runtime workers: leave spare ones for the
+// accept loop and the other clients.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn busy_script_and_script_kill() {
     let server = start().await;
     let mut admin = connect(&server).await;
@@ -453,7 +455,9 @@ async fn scripts_in_transactions_and_resp3() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// Spinning scripts hold runtime workers: leave spare ones for the
+// accept loop and the other clients.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn restart_after_write_leaves_no_trace() {
     use rlockd::keyspace::key_shard;
     let server = start().await;

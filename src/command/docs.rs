@@ -103,7 +103,8 @@ pub fn word_type(word: &str, float: bool) -> ArgType {
         "pattern" => ArgType::Pattern,
         "increment" | "decrement" if float => ArgType::Double,
         "seconds" | "milliseconds" | "count" | "cursor" | "numkeys" | "index" | "increment"
-        | "decrement" | "database" | "timeout" | "client-id" | "protover" => ArgType::Integer,
+        | "decrement" | "database" | "timeout" | "client-id" | "protover" | "start" | "stop"
+        | "rank" | "num-matches" | "len" => ArgType::Integer,
         w if w.starts_with("unix-time") => ArgType::UnixTime,
         _ => ArgType::String,
     }

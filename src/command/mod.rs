@@ -6,6 +6,7 @@ mod docs;
 mod expire;
 mod hashes;
 mod keys;
+mod lists;
 mod multi;
 pub mod pubsub;
 mod scripting;
@@ -13,6 +14,7 @@ mod server;
 pub mod spec;
 mod strings;
 pub mod table;
+mod zsets;
 
 use std::collections::HashMap;
 use std::sync::LazyLock;

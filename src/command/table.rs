@@ -4,11 +4,13 @@
 
 use super::pubsub;
 use super::spec::acl::{
-    self, CONNECTION, DANGEROUS, HASH, KEYSPACE, SCRIPTING, STRING, TRANSACTION,
+    self, CONNECTION, DANGEROUS, HASH, KEYSPACE, LIST, SCRIPTING, SORTEDSET, STRING, TRANSACTION,
 };
 use super::spec::flag::*;
 use super::spec::{CommandSpec as C, Group::*, KeySpec};
-use super::{connection as conn, expire, hashes, keys, multi, scripting, server, strings};
+use super::{
+    connection as conn, expire, hashes, keys, lists, multi, scripting, server, strings, zsets,
+};
 
 const RO: &[&str] = &["RO"];
 const RO_ACCESS: &[&str] = &["RO", "access"];
@@ -16,6 +18,8 @@ const RW_ACCESS_UPDATE: &[&str] = &["RW", "access", "update"];
 const RW_UPDATE: &[&str] = &["RW", "update"];
 const OW_UPDATE: &[&str] = &["OW", "update"];
 const RM_DELETE: &[&str] = &["RM", "delete"];
+const RW_ACCESS_DELETE: &[&str] = &["RW", "access", "delete"];
+const RW_DELETE: &[&str] = &["RW", "delete"];
 
 const fn key1(flags: &'static [&'static str]) -> [KeySpec; 1] {
     [KeySpec::range(1, 0, 1, flags)]
@@ -424,6 +428,37 @@ pub static COMMANDS: &[C] = &[
     C::new("hscan", -3, Hash, hashes::hscan).flags(READONLY).acl(HASH).tips(NONDET).keys(&key1(RO_ACCESS))
         .syntax("key cursor [MATCH pattern] [COUNT count]")
         .doc("2.8.0", "Iterates over the fields of a hash with a cursor."),
+    // lists
+    C::new("rpush", -3, List, lists::rpush).flags(WRITE_FAST).acl(LIST).keys(&key1(&["RW", "insert"]))
+        .syntax("key element...")
+        .doc("1.0.0", "Appends elements to a list, creating it if needed; returns the new length."),
+    C::new("lpush", -3, List, lists::lpush).flags(WRITE_FAST).acl(LIST).keys(&key1(&["RW", "insert"]))
+        .syntax("key element...")
+        .doc("1.0.0", "Prepends elements to a list, creating it if needed; returns the new length."),
+    C::new("lpop", -2, List, lists::lpop).flags(WRITE | FAST).acl(LIST).keys(&key1(RW_ACCESS_DELETE))
+        .syntax("key [count]")
+        .doc("1.0.0", "Removes and returns the first elements of a list."),
+    C::new("rpop", -2, List, lists::rpop).flags(WRITE | FAST).acl(LIST).keys(&key1(RW_ACCESS_DELETE))
+        .syntax("key [count]")
+        .doc("1.0.0", "Removes and returns the last elements of a list."),
+    C::new("lindex", 3, List, lists::lindex).flags(READONLY).acl(LIST).keys(&key1(RO_ACCESS))
+        .syntax("key index")
+        .doc("1.0.0", "Returns the element at an index of a list."),
+    C::new("lrange", 4, List, lists::lrange).flags(READONLY).acl(LIST).keys(&key1(RO_ACCESS))
+        .syntax("key start stop")
+        .doc("1.0.0", "Returns a range of elements of a list."),
+    C::new("llen", 2, List, lists::llen).flags(READ_FAST).acl(LIST).keys(&key1(RO))
+        .syntax("key")
+        .doc("1.0.0", "Returns the length of a list."),
+    C::new("lrem", 4, List, lists::lrem).flags(WRITE).acl(LIST).keys(&key1(RW_DELETE))
+        .syntax("key count element")
+        .doc("1.0.0", "Removes elements equal to a value from a list; returns how many."),
+    C::new("lset", 4, List, lists::lset).flags(WRITE | DENYOOM).acl(LIST).keys(&key1(RW_UPDATE))
+        .syntax("key index element")
+        .doc("1.0.0", "Sets the element at an index of a list."),
+    C::new("lpos", -3, List, lists::lpos).flags(READONLY).acl(LIST).keys(&key1(RO_ACCESS))
+        .syntax("key element [RANK rank] [COUNT num-matches] [MAXLEN len]")
+        .doc("6.0.6", "Returns the positions of elements equal to a value in a list."),
     // scripting
     C::new("eval", -3, Scripting, scripting::eval).flags(EVAL_FLAGS).acl(SCRIPTING).keys(SCRIPT_KEYS_RW)
         .syntax("script numkeys [key [key ...]] [arg [arg ...]]")
@@ -438,6 +473,40 @@ pub static COMMANDS: &[C] = &[
         .syntax("sha1 numkeys [key [key ...]] [arg [arg ...]]")
         .doc("7.0.0", "Runs a cached Lua script that may only read."),
     C::container("script", Scripting, SCRIPT_SUBS).doc("2.6.0", "Manages the script cache."),
+    // sorted sets
+    C::new("zadd", -4, SortedSet, zsets::zadd).flags(WRITE_FAST).acl(SORTEDSET).keys(&key1(RW_UPDATE))
+        .syntax("key [NX | XX] [GT | LT] [CH] [INCR] (score member)...")
+        .doc("1.2.0", "Adds members to a sorted set or updates their scores."),
+    C::new("zincrby", 4, SortedSet, zsets::zincrby).flags(WRITE_FAST).acl(SORTEDSET).keys(&key1(RW_ACCESS_UPDATE))
+        .syntax("key increment member")
+        .doc("1.2.0", "Adds to the score of a sorted set member; returns the new score."),
+    C::new("zscore", 3, SortedSet, zsets::zscore).flags(READ_FAST).acl(SORTEDSET).keys(&key1(RO_ACCESS))
+        .syntax("key member")
+        .doc("1.2.0", "Returns the score of a sorted set member."),
+    C::new("zmscore", -3, SortedSet, zsets::zmscore).flags(READ_FAST).acl(SORTEDSET).keys(&key1(RO_ACCESS))
+        .syntax("key member...")
+        .doc("6.2.0", "Returns the scores of several sorted set members."),
+    C::new("zrem", -3, SortedSet, zsets::zrem).flags(WRITE | FAST).acl(SORTEDSET).keys(&key1(RW_DELETE))
+        .syntax("key member...")
+        .doc("1.2.0", "Removes members from a sorted set; returns how many existed."),
+    C::new("zcard", 2, SortedSet, zsets::zcard).flags(READ_FAST).acl(SORTEDSET).keys(&key1(RO))
+        .syntax("key")
+        .doc("1.2.0", "Returns the number of members of a sorted set."),
+    C::new("zcount", 4, SortedSet, zsets::zcount).flags(READ_FAST).acl(SORTEDSET).keys(&key1(RO_ACCESS))
+        .syntax("key min max")
+        .doc("2.0.0", "Counts the members of a sorted set with scores in a range."),
+    C::new("zrange", -4, SortedSet, zsets::zrange).flags(READONLY).acl(SORTEDSET).keys(&key1(RO_ACCESS))
+        .syntax("key start stop [BYSCORE | BYLEX] [REV] [LIMIT offset count] [WITHSCORES]")
+        .doc("1.2.0", "Returns a range of sorted set members by rank, score or member."),
+    C::new("zrangebyscore", -4, SortedSet, zsets::zrangebyscore).flags(READONLY).acl(SORTEDSET).keys(&key1(RO_ACCESS))
+        .syntax("key min max [WITHSCORES] [LIMIT offset count]")
+        .doc("1.0.5", "Returns the members of a sorted set with scores in a range."),
+    C::new("zremrangebyscore", 4, SortedSet, zsets::zremrangebyscore).flags(WRITE).acl(SORTEDSET).keys(&key1(RW_DELETE))
+        .syntax("key min max")
+        .doc("1.2.0", "Removes the members of a sorted set with scores in a range."),
+    C::new("zrank", 3, SortedSet, zsets::zrank).flags(READ_FAST).acl(SORTEDSET).keys(&key1(RO_ACCESS))
+        .syntax("key member")
+        .doc("2.0.0", "Returns the rank of a sorted set member, lowest score first."),
     // transactions
     C::new("multi", 1, Transactions, multi::multi).flags(TX).acl(TRANSACTION)
         .doc("1.2.0", "Starts a transaction."),

@@ -5,6 +5,7 @@
 //! deadlock between them.
 
 mod value;
+mod zset;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,6 +19,7 @@ use crate::expiry::wheel::TimerWheel;
 use crate::pubsub::{Event, PubSub};
 
 pub use value::{Entry, HASH_ORDERED_MAX, HashValue, Value, hash_remove};
+pub use zset::SortedSet;
 
 /// More shards than cores by a wide margin, so independent keys rarely
 /// share a lock.

@@ -16,6 +16,8 @@ pub const HASH_ORDERED_MAX: usize = 128;
 pub enum Value {
     Str(Bytes),
     Hash(HashValue),
+    List(std::collections::VecDeque<Bytes>),
+    ZSet(super::zset::SortedSet),
 }
 
 impl Value {
@@ -23,6 +25,8 @@ impl Value {
         match self {
             Value::Str(_) => "string",
             Value::Hash(_) => "hash",
+            Value::List(_) => "list",
+            Value::ZSet(_) => "zset",
         }
     }
 

@@ -112,6 +112,16 @@ pub enum Event {
     Hdel,
     Hincrby,
     Hincrbyfloat,
+    Lpush,
+    Rpush,
+    Lpop,
+    Rpop,
+    Lrem,
+    Lset,
+    Zadd,
+    Zincr,
+    Zrem,
+    Zremrangebyscore,
 }
 
 impl Event {
@@ -132,6 +142,16 @@ impl Event {
             Event::Hdel => "hdel",
             Event::Hincrby => "hincrby",
             Event::Hincrbyfloat => "hincrbyfloat",
+            Event::Lpush => "lpush",
+            Event::Rpush => "rpush",
+            Event::Lpop => "lpop",
+            Event::Rpop => "rpop",
+            Event::Lrem => "lrem",
+            Event::Lset => "lset",
+            Event::Zadd => "zadd",
+            Event::Zincr => "zincr",
+            Event::Zrem => "zrem",
+            Event::Zremrangebyscore => "zremrangebyscore",
         }
     }
 
@@ -145,6 +165,10 @@ impl Event {
             Event::KeyMiss => class::KEY_MISS,
             Event::Set | Event::Incrby | Event::Append => class::STRING,
             Event::Hset | Event::Hdel | Event::Hincrby | Event::Hincrbyfloat => class::HASH,
+            Event::Lpush | Event::Rpush | Event::Lpop | Event::Rpop | Event::Lrem | Event::Lset => {
+                class::LIST
+            }
+            Event::Zadd | Event::Zincr | Event::Zrem | Event::Zremrangebyscore => class::ZSET,
         }
     }
 }

@@ -1,0 +1,317 @@
+//! List commands (non-blocking): RPUSH, LPUSH, LPOP, RPOP, LINDEX, LRANGE,
+//! LLEN, LREM, LSET, LPOS.
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+
+use super::Ctx;
+use crate::error::{CmdError, CmdResult};
+use crate::keyspace::{Db, Ttl, Value};
+use crate::protocol::Reply;
+use crate::pubsub::Event;
+use crate::util::parse_i64;
+
+type List = VecDeque<Bytes>;
+
+/// The list at `key` for reading: `None` if absent, WRONGTYPE if not a list.
+fn list_at<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<Option<&'d mut List>> {
+    match db.get(key)? {
+        None => Ok(None),
+        Some(Value::List(l)) => Ok(Some(l)),
+        Some(_) => Err(CmdError::WrongType),
+    }
+}
+
+/// The list at `key` for writing (no hit/miss accounting).
+fn list_for_write<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<Option<&'d mut List>> {
+    match db.get_mut(key)? {
+        None => Ok(None),
+        Some(Value::List(l)) => Ok(Some(l)),
+        Some(_) => Err(CmdError::WrongType),
+    }
+}
+
+fn int_arg(b: &[u8]) -> CmdResult<i64> {
+    parse_i64(b).ok_or(CmdError::NotInteger)
+}
+
+/// A count that must be zero or more; `msg` is the error for anything else.
+fn non_negative(b: &[u8], msg: &str) -> CmdResult<i64> {
+    match parse_i64(b) {
+        Some(n) if n >= 0 => Ok(n),
+        _ => Err(CmdError::other(msg)),
+    }
+}
+
+/// Resolves a possibly negative index against `len`; `None` if outside.
+fn resolve(index: i64, len: usize) -> Option<usize> {
+    let len = len as i64;
+    let i = if index < 0 { index + len } else { index };
+    (0..len).contains(&i).then_some(i as usize)
+}
+
+/// After a removal: deletes an emptied list, raises `event` (and `del`).
+fn after_removal(db: &mut Db, key: &[u8], event: Event) -> CmdResult<()> {
+    let emptied = matches!(db.get_mut(key)?, Some(Value::List(l)) if l.is_empty());
+    if emptied {
+        db.remove(key)?;
+    }
+    db.modified(key, event)?;
+    if emptied {
+        db.notify(key, Event::Del);
+    }
+    Ok(())
+}
+
+fn push(ctx: &mut Ctx, front: bool) -> CmdResult<Reply> {
+    let key = ctx.arg(1).clone();
+    let mut db = ctx.locked.db(ctx.client.db);
+    if list_for_write(&mut db, &key)?.is_none() {
+        db.insert(&key, Value::List(List::new()), Ttl::Clear)?;
+    }
+    let Some(list) = list_for_write(&mut db, &key)? else {
+        return Err(CmdError::WrongType);
+    };
+    for item in &ctx.args[2..] {
+        let item = Bytes::copy_from_slice(item);
+        if front {
+            list.push_front(item);
+        } else {
+            list.push_back(item);
+        }
+    }
+    let len = list.len() as i64;
+    db.modified(&key, if front { Event::Lpush } else { Event::Rpush })?;
+    Ok(Reply::Int(len))
+}
+
+pub fn rpush(ctx: &mut Ctx) -> CmdResult<Reply> {
+    push(ctx, false)
+}
+
+pub fn lpush(ctx: &mut Ctx) -> CmdResult<Reply> {
+    push(ctx, true)
+}
+
+fn pop(ctx: &mut Ctx, front: bool, name: &str) -> CmdResult<Reply> {
+    if ctx.args.len() > 3 {
+        return Err(CmdError::WrongArity(name.into()));
+    }
+    let count = match ctx.args.get(2) {
+        Some(b) => Some(non_negative(
+            b,
+            "ERR value is out of range, must be positive",
+        )?),
+        None => None,
+    };
+    let key = ctx.arg(1).clone();
+    let mut db = ctx.db();
+    let Some(list) = list_for_write(&mut db, &key)? else {
+        return Ok(if count.is_some() {
+            Reply::NilArray
+        } else {
+            Reply::Nil
+        });
+    };
+    let take = |list: &mut List| {
+        if front {
+            list.pop_front()
+        } else {
+            list.pop_back()
+        }
+    };
+    let reply = match count {
+        Some(0) => return Ok(Reply::Array(Vec::new())),
+        Some(n) => {
+            let n = (n as u64).min(list.len() as u64) as usize;
+            Reply::Array((0..n).filter_map(|_| take(list)).map(Reply::Bulk).collect())
+        }
+        None => Reply::opt_bulk(take(list)),
+    };
+    after_removal(&mut db, &key, if front { Event::Lpop } else { Event::Rpop })?;
+    Ok(reply)
+}
+
+pub fn lpop(ctx: &mut Ctx) -> CmdResult<Reply> {
+    pop(ctx, true, "lpop")
+}
+
+pub fn rpop(ctx: &mut Ctx) -> CmdResult<Reply> {
+    pop(ctx, false, "rpop")
+}
+
+pub fn lindex(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let key = ctx.arg(1).clone();
+    let mut db = ctx.locked.db(ctx.client.db);
+    let Some(list) = list_at(&mut db, &key)? else {
+        return Ok(Reply::Nil);
+    };
+    let index = int_arg(&ctx.args[2])?;
+    Ok(Reply::opt_bulk(
+        resolve(index, list.len()).and_then(|i| list.get(i).cloned()),
+    ))
+}
+
+pub fn lrange(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let start = int_arg(ctx.arg(2))?;
+    let stop = int_arg(ctx.arg(3))?;
+    let key = ctx.arg(1).clone();
+    let mut db = ctx.db();
+    let Some(list) = list_at(&mut db, &key)? else {
+        return Ok(Reply::Array(Vec::new()));
+    };
+    let len = list.len() as i64;
+    let start = if start < 0 {
+        (start + len).max(0)
+    } else {
+        start
+    };
+    let stop = if stop < 0 {
+        stop + len
+    } else {
+        stop.min(len - 1)
+    };
+    if start > stop || start >= len {
+        return Ok(Reply::Array(Vec::new()));
+    }
+    Ok(Reply::Array(
+        list.range(start as usize..=stop as usize)
+            .cloned()
+            .map(Reply::Bulk)
+            .collect(),
+    ))
+}
+
+pub fn llen(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let key = ctx.arg(1).clone();
+    let mut db = ctx.db();
+    Ok(Reply::Int(
+        list_at(&mut db, &key)?.map_or(0, |l| l.len()) as i64
+    ))
+}
+
+pub fn lrem(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let count = int_arg(ctx.arg(2))?;
+    let (key, element) = (ctx.arg(1).clone(), ctx.arg(3).clone());
+    let mut db = ctx.db();
+    let Some(list) = list_for_write(&mut db, &key)? else {
+        return Ok(Reply::Int(0));
+    };
+    let limit = if count == 0 {
+        u64::MAX
+    } else {
+        count.unsigned_abs()
+    };
+    let mut removed: u64 = 0;
+    if count >= 0 {
+        let mut i = 0;
+        while i < list.len() && removed < limit {
+            if list[i] == element {
+                list.remove(i);
+                removed += 1;
+            } else {
+                i += 1;
+            }
+        }
+    } else {
+        let mut i = list.len();
+        while i > 0 && removed < limit {
+            i -= 1;
+            if list[i] == element {
+                list.remove(i);
+                removed += 1;
+            }
+        }
+    }
+    if removed > 0 {
+        after_removal(&mut db, &key, Event::Lrem)?;
+    }
+    Ok(Reply::Int(removed as i64))
+}
+
+pub fn lset(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let (key, element) = (ctx.arg(1).clone(), ctx.arg(3).clone());
+    let mut db = ctx.locked.db(ctx.client.db);
+    let Some(list) = list_for_write(&mut db, &key)? else {
+        return Err(CmdError::NoSuchKey);
+    };
+    let index = int_arg(&ctx.args[2])?;
+    let Some(i) = resolve(index, list.len()) else {
+        return Err(CmdError::other("ERR index out of range"));
+    };
+    list[i] = Bytes::copy_from_slice(&element);
+    db.modified(&key, Event::Lset)?;
+    Ok(Reply::OK)
+}
+
+pub fn lpos(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let mut rank: i64 = 1;
+    let mut count: Option<i64> = None;
+    let mut maxlen: i64 = 0;
+    let mut j = 3;
+    while j < ctx.args.len() {
+        let opt = ctx.args[j].to_ascii_uppercase();
+        let value = ctx.args.get(j + 1);
+        match (&opt[..], value) {
+            (b"RANK", Some(v)) => {
+                rank = int_arg(v)?;
+                if rank == 0 {
+                    return Err(CmdError::other(
+                        "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list",
+                    ));
+                }
+            }
+            (b"COUNT", Some(v)) => count = Some(non_negative(v, "ERR COUNT can't be negative")?),
+            (b"MAXLEN", Some(v)) => maxlen = non_negative(v, "ERR MAXLEN can't be negative")?,
+            _ => return Err(CmdError::Syntax),
+        }
+        j += 2;
+    }
+    let (key, element) = (ctx.arg(1).clone(), ctx.arg(2).clone());
+    let mut db = ctx.db();
+    let Some(list) = list_at(&mut db, &key)? else {
+        return Ok(if count.is_some() {
+            Reply::Array(Vec::new())
+        } else {
+            Reply::Nil
+        });
+    };
+    let len = list.len();
+    let from_tail = rank < 0;
+    // Matches to skip before the first one reported (RANK n skips n-1).
+    // Redis negates RANK in a C long, so the most negative RANK acts as -1.
+    let skip = if rank == i64::MIN {
+        0
+    } else {
+        rank.unsigned_abs() - 1
+    };
+    let scan = if maxlen == 0 {
+        len
+    } else {
+        (maxlen as u64).min(len as u64) as usize
+    };
+    let wanted = match count {
+        None => 1,
+        Some(0) => u64::MAX,
+        Some(n) => n as u64,
+    };
+    let mut seen: u64 = 0;
+    let mut found = Vec::new();
+    for step in 0..scan {
+        let i = if from_tail { len - 1 - step } else { step };
+        if list[i] == element {
+            seen += 1;
+            if seen > skip {
+                found.push(i as i64);
+                if found.len() as u64 >= wanted {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(match count {
+        Some(_) => Reply::Array(found.into_iter().map(Reply::Int).collect()),
+        None => found.first().map_or(Reply::Nil, |&i| Reply::Int(i)),
+    })
+}
