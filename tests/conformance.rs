@@ -62,90 +62,11 @@ enum Step {
     },
 }
 
-/// Splits one command line into arguments, like redis-cli does:
-/// whitespace separates; "double quotes" take \n \r \t \b \a \xHH \" \\
-/// escapes; 'single quotes' are literal except for \'. A closing quote
-/// must be followed by whitespace or the end of the line.
+/// Splits one command line into arguments, like redis-cli does (the
+/// server's inline-command splitter follows the same rules).
 fn split_args(line: &str) -> Result<Vec<Vec<u8>>, String> {
-    let b = line.as_bytes();
-    let mut args = Vec::new();
-    let mut i = 0;
-    loop {
-        while i < b.len() && b[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        if i >= b.len() {
-            return Ok(args);
-        }
-        let mut cur = Vec::new();
-        let mut in_dq = false;
-        let mut in_sq = false;
-        loop {
-            if in_dq {
-                let Some(&c) = b.get(i) else {
-                    return Err("unbalanced double quote".into());
-                };
-                if c == b'\\' && i + 1 < b.len() {
-                    let n = b[i + 1];
-                    if n == b'x'
-                        && i + 3 < b.len()
-                        && b[i + 2].is_ascii_hexdigit()
-                        && b[i + 3].is_ascii_hexdigit()
-                    {
-                        let hex = std::str::from_utf8(&b[i + 2..i + 4]).unwrap();
-                        cur.push(u8::from_str_radix(hex, 16).unwrap());
-                        i += 4;
-                        continue;
-                    }
-                    cur.push(match n {
-                        b'n' => b'\n',
-                        b'r' => b'\r',
-                        b't' => b'\t',
-                        b'b' => 0x08,
-                        b'a' => 0x07,
-                        other => other,
-                    });
-                    i += 2;
-                } else if c == b'"' {
-                    i += 1;
-                    if i < b.len() && !b[i].is_ascii_whitespace() {
-                        return Err("closing quote must be followed by a space".into());
-                    }
-                    break;
-                } else {
-                    cur.push(c);
-                    i += 1;
-                }
-            } else if in_sq {
-                let Some(&c) = b.get(i) else {
-                    return Err("unbalanced single quote".into());
-                };
-                if c == b'\\' && b.get(i + 1) == Some(&b'\'') {
-                    cur.push(b'\'');
-                    i += 2;
-                } else if c == b'\'' {
-                    i += 1;
-                    if i < b.len() && !b[i].is_ascii_whitespace() {
-                        return Err("closing quote must be followed by a space".into());
-                    }
-                    break;
-                } else {
-                    cur.push(c);
-                    i += 1;
-                }
-            } else {
-                match b.get(i) {
-                    None => break,
-                    Some(c) if c.is_ascii_whitespace() => break,
-                    Some(b'"') => in_dq = true,
-                    Some(b'\'') => in_sq = true,
-                    Some(&c) => cur.push(c),
-                }
-                i += 1;
-            }
-        }
-        args.push(cur);
-    }
+    rlockd::protocol::parse::split_args(line.as_bytes())
+        .ok_or_else(|| "unbalanced quotes, or a closing quote not followed by a space".into())
 }
 
 fn parse_case_file(text: &str) -> Result<Vec<Step>, String> {

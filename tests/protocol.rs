@@ -12,7 +12,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use refserver::{RedisServer, Subject, exchange, exchange_chunks, flushall, loud, show};
+use refserver::{RedisServer, Subject, exchange, exchange_chunks, flushall, show};
 
 /// How long a connection must stay silent before its answer is complete.
 const QUIET: Duration = Duration::from_millis(300);
@@ -249,18 +249,8 @@ fn raw_protocol_matches_redis() {
     let mut diffs = run_cases(&bin, "no password", &open, None);
     diffs.extend(run_cases(&bin, "requirepass", &auth, Some("secret")));
 
-    let summary = format!(
-        "protocol: {} raw exchanges, {} differences ({:.1}s)",
-        open.len() + auth.len(),
-        diffs.len(),
-        started.elapsed().as_secs_f64()
-    );
-    let report = diffs.concat();
-    if !diffs.is_empty() {
-        loud(&report);
-    }
-    loud(&summary);
-    assert!(diffs.is_empty(), "{summary}{report}");
+    let what = format!("protocol: {} raw exchanges", open.len() + auth.len());
+    refserver::finish(&what, started, diffs);
 }
 
 /// rlockd's documented difference (README): a request with more than

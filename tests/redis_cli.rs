@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use refserver::{RedisServer, Subject, flushall, loud};
+use refserver::{RedisServer, Subject, finish, flushall};
 
 const CLI_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -328,20 +328,6 @@ fn one_shot_and_piped_output_matches_redis() {
         started,
         diffs,
     );
-}
-
-fn finish(what: &str, started: Instant, diffs: Vec<String>) {
-    let summary = format!(
-        "{what}, {} differences ({:.1}s)",
-        diffs.len(),
-        started.elapsed().as_secs_f64()
-    );
-    let report = diffs.concat();
-    if !diffs.is_empty() {
-        loud(&report);
-    }
-    loud(&summary);
-    assert!(diffs.is_empty(), "{summary}{report}");
 }
 
 // ---------------------------------------------------------------------------

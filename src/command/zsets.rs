@@ -474,60 +474,71 @@ fn zrange_generic(ctx: &mut Ctx, fixed: Option<RangeBy>) -> CmdResult<Reply> {
             }
         }
         Parsed::Score(range) => {
-            if offset < 0 || (offset > 0 && offset >= len) {
-                Vec::new()
-            } else {
-                let take = if limit < 0 {
-                    usize::MAX
+            // Walking down from the top, the first member in range is the
+            // first at or below max.
+            let starts = |_: &Bytes, s: f64| {
+                if rev {
+                    range.below_max(s)
                 } else {
-                    limit as usize
-                };
-                // Walking down from the top, the first member in range is
-                // the first at or below max.
-                let first = |s: f64| {
-                    if rev {
-                        range.below_max(s)
-                    } else {
-                        range.above_min(s)
-                    }
-                };
-                ordered
-                    .skip_while(|(_, s)| !first(*s))
-                    .take_while(|(_, s)| range.contains(*s))
-                    .skip(offset as usize)
-                    .take(take)
-                    .map(|(m, s)| (m.clone(), s))
-                    .collect()
-            }
+                    range.above_min(s)
+                }
+            };
+            walk_range(
+                ordered,
+                starts,
+                |_, s| range.contains(s),
+                limit_window(offset, limit, len),
+            )
         }
         Parsed::Lex(min, max) => {
-            if offset < 0 || (offset > 0 && offset >= len) {
-                Vec::new()
-            } else {
-                let take = if limit < 0 {
-                    usize::MAX
+            let starts = |m: &Bytes, _: f64| {
+                if rev {
+                    max.at_or_before_max(m)
                 } else {
-                    limit as usize
-                };
-                let in_range = |m: &[u8]| min.at_or_after_min(m) && max.at_or_before_max(m);
-                let first = |m: &[u8]| {
-                    if rev {
-                        max.at_or_before_max(m)
-                    } else {
-                        min.at_or_after_min(m)
-                    }
-                };
-                ordered
-                    .skip_while(|(m, _)| !first(m))
-                    .take_while(|(m, _)| in_range(m))
-                    .skip(offset as usize)
-                    .take(take)
-                    .map(|(m, s)| (m.clone(), s))
-                    .collect()
-            }
+                    min.at_or_after_min(m)
+                }
+            };
+            let inside = |m: &Bytes, _: f64| min.at_or_after_min(m) && max.at_or_before_max(m);
+            walk_range(ordered, starts, inside, limit_window(offset, limit, len))
         }
     };
     Ok(scored_reply(resp3, items, with_scores))
+}
+
+/// LIMIT's (skip, take) over the members in range, or `None` when Redis
+/// answers an empty list outright.
+fn limit_window(offset: i64, limit: i64, len: i64) -> Option<(usize, usize)> {
+    if offset < 0 || (offset > 0 && offset >= len) {
+        return None;
+    }
+    Some((
+        offset as usize,
+        if limit < 0 {
+            usize::MAX
+        } else {
+            limit as usize
+        },
+    ))
+}
+
+/// The members from the first that `starts` accepts for as long as
+/// `inside` holds, through the LIMIT window.
+fn walk_range<'z>(
+    ordered: impl Iterator<Item = (&'z Bytes, f64)>,
+    starts: impl Fn(&Bytes, f64) -> bool,
+    inside: impl Fn(&Bytes, f64) -> bool,
+    window: Option<(usize, usize)>,
+) -> Vec<(Bytes, f64)> {
+    let Some((skip, take)) = window else {
+        return Vec::new();
+    };
+    ordered
+        .skip_while(|(m, s)| !starts(m, *s))
+        .take_while(|(m, s)| inside(m, *s))
+        .skip(skip)
+        .take(take)
+        .map(|(m, s)| (m.clone(), s))
+        .collect()
 }
 
 pub fn zremrangebyscore(ctx: &mut Ctx) -> CmdResult<Reply> {

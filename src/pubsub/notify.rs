@@ -61,19 +61,8 @@ pub fn render_flags(flags: u32) -> String {
     if flags & class::ALL == class::ALL {
         out.push('A');
     } else {
-        for (letter, bit) in [
-            ('g', class::GENERIC),
-            ('$', class::STRING),
-            ('l', class::LIST),
-            ('s', class::SET),
-            ('h', class::HASH),
-            ('z', class::ZSET),
-            ('x', class::EXPIRED),
-            ('e', class::EVICTED),
-            ('t', class::STREAM),
-            ('d', class::MODULE),
-            ('n', class::NEW),
-        ] {
+        // The class letters, in LETTERS' order.
+        for &(letter, bit) in LETTERS.iter().filter(|(c, _)| !"AKEm".contains(*c)) {
             if flags & bit != 0 {
                 out.push(letter);
             }

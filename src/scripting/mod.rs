@@ -362,10 +362,18 @@ impl ScriptEngine {
                 return Err(e);
             }
         };
+        let limits = {
+            let config = ctx.shared.config.read();
+            RunLimits {
+                readonly,
+                heap: config.lua_heap_limit as usize,
+                busy_ms: config.busy_reply_threshold,
+            }
+        };
         let mut plan = LockPlan::for_keys(keys.iter().map(|k| &k[..]));
         let outcome = loop {
             ctx.locked.begin_journal();
-            match self.attempt(&mut vm, &function, ctx, sha, keys, argv, readonly) {
+            match self.attempt(&mut vm, &function, ctx, sha, keys, argv, limits) {
                 Ok(Attempt::Done(reply)) => break Ok(reply),
                 Ok(Attempt::Retry(more)) => {
                     plan = plan.union(more);
@@ -379,7 +387,7 @@ impl ScriptEngine {
         ctx.locked.end_journal();
         // A state left holding much of its heap (a script ran out of
         // memory) is collected, and dropped if that does not free it.
-        let half = heap_limit(ctx) / 2;
+        let half = limits.heap / 2;
         if vm.lua.used_memory() > half {
             let _ = vm.lua.gc_collect();
         }
@@ -398,7 +406,7 @@ impl ScriptEngine {
         sha: &str,
         keys: &[Bytes],
         argv: &[Bytes],
-        readonly: bool,
+        limits: RunLimits,
     ) -> CmdResult<Attempt> {
         let lua_err = |e: mlua::Error| CmdError::other(format!("ERR Error running script: {e}"));
         let lua = &vm.lua;
@@ -409,7 +417,7 @@ impl ScriptEngine {
             .raw_set("ARGV", strings_table(lua, argv).map_err(lua_err)?)
             .map_err(lua_err)?;
         vm.ctx.raw_set("resp", 2).map_err(lua_err)?;
-        let _ = lua.set_memory_limit(heap_limit(ctx));
+        let _ = lua.set_memory_limit(limits.heap);
 
         let run = Arc::new(RunState {
             started: Instant::now(),
@@ -421,7 +429,7 @@ impl ScriptEngine {
         });
         *vm.slot.0.lock() = Some(ActiveRun {
             state: run.clone(),
-            threshold: ctx.shared.config.read().busy_reply_threshold,
+            threshold: limits.busy_ms,
             flags: ctx.shared.keyspace.busy_flags(),
             held: ctx.locked.held(),
         });
@@ -430,7 +438,7 @@ impl ScriptEngine {
         let mut scope_state = CallScope {
             ctx,
             client,
-            readonly,
+            readonly: limits.readonly,
             run: &run,
             retry: None,
             lua_ctx: vm.ctx.clone(),
@@ -480,8 +488,13 @@ impl ScriptEngine {
     }
 }
 
-fn heap_limit(ctx: &Ctx) -> usize {
-    ctx.shared.config.read().lua_heap_limit as usize
+/// What one script run is allowed, read from the config once per run.
+#[derive(Clone, Copy)]
+struct RunLimits {
+    readonly: bool,
+    heap: usize,
+    /// `busy-reply-threshold` in milliseconds.
+    busy_ms: u64,
 }
 
 fn strings_table(lua: &Lua, items: &[Bytes]) -> mlua::Result<Table> {

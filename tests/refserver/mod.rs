@@ -350,3 +350,18 @@ pub fn show(bytes: &[u8], limit: usize) -> String {
     }
     out
 }
+
+/// Prints the summary (and every difference), then fails on any.
+pub fn finish(what: &str, started: Instant, diffs: Vec<String>) {
+    let summary = format!(
+        "{what}, {} differences ({:.1}s)",
+        diffs.len(),
+        started.elapsed().as_secs_f64()
+    );
+    let report = diffs.concat();
+    if !diffs.is_empty() {
+        loud(&report);
+    }
+    loud(&summary);
+    assert!(diffs.is_empty(), "{summary}{report}");
+}
