@@ -105,7 +105,9 @@ impl RunSlot {
 fn release_worker() {
     use tokio::runtime::{Handle, RuntimeFlavor};
     if Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread) {
-        tokio::task::block_in_place(|| ());
+        // The replacement worker takes the queue while this closure runs;
+        // returning at once would often take it straight back.
+        tokio::task::block_in_place(|| std::thread::sleep(std::time::Duration::from_millis(2)));
     }
 }
 
@@ -166,11 +168,6 @@ impl Vm {
         })?;
         ctx.raw_set("call", host_call)?;
         let slot = Arc::new(RunSlot::default());
-        let hook_slot = slot.clone();
-        lua.set_hook(
-            HookTriggers::new().every_nth_instruction(HOOK_EVERY),
-            move |_, debug| hook_slot.check(debug.current_line()),
-        )?;
         Ok(Vm {
             lua,
             generation,
@@ -418,6 +415,14 @@ impl ScriptEngine {
             .map_err(lua_err)?;
         vm.ctx.raw_set("resp", 2).map_err(lua_err)?;
         let _ = lua.set_memory_limit(limits.heap);
+        // Installed for each run: a hook that raised an error (SCRIPT KILL)
+        // does not reliably fire again in the same state.
+        let hook_slot = vm.slot.clone();
+        lua.set_hook(
+            HookTriggers::new().every_nth_instruction(HOOK_EVERY),
+            move |_, debug| hook_slot.check(debug.current_line()),
+        )
+        .map_err(lua_err)?;
 
         let run = Arc::new(RunState {
             started: Instant::now(),
@@ -462,6 +467,7 @@ impl ScriptEngine {
                 });
         vm.call_target
             .store(std::ptr::null_mut(), Ordering::Release);
+        lua.remove_hook();
         if let Some(active) = vm.slot.0.lock().take()
             && run.busy.load(Ordering::Acquire)
         {
