@@ -24,6 +24,11 @@ pub struct Config {
     /// Most memory one Lua state may use, so a runaway script fails
     /// cleanly instead of exhausting the server.
     pub lua_heap_limit: u64,
+    /// Ours: the server runs on a manual clock that clients move with
+    /// `RLOCKD.CLOCK`; without it that command does not exist.
+    pub enable_clock_control: bool,
+    /// Ours: where Prometheus metrics are served over HTTP (0: not served).
+    pub metrics_port: Option<u16>,
 }
 
 impl Default for Config {
@@ -47,6 +52,8 @@ impl Default for Config {
             client_output_buffer_limit:
                 "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60".into(),
             lua_heap_limit: 128 * 1024 * 1024,
+            enable_clock_control: false,
+            metrics_port: None,
         }
     }
 }
@@ -298,6 +305,18 @@ pub static PARAMS: &[Param] = &[
             Ok(())
         }),
     },
+    Param {
+        name: "enable-clock-control",
+        alias: None,
+        get: |c| yes_no(c.enable_clock_control),
+        set: None,
+    },
+    Param {
+        name: "metrics-port",
+        alias: None,
+        get: |c| c.metrics_port.unwrap_or(0).to_string(),
+        set: None,
+    },
     fixed!("appendfsync", "everysec"),
     fixed!("daemonize", "no"),
     fixed!("dbfilename", "dump.rdb"),
@@ -456,7 +475,8 @@ impl std::error::Error for ConfigFileError {}
 impl Config {
     /// Applies a redis.conf-style file: one `directive value...` per line,
     /// `#` comments, Redis's quoting. Directives are the names CONFIG GET
-    /// knows, plus the startup-only `bind`, `port` and `databases`.
+    /// knows, plus the startup-only `bind`, `port`, `databases`,
+    /// `enable-clock-control` and `metrics-port`.
     pub fn apply_file(&mut self, text: &str) -> Result<(), ConfigFileError> {
         for (i, raw) in text.lines().enumerate() {
             let line = raw.trim();
@@ -493,6 +513,14 @@ impl Config {
                         value.parse().ok().filter(|n| *n >= 1).ok_or_else(|| {
                             fail("the number of databases must be at least 1".into())
                         })?
+                }
+                "enable-clock-control" => {
+                    self.enable_clock_control = parse_yes_no(&value).map_err(fail)?
+                }
+                "metrics-port" => {
+                    self.metrics_port = Some(value.parse().map_err(|_| {
+                        fail("the metrics port must be a number from 0 to 65535".into())
+                    })?)
                 }
                 name => {
                     let param = find_param(name).ok_or_else(|| fail("unknown directive".into()))?;

@@ -32,6 +32,9 @@ struct Args {
     /// Log level: debug, verbose, notice, warning, nothing [default: notice].
     #[arg(long)]
     loglevel: Option<String>,
+    /// Run on a manual clock that clients move with RLOCKD.CLOCK (tests only).
+    #[arg(long)]
+    enable_clock_control: bool,
     /// Instead of serving, PING the server at --bind/--port and exit 0 if
     /// it answers (container health checks).
     #[arg(long)]
@@ -118,6 +121,9 @@ fn load_config(args: Args) -> Result<rlockd::Config, Box<dyn std::error::Error>>
     }
     if let Some(n) = args.maxclients {
         config.maxclients = n;
+    }
+    if args.enable_clock_control {
+        config.enable_clock_control = true;
     }
     if let Some(level) = args.loglevel {
         config.loglevel = level;

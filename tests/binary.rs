@@ -92,3 +92,35 @@ fn sigterm_stops_gracefully() {
     let status = server.0.wait().unwrap();
     assert!(status.success(), "exit status {status}");
 }
+
+#[test]
+fn clock_control_by_flag_or_directive() {
+    let (server, port) = start(&["--port", "0"]);
+    assert!(
+        ask(port, b"RLOCKD.CLOCK GET\r\n").starts_with("-ERR unknown command 'RLOCKD.CLOCK'"),
+        "off by default"
+    );
+    drop(server);
+
+    let (_server, port) = start(&["--port", "0", "--enable-clock-control"]);
+    let now: u64 = ask(port, b"RLOCKD.CLOCK GET\r\n")[1..]
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        ask(port, b"RLOCKD.CLOCK ADVANCE 60000\r\n"),
+        format!(":{}\r\n", now + 60_000)
+    );
+    assert_eq!(
+        ask(port, b"CONFIG GET enable-clock-control\r\n"),
+        "*2\r\n$20\r\nenable-clock-control\r\n$3\r\nyes\r\n"
+    );
+
+    let dir = std::env::temp_dir().join(format!("rlockd-clock-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("rlockd.conf");
+    std::fs::write(&path, "enable-clock-control yes\n").unwrap();
+    let (_server, port) = start(&[path.to_str().unwrap(), "--port", "0"]);
+    assert!(ask(port, b"RLOCKD.CLOCK SET 1000\r\n").starts_with(":1000"));
+    assert!(ask(port, b"TIME\r\n").starts_with("*2\r\n$1\r\n1\r\n"));
+}

@@ -4,6 +4,7 @@
 mod connection;
 mod docs;
 mod expire;
+mod fixture;
 mod hashes;
 mod keys;
 mod lists;
@@ -77,9 +78,13 @@ impl Registry {
         self.by_full_name.get(full).copied()
     }
 
-    /// Resolves a command line to the command or subcommand that runs it.
-    pub fn resolve(&self, args: &[Bytes]) -> CmdResult<usize> {
-        let id = self.lookup(&args[0]).ok_or_else(|| unknown_command(args))?;
+    /// Resolves a command line to the command or subcommand that runs it,
+    /// among the commands this server offers.
+    pub fn resolve(&self, shared: &Shared, args: &[Bytes]) -> CmdResult<usize> {
+        let id = self
+            .lookup(&args[0])
+            .filter(|&id| offered(shared, self.specs[id]))
+            .ok_or_else(|| unknown_command(args))?;
         let spec = self.specs[id];
         if spec.subcommands.is_empty() {
             return Ok(id);
@@ -97,6 +102,12 @@ impl Registry {
                 command: spec.name.to_string(),
             })
     }
+}
+
+/// Whether this server has the command at all (some of rlockd's own exist
+/// only when enabled).
+fn offered(shared: &Shared, spec: &CommandSpec) -> bool {
+    !spec.has(flag::CLOCK_CONTROL) || shared.clock_control()
 }
 
 /// Redis echoes the command and the start of its arguments, each cut short,
@@ -174,7 +185,7 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
         shared.stats.record_error(e.code());
         client.reject(e)
     };
-    let id = match reg.resolve(args) {
+    let id = match reg.resolve(shared, args) {
         Ok(id) => id,
         Err(e) => return reject(client, None, e),
     };

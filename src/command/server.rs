@@ -277,7 +277,7 @@ pub fn command_docs(ctx: &mut Ctx) -> CmdResult<Reply> {
 pub fn command_getkeys(ctx: &mut Ctx) -> CmdResult<Reply> {
     let line = &ctx.args[2..];
     let id = REGISTRY
-        .resolve(line)
+        .resolve(ctx.shared, line)
         .map_err(|_| CmdError::other("ERR Invalid command specified"))?;
     let spec = REGISTRY.specs[id];
     if !spec.arity_ok(line.len()) {

@@ -30,6 +30,9 @@ pub mod flag {
     pub const SKIP_MONITOR: u32 = 1 << 16;
     /// Derived for COMMAND INFO from keynum key specs; never declared.
     pub const MOVABLE_KEYS: u32 = 1 << 17;
+    /// Ours, not reported: exists only on a server started with
+    /// `enable-clock-control`; elsewhere it is an unknown command.
+    pub const CLOCK_CONTROL: u32 = 1 << 29;
     /// Ours, not reported: a script, which may touch keys it did not
     /// declare, so inside EXEC the whole keyspace is held.
     pub const SCRIPT: u32 = 1 << 30;

@@ -9,7 +9,8 @@ use super::spec::acl::{
 use super::spec::flag::*;
 use super::spec::{CommandSpec as C, Group::*, KeySpec};
 use super::{
-    connection as conn, expire, hashes, keys, lists, multi, scripting, server, strings, zsets,
+    connection as conn, expire, fixture, hashes, keys, lists, multi, scripting, server, strings,
+    zsets,
 };
 
 const RO: &[&str] = &["RO"];
@@ -238,6 +239,36 @@ static PUBSUB_SUBS: &[C] = &[
 const SHARD_CHANNEL: &[KeySpec] = &[KeySpec::range(1, 0, 1, &["not_key"])];
 const SHARD_CHANNELS: &[KeySpec] = &[KeySpec::range(1, -1, 1, &["not_key"])];
 const SUB: u32 = PUBSUB | NOSCRIPT | LOADING | STALE;
+
+/// Moving the clock reclaims keys in every shard, so it cannot run where
+/// shards are already held (MULTI, scripts).
+const CLOCK: u32 = CLOCK_CONTROL | ADMIN | NOSCRIPT | NO_MULTI | LOADING | STALE;
+
+static CLOCK_SUBS: &[C] = &[
+    C::new("advance", 3, Server, fixture::clock_advance)
+        .flags(CLOCK)
+        .syntax("milliseconds")
+        .doc(
+            "0.1.0",
+            "Moves the manual clock forward; keys it passes expire at once (rlockd only).",
+        ),
+    C::new("set", 3, Server, fixture::clock_set)
+        .flags(CLOCK)
+        .syntax("unix-time-milliseconds")
+        .doc(
+            "0.1.0",
+            "Moves the manual clock to a Unix time in milliseconds (rlockd only).",
+        ),
+    C::new("get", 2, Server, fixture::clock_get)
+        .flags(CLOCK | FAST)
+        .doc(
+            "0.1.0",
+            "Returns the manual clock's time in Unix milliseconds (rlockd only).",
+        ),
+    C::new("help", 2, Server, fixture::clock_help)
+        .flags(CLOCK)
+        .doc("0.1.0", "Lists the RLOCKD.CLOCK subcommands."),
+];
 
 pub static COMMANDS: &[C] = &[
     // connection
@@ -545,4 +576,15 @@ pub static COMMANDS: &[C] = &[
         .syntax("shardchannel message")
         .doc("7.0.0", "Posts a message to a shard channel; returns how many subscribers received it."),
     C::container("pubsub", Pubsub, PUBSUB_SUBS).doc("2.8.0", "Inspects the state of pub/sub."),
+    // rlockd's own
+    C::container("rlockd.clock", Server, CLOCK_SUBS).flags(CLOCK)
+        .doc("0.1.0", "Moves the manual clock of a server started with --enable-clock-control (rlockd only)."),
+    C::new("rlockd.locks", -1, Server, fixture::locks).flags(ADMIN | READONLY | LOADING | STALE | WHOLE_KEYSPACE)
+        .tips(NONDET)
+        .syntax("[pattern]")
+        .doc("0.1.0", "Describes the locks held: hashes of owner to hold count, and strings with a deadline (rlockd only)."),
+    C::new("rlockd.waiters", -1, Server, fixture::waiting).flags(ADMIN | LOADING | STALE)
+        .tips(NONDET)
+        .syntax("[pattern]")
+        .doc("0.1.0", "Describes who is subscribed to which channel, pattern and shard channel (rlockd only)."),
 ];

@@ -43,6 +43,15 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// How introspection names the kind.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Channel => "channel",
+            Kind::Pattern => "pattern",
+            Kind::Shard => "shardchannel",
+        }
+    }
+
     /// The confirmation's first element for a subscription and a removal.
     pub fn verbs(self) -> (&'static str, &'static str) {
         match self {
@@ -282,6 +291,27 @@ impl PubSub {
             .filter(|e| pattern.is_none_or(|p| glob_match(p, e.key(), false)))
             .map(|e| e.key().clone())
             .collect()
+    }
+
+    /// Every subscription target of every kind with its subscribers' ids.
+    pub fn subscribers(&self) -> Vec<(Kind, Bytes, Vec<u64>)> {
+        let ids = |subs: &Subscribers| subs.keys().copied().collect::<Vec<_>>();
+        let mut out: Vec<_> = [Kind::Channel, Kind::Shard]
+            .into_iter()
+            .flat_map(|kind| {
+                self.map(kind)
+                    .iter()
+                    .map(move |e| (kind, e.key().clone(), ids(e.value())))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        out.extend(
+            self.patterns
+                .read()
+                .iter()
+                .map(|(name, subs)| (Kind::Pattern, name.clone(), ids(subs))),
+        );
+        out
     }
 
     /// Subscribers of one channel (or shard channel), patterns not counted.

@@ -569,7 +569,7 @@ fn call(lua: &Lua, args: MultiValue, scope: &mut CallScope) -> mlua::Result<(boo
             _ => return fail("ERR Lua redis lib command arguments must be strings or integers"),
         });
     }
-    let Ok(id) = REGISTRY.resolve(&argv) else {
+    let Ok(id) = REGISTRY.resolve(scope.ctx.shared, &argv) else {
         return fail("ERR Unknown Redis command called from script");
     };
     let spec: &CommandSpec = REGISTRY.specs[id];

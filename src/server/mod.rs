@@ -1,6 +1,7 @@
 //! Starting, running and stopping one server instance; many may run in
 //! one process, each with its own keyspace.
 
+pub mod introspect;
 mod state;
 
 use std::io;
@@ -15,6 +16,7 @@ use tokio::task::JoinSet;
 
 use crate::clock::{Clock, ManualClock, SystemClock};
 use crate::config::Config;
+pub use introspect::{HeldLock, LockKind, LockOwner, Waiters};
 pub use state::{CommandStat, Shared, Stats, random_hex};
 
 /// How often the expiry driver reclaims keys whose deadline has passed.
@@ -110,7 +112,12 @@ impl ServerBuilder {
             .iter()
             .map(|l| l.local_addr())
             .collect::<io::Result<Vec<_>>>()?;
-        let shared = Arc::new(Shared::new(self.config, self.clock));
+        // Clients can only move a clock that tests could move too.
+        let manual = match self.manual {
+            None if self.config.enable_clock_control => Some(Arc::new(ManualClock::default())),
+            manual => manual,
+        };
+        let shared = Arc::new(Shared::new(self.config, self.clock, manual));
         shared.port.store(port as u64, Ordering::Relaxed);
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut tasks = JoinSet::new();
@@ -123,7 +130,6 @@ impl ServerBuilder {
             addrs,
             stop: stop_tx,
             tasks,
-            manual: self.manual,
         })
     }
 }
@@ -193,7 +199,6 @@ pub struct ServerHandle {
     addrs: Vec<SocketAddr>,
     stop: watch::Sender<bool>,
     tasks: JoinSet<()>,
-    manual: Option<Arc<ManualClock>>,
 }
 
 /// Moves a manual clock. Every move also reclaims the keys whose deadline
@@ -205,13 +210,11 @@ pub struct ClockControl<'a> {
 
 impl ClockControl<'_> {
     pub fn advance(&self, by: Duration) {
-        self.clock.advance(by);
-        self.shared.keyspace.expire_due_now();
+        self.shared.advance_clock(self.clock, by);
     }
 
     pub fn set(&self, to: std::time::SystemTime) {
-        self.clock.set(to);
-        self.shared.keyspace.expire_due_now();
+        self.shared.set_clock(self.clock, to);
     }
 
     pub fn now(&self) -> std::time::SystemTime {
@@ -240,16 +243,59 @@ impl ServerHandle {
     /// The server's manual clock.
     ///
     /// # Panics
-    /// If the server was not built with [`ServerBuilder::manual_clock`].
+    /// If the server was not built with [`ServerBuilder::manual_clock`]
+    /// (or with `enable_clock_control` in its config).
     pub fn clock(&self) -> ClockControl<'_> {
         let clock = self
-            .manual
+            .shared
+            .manual_clock
             .as_deref()
             .expect("the server was not built with Server::builder().manual_clock()");
         ClockControl {
             clock,
             shared: &self.shared,
         }
+    }
+
+    /// The locks held now whose key matches the glob `pattern` (all with
+    /// `None`): hashes of owner field to hold count, and strings with a
+    /// deadline.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = rlockd::Server::builder().port(0).start().await?;
+    /// let mut con = redis::Client::open(server.url())?.get_multiplexed_async_connection().await?;
+    /// redis::cmd("HSET").arg("lock:a").arg("c1:7").arg(1).exec_async(&mut con).await?;
+    /// redis::cmd("PEXPIRE").arg("lock:a").arg(30_000).exec_async(&mut con).await?;
+    /// let locks = server.locks(Some("lock:*"));
+    /// assert_eq!(&locks[0].owners[0].owner[..], b"c1:7");
+    /// assert_eq!(locks[0].owners[0].holds, 1);
+    /// assert!(locks[0].ttl.unwrap() <= std::time::Duration::from_secs(30));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn locks(&self, pattern: Option<&str>) -> Vec<HeldLock> {
+        self.shared.held_locks(pattern.map(str::as_bytes))
+    }
+
+    /// Who is subscribed to what, for channels, patterns and shard channels
+    /// whose name matches the glob `pattern` (all with `None`).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = rlockd::Server::builder().port(0).start().await?;
+    /// let mut sub = redis::Client::open(server.url())?.get_async_pubsub().await?;
+    /// sub.subscribe("redisson_lock__channel:{lock:a}").await?;
+    /// let waiters = server.waiters(Some("redisson_lock__channel:*"));
+    /// assert_eq!(waiters.len(), 1);
+    /// assert_eq!(waiters[0].clients.len(), 1);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn waiters(&self, pattern: Option<&str>) -> Vec<Waiters> {
+        introspect::waiters(&self.shared.pubsub, pattern.map(str::as_bytes))
     }
 
     /// Stops accepting, lets each connection finish the replies it is

@@ -8,10 +8,10 @@ use dashmap::DashMap;
 use parking_lot::RwLock;
 
 use crate::client::ClientHandle;
-use crate::clock::Clock;
+use crate::clock::{Clock, ManualClock};
 use crate::command::REGISTRY;
 use crate::config::Config;
-use crate::keyspace::Keyspace;
+use crate::keyspace::{Keyspace, LockPlan};
 use crate::pubsub::PubSub;
 
 #[derive(Default)]
@@ -101,10 +101,14 @@ pub struct Shared {
     pub run_id: String,
     /// The port actually bound (differs from the config's for port 0).
     pub port: AtomicU64,
+    /// Set when time moves only when a test says so.
+    pub manual_clock: Option<Arc<ManualClock>>,
 }
 
 impl Shared {
-    pub fn new(config: Config, clock: Arc<dyn Clock>) -> Self {
+    /// A server on `clock`, or on `manual` (which then is its clock).
+    pub fn new(config: Config, clock: Arc<dyn Clock>, manual: Option<Arc<ManualClock>>) -> Self {
+        let clock = manual.clone().map_or(clock, |m| m as Arc<dyn Clock>);
         let started_ms = clock.now_ms();
         let pubsub = Arc::new(PubSub::new());
         pubsub.configure(&config);
@@ -119,7 +123,42 @@ impl Shared {
             started_ms,
             run_id: random_hex(40),
             port: AtomicU64::new(0),
+            manual_clock: manual,
         }
+    }
+
+    /// Every lock held now, read with every shard held.
+    pub fn held_locks(&self, pattern: Option<&[u8]>) -> Vec<super::HeldLock> {
+        let mut locked = loop {
+            // Only a script past the busy threshold refuses; it ends or is
+            // killed, so asking again is waiting for it.
+            match self.keyspace.lock(&LockPlan::All) {
+                Ok(locked) => break locked,
+                Err(_) => std::thread::sleep(Duration::from_millis(5)),
+            }
+        };
+        super::introspect::held_locks(&mut locked, self.keyspace.databases(), pattern)
+    }
+
+    /// Whether clients may move the clock (`RLOCKD.CLOCK`).
+    pub fn clock_control(&self) -> bool {
+        self.manual_clock.is_some() && self.config.read().enable_clock_control
+    }
+
+    /// Moves the manual clock by `by`, then reclaims every key whose
+    /// deadline it passed (raising their `expired` events) before
+    /// returning. Returns the new time in Unix milliseconds.
+    pub fn advance_clock(&self, clock: &ManualClock, by: std::time::Duration) -> u64 {
+        clock.advance(by);
+        self.keyspace.expire_due_now();
+        clock.now_ms()
+    }
+
+    /// Like [`Shared::advance_clock`], to an absolute time (earlier is allowed).
+    pub fn set_clock(&self, clock: &ManualClock, to: std::time::SystemTime) -> u64 {
+        clock.set(to);
+        self.keyspace.expire_due_now();
+        clock.now_ms()
     }
 
     pub fn now_ms(&self) -> u64 {
