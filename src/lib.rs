@@ -25,4 +25,4 @@ pub mod server;
 pub mod util;
 
 pub use config::Config;
-pub use server::{Server, ServerBuilder, ServerHandle};
+pub use server::{BlockingServer, Server, ServerBuilder, ServerHandle};

@@ -134,6 +134,83 @@ impl ServerBuilder {
     }
 }
 
+impl ServerBuilder {
+    /// Starts the server on a runtime of its own (two worker threads), for
+    /// tests that have no tokio runtime:
+    ///
+    /// ```
+    /// use redis::Commands;
+    /// let server = rlockd::Server::builder().port(0).start_blocking()?;
+    /// let mut con = redis::Client::open(server.url())?.get_connection()?;
+    /// let _: () = con.set_ex("lease", "owner", 30)?;
+    /// assert_eq!(con.ttl::<_, i64>("lease")?, 30);
+    /// server.shutdown(); // or let it drop
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn start_blocking(self) -> io::Result<BlockingServer> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("rlockd")
+            .enable_all()
+            .build()?;
+        let handle = off_runtime(|| runtime.block_on(self.start()))?;
+        Ok(BlockingServer {
+            handle: Some(handle),
+            runtime: Some(runtime),
+        })
+    }
+}
+
+/// A server on its own runtime (see [`ServerBuilder::start_blocking`]).
+/// Everything a [`ServerHandle`] offers is here too (`addr`, `url`,
+/// `clock`, `locks`, …); dropping it stops the server.
+pub struct BlockingServer {
+    // Both are taken only by `shutdown` and `drop`.
+    handle: Option<ServerHandle>,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl std::ops::Deref for BlockingServer {
+    type Target = ServerHandle;
+
+    fn deref(&self) -> &ServerHandle {
+        self.handle.as_ref().expect("a running server")
+    }
+}
+
+impl BlockingServer {
+    /// Stops the server gracefully (as [`ServerHandle::shutdown`]) and
+    /// waits for it.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        let (Some(handle), Some(runtime)) = (self.handle.take(), self.runtime.take()) else {
+            return;
+        };
+        off_runtime(|| runtime.block_on(handle.shutdown()));
+        runtime.shutdown_background();
+    }
+}
+
+/// Runs `f` on a thread of its own and waits for it: tokio refuses to block
+/// on a runtime from a thread that drives another one (a blocking server
+/// started or dropped inside an async test).
+fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|s| {
+        s.spawn(f)
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
+    })
+}
+
+impl Drop for BlockingServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, mut stop: watch::Receiver<bool>) {
     let mut connections = JoinSet::new();
     loop {
