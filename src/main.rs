@@ -32,6 +32,9 @@ struct Args {
     /// Log level: debug, verbose, notice, warning, nothing [default: notice].
     #[arg(long)]
     loglevel: Option<String>,
+    /// Serve Prometheus metrics over HTTP on this port (0 picks one).
+    #[arg(long)]
+    metrics_port: Option<u16>,
     /// Run on a manual clock that clients move with RLOCKD.CLOCK (tests only).
     #[arg(long)]
     enable_clock_control: bool,
@@ -122,6 +125,9 @@ fn load_config(args: Args) -> Result<rlockd::Config, Box<dyn std::error::Error>>
     if let Some(n) = args.maxclients {
         config.maxclients = n;
     }
+    if let Some(port) = args.metrics_port {
+        config.metrics_port = Some(port);
+    }
     if args.enable_clock_control {
         config.enable_clock_control = true;
     }
@@ -148,6 +154,9 @@ async fn serve(config: rlockd::Config) -> std::io::Result<()> {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    if let Some(addr) = server.metrics_addr() {
+        tracing::info!("metrics at http://{addr}/metrics");
+    }
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
         _ = server.wait() => {}

@@ -124,3 +124,24 @@ fn clock_control_by_flag_or_directive() {
     assert!(ask(port, b"RLOCKD.CLOCK SET 1000\r\n").starts_with(":1000"));
     assert!(ask(port, b"TIME\r\n").starts_with("*2\r\n$1\r\n1\r\n"));
 }
+
+#[test]
+fn metrics_port_flag_serves_prometheus_text() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (_server, redis_port) = start(&["--port", "0", "--metrics-port", &port.to_string()]);
+    assert_eq!(ask(redis_port, b"PING\r\n"), "+PONG\r\n");
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").unwrap();
+    let mut page = String::new();
+    s.read_to_string(&mut page).unwrap();
+    assert!(page.starts_with("HTTP/1.1 200 OK\r\n"), "{page}");
+    assert!(
+        page.contains("\nrlockd_commands_processed_total{cmd=\"ping\"} 1\n"),
+        "{page}"
+    );
+}

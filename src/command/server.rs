@@ -515,11 +515,22 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             line("used_memory_rss", &rss);
             line("used_memory_rss_human", &human_bytes(rss));
             line("used_memory_peak", &rss);
+            let lua = shared.scripts.lua_memory();
+            line("used_memory_lua", &lua);
+            line("used_memory_lua_human", &human_bytes(lua as u64));
+            let (scripts, script_bytes) = shared.scripts.cached();
+            line("number_of_cached_scripts", &scripts);
+            line("used_memory_scripts", &script_bytes);
             line("maxmemory", &config.maxmemory);
             line("maxmemory_human", &human_bytes(config.maxmemory));
             line("maxmemory_policy", &config.maxmemory_policy);
             line("mem_fragmentation_ratio", &"1.00");
+            line("mem_fragmentation_bytes", &0);
+            line("mem_not_counted_for_evict", &0);
+            line("mem_clients_normal", &0);
             line("mem_allocator", &"libc");
+            line("active_defrag_running", &0);
+            line("lazyfree_pending_objects", &0);
             "Memory"
         }
         "persistence" => {
@@ -529,10 +540,21 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             line("rdb_bgsave_in_progress", &0);
             line("rdb_last_save_time", &(shared.started_ms / 1000));
             line("rdb_last_bgsave_status", &"ok");
+            // A server that never forks to save reports what Redis does
+            // before its first save.
+            line("rdb_last_bgsave_time_sec", &-1);
+            line("rdb_current_bgsave_time_sec", &-1);
+            line("rdb_last_cow_size", &0);
             line("aof_enabled", &0);
             line("aof_rewrite_in_progress", &0);
             line("aof_rewrite_scheduled", &0);
+            line("aof_last_rewrite_time_sec", &-1);
+            line("aof_current_rewrite_time_sec", &-1);
+            line("aof_last_bgrewrite_status", &"ok");
             line("aof_last_write_status", &"ok");
+            line("aof_last_cow_size", &0);
+            line("module_fork_in_progress", &0);
+            line("module_fork_last_cow_size", &0);
             "Persistence"
         }
         "stats" => {
@@ -557,8 +579,23 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
                 "rejected_connections",
                 &stats.rejected_connections.load(Ordering::Relaxed),
             );
+            line("sync_full", &0);
+            line("sync_partial_ok", &0);
+            line("sync_partial_err", &0);
             line("expired_keys", &facts.totals.expired);
+            // Expiry never scans for stale keys (the wheel files each one).
+            line("expired_stale_perc", &"0.00");
+            line("expired_time_cap_reached_count", &0);
             line("evicted_keys", &0);
+            line("evicted_clients", &0);
+            line("latest_fork_usec", &0);
+            line("total_forks", &0);
+            line("migrate_cached_sockets", &0);
+            line("slave_expires_tracked_keys", &0);
+            line("active_defrag_hits", &0);
+            line("active_defrag_misses", &0);
+            line("active_defrag_key_hits", &0);
+            line("active_defrag_key_misses", &0);
             line("keyspace_hits", &facts.totals.hits);
             line("keyspace_misses", &facts.totals.misses);
             line(
@@ -592,6 +629,8 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             let (user, sys) = cpu_seconds();
             line("used_cpu_sys", &format!("{sys:.6}"));
             line("used_cpu_user", &format!("{user:.6}"));
+            line("used_cpu_sys_children", &"0.000000");
+            line("used_cpu_user_children", &"0.000000");
             "CPU"
         }
         "modules" => "Modules",

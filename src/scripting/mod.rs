@@ -59,6 +59,7 @@ struct ActiveRun {
     /// The keyspace's busy flags and the shards this run holds.
     flags: Arc<[AtomicBool]>,
     held: Vec<usize>,
+    counters: Arc<ScriptCounters>,
 }
 
 impl RunSlot {
@@ -75,6 +76,7 @@ impl RunSlot {
                 && state.started.elapsed().as_millis() as u64 >= run.threshold
             {
                 state.busy.store(true, Ordering::Release);
+                run.counters.busy.fetch_add(1, Ordering::Relaxed);
                 for &idx in &run.held {
                     run.flags[idx].store(true, Ordering::Release);
                 }
@@ -240,6 +242,17 @@ pub struct ScriptEngine {
     generation: AtomicU64,
     /// Every Lua state's run slot, for SCRIPT KILL.
     slots: Mutex<Vec<std::sync::Weak<RunSlot>>>,
+    pub counters: Arc<ScriptCounters>,
+}
+
+/// Script activity since startup, for the metrics endpoint.
+#[derive(Debug, Default)]
+pub struct ScriptCounters {
+    /// Scripts run (EVAL, EVALSHA and their _RO forms), each once however
+    /// often it had to start over.
+    pub runs: AtomicU64,
+    /// Runs that went past `busy-reply-threshold`.
+    pub busy: AtomicU64,
 }
 
 /// How one attempt at running a script ended.
@@ -319,6 +332,17 @@ impl ScriptEngine {
         Ok(())
     }
 
+    /// (scripts cached, bytes of their bodies), for INFO memory.
+    pub fn cached(&self) -> (usize, usize) {
+        let bytes = self.bodies.iter().map(|b| b.key().len() + b.len()).sum();
+        (self.bodies.len(), bytes)
+    }
+
+    /// Heap used by the idle Lua states, for INFO memory.
+    pub fn lua_memory(&self) -> usize {
+        self.pool.lock().iter().map(|vm| vm.lua.used_memory()).sum()
+    }
+
     fn take_vm(&self) -> CmdResult<Vm> {
         let generation = self.generation.load(Ordering::Acquire);
         let mut pool = self.pool.lock();
@@ -367,6 +391,7 @@ impl ScriptEngine {
                 busy_ms: config.busy_reply_threshold,
             }
         };
+        self.counters.runs.fetch_add(1, Ordering::Relaxed);
         let mut plan = LockPlan::for_keys(keys.iter().map(|k| &k[..]));
         let outcome = loop {
             ctx.locked.begin_journal();
@@ -437,6 +462,7 @@ impl ScriptEngine {
             threshold: limits.busy_ms,
             flags: ctx.shared.keyspace.busy_flags(),
             held: ctx.locked.held(),
+            counters: self.counters.clone(),
         });
 
         let client = Client::for_script(ctx.client);

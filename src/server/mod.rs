@@ -2,6 +2,7 @@
 //! one process, each with its own keyspace.
 
 pub mod introspect;
+mod metrics;
 mod state;
 
 use std::io;
@@ -65,6 +66,28 @@ impl ServerBuilder {
         self
     }
 
+    /// Serves Prometheus metrics over HTTP at `/metrics` on this port (0
+    /// picks a free one; [`ServerHandle::metrics_addr`] tells which), on the
+    /// first bind address:
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    /// let server = rlockd::Server::builder().port(0).metrics_port(0).start().await?;
+    /// let mut http = tokio::net::TcpStream::connect(server.metrics_addr().unwrap()).await?;
+    /// http.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await?;
+    /// let mut page = String::new();
+    /// http.read_to_string(&mut page).await?;
+    /// assert!(page.contains("\nrlockd_connected_clients 0\n"));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn metrics_port(mut self, port: u16) -> Self {
+        self.config.metrics_port = Some(port);
+        self
+    }
+
     pub fn databases(mut self, n: usize) -> Self {
         self.config.databases = n;
         self
@@ -117,6 +140,11 @@ impl ServerBuilder {
             None if self.config.enable_clock_control => Some(Arc::new(ManualClock::default())),
             manual => manual,
         };
+        let metrics = match self.config.metrics_port {
+            Some(port) => Some(TcpListener::bind((self.config.bind[0].as_str(), port)).await?),
+            None => None,
+        };
+        let metrics_addr = metrics.as_ref().map(|l| l.local_addr()).transpose()?;
         let shared = Arc::new(Shared::new(self.config, self.clock, manual));
         shared.port.store(port as u64, Ordering::Relaxed);
         let (stop_tx, stop_rx) = watch::channel(false);
@@ -124,10 +152,14 @@ impl ServerBuilder {
         for listener in listeners {
             tasks.spawn(accept_loop(shared.clone(), listener, stop_rx.clone()));
         }
+        if let Some(listener) = metrics {
+            tasks.spawn(metrics::serve(shared.clone(), listener, stop_rx.clone()));
+        }
         tasks.spawn(expiry_loop(shared.clone(), stop_rx));
         Ok(ServerHandle {
             shared,
             addrs,
+            metrics_addr,
             stop: stop_tx,
             tasks,
         })
@@ -274,6 +306,7 @@ async fn expiry_loop(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
 pub struct ServerHandle {
     shared: Arc<Shared>,
     addrs: Vec<SocketAddr>,
+    metrics_addr: Option<SocketAddr>,
     stop: watch::Sender<bool>,
     tasks: JoinSet<()>,
 }
@@ -307,6 +340,12 @@ impl ServerHandle {
 
     pub fn addrs(&self) -> &[SocketAddr] {
         &self.addrs
+    }
+
+    /// Where Prometheus metrics are served, if they are
+    /// ([`ServerBuilder::metrics_port`]).
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
     }
 
     pub fn url(&self) -> String {
