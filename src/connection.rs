@@ -13,7 +13,7 @@ use tokio::net::TcpStream;
 
 use crate::client::{Client, ClientHandle};
 use crate::command::pubsub::forget_subscriptions;
-use crate::command::{dispatch, forget_transaction};
+use crate::command::{dispatch, forget_transaction, replicates};
 use crate::error::CmdError;
 use crate::protocol::{Protocol, Reply, next_request};
 use crate::pubsub::{Mailbox, MailboxReceiver, write_frame};
@@ -109,6 +109,15 @@ async fn run(
         loop {
             match next_request(&mut input, client.authenticated) {
                 Ok(Some(args)) => {
+                    if shared.faults.holds_back(replicates(client, &args)) {
+                        // What the pipeline answered so far goes out first.
+                        flush(shared, &handle, stream, &mut output).await?;
+                        let writes = replicates(client, &args);
+                        tokio::select! {
+                            _ = shared.faults.wait_unpaused(writes) => {}
+                            _ = handle.killed() => return Ok(()),
+                        }
+                    }
                     let reply = dispatch(shared, client, &args);
                     // Messages that arrived meanwhile (a PUBLISH to one's
                     // own channel, earlier confirmations) go first, all
@@ -151,6 +160,13 @@ async fn flush(
 ) -> std::io::Result<()> {
     if output.buf.is_empty() {
         return Ok(());
+    }
+    let delay = shared.faults.reply_delay();
+    if !delay.is_zero() {
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => {}
+            _ = handle.killed() => return Err(std::io::ErrorKind::ConnectionAborted.into()),
+        }
     }
     tokio::select! {
         biased;

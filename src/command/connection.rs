@@ -6,7 +6,7 @@ use super::{Ctx, REGISTRY, multi};
 use crate::client::{Client, ClientHandle};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::{Protocol, Reply};
-use crate::server::Shared;
+use crate::server::{PauseMode, Shared};
 use crate::util::parse_i64;
 
 /// The Redis version rlockd answers as: clients gate features on it.
@@ -410,6 +410,39 @@ pub fn help_reply(command: &str, lines: &[&str]) -> Reply {
     Reply::Array(out)
 }
 
+/// CLIENT PAUSE timeout [WRITE|ALL]: checks in Redis 7.0's order (the mode,
+/// then the timeout), so a line with both wrong gets the same error.
+pub fn client_pause(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let mode = match ctx.args {
+        [_, _, _] => PauseMode::All,
+        [_, _, _, mode] if mode.eq_ignore_ascii_case(b"write") => PauseMode::Write,
+        [_, _, _, mode] if mode.eq_ignore_ascii_case(b"all") => PauseMode::All,
+        [_, _, _, _] => {
+            return Err(CmdError::other(
+                "ERR CLIENT PAUSE mode must be WRITE or ALL",
+            ));
+        }
+        _ => {
+            return Err(CmdError::other(format!(
+                "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
+                String::from_utf8_lossy(ctx.arg(1))
+            )));
+        }
+    };
+    let ms = parse_i64(ctx.arg(2))
+        .ok_or_else(|| CmdError::other("ERR timeout is not an integer or out of range"))?;
+    let ms = u64::try_from(ms).map_err(|_| CmdError::other("ERR timeout is negative"))?;
+    ctx.shared
+        .faults
+        .pause(std::time::Duration::from_millis(ms), mode);
+    Ok(Reply::OK)
+}
+
+pub fn client_unpause(ctx: &mut Ctx) -> CmdResult<Reply> {
+    ctx.shared.faults.unpause();
+    Ok(Reply::OK)
+}
+
 pub fn client_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(help_reply(
         "CLIENT",
@@ -430,6 +463,10 @@ pub fn client_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
             "    Close connections by address, ID, LADDR or SKIPME.",
             "NO-EVICT (ON|OFF)",
             "    Accepted for compatibility; rlockd evicts no clients.",
+            "PAUSE <timeout> [WRITE|ALL]",
+            "    Hold back every client's commands, or only writes, for <timeout> ms.",
+            "UNPAUSE",
+            "    End a pause now.",
         ],
     ))
 }

@@ -248,6 +248,25 @@ pub fn execute(
     result.unwrap_or_else(Reply::Error)
 }
 
+/// Whether a command line writes or may publish: what `CLIENT PAUSE
+/// WRITE` holds back (an EXEC counts if anything it would run does).
+pub fn replicates(client: &Client, args: &[Bytes]) -> bool {
+    let writes = |spec: &CommandSpec| spec.has(flag::WRITE) || spec.has(flag::MAY_REPLICATE);
+    let Some(id) = REGISTRY.lookup(&args[0]) else {
+        return false;
+    };
+    let spec = REGISTRY.specs[id];
+    if spec.name == "exec" {
+        client
+            .multi
+            .iter()
+            .flatten()
+            .any(|(id, _)| writes(REGISTRY.specs[*id]))
+    } else {
+        writes(spec)
+    }
+}
+
 /// Drops a disconnecting client's transaction and WATCHes.
 pub fn forget_transaction(shared: &Shared, client: &mut Client) {
     multi::discard_state(shared, client);

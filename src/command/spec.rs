@@ -23,6 +23,8 @@ pub mod flag {
     pub const SKIP_SLOWLOG: u32 = 1 << 9;
     pub const FAST: u32 = 1 << 10;
     pub const NO_AUTH: u32 = 1 << 11;
+    /// Not reported by Redis 7.0's COMMAND INFO, but held back by
+    /// `CLIENT PAUSE WRITE` like a write (EVAL, PUBLISH).
     pub const MAY_REPLICATE: u32 = 1 << 12;
     pub const NO_MANDATORY_KEYS: u32 = 1 << 13;
     pub const NO_MULTI: u32 = 1 << 14;
@@ -54,7 +56,6 @@ pub mod flag {
         (SKIP_SLOWLOG, "skip_slowlog"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
-        (MAY_REPLICATE, "may_replicate"),
         (NO_MANDATORY_KEYS, "no_mandatory_keys"),
         (NO_MULTI, "no_multi"),
         (MOVABLE_KEYS, "movablekeys"),

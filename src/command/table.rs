@@ -94,6 +94,15 @@ static CLIENT_SUBS: &[C] = &[
             "7.0.0",
             "Exempts this connection from client eviction (accepted; nothing is evicted).",
         ),
+    C::new("pause", -3, Connection, conn::client_pause)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
+        .acl(CONNECTION)
+        .syntax("timeout [WRITE | ALL]")
+        .doc("2.9.50", "Holds back every client's commands, or only writes, for some milliseconds."),
+    C::new("unpause", 2, Connection, conn::client_unpause)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
+        .acl(CONNECTION)
+        .doc("6.2.0", "Ends a CLIENT PAUSE at once."),
     C::new("help", 2, Connection, conn::client_help)
         .flags(LOADING | STALE)
         .acl(CONNECTION)
@@ -491,10 +500,10 @@ pub static COMMANDS: &[C] = &[
         .syntax("key element [RANK rank] [COUNT num-matches] [MAXLEN len]")
         .doc("6.0.6", "Returns the positions of elements equal to a value in a list."),
     // scripting
-    C::new("eval", -3, Scripting, scripting::eval).flags(EVAL_FLAGS).acl(SCRIPTING).keys(SCRIPT_KEYS_RW)
+    C::new("eval", -3, Scripting, scripting::eval).flags(EVAL_FLAGS | MAY_REPLICATE).acl(SCRIPTING).keys(SCRIPT_KEYS_RW)
         .syntax("script numkeys [key [key ...]] [arg [arg ...]]")
         .doc("2.6.0", "Runs a Lua script atomically on its keys."),
-    C::new("evalsha", -3, Scripting, scripting::evalsha).flags(EVAL_FLAGS).acl(SCRIPTING).keys(SCRIPT_KEYS_RW)
+    C::new("evalsha", -3, Scripting, scripting::evalsha).flags(EVAL_FLAGS | MAY_REPLICATE).acl(SCRIPTING).keys(SCRIPT_KEYS_RW)
         .syntax("sha1 numkeys [key [key ...]] [arg [arg ...]]")
         .doc("2.6.0", "Runs a cached Lua script by its SHA1."),
     C::new("eval_ro", -3, Scripting, scripting::eval_ro).flags(READONLY | EVAL_FLAGS).acl(SCRIPTING).keys(SCRIPT_KEYS_RO)
@@ -569,10 +578,10 @@ pub static COMMANDS: &[C] = &[
     C::new("sunsubscribe", -1, Pubsub, pubsub::sunsubscribe).flags(SUB).keys(SHARD_CHANNELS)
         .syntax("[shardchannel...]")
         .doc("7.0.0", "Stops listening to the given shard channels, or to all of them."),
-    C::new("publish", 3, Pubsub, pubsub::publish).flags(PUBSUB | LOADING | STALE | FAST)
+    C::new("publish", 3, Pubsub, pubsub::publish).flags(PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE)
         .syntax("channel message")
         .doc("2.0.0", "Posts a message to a channel; returns how many subscribers received it."),
-    C::new("spublish", 3, Pubsub, pubsub::spublish).flags(PUBSUB | LOADING | STALE | FAST).keys(SHARD_CHANNEL)
+    C::new("spublish", 3, Pubsub, pubsub::spublish).flags(PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE).keys(SHARD_CHANNEL)
         .syntax("shardchannel message")
         .doc("7.0.0", "Posts a message to a shard channel; returns how many subscribers received it."),
     C::container("pubsub", Pubsub, PUBSUB_SUBS).doc("2.8.0", "Inspects the state of pub/sub."),

@@ -1,6 +1,7 @@
 //! Starting, running and stopping one server instance; many may run in
 //! one process, each with its own keyspace.
 
+mod fault;
 pub mod introspect;
 mod metrics;
 mod state;
@@ -17,6 +18,7 @@ use tokio::task::JoinSet;
 
 use crate::clock::{Clock, ManualClock, SystemClock};
 use crate::config::Config;
+pub use fault::{Faults, PauseMode};
 pub use introspect::{HeldLock, LockKind, LockOwner, Waiters};
 pub use state::{CommandStat, Shared, Stats, random_hex};
 
@@ -296,7 +298,12 @@ async fn expiry_loop(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
-            _ = tick.tick() => { shared.keyspace.expire_due(); }
+            _ = tick.tick() => {
+                // Paused clients must find their keys as they left them.
+                if !shared.faults.paused() {
+                    shared.keyspace.expire_due();
+                }
+            }
             _ = stop.changed() => return,
         }
     }
@@ -412,6 +419,72 @@ impl ServerHandle {
     /// ```
     pub fn waiters(&self, pattern: Option<&str>) -> Vec<Waiters> {
         introspect::waiters(&self.shared.pubsub, pattern.map(str::as_bytes))
+    }
+
+    /// Holds back commands as `CLIENT PAUSE <ms> WRITE|ALL` does: clients'
+    /// commands wait (unanswered) until the pause ends or [`Self::unpause`].
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::{Duration, Instant};
+    /// use rlockd::server::PauseMode;
+    /// let server = rlockd::Server::builder().port(0).start().await?;
+    /// let mut con = redis::Client::open(server.url())?.get_multiplexed_async_connection().await?;
+    /// server.pause(Duration::from_millis(100), PauseMode::Write);
+    /// let asked = Instant::now();
+    /// redis::cmd("SET").arg("k").arg("v").exec_async(&mut con).await?; // waits for the pause
+    /// assert!(asked.elapsed() >= Duration::from_millis(90));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn pause(&self, duration: Duration, mode: PauseMode) {
+        self.shared.faults.pause(duration, mode);
+    }
+
+    /// Ends a pause at once (`CLIENT UNPAUSE`).
+    pub fn unpause(&self) {
+        self.shared.faults.unpause();
+    }
+
+    /// Closes every client connection, as a network failure or a server
+    /// restart would; the server goes on accepting new ones. Returns how
+    /// many were open.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = rlockd::Server::builder().port(0).start().await?;
+    /// let mut con = redis::Client::open(server.url())?.get_multiplexed_async_connection().await?;
+    /// redis::cmd("PING").exec_async(&mut con).await?;
+    /// assert_eq!(server.drop_connections(), 1);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn drop_connections(&self) -> usize {
+        let clients: Vec<_> = self.shared.clients.iter().map(|c| c.clone()).collect();
+        clients.iter().for_each(|c| c.kill());
+        clients.len()
+    }
+
+    /// Holds every reply this long before writing it (a slow network or an
+    /// overloaded server); `Duration::ZERO` stops it.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::{Duration, Instant};
+    /// let server = rlockd::Server::builder().port(0).start().await?;
+    /// let mut con = redis::Client::open(server.url())?.get_multiplexed_async_connection().await?;
+    /// server.delay_replies(Duration::from_millis(50));
+    /// let asked = Instant::now();
+    /// redis::cmd("PING").exec_async(&mut con).await?;
+    /// assert!(asked.elapsed() >= Duration::from_millis(50));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn delay_replies(&self, delay: Duration) {
+        self.shared.faults.set_reply_delay(delay);
     }
 
     /// Stops accepting, lets each connection finish the replies it is

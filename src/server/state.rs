@@ -103,6 +103,8 @@ pub struct Shared {
     pub port: AtomicU64,
     /// Set when time moves only when a test says so.
     pub manual_clock: Option<Arc<ManualClock>>,
+    /// CLIENT PAUSE and the test API's injected faults.
+    pub faults: super::Faults,
 }
 
 impl Shared {
@@ -124,6 +126,7 @@ impl Shared {
             run_id: random_hex(40),
             port: AtomicU64::new(0),
             manual_clock: manual,
+            faults: Default::default(),
         }
     }
 

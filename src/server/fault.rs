@@ -1,0 +1,101 @@
+//! Faults a test injects: CLIENT PAUSE (also from the Rust API) and a
+//! delay before every reply.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+/// What a pause holds back, least to most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PauseMode {
+    /// Commands that write or may publish (writes, EVAL, PUBLISH…).
+    Write,
+    /// Every command.
+    All,
+}
+
+/// A pause longer than this is treated as this long (a practical forever;
+/// `Instant` cannot hold Redis's largest timeouts).
+const LONGEST_PAUSE: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+#[derive(Default)]
+pub struct Faults {
+    /// Set while `pause` may be in force, so the command path reads one
+    /// atomic and never the lock when nothing is paused.
+    pausing: AtomicBool,
+    pause: Mutex<Option<(Instant, PauseMode)>>,
+    unpaused: Notify,
+    reply_delay_us: AtomicU64,
+}
+
+impl Faults {
+    /// CLIENT PAUSE: a pause already in force keeps its later end and its
+    /// stricter mode, as Redis merges them.
+    pub fn pause(&self, duration: Duration, mode: PauseMode) {
+        let now = Instant::now();
+        let until = now + duration.min(LONGEST_PAUSE);
+        let mut pause = self.pause.lock();
+        *pause = Some(match *pause {
+            Some((end, current)) if end > now => (end.max(until), current.max(mode)),
+            _ => (until, mode),
+        });
+        self.pausing.store(true, Ordering::Release);
+    }
+
+    /// CLIENT UNPAUSE: everything held back runs now.
+    pub fn unpause(&self) {
+        *self.pause.lock() = None;
+        self.pausing.store(false, Ordering::Release);
+        self.unpaused.notify_waiters();
+    }
+
+    /// Whether any pause is in force (the expiry driver stops meanwhile,
+    /// as Redis's does).
+    pub fn paused(&self) -> bool {
+        self.paused_until(true).is_some()
+    }
+
+    /// When a command may run, if a pause holds it back now.
+    fn paused_until(&self, writes: bool) -> Option<Instant> {
+        if !self.pausing.load(Ordering::Acquire) {
+            return None;
+        }
+        match *self.pause.lock() {
+            Some((until, mode)) if until > Instant::now() && (writes || mode == PauseMode::All) => {
+                Some(until)
+            }
+            _ => None,
+        }
+    }
+
+    pub fn holds_back(&self, writes: bool) -> bool {
+        self.paused_until(writes).is_some()
+    }
+
+    /// Returns once no pause holds back a command of this kind.
+    pub async fn wait_unpaused(&self, writes: bool) {
+        loop {
+            // Registered before looking, so an UNPAUSE in between wakes it.
+            let unpaused = self.unpaused.notified();
+            let Some(until) = self.paused_until(writes) else {
+                return;
+            };
+            tokio::select! {
+                _ = tokio::time::sleep_until(until.into()) => {}
+                _ = unpaused => {}
+            }
+        }
+    }
+
+    /// Every reply waits this long before it is written (zero: none).
+    pub fn set_reply_delay(&self, delay: Duration) {
+        self.reply_delay_us
+            .store(delay.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    pub fn reply_delay(&self) -> Duration {
+        Duration::from_micros(self.reply_delay_us.load(Ordering::Relaxed))
+    }
+}
