@@ -25,9 +25,12 @@ pub use state::{CommandStat, Shared, Stats, random_hex};
 /// How often the expiry driver reclaims keys whose deadline has passed.
 const EXPIRY_TICK: Duration = Duration::from_millis(10);
 
+/// The entry point: `Server::builder()…start()`.
 pub struct Server;
 
 impl Server {
+    /// A builder with the defaults of `redis-server` (port 6379 on
+    /// 127.0.0.1, 16 databases, the system clock).
     pub fn builder() -> ServerBuilder {
         ServerBuilder {
             config: Config::default(),
@@ -37,6 +40,40 @@ impl Server {
     }
 }
 
+/// Settings for one server, then `start` (async) or `start_blocking`:
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let server = rlockd::Server::builder()
+///     .port(0)                 // a free port
+///     .bind("127.0.0.1")
+///     .requirepass("s3cret")
+///     .databases(4)
+///     .start()
+///     .await?;
+/// let client = redis::Client::open(format!("redis://:s3cret@{}", server.addr()))?;
+/// let mut con = client.get_multiplexed_async_connection().await?;
+/// let n: i64 = redis::cmd("DBSIZE").query_async(&mut con).await?;
+/// assert_eq!(n, 0);
+/// # Ok(())
+/// # }
+/// ```
+///
+/// Any other setting goes through a whole [`Config`]:
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> std::io::Result<()> {
+/// let config = rlockd::Config {
+///     notify_keyspace_events: "Ex".into(),
+///     busy_reply_threshold: 100,
+///     ..rlockd::Config::default()
+/// };
+/// let server = rlockd::Server::builder().config(config).port(0).start().await?;
+/// # Ok(())
+/// # }
+/// ```
 pub struct ServerBuilder {
     config: Config,
     clock: Arc<dyn Clock>,
@@ -310,6 +347,21 @@ async fn expiry_loop(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
 }
 
 /// A running server. Dropping it stops the server too.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let server = rlockd::Server::builder().port(0).start().await?;
+/// assert_eq!(server.url(), format!("redis://{}", server.addr()));
+/// let mut con = redis::Client::open(server.url())?.get_multiplexed_async_connection().await?;
+/// let pong: String = redis::cmd("PING").query_async(&mut con).await?;
+/// assert_eq!(pong, "PONG");
+/// let addr = server.addr();
+/// server.shutdown().await; // graceful: in-flight replies are finished
+/// assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+/// # Ok(())
+/// # }
+/// ```
 pub struct ServerHandle {
     shared: Arc<Shared>,
     addrs: Vec<SocketAddr>,
@@ -319,7 +371,24 @@ pub struct ServerHandle {
 }
 
 /// Moves a manual clock. Every move also reclaims the keys whose deadline
-/// it passed, raising their `expired` events, before it returns.
+/// it passed, raising their `expired` events, before it returns:
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::{Duration, UNIX_EPOCH};
+/// let server = rlockd::Server::builder().port(0).manual_clock().start().await?;
+/// let mut con = redis::Client::open(server.url())?.get_multiplexed_async_connection().await?;
+/// redis::cmd("SET").arg("lease").arg("me").arg("PX").arg(30_000).exec_async(&mut con).await?;
+/// server.clock().advance(Duration::from_secs(10));
+/// let left: i64 = redis::cmd("PTTL").arg("lease").query_async(&mut con).await?;
+/// assert_eq!(left, 20_000);
+/// server.clock().set(UNIX_EPOCH + Duration::from_secs(4_102_444_800)); // year 2100
+/// let gone: Option<String> = redis::cmd("GET").arg("lease").query_async(&mut con).await?;
+/// assert_eq!(gone, None);
+/// # Ok(())
+/// # }
+/// ```
 pub struct ClockControl<'a> {
     clock: &'a ManualClock,
     shared: &'a Shared,
