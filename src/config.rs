@@ -500,35 +500,43 @@ impl Config {
             if values.is_empty() {
                 return Err(fail("a value is missing".into()));
             }
-            let value = values.join(" ");
-            match directive.to_ascii_lowercase().as_str() {
-                "bind" => self.bind = values.to_vec(),
-                "port" => {
-                    self.port = value
+            self.apply_directive(directive, values).map_err(fail)?;
+        }
+        Ok(())
+    }
+
+    /// Applies one directive (a config file line, or the command-line flag
+    /// of the same name) with its values.
+    pub fn apply_directive(&mut self, directive: &str, values: &[String]) -> Result<(), String> {
+        let value = values.join(" ");
+        match directive.to_ascii_lowercase().as_str() {
+            "bind" => self.bind = values.to_vec(),
+            "port" => {
+                self.port = value
+                    .parse()
+                    .map_err(|_| "the port must be a number from 0 to 65535")?
+            }
+            "databases" => {
+                self.databases = value
+                    .parse()
+                    .ok()
+                    .filter(|n| *n >= 1)
+                    .ok_or("the number of databases must be at least 1")?
+            }
+            "enable-clock-control" => self.enable_clock_control = parse_yes_no(&value)?,
+            "metrics-port" => {
+                self.metrics_port = Some(
+                    value
                         .parse()
-                        .map_err(|_| fail("the port must be a number from 0 to 65535".into()))?
-                }
-                "databases" => {
-                    self.databases =
-                        value.parse().ok().filter(|n| *n >= 1).ok_or_else(|| {
-                            fail("the number of databases must be at least 1".into())
-                        })?
-                }
-                "enable-clock-control" => {
-                    self.enable_clock_control = parse_yes_no(&value).map_err(fail)?
-                }
-                "metrics-port" => {
-                    self.metrics_port = Some(value.parse().map_err(|_| {
-                        fail("the metrics port must be a number from 0 to 65535".into())
-                    })?)
-                }
-                name => {
-                    let param = find_param(name).ok_or_else(|| fail("unknown directive".into()))?;
-                    // Settings rlockd only reports (daemonize, dir…) are
-                    // accepted so that existing files load.
-                    if let Some(set) = param.set {
-                        set(self, &value).map_err(fail)?;
-                    }
+                        .map_err(|_| "the metrics port must be a number from 0 to 65535")?,
+                )
+            }
+            name => {
+                let param = find_param(name).ok_or("unknown directive")?;
+                // Settings rlockd only reports (daemonize, dir…) are
+                // accepted so that existing files load.
+                if let Some(set) = param.set {
+                    set(self, &value)?;
                 }
             }
         }

@@ -9,6 +9,9 @@ use tracing_subscriber::EnvFilter;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// rlockd: a Redis-compatible server for distributed locks.
+///
+/// Each flag is the config directive of the same name, applied after the
+/// config file.
 #[derive(Parser, Debug)]
 #[command(version, about)]
 struct Args {
@@ -16,7 +19,7 @@ struct Args {
     config_file: Option<PathBuf>,
     /// TCP port to listen on (0 picks a free port) [default: 6379].
     #[arg(long)]
-    port: Option<u16>,
+    port: Option<String>,
     /// Addresses to listen on [default: 127.0.0.1].
     #[arg(long, num_args = 1..)]
     bind: Option<Vec<String>>,
@@ -25,16 +28,20 @@ struct Args {
     requirepass: Option<String>,
     /// Number of databases [default: 16].
     #[arg(long)]
-    databases: Option<usize>,
+    databases: Option<String>,
     /// Most clients connected at once [default: 10000].
     #[arg(long)]
-    maxclients: Option<usize>,
+    maxclients: Option<String>,
     /// Log level: debug, verbose, notice, warning, nothing [default: notice].
     #[arg(long)]
     loglevel: Option<String>,
+    /// yes: without a password, refuse clients not on the loopback
+    /// interface (Redis's DENIED error) [default: yes].
+    #[arg(long, value_name = "yes|no")]
+    protected_mode: Option<String>,
     /// Serve Prometheus metrics over HTTP on this port (0 picks one).
     #[arg(long)]
-    metrics_port: Option<u16>,
+    metrics_port: Option<String>,
     /// Run on a manual clock that clients move with RLOCKD.CLOCK (tests only).
     #[arg(long)]
     enable_clock_control: bool,
@@ -44,21 +51,38 @@ struct Args {
     health_check: bool,
 }
 
+impl Args {
+    /// The flags given, as (directive, values).
+    fn directives(&self) -> Vec<(&'static str, Vec<String>)> {
+        let one = |name, v: &Option<String>| v.clone().map(|v| (name, vec![v]));
+        [
+            one("port", &self.port),
+            self.bind.clone().map(|b| ("bind", b)),
+            one("requirepass", &self.requirepass),
+            one("databases", &self.databases),
+            one("maxclients", &self.maxclients),
+            one("loglevel", &self.loglevel),
+            one("protected-mode", &self.protected_mode),
+            one("metrics-port", &self.metrics_port),
+            self.enable_clock_control
+                .then(|| ("enable-clock-control", vec!["yes".to_string()])),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+}
+
 /// One PING over a fresh connection; the process exit code is the verdict.
-fn health_check(args: &Args) -> std::process::ExitCode {
+fn health_check(config: &rlockd::Config) -> std::process::ExitCode {
     use std::io::{Read, Write};
     use std::time::Duration;
-    let host = match args
-        .bind
-        .as_ref()
-        .and_then(|b| b.first())
-        .map(String::as_str)
-    {
+    let host = match config.bind.first().map(String::as_str) {
         None | Some("0.0.0.0") | Some("::") | Some("*") => "127.0.0.1",
         Some(h) => h,
     };
     let answered = (|| -> std::io::Result<bool> {
-        let mut s = std::net::TcpStream::connect((host, args.port.unwrap_or(6379)))?;
+        let mut s = std::net::TcpStream::connect((host, config.port))?;
         s.set_read_timeout(Some(Duration::from_secs(2)))?;
         s.write_all(b"PING\r\n")?;
         let mut buf = [0u8; 64];
@@ -71,10 +95,13 @@ fn health_check(args: &Args) -> std::process::ExitCode {
     }
 }
 
+/// Redis's four levels onto tracing's, most verbose first: `debug` shows
+/// everything, `verbose` rarely useful detail, `notice` what production
+/// wants, `warning` only what needs attention.
 fn tracing_level(loglevel: &str) -> &'static str {
     match loglevel {
-        "debug" => "debug",
-        "verbose" => "info",
+        "debug" => "trace",
+        "verbose" => "debug",
         "warning" => "warn",
         "nothing" => "off",
         _ => "info",
@@ -83,9 +110,7 @@ fn tracing_level(loglevel: &str) -> &'static str {
 
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    if args.health_check {
-        return health_check(&args);
-    }
+    let health = args.health_check;
     let config = match load_config(args) {
         Ok(config) => config,
         Err(e) => {
@@ -93,6 +118,9 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
+    if health {
+        return health_check(&config);
+    }
     match serve(config) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
@@ -110,29 +138,10 @@ fn load_config(args: Args) -> Result<rlockd::Config, Box<dyn std::error::Error>>
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         config.apply_file(&text)?;
     }
-    if let Some(port) = args.port {
-        config.port = port;
-    }
-    if let Some(bind) = args.bind {
-        config.bind = bind;
-    }
-    if let Some(pass) = args.requirepass {
-        config.requirepass = Some(pass);
-    }
-    if let Some(n) = args.databases {
-        config.databases = n.max(1);
-    }
-    if let Some(n) = args.maxclients {
-        config.maxclients = n;
-    }
-    if let Some(port) = args.metrics_port {
-        config.metrics_port = Some(port);
-    }
-    if args.enable_clock_control {
-        config.enable_clock_control = true;
-    }
-    if let Some(level) = args.loglevel {
-        config.loglevel = level;
+    for (name, values) in args.directives() {
+        config
+            .apply_directive(name, &values)
+            .map_err(|e| format!("--{name} {}: {e}", values.join(" ")))?;
     }
     Ok(config)
 }
@@ -170,4 +179,38 @@ async fn serve(config: rlockd::Config) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redis_levels_map_onto_tracing_in_order() {
+        let levels: Vec<&str> = ["debug", "verbose", "notice", "warning", "nothing"]
+            .into_iter()
+            .map(tracing_level)
+            .collect();
+        assert_eq!(levels, ["trace", "debug", "info", "warn", "off"]);
+    }
+
+    #[test]
+    fn flags_are_directives() {
+        let args = Args::parse_from([
+            "rlockd",
+            "--protected-mode",
+            "no",
+            "--port",
+            "7001",
+            "--enable-clock-control",
+        ]);
+        let config = load_config(args).unwrap();
+        assert!(!config.protected_mode && config.enable_clock_control);
+        assert_eq!(config.port, 7001);
+        let bad = load_config(Args::parse_from(["rlockd", "--databases", "0"])).unwrap_err();
+        assert_eq!(
+            bad.to_string(),
+            "--databases 0: the number of databases must be at least 1"
+        );
+    }
 }

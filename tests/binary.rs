@@ -145,3 +145,104 @@ fn metrics_port_flag_serves_prometheus_text() {
         "{page}"
     );
 }
+
+#[test]
+fn version_help_and_bad_flags() {
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_rlockd"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let version = run(&["--version"]);
+    assert!(version.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&version.stdout).trim(),
+        format!("rlockd {}", env!("CARGO_PKG_VERSION"))
+    );
+    let help = run(&["--help"]);
+    assert!(help.status.success());
+    let help = String::from_utf8_lossy(&help.stdout);
+    for flag in [
+        "--port",
+        "--bind",
+        "--requirepass",
+        "--databases",
+        "--maxclients",
+        "--loglevel",
+        "--protected-mode",
+        "--metrics-port",
+        "--enable-clock-control",
+        "--health-check",
+        "--version",
+    ] {
+        assert!(help.contains(flag), "--help lacks {flag}");
+    }
+    for (args, message) in [
+        (
+            &["--protected-mode", "maybe"][..],
+            "rlockd: --protected-mode maybe: argument must be 'yes' or 'no'",
+        ),
+        (
+            &["--loglevel", "loud"],
+            "rlockd: --loglevel loud: argument(s) must be one of the following: debug, verbose, notice, warning, nothing",
+        ),
+        (
+            &["--port", "70000"],
+            "rlockd: --port 70000: the port must be a number from 0 to 65535",
+        ),
+    ] {
+        let out = run(args);
+        assert!(!out.status.success(), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr).trim(), message);
+    }
+}
+
+#[test]
+fn protected_mode_and_loglevel_flags_reach_config() {
+    let (_server, port) = start(&[
+        "--port",
+        "0",
+        "--protected-mode",
+        "no",
+        "--loglevel",
+        "verbose",
+    ]);
+    assert_eq!(
+        ask(port, b"CONFIG GET protected-mode\r\n"),
+        "*2\r\n$14\r\nprotected-mode\r\n$2\r\nno\r\n"
+    );
+    assert_eq!(
+        ask(port, b"CONFIG GET loglevel\r\n"),
+        "*2\r\n$8\r\nloglevel\r\n$7\r\nverbose\r\n"
+    );
+}
+
+#[test]
+fn loglevel_warning_leaves_out_notices() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(env!("CARGO_BIN_EXE_rlockd"))
+        .args(["--port", &port.to_string(), "--loglevel", "warning"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < deadline, "never listened");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(ask(port, b"PING\r\n"), "+PONG\r\n");
+    let pid = child.id().to_string();
+    Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "",
+        "no notice-level lines"
+    );
+}

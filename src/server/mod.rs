@@ -301,6 +301,10 @@ async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, mut stop: watch
             .stats
             .connections_received
             .fetch_add(1, Ordering::Relaxed);
+        if denied_by_protected_mode(&shared.config.read(), addr.ip()) {
+            tokio::spawn(refuse(stream, PROTECTED_MODE_DENIED));
+            continue;
+        }
         if shared.clients.len() >= shared.config.read().maxclients {
             shared
                 .stats
@@ -323,6 +327,22 @@ async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, mut stop: watch
         client.kill();
     }
     while connections.join_next().await.is_some() {}
+}
+
+/// Redis 7.0's words, byte for byte (its typo included): clients match on them.
+const PROTECTED_MODE_DENIED: &str = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
+
+/// Protected mode (on by default) with no password admits only clients
+/// from 127.0.0.1 or ::1 — exactly those addresses, as Redis compares them.
+fn denied_by_protected_mode(config: &Config, peer: std::net::IpAddr) -> bool {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+    let local = match peer {
+        IpAddr::V4(ip) => ip == Ipv4Addr::LOCALHOST,
+        IpAddr::V6(ip) => {
+            ip == Ipv6Addr::LOCALHOST || ip.to_ipv4_mapped() == Some(Ipv4Addr::LOCALHOST)
+        }
+    };
+    config.protected_mode && config.requirepass.is_none() && !local
 }
 
 async fn refuse(mut stream: tokio::net::TcpStream, message: &'static str) {

@@ -1,0 +1,69 @@
+//! Protected mode, differentially: a client connecting from 127.0.0.2 (a
+//! loopback address, yet not 127.0.0.1) to a server listening on 127.0.0.1
+//! is what Redis treats as an outside client.
+
+mod common;
+mod refserver;
+
+use std::io::{Read, Write as _};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use refserver::RedisServer;
+use tokio::io::AsyncWriteExt;
+
+/// Sends `request` from source address 127.0.0.2 and reads until the
+/// server closes or goes quiet.
+async fn ask_from_outside(server: SocketAddr, request: &[u8]) -> String {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(([127, 0, 0, 2], 0).into()).unwrap();
+    let mut s = socket.connect(server).await.unwrap();
+    s.write_all(request).await.unwrap();
+    String::from_utf8_lossy(&common::read_quiet(&mut s).await).into_owned()
+}
+
+fn ask(server: SocketAddr, request: &[u8]) -> String {
+    let mut s = TcpStream::connect(server).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(request).unwrap();
+    let mut buf = [0u8; 256];
+    let n = s.read(&mut buf).unwrap();
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+#[tokio::test]
+async fn outside_clients_are_denied_as_redis_denies_them() {
+    let Some(bin) = refserver::redis_server_path("protected_mode") else {
+        return;
+    };
+    let redis = RedisServer::start(&bin);
+    let theirs: SocketAddr = ([127, 0, 0, 1], redis.port()).into();
+    let server = rlockd::Server::builder().port(0).start_blocking().unwrap();
+    let ours = server.addr();
+
+    let denied = ask_from_outside(theirs, b"PING\r\n").await;
+    assert!(
+        denied.starts_with("-DENIED Redis is running in protected mode"),
+        "{denied}"
+    );
+    assert_eq!(ask_from_outside(ours, b"PING\r\n").await, denied);
+
+    for addr in [theirs, ours] {
+        assert_eq!(
+            ask(addr, b"CONFIG GET protected-mode\r\n"),
+            "*2\r\n$14\r\nprotected-mode\r\n$3\r\nyes\r\n"
+        );
+        assert_eq!(ask(addr, b"CONFIG SET protected-mode no\r\n"), "+OK\r\n");
+    }
+    assert_eq!(ask_from_outside(ours, b"PING\r\n").await, "+PONG\r\n");
+    assert_eq!(ask_from_outside(theirs, b"PING\r\n").await, "+PONG\r\n");
+
+    // A password lifts protected mode: the client is asked to authenticate.
+    for addr in [theirs, ours] {
+        assert_eq!(ask(addr, b"CONFIG SET protected-mode yes\r\n"), "+OK\r\n");
+        assert_eq!(ask(addr, b"CONFIG SET requirepass pw\r\n"), "+OK\r\n");
+    }
+    let noauth = ask_from_outside(theirs, b"PING\r\n").await;
+    assert_eq!(ask_from_outside(ours, b"PING\r\n").await, noauth);
+    assert!(noauth.starts_with("-NOAUTH"), "{noauth}");
+}
