@@ -126,6 +126,25 @@ async fn without_clock_control_the_command_does_not_exist() {
         err(&mut c, &["rlockd.clock"]).await,
         "ERR unknown command 'rlockd.clock', with args beginning with:"
     );
+    let listed: Vec<String> = cmd(
+        &mut c,
+        &["COMMAND", "LIST", "FILTERBY", "PATTERN", "rlockd.*"],
+    )
+    .await
+    .unwrap();
+    assert!(
+        !listed.iter().any(|n| n.starts_with("rlockd.clock")),
+        "{listed:?}"
+    );
+    let count: i64 = cmd(&mut c, &["COMMAND", "COUNT"]).await.unwrap();
+    let controlled = start_controlled().await;
+    let mut cc = connect(&controlled).await;
+    let more: i64 = cmd(&mut cc, &["COMMAND", "COUNT"]).await.unwrap();
+    assert_eq!(
+        more,
+        count + 1,
+        "RLOCKD.CLOCK is listed only where it exists"
+    );
     let from_script = err(
         &mut c,
         &["EVAL", "return redis.call('rlockd.clock', 'get')", "0"],

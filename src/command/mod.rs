@@ -106,7 +106,7 @@ impl Registry {
 
 /// Whether this server has the command at all (some of rlockd's own exist
 /// only when enabled).
-fn offered(shared: &Shared, spec: &CommandSpec) -> bool {
+pub(crate) fn offered(shared: &Shared, spec: &CommandSpec) -> bool {
     !spec.has(flag::CLOCK_CONTROL) || shared.clock_control()
 }
 

@@ -223,25 +223,31 @@ fn command_entry(spec: &CommandSpec, full_name: &str) -> Reply {
     ])
 }
 
-fn top_level() -> impl Iterator<Item = &'static CommandSpec> {
-    super::table::COMMANDS.iter()
+/// The commands this server offers (a disabled RLOCKD.CLOCK is unknown).
+fn top_level(shared: &Shared) -> impl Iterator<Item = &'static CommandSpec> {
+    super::table::COMMANDS
+        .iter()
+        .filter(|s| super::offered(shared, s))
 }
 
-/// A command by name, `parent|sub` included.
-fn find_command(name: &[u8]) -> Option<(&'static CommandSpec, String)> {
+/// A command this server offers by name, `parent|sub` included.
+fn find_command(shared: &Shared, name: &[u8]) -> Option<(&'static CommandSpec, String)> {
     let lower = String::from_utf8_lossy(name).to_ascii_lowercase();
     let id = REGISTRY.lookup_full(&lower)?;
-    Some((REGISTRY.specs[id], lower))
+    let spec = REGISTRY.specs[id];
+    super::offered(shared, spec).then_some((spec, lower))
 }
 
-pub fn command_all(_ctx: &mut Ctx) -> CmdResult<Reply> {
+pub fn command_all(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::Array(
-        top_level().map(|s| command_entry(s, s.name)).collect(),
+        top_level(ctx.shared)
+            .map(|s| command_entry(s, s.name))
+            .collect(),
     ))
 }
 
-pub fn command_count(_ctx: &mut Ctx) -> CmdResult<Reply> {
-    Ok(Reply::Int(top_level().count() as i64))
+pub fn command_count(ctx: &mut Ctx) -> CmdResult<Reply> {
+    Ok(Reply::Int(top_level(ctx.shared).count() as i64))
 }
 
 pub fn command_info(ctx: &mut Ctx) -> CmdResult<Reply> {
@@ -251,7 +257,7 @@ pub fn command_info(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::Array(
         ctx.args[2..]
             .iter()
-            .map(|name| match find_command(name) {
+            .map(|name| match find_command(ctx.shared, name) {
                 Some((spec, full)) => command_entry(spec, &full),
                 None => Reply::Nil,
             })
@@ -261,13 +267,13 @@ pub fn command_info(ctx: &mut Ctx) -> CmdResult<Reply> {
 
 pub fn command_docs(ctx: &mut Ctx) -> CmdResult<Reply> {
     let entries: Vec<(Reply, Reply)> = if ctx.args.len() == 2 {
-        top_level()
+        top_level(ctx.shared)
             .map(|s| (Reply::bulk_str(s.name), docs::command_doc(s)))
             .collect()
     } else {
         ctx.args[2..]
             .iter()
-            .filter_map(|name| find_command(name))
+            .filter_map(|name| find_command(ctx.shared, name))
             .map(|(spec, full)| (Reply::bulk_str(&full), docs::command_doc(spec)))
             .collect()
     };
@@ -304,6 +310,9 @@ pub fn command_list(ctx: &mut Ctx) -> CmdResult<Reply> {
     let mut names = Vec::new();
     for (id, spec) in REGISTRY.specs.iter().enumerate() {
         let full = &REGISTRY.full_names[id];
+        if !super::offered(ctx.shared, spec) {
+            continue;
+        }
         let keep = match &filter {
             None => true,
             Some((kind, value)) => match &kind[..] {

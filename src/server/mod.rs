@@ -232,6 +232,9 @@ impl ServerBuilder {
     }
 }
 
+/// How long dropping a [`BlockingServer`] waits for a graceful shutdown.
+const BLOCKING_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
 /// A server on its own runtime (see [`ServerBuilder::start_blocking`]).
 /// Everything a [`ServerHandle`] offers is here too (`addr`, `url`,
 /// `clock`, `locks`, …); dropping it stops the server.
@@ -260,7 +263,15 @@ impl BlockingServer {
         let (Some(handle), Some(runtime)) = (self.handle.take(), self.runtime.take()) else {
             return;
         };
-        off_runtime(|| runtime.block_on(handle.shutdown()));
+        // A script spinning past the busy threshold holds its connection:
+        // past the grace period the runtime is abandoned instead.
+        off_runtime(|| {
+            // The timer is made inside the runtime, which it needs.
+            runtime.block_on(async {
+                tokio::time::timeout(BLOCKING_SHUTDOWN_GRACE, handle.shutdown()).await
+            })
+        })
+        .ok();
         runtime.shutdown_background();
     }
 }

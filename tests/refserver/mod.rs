@@ -167,11 +167,10 @@ pub fn ping(addr: SocketAddr) -> bool {
     s.read_exact(&mut buf).is_ok() && (&buf == b"+PONG\r\n" || &buf == b"-NOAUTH")
 }
 
-/// rlockd running in this process on its own tokio runtime, on a free
-/// loopback port. Shut down when dropped.
+/// rlockd running in this process on its own runtime, on a free loopback
+/// port. Shut down when dropped.
 pub struct Rlockd {
-    rt: tokio::runtime::Runtime,
-    handle: Option<rlockd::ServerHandle>,
+    _server: rlockd::BlockingServer,
     pub addr: SocketAddr,
 }
 
@@ -182,36 +181,19 @@ impl Rlockd {
 
     /// Like `start`, with `requirepass` set when `password` is given.
     pub fn start_with(password: Option<&str>) -> Rlockd {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("tokio runtime");
         let mut builder = rlockd::Server::builder().port(0);
         if let Some(p) = password {
             builder = builder.requirepass(p);
         }
-        let handle = rt.block_on(builder.start()).expect("rlockd starts");
-        let addr = handle.addr();
+        let server = builder.start_blocking().expect("rlockd starts");
         Rlockd {
-            rt,
-            handle: Some(handle),
-            addr,
+            addr: server.addr(),
+            _server: server,
         }
     }
 
     pub fn port(&self) -> u16 {
         self.addr.port()
-    }
-}
-
-impl Drop for Rlockd {
-    fn drop(&mut self) {
-        if let Some(h) = self.handle.take() {
-            let _ = self.rt.block_on(async {
-                tokio::time::timeout(Duration::from_secs(5), h.shutdown()).await
-            });
-        }
     }
 }
 
