@@ -148,11 +148,32 @@ fn load_config(args: Args) -> Result<rlockd::Config, Box<dyn std::error::Error>>
 
 #[tokio::main]
 async fn serve(config: rlockd::Config) -> std::io::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::new(tracing_level(&config.loglevel)))
-        .with_target(false)
+    use tracing_subscriber::prelude::*;
+    let (filter, filter_handle) =
+        tracing_subscriber::reload::Layer::new(EnvFilter::new(tracing_level(&config.loglevel)));
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(tracing_subscriber::fmt::layer().with_target(false))
         .init();
     let mut server = rlockd::Server::builder().config(config).start().await?;
+    // Listening for signals before saying ready: a supervisor may stop the
+    // server the moment it reads that line.
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    // CONFIG SET loglevel takes effect at once, as in Redis.
+    let mut changes = server.config_changes();
+    let mut level = server.config().loglevel;
+    let config_source = server.shared().clone();
+    tokio::spawn(async move {
+        while changes.changed().await.is_ok() {
+            let now = config_source.config.read().loglevel.clone();
+            if now != level {
+                let _ = filter_handle.reload(EnvFilter::new(tracing_level(&now)));
+                level = now;
+            }
+        }
+    });
     tracing::info!(
         "rlockd {} ready to accept connections on {}",
         env!("CARGO_PKG_VERSION"),
@@ -166,10 +187,9 @@ async fn serve(config: rlockd::Config) -> std::io::Result<()> {
     if let Some(addr) = server.metrics_addr() {
         tracing::info!("metrics at http://{addr}/metrics");
     }
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
         _ = server.wait() => {}
-        _ = tokio::signal::ctrl_c() => {
+        _ = interrupt.recv() => {
             tracing::info!("received SIGINT, shutting down");
             server.shutdown().await;
         }

@@ -246,3 +246,49 @@ fn loglevel_warning_leaves_out_notices() {
         "no notice-level lines"
     );
 }
+
+/// Runs the binary, applies `config_set` (CONFIG SET arguments, if any),
+/// sends SIGTERM and returns what it logged after becoming ready.
+fn log_after(config_set: Option<&str>) -> String {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rlockd"))
+        .args(["--port", "0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let port: u16 = loop {
+        let line = lines.next().unwrap().unwrap();
+        if let Some(addr) = line.split("connections on ").nth(1) {
+            break addr.rsplit(':').next().unwrap().trim().parse().unwrap();
+        }
+    };
+    if let Some(args) = config_set {
+        assert_eq!(
+            ask(port, format!("CONFIG SET {args}\r\n").as_bytes()),
+            "+OK\r\n"
+        );
+    }
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    lines.map(|l| l.unwrap() + "\n").collect()
+}
+
+#[test]
+fn config_set_loglevel_takes_effect_at_once() {
+    assert!(log_after(None).contains("received SIGTERM"));
+    assert_eq!(log_after(Some("loglevel warning")), "");
+}
+
+#[test]
+fn sigint_right_after_ready_stops_gracefully() {
+    let (mut server, _) = start(&["--port", "0"]);
+    Command::new("kill")
+        .args(["-INT", &server.0.id().to_string()])
+        .status()
+        .unwrap();
+    let status = server.0.wait().unwrap();
+    assert!(status.success(), "exit status {status}");
+}

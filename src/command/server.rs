@@ -98,6 +98,7 @@ pub fn config_set(ctx: &mut Ctx) -> CmdResult<Reply> {
     }
     ctx.shared.pubsub.configure(&updated);
     *ctx.shared.config.write() = updated;
+    ctx.shared.config_changes.send_modify(|n| *n += 1);
     Ok(Reply::OK)
 }
 

@@ -449,6 +449,16 @@ impl ServerHandle {
         &self.addrs
     }
 
+    /// The settings now in force (CONFIG SET changes them).
+    pub fn config(&self) -> Config {
+        self.shared.config.read().clone()
+    }
+
+    /// Wakes on every CONFIG SET; read [`Self::config`] then.
+    pub fn config_changes(&self) -> watch::Receiver<u64> {
+        self.shared.config_changes.subscribe()
+    }
+
     /// Where Prometheus metrics are served, if they are
     /// ([`ServerBuilder::metrics_port`]).
     pub fn metrics_addr(&self) -> Option<SocketAddr> {

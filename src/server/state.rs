@@ -105,6 +105,9 @@ pub struct Shared {
     pub manual_clock: Option<Arc<ManualClock>>,
     /// CLIENT PAUSE and the test API's injected faults.
     pub faults: super::Faults,
+    /// Bumped by every CONFIG SET, for whoever applies settings outside
+    /// the server (the binary's log level).
+    pub config_changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl Shared {
@@ -127,6 +130,7 @@ impl Shared {
             port: AtomicU64::new(0),
             manual_clock: manual,
             faults: Default::default(),
+            config_changes: tokio::sync::watch::Sender::new(0),
         }
     }
 
