@@ -101,12 +101,18 @@ async fn keys_do_not_expire_while_paused() {
         .unwrap();
     server.pause(Duration::from_secs(30), PauseMode::Write);
     tokio::time::sleep(Duration::from_millis(150)).await;
-    // Past its deadline, yet the expiry driver has left it stored; it
-    // reads as gone all the same.
-    assert_eq!(cmd::<i64>(&mut c, &["DBSIZE"]).await.unwrap(), 2);
+    // Past their deadline they read as gone, yet neither the expiry driver
+    // nor the lookup reclaims them, as in Redis.
     assert_eq!(cmd::<i64>(&mut c, &["EXISTS", "lease"]).await.unwrap(), 0);
+    assert_eq!(
+        cmd::<Option<String>>(&mut c, &["GET", "lease"])
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(cmd::<i64>(&mut c, &["DBSIZE"]).await.unwrap(), 2);
     server.unpause();
-    // The driver reclaims `other` once the pause is over.
+    // The driver reclaims both once the pause is over.
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(cmd::<i64>(&mut c, &["DBSIZE"]).await.unwrap(), 0);
 }

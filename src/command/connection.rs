@@ -432,14 +432,12 @@ pub fn client_pause(ctx: &mut Ctx) -> CmdResult<Reply> {
     let ms = parse_i64(ctx.arg(2))
         .ok_or_else(|| CmdError::other("ERR timeout is not an integer or out of range"))?;
     let ms = u64::try_from(ms).map_err(|_| CmdError::other("ERR timeout is negative"))?;
-    ctx.shared
-        .faults
-        .pause(std::time::Duration::from_millis(ms), mode);
+    ctx.shared.pause(std::time::Duration::from_millis(ms), mode);
     Ok(Reply::OK)
 }
 
 pub fn client_unpause(ctx: &mut Ctx) -> CmdResult<Reply> {
-    ctx.shared.faults.unpause();
+    ctx.shared.unpause();
     Ok(Reply::OK)
 }
 

@@ -159,6 +159,11 @@ pub struct Keyspace {
     clock: Arc<dyn Clock>,
     /// Where keyspace events (`notify-keyspace-events`) are published.
     events: Arc<PubSub>,
+    /// While set (ms since `epoch`, exclusive), nothing is reclaimed: keys
+    /// past their deadline read as gone but stay stored, as Redis keeps
+    /// them during CLIENT PAUSE. 0: not held.
+    expiry_held_until: AtomicU64,
+    epoch: std::time::Instant,
     /// How late (ms past its deadline) the last expiry pass that reclaimed
     /// anything reclaimed its latest key: how far active expiry trails.
     expiry_lag_ms: AtomicU64,
@@ -222,7 +227,22 @@ impl Keyspace {
             clock,
             events,
             expiry_lag_ms: AtomicU64::new(0),
+            expiry_held_until: AtomicU64::new(0),
+            epoch: std::time::Instant::now(),
         }
+    }
+
+    /// Holds expiry (see `expiry_held_until`) until `until`, or releases it.
+    pub fn hold_expiry(&self, until: Option<std::time::Instant>) {
+        let ms = until.map_or(0, |u| {
+            u.saturating_duration_since(self.epoch).as_millis() as u64 + 1
+        });
+        self.expiry_held_until.store(ms, Ordering::Release);
+    }
+
+    fn expiry_held(&self) -> bool {
+        let until = self.expiry_held_until.load(Ordering::Acquire);
+        until != 0 && (self.epoch.elapsed().as_millis() as u64) < until
     }
 
     /// See `expiry_lag_ms`.
@@ -284,6 +304,9 @@ impl Keyspace {
     }
 
     fn expire_pass(&self, wait: bool) -> u64 {
+        if self.expiry_held() {
+            return 0;
+        }
         let now = self.clock.now_ms();
         let (reclaimed, lag) = self
             .shards
@@ -477,7 +500,7 @@ impl Db<'_, '_> {
         let (now, db, ks) = (self.locked.now, self.index, self.locked.ks);
         self.locked.record(db, key)?;
         let shard = self.locked.shard(key_shard(key))?;
-        Ok(live_entry(shard, db, key, now, false, &ks.events))
+        Ok(live_entry(shard, db, key, now, false, ks))
     }
 
     /// A read lookup: counts keyspace hits and misses like Redis.
@@ -485,7 +508,7 @@ impl Db<'_, '_> {
         let (now, db, ks) = (self.locked.now, self.index, self.locked.ks);
         self.locked.record(db, key)?;
         let shard = self.locked.shard(key_shard(key))?;
-        Ok(live_entry(shard, db, key, now, true, &ks.events).map(|e| &mut e.value))
+        Ok(live_entry(shard, db, key, now, true, ks).map(|e| &mut e.value))
     }
 
     /// A write lookup: no hit/miss accounting.
@@ -604,7 +627,8 @@ impl Db<'_, '_> {
     }
 }
 
-/// The live entry of `key`, reclaiming it first if its deadline has passed.
+/// The live entry of `key`, reclaiming it first if its deadline has passed
+/// (unless expiry is held: then it is only not found).
 /// `count` makes this a read lookup for the hit/miss statistics.
 fn live_entry<'s>(
     shard: &'s mut Shard,
@@ -612,15 +636,17 @@ fn live_entry<'s>(
     key: &[u8],
     now: u64,
     count: bool,
-    events: &PubSub,
+    ks: &Keyspace,
 ) -> Option<&'s mut Entry> {
-    if shard.dbs[db].get(key).is_some_and(|e| e.is_expired(now)) {
+    let events = &ks.events;
+    let expired = shard.dbs[db].get(key).is_some_and(|e| e.is_expired(now));
+    if expired && !ks.expiry_held() {
         shard.dbs[db].remove(key);
         shard.stats.expired += 1;
         shard.touch_watchers(db, key);
         events.notify(Event::Expired, db, key);
     }
-    let found = shard.dbs[db].get_mut(key);
+    let found = shard.dbs[db].get_mut(key).filter(|_| !expired);
     if count {
         let stats = &mut shard.stats;
         if found.is_some() {

@@ -32,16 +32,18 @@ pub struct Faults {
 
 impl Faults {
     /// CLIENT PAUSE: a pause already in force keeps its later end and its
-    /// stricter mode, as Redis merges them.
-    pub fn pause(&self, duration: Duration, mode: PauseMode) {
+    /// stricter mode, as Redis merges them. Returns when the pause ends.
+    pub fn pause(&self, duration: Duration, mode: PauseMode) -> Instant {
         let now = Instant::now();
         let until = now + duration.min(LONGEST_PAUSE);
         let mut pause = self.pause.lock();
-        *pause = Some(match *pause {
+        let merged = match *pause {
             Some((end, current)) if end > now => (end.max(until), current.max(mode)),
             _ => (until, mode),
-        });
+        };
+        *pause = Some(merged);
         self.pausing.store(true, Ordering::Release);
+        merged.0
     }
 
     /// CLIENT UNPAUSE: everything held back runs now.
@@ -49,12 +51,6 @@ impl Faults {
         *self.pause.lock() = None;
         self.pausing.store(false, Ordering::Release);
         self.unpaused.notify_waiters();
-    }
-
-    /// Whether any pause is in force (the expiry driver stops meanwhile,
-    /// as Redis's does).
-    pub fn paused(&self) -> bool {
-        self.paused_until(true).is_some()
     }
 
     /// When a command may run, if a pause holds it back now.

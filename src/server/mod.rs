@@ -366,12 +366,7 @@ async fn expiry_loop(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
-            _ = tick.tick() => {
-                // Paused clients must find their keys as they left them.
-                if !shared.faults.paused() {
-                    shared.keyspace.expire_due();
-                }
-            }
+            _ = tick.tick() => { shared.keyspace.expire_due(); }
             _ = stop.changed() => return,
         }
     }
@@ -549,12 +544,12 @@ impl ServerHandle {
     /// # }
     /// ```
     pub fn pause(&self, duration: Duration, mode: PauseMode) {
-        self.shared.faults.pause(duration, mode);
+        self.shared.pause(duration, mode);
     }
 
     /// Ends a pause at once (`CLIENT UNPAUSE`).
     pub fn unpause(&self) {
-        self.shared.faults.unpause();
+        self.shared.unpause();
     }
 
     /// Closes every client connection, as a network failure or a server

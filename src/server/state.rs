@@ -147,6 +147,19 @@ impl Shared {
         super::introspect::held_locks(&mut locked, self.keyspace.databases(), pattern)
     }
 
+    /// CLIENT PAUSE: commands of `mode` wait, and no key expires meanwhile
+    /// (keys past their deadline read as gone but stay stored, as in Redis).
+    pub fn pause(&self, duration: Duration, mode: super::PauseMode) {
+        let until = self.faults.pause(duration, mode);
+        self.keyspace.hold_expiry(Some(until));
+    }
+
+    /// CLIENT UNPAUSE.
+    pub fn unpause(&self) {
+        self.faults.unpause();
+        self.keyspace.hold_expiry(None);
+    }
+
     /// Whether clients may move the clock (`RLOCKD.CLOCK`).
     pub fn clock_control(&self) -> bool {
         self.manual_clock.is_some() && self.config.read().enable_clock_control
