@@ -503,7 +503,12 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             line("maxclients", &config.maxclients);
             line("client_recent_max_input_buffer", &0);
             line("client_recent_max_output_buffer", &0);
-            line("blocked_clients", &0);
+            let blocked = shared
+                .clients
+                .iter()
+                .filter(|c| c.info.lock().blocked)
+                .count();
+            line("blocked_clients", &blocked);
             line("tracking_clients", &0);
             line("clients_in_timeout_table", &0);
             "Clients"
