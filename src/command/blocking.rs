@@ -1,5 +1,5 @@
 //! Moving and blocking list commands: LMOVE, RPOPLPUSH, BLPOP, BRPOP,
-//! BLMOVE, BRPOPLPUSH. A blocking command that finds nothing queues a
+//! BLMOVE, BRPOPLPUSH; and WAIT / WAITAOF, which block on time alone. A blocking command that finds nothing queues a
 //! waiter on its keys (under their shard locks, so no push can slip in
 //! between) and leaves it on the client; the connection then waits for the
 //! keyspace to serve it (see `keyspace::blocked`), for its timeout, or for
@@ -14,7 +14,7 @@ use super::Ctx;
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{End, Outcome, Value, Waiter, Wanted};
 use crate::protocol::Reply;
-use crate::util::parse_f64;
+use crate::util::{parse_f64, parse_i64};
 
 /// A client waiting on list keys, until `deadline` (`None`: for ever).
 pub struct Blocked {
@@ -32,12 +32,33 @@ impl Blocked {
             Outcome::Served { key, element } => Some(match self.waiter.wanted {
                 Wanted::Pop(_) => Reply::Array(vec![Reply::Bulk(key), Reply::Bulk(element)]),
                 Wanted::Move { .. } => Reply::Bulk(element),
+                Wanted::Time => self.timeout_reply.clone(),
             }),
             Outcome::Failed(e) => Some(Reply::Error(e)),
             Outcome::Cancelled => Some(self.timeout_reply.clone()),
             Outcome::Retry | Outcome::Waiting | Outcome::Serving => None,
         }
     }
+}
+
+/// A timeout of `ms` milliseconds; `None` for 0 (wait for ever). Redis
+/// 7.0 adds it to the current Unix time unchecked, and a sum past the
+/// 64-bit range never times out there either.
+fn deadline_after(ms: u64) -> Option<Duration> {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    (ms > 0 && ms <= i64::MAX as u64 - now_ms).then(|| Duration::from_millis(ms))
+}
+
+/// Parses a timeout in whole milliseconds (WAIT, WAITAOF).
+fn timeout_ms_arg(arg: &[u8]) -> CmdResult<Option<Duration>> {
+    let ms = parse_i64(arg)
+        .ok_or_else(|| CmdError::other("ERR timeout is not an integer or out of range"))?;
+    if ms < 0 {
+        return Err(CmdError::other("ERR timeout is negative"));
+    }
+    Ok(deadline_after(ms as u64))
 }
 
 /// Parses a timeout in seconds (fractions allowed) as Redis 7.0 does;
@@ -51,15 +72,7 @@ fn timeout_arg(arg: &[u8]) -> CmdResult<Option<Duration>> {
     if ms < 0.0 || ms >= i64::MAX as f64 {
         return Err(CmdError::other("ERR timeout is negative"));
     }
-    let ms = ms as u64;
-    // Redis adds the timeout to the current Unix time in milliseconds.
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    if ms > i64::MAX as u64 - now_ms {
-        return Err(CmdError::other("ERR timeout is out of range"));
-    }
-    Ok((ms > 0).then(|| Duration::from_millis(ms)))
+    Ok(deadline_after(ms as u64))
 }
 
 fn end_arg(arg: &[u8]) -> CmdResult<End> {
@@ -202,4 +215,43 @@ pub fn blmove(ctx: &mut Ctx) -> CmdResult<Reply> {
 
 pub fn brpoplpush(ctx: &mut Ctx) -> CmdResult<Reply> {
     blocking_move(ctx, End::Right, End::Left, 3)
+}
+
+/// WAIT numreplicas timeout: rlockd has no replicas, so 0 acknowledge; a
+/// client asking for more waits out its timeout, as on a lone Redis.
+pub fn wait(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let wanted = parse_i64(ctx.arg(1)).ok_or(CmdError::NotInteger)?;
+    let timeout = timeout_ms_arg(ctx.arg(2))?;
+    if wanted <= 0 || !may_block(ctx) {
+        return Ok(Reply::Int(0));
+    }
+    block(ctx, Vec::new(), Wanted::Time, timeout, Reply::Int(0))
+}
+
+/// WAITAOF numlocal numreplicas timeout (Redis 7.2; Redisson probes it):
+/// no append-only file and no replicas, so `[0, 0]`.
+pub fn waitaof(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let local = parse_i64(ctx.arg(1)).ok_or(CmdError::NotInteger)?;
+    if !(0..=1).contains(&local) {
+        return Err(CmdError::other(
+            "ERR value is out of range, value must between 0 and 1",
+        ));
+    }
+    let replicas = parse_i64(ctx.arg(2)).ok_or(CmdError::NotInteger)?;
+    if replicas < 0 {
+        return Err(CmdError::other(
+            "ERR value is out of range, must be positive",
+        ));
+    }
+    let timeout = timeout_ms_arg(ctx.arg(3))?;
+    if local > 0 {
+        return Err(CmdError::other(
+            "ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.",
+        ));
+    }
+    let none = Reply::Array(vec![Reply::Int(0), Reply::Int(0)]);
+    if replicas == 0 || !may_block(ctx) {
+        return Ok(none);
+    }
+    block(ctx, Vec::new(), Wanted::Time, timeout, none)
 }

@@ -8,6 +8,7 @@ mod expire;
 mod hashes;
 mod keys;
 mod lists;
+mod memory;
 mod multi;
 pub mod pubsub;
 mod scripting;

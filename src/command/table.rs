@@ -9,8 +9,8 @@ use super::spec::acl::{
 use super::spec::flag::*;
 use super::spec::{CommandSpec as C, Group::*, KeySpec};
 use super::{
-    blocking, connection as conn, expire, hashes, keys, lists, multi, scripting, server, strings,
-    zsets,
+    blocking, connection as conn, expire, hashes, keys, lists, memory, multi, scripting, server,
+    strings, zsets,
 };
 
 const RO: &[&str] = &["RO"];
@@ -171,6 +171,23 @@ const SCRIPT_KEYS_RW: &[KeySpec] = &[KeySpec::keynum(2, RW_ACCESS_UPDATE)];
 const SCRIPT_KEYS_RO: &[KeySpec] = &[KeySpec::keynum(2, RO_ACCESS)];
 const EVAL_FLAGS: u32 = NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | SCRIPT;
 
+static MEMORY_SUBS: &[C] = &[
+    C::new("usage", -3, Server, memory::usage)
+        .flags(READONLY)
+        .keys(&[KeySpec::range(2, 0, 1, RO)])
+        .syntax("key [SAMPLES count]")
+        .doc(
+            "4.0.0",
+            "Returns the bytes a key and its value would take in Redis.",
+        ),
+    C::new("purge", 2, Server, memory::purge)
+        .tips(&["request_policy:all_shards", "response_policy:all_succeeded"])
+        .doc("4.0.0", "Asks the allocator to give memory back."),
+    C::new("help", 2, Server, memory::help)
+        .flags(LOADING | STALE)
+        .doc("4.0.0", "Lists the MEMORY subcommands."),
+];
+
 static SCRIPT_SUBS: &[C] = &[
     C::new("load", 3, Scripting, scripting::script_load)
         .flags(NOSCRIPT | STALE)
@@ -289,6 +306,13 @@ pub static COMMANDS: &[C] = &[
         .doc("2.6.0", "Returns the server time: seconds and microseconds."),
     C::new("lastsave", 1, Server, server::lastsave).flags(LOADING | STALE | FAST).acl(acl::ADMIN | DANGEROUS).tips(NONDET)
         .doc("1.0.0", "Returns when the last save happened; rlockd never saves, so its start time."),
+    C::container("memory", Server, MEMORY_SUBS).doc("4.0.0", "Memory diagnostics."),
+    C::new("wait", 3, Connection, blocking::wait).flags(NOSCRIPT).acl(CONNECTION).tips(&["request_policy:all_shards", "response_policy:agg_min"])
+        .syntax("numreplicas timeout")
+        .doc("3.0.0", "Waits for replicas to acknowledge earlier writes; rlockd has none, so 0."),
+    C::new("waitaof", 4, Connection, blocking::waitaof).flags(NOSCRIPT).acl(CONNECTION).tips(&["request_policy:all_shards", "response_policy:agg_min"])
+        .syntax("numlocal numreplicas timeout")
+        .doc("7.2.0", "Waits for writes to reach the append-only file; rlockd keeps none, so [0, 0]."),
     // keys
     C::new("exists", -2, Generic, keys::exists).flags(READ_FAST).acl(KEYSPACE).tips(MULTI_SHARD_SUM).keys(&keys_all(RO))
         .syntax("key...")

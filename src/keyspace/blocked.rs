@@ -60,6 +60,9 @@ pub enum Wanted {
     Pop(End),
     /// BLMOVE / BRPOPLPUSH: the element, after moving it to `dest`.
     Move { from: End, dest: Bytes, to: End },
+    /// WAIT / WAITAOF: nothing; only the timeout ends the wait (rlockd has
+    /// no replicas or log to wait for).
+    Time,
 }
 
 /// How a wait ended, as seen by the blocked connection.
@@ -290,6 +293,8 @@ impl Locked<'_> {
 fn serve_one(db: &mut Db, key: &Bytes, wanted: &Wanted) -> Outcome {
     let result = match wanted {
         Wanted::Pop(end) => db.pop_list(key, *end),
+        // Queued on no key, so never served.
+        Wanted::Time => return Outcome::Cancelled,
         Wanted::Move { from, dest, to } => {
             // The destination may live in a shard the command does not
             // hold, and taking it here could only be tried.

@@ -5,6 +5,7 @@
 //! deadlock between them.
 
 mod blocked;
+mod memory;
 mod value;
 mod zset;
 
@@ -20,6 +21,7 @@ use crate::expiry::wheel::TimerWheel;
 use crate::pubsub::{Event, PubSub};
 
 pub use blocked::{End, Outcome, Waiter, Wanted};
+pub use memory::usage as memory_usage;
 pub use value::{Entry, HASH_ORDERED_MAX, HashValue, Value, hash_remove};
 pub use zset::SortedSet;
 
