@@ -47,9 +47,6 @@ struct Directives {
     round: Option<i64>,
     /// `@ignore`: send it and read the reply, but do not compare.
     ignore: bool,
-    /// `@read`: send nothing; read the connection's next frame (a message
-    /// that arrives unasked).
-    read: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -136,7 +133,6 @@ fn parse_case_file(text: &str) -> Result<Vec<Step>, String> {
                 "type" => opts.shape = true,
                 "scanall" => opts.scanall = true,
                 "ignore" => opts.ignore = true,
-                "read" => opts.read = true,
                 other => return Err(err(format!("unknown directive @{other}"))),
             }
         }
@@ -145,18 +141,6 @@ fn parse_case_file(text: &str) -> Result<Vec<Step>, String> {
                 return Err(err("@sleep stands alone on its line".into()));
             }
             steps.push(Step::Sleep { ms });
-            continue;
-        }
-        if opts.read {
-            if !rest.is_empty() || opts.scanall {
-                return Err(err("@read takes no command".into()));
-            }
-            steps.push(Step::Command {
-                line,
-                text: "@read".into(),
-                opts,
-                argv: Vec::new(),
-            });
             continue;
         }
         let argv: Vec<Vec<u8>> = split_args(rest)
@@ -700,10 +684,8 @@ fn run_file(
                 } else {
                     // Both servers get the command before either answer is
                     // awaited, so time-sensitive lines see the same clock.
-                    if !opts.read {
-                        reference.conn(opts.conn).send(argv);
-                        subject.conn(opts.conn).send(argv);
-                    }
+                    reference.conn(opts.conn).send(argv);
+                    subject.conn(opts.conn).send(argv);
                     (
                         reference.conn(opts.conn).recv(),
                         subject.conn(opts.conn).recv(),
@@ -850,12 +832,6 @@ mod harness {
         assert!(parse_case_file("@bogus GET k").is_err());
         assert!(parse_case_file("@sleep 5 GET k").is_err());
         assert!(parse_case_file("@scanall GET k").is_err());
-        assert!(parse_case_file("@read GET k").is_err());
-        let read = parse_case_file("@conn 3 @read").unwrap();
-        let Step::Command { opts, argv, .. } = &read[0] else {
-            panic!()
-        };
-        assert_eq!((opts.conn, opts.read, argv.len()), (3, true, 0));
         assert!(parse_case_file("@conn 0 GET k").is_err());
     }
 
