@@ -47,6 +47,11 @@ struct Directives {
     round: Option<i64>,
     /// `@ignore`: send it and read the reply, but do not compare.
     ignore: bool,
+    /// `@send`: send it and move on; a later `@recv` line reads the reply
+    /// (for a command that blocks until another connection acts).
+    send: bool,
+    /// `@recv`: no command; read and compare the connection's next reply.
+    recv: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -133,6 +138,8 @@ fn parse_case_file(text: &str) -> Result<Vec<Step>, String> {
                 "type" => opts.shape = true,
                 "scanall" => opts.scanall = true,
                 "ignore" => opts.ignore = true,
+                "send" => opts.send = true,
+                "recv" => opts.recv = true,
                 other => return Err(err(format!("unknown directive @{other}"))),
             }
         }
@@ -141,6 +148,18 @@ fn parse_case_file(text: &str) -> Result<Vec<Step>, String> {
                 return Err(err("@sleep stands alone on its line".into()));
             }
             steps.push(Step::Sleep { ms });
+            continue;
+        }
+        if opts.recv {
+            if !rest.is_empty() {
+                return Err(err("@recv takes no command".into()));
+            }
+            steps.push(Step::Command {
+                line,
+                text: "<the reply of an earlier @send>".into(),
+                opts,
+                argv: Vec::new(),
+            });
             continue;
         }
         let argv: Vec<Vec<u8>> = split_args(rest)
@@ -676,6 +695,11 @@ fn run_file(
                 argv,
             } => {
                 cases += 1;
+                if opts.send {
+                    reference.conn(opts.conn).send(argv);
+                    subject.conn(opts.conn).send(argv);
+                    continue;
+                }
                 let (a, b) = if opts.scanall {
                     (
                         reference.scan_all(opts.conn, argv),
@@ -684,8 +708,10 @@ fn run_file(
                 } else {
                     // Both servers get the command before either answer is
                     // awaited, so time-sensitive lines see the same clock.
-                    reference.conn(opts.conn).send(argv);
-                    subject.conn(opts.conn).send(argv);
+                    if !argv.is_empty() {
+                        reference.conn(opts.conn).send(argv);
+                        subject.conn(opts.conn).send(argv);
+                    }
                     (
                         reference.conn(opts.conn).recv(),
                         subject.conn(opts.conn).recv(),
@@ -833,6 +859,12 @@ mod harness {
         assert!(parse_case_file("@sleep 5 GET k").is_err());
         assert!(parse_case_file("@scanall GET k").is_err());
         assert!(parse_case_file("@conn 0 GET k").is_err());
+        assert!(parse_case_file("@recv GET k").is_err());
+        let steps = parse_case_file("@conn 2 @send BLPOP q 0\n@conn 2 @recv\n").unwrap();
+        let Step::Command { opts, argv, .. } = &steps[1] else {
+            panic!()
+        };
+        assert!(opts.recv && argv.is_empty() && opts.conn == 2);
     }
 
     #[test]

@@ -219,6 +219,9 @@ fn describe(shared: &Shared, handle: &ClientHandle) -> String {
     if info.multi >= 0 {
         flags.push('x');
     }
+    if info.blocked {
+        flags.push('b');
+    }
     if info.no_evict {
         flags.push('e');
     }

@@ -1,12 +1,14 @@
 //! The command layer: the table, lookup, argument checks, and execution of
 //! one command against the shards its keys live in.
 
+mod blocking;
 mod connection;
 mod docs;
 mod expire;
 mod hashes;
 mod keys;
 mod lists;
+mod memory;
 mod multi;
 pub mod pubsub;
 mod scripting;
@@ -27,6 +29,7 @@ use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Db, LockPlan, Locked};
 use crate::protocol::Reply;
 use crate::server::Shared;
+pub use blocking::Blocked;
 pub use connection::REDIS_VERSION;
 pub use spec::{CommandSpec, flag};
 

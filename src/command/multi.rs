@@ -64,10 +64,12 @@ pub fn exec(ctx: &mut Ctx) -> CmdResult<Reply> {
         unwatch_with(client, &mut locked);
         return Ok(Reply::NilArray);
     }
+    client.in_exec = true;
     let replies = queue
         .iter()
         .map(|(id, args)| execute(shared, client, *id, args, &mut locked))
         .collect();
+    client.in_exec = false;
     unwatch_with(client, &mut locked);
     Ok(Reply::Array(replies))
 }

@@ -361,16 +361,30 @@ const DEFAULT_SECTIONS: &[&str] = &[
     "keyspace",
 ];
 
+/// `INFO ALL`, in Redis's order (clients such as Redisson read it whole).
+const ALL_SECTIONS: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "modules",
+    "commandstats",
+    "errorstats",
+    "latencystats",
+    "cluster",
+    "keyspace",
+];
+
 pub fn info(ctx: &mut Ctx) -> CmdResult<Reply> {
     let mut wanted: Vec<String> = Vec::new();
     for arg in &ctx.args[1..] {
         let name = String::from_utf8_lossy(arg).to_ascii_lowercase();
         match name.as_str() {
             "default" => wanted.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string())),
-            "all" | "everything" => {
-                wanted.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string()));
-                wanted.push("commandstats".into());
-            }
+            "all" | "everything" => wanted.extend(ALL_SECTIONS.iter().map(|s| s.to_string())),
             _ => wanted.push(name),
         }
     }
@@ -503,7 +517,12 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             line("maxclients", &config.maxclients);
             line("client_recent_max_input_buffer", &0);
             line("client_recent_max_output_buffer", &0);
-            line("blocked_clients", &0);
+            let blocked = shared
+                .clients
+                .iter()
+                .filter(|c| c.info.lock().blocked)
+                .count();
+            line("blocked_clients", &blocked);
             line("tracking_clients", &0);
             line("clients_in_timeout_table", &0);
             "Clients"
@@ -595,6 +614,8 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             "CPU"
         }
         "modules" => "Modules",
+        // Per-command latency percentiles are not tracked.
+        "latencystats" => "Latencystats",
         "errorstats" => {
             for (code, count) in stats.errors.lock().iter() {
                 line(&format!("errorstat_{code}"), &format!("count={count}"));

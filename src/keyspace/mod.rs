@@ -4,6 +4,8 @@
 //! over several shards lock them in ascending order, which rules out
 //! deadlock between them.
 
+mod blocked;
+mod memory;
 mod value;
 mod zset;
 
@@ -18,6 +20,8 @@ use crate::error::{CmdError, CmdResult};
 use crate::expiry::wheel::TimerWheel;
 use crate::pubsub::{Event, PubSub};
 
+pub use blocked::{End, Outcome, Waiter, Wanted};
+pub use memory::usage as memory_usage;
 pub use value::{Entry, HASH_ORDERED_MAX, HashValue, Value, hash_remove};
 pub use zset::SortedSet;
 
@@ -65,6 +69,7 @@ pub struct Shard {
     dbs: Vec<Map<Bytes, Entry>>,
     wheel: TimerWheel<(u32, Bytes)>,
     watched: Map<(u32, Bytes), Vec<Arc<WatchFlag>>>,
+    blocked: blocked::WaiterQueues,
     pub stats: ShardStats,
 }
 
@@ -74,6 +79,7 @@ impl Shard {
             dbs: (0..databases).map(|_| Map::default()).collect(),
             wheel: TimerWheel::new(now),
             watched: Map::default(),
+            blocked: Map::default(),
             stats: ShardStats::default(),
         }
     }
@@ -230,6 +236,7 @@ impl Keyspace {
             guards: Vec::new(),
             now: self.clock.now_ms(),
             journal: None,
+            ready: Vec::new(),
         };
         locked.acquire(plan)?;
         Ok(locked)
@@ -292,6 +299,17 @@ pub struct Locked<'a> {
     guards: Vec<(usize, MutexGuard<'a, Shard>)>,
     now: u64,
     journal: Option<Journal>,
+    /// Keys that gained elements while clients wait on them: served when
+    /// the shards are let go (see `blocked`).
+    ready: Vec<(usize, Bytes)>,
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        if !self.ready.is_empty() && !std::thread::panicking() {
+            self.serve_ready();
+        }
+    }
 }
 
 /// What each key was before a script first touched it, so that a script
@@ -380,6 +398,8 @@ impl<'a> Locked<'a> {
     /// Lets every shard go and takes the plan's instead (a script that
     /// found it needs more shards starts over with them).
     pub fn relock(&mut self, plan: &LockPlan) -> CmdResult<()> {
+        // What the first attempt pushed was rolled back.
+        self.ready.clear();
         self.guards.clear();
         self.now = self.ks.clock.now_ms();
         self.acquire(plan)
@@ -493,9 +513,13 @@ impl Db<'_, '_> {
         if let Some(at) = expire_at.filter(|at| Some(*at) != previous) {
             shard.wheel.insert(at, (db as u32, key.clone()));
         }
+        let is_list = matches!(value, Value::List(_));
         shard.dbs[db].insert(key.clone(), Entry { value, expire_at });
         if existing.is_none() {
             self.locked.ks.events.notify(Event::New, db, &key);
+        }
+        if is_list {
+            self.signal_ready(&key)?;
         }
         Ok(())
     }
