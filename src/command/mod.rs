@@ -103,23 +103,27 @@ impl Registry {
 }
 
 /// Redis echoes the command and the start of its arguments, each cut short,
-/// so that a client sending a wrong command sees what arrived.
+/// so that a client sending a wrong command sees what arrived. It prints
+/// them as C strings: lengths count bytes, and a NUL ends an argument.
 pub fn unknown_command(args: &[Bytes]) -> CmdError {
     const ARGS_MAX: usize = 128;
-    let mut rendered = String::new();
+    fn c_string(arg: &[u8], max: usize) -> &[u8] {
+        let end = arg.iter().position(|&b| b == 0).unwrap_or(arg.len());
+        &arg[..end.min(max)]
+    }
+    let mut rendered = Vec::new();
     for arg in &args[1..] {
         if rendered.len() >= ARGS_MAX {
             break;
         }
-        let room = ARGS_MAX - rendered.len();
-        let text = String::from_utf8_lossy(arg);
-        let cut: String = text.chars().take(room).collect();
-        rendered.push_str(&format!("'{cut}' "));
+        let shown = c_string(arg, ARGS_MAX - rendered.len());
+        rendered.push(b'\'');
+        rendered.extend_from_slice(shown);
+        rendered.extend_from_slice(b"' ");
     }
-    let name = String::from_utf8_lossy(&args[0]);
     CmdError::UnknownCommand {
-        name: name.chars().take(ARGS_MAX).collect(),
-        args: rendered,
+        name: String::from_utf8_lossy(c_string(&args[0], ARGS_MAX)).into_owned(),
+        args: String::from_utf8_lossy(&rendered).into_owned(),
     }
 }
 
