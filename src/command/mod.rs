@@ -1,6 +1,7 @@
 //! The command layer: the table, lookup, argument checks, and execution of
 //! one command against the shards its keys live in.
 
+mod cluster;
 mod connection;
 mod docs;
 mod expire;
@@ -24,7 +25,7 @@ use bytes::Bytes;
 
 use crate::client::Client;
 use crate::error::{CmdError, CmdResult};
-use crate::keyspace::{Db, LockPlan, Locked};
+use crate::keyspace::{Db, LockPlan, Locked, slot_shard};
 use crate::protocol::Reply;
 use crate::server::Shared;
 pub use connection::REDIS_VERSION;
@@ -147,6 +148,14 @@ impl<'a> Ctx<'_, 'a> {
 pub fn lock_plan(spec: &CommandSpec, args: &[Bytes]) -> LockPlan {
     if spec.has(flag::WHOLE_KEYSPACE) {
         LockPlan::All
+    } else if spec.has(flag::SLOT_ARG) {
+        let slot = args
+            .get(2)
+            .and_then(|arg| crate::util::parse_i64(arg))
+            .and_then(cluster::slot_in_range);
+        slot.map_or(LockPlan::Nothing, |slot| {
+            LockPlan::Shards(vec![slot_shard(slot)])
+        })
     } else {
         LockPlan::for_keys(spec.key_args(args))
     }
@@ -185,6 +194,19 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
     }
     if !client.authenticated && !spec.has(flag::NO_AUTH) {
         return reject(client, Some(id), CmdError::NoAuth);
+    }
+    if shared.cluster.is_some()
+        && let Err(e) = cluster::check_slots(client, spec, args)
+    {
+        if spec.name != "exec" {
+            return reject(client, Some(id), e);
+        }
+        // EXEC's keys are every queued command's: spread over slots, the
+        // whole transaction is dropped with the plain error.
+        multi::discard_state(shared, client);
+        shared.stats.record_rejected(id);
+        shared.stats.record_error(e.code());
+        return Reply::Error(e);
     }
     if pubsub::in_subscribed_mode(client) && !pubsub::allowed_while_subscribed(&reg.full_names[id])
     {

@@ -34,7 +34,11 @@ pub fn key_slot(key: &[u8]) -> u16 {
 }
 
 pub fn key_shard(key: &[u8]) -> usize {
-    key_slot(key) as usize % SHARDS
+    slot_shard(key_slot(key))
+}
+
+pub fn slot_shard(slot: u16) -> usize {
+    slot as usize % SHARDS
 }
 
 /// A client's WATCH on keys: set when any watched key is modified.
@@ -413,6 +417,20 @@ impl<'a> Locked<'a> {
             }
         };
         Ok(&mut self.guards[pos].1)
+    }
+
+    /// Up to `limit` live keys of database `db` in one hash slot, read from
+    /// that slot's shard alone.
+    pub fn slot_keys(&mut self, db: usize, slot: u16, limit: usize) -> CmdResult<Vec<Bytes>> {
+        let now = self.now;
+        let shard = self.shard(slot_shard(slot))?;
+        Ok(shard
+            .entries(db, now)
+            .map(|(key, _)| key)
+            .filter(|key| key_slot(key) == slot)
+            .take(limit)
+            .cloned()
+            .collect())
     }
 
     pub fn shards(&mut self) -> impl Iterator<Item = &mut Shard> {

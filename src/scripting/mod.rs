@@ -21,6 +21,7 @@ use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, V
 use parking_lot::Mutex;
 
 use crate::client::Client;
+use crate::cluster::common_slot;
 use crate::command::{CommandSpec, Ctx, REGISTRY, execute, flag};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::LockPlan;
@@ -581,6 +582,9 @@ fn call(lua: &Lua, args: MultiValue, scope: &mut CallScope) -> mlua::Result<(boo
     }
     if spec.has(flag::WRITE) && scope.readonly {
         return fail("ERR Write commands are not allowed from read-only scripts.");
+    }
+    if scope.ctx.shared.cluster.is_some() && common_slot(spec.routed_args(&argv)).is_err() {
+        return fail(&CmdError::ScriptCrossSlot.to_string());
     }
     // Everything the command touches is taken before it runs.
     let needs_all = spec.has(flag::WHOLE_KEYSPACE) && !scope.ctx.locked.holds_all();

@@ -68,6 +68,13 @@ impl ServerBuilder {
         self
     }
 
+    /// Answers as a one-node Redis Cluster owning every hash slot, as
+    /// `--cluster-enabled yes` does.
+    pub fn cluster_enabled(mut self, enabled: bool) -> Self {
+        self.config.cluster_enabled = enabled;
+        self
+    }
+
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
         self.manual = None;
