@@ -389,12 +389,12 @@ impl<'a> Locked<'a> {
         self.acquire(plan)
     }
 
-    /// Takes the shards of `keys` now, before a command writes anything,
+    /// Takes these shards now, before a command writes anything,
     /// so it never stops halfway for want of one.
     /// Any order will do: `shard` never waits out of ascending order.
-    pub fn ensure<'k>(&mut self, keys: impl IntoIterator<Item = &'k [u8]>) -> CmdResult<()> {
-        for key in keys {
-            self.shard(key_shard(key))?;
+    pub fn ensure(&mut self, shards: &[usize]) -> CmdResult<()> {
+        for &idx in shards {
+            self.shard(idx)?;
         }
         Ok(())
     }
