@@ -17,11 +17,12 @@ fn node<'c>(ctx: &Ctx<'c, '_>) -> CmdResult<&'c ClusterNode> {
     ctx.shared.cluster.as_ref().ok_or(CmdError::ClusterDisabled)
 }
 
-/// The address this client connected to: what it can reach again.
+/// The address this client connected to: what it can reach again (an
+/// IPv4 client of a dual-stack listener sees its IPv4 address).
 fn endpoint(ctx: &Ctx) -> Endpoint {
     let laddr = ctx.client.handle.laddr;
     Endpoint {
-        ip: laddr.ip().to_string(),
+        ip: laddr.ip().to_canonical().to_string(),
         port: laddr.port(),
     }
 }
@@ -122,8 +123,8 @@ pub fn cluster_countkeysinslot(ctx: &mut Ctx) -> CmdResult<Reply> {
     node(ctx)?;
     let slot = slot_in_range(slot_number(ctx.arg(2))?).ok_or(CmdError::InvalidSlot)?;
     let db = ctx.client.db;
-    let keys = ctx.locked.slot_keys(db, slot, usize::MAX)?;
-    Ok(Reply::Int(keys.len() as i64))
+    let count = ctx.locked.in_slot(db, slot, |keys| keys.count())?;
+    Ok(Reply::Int(count as i64))
 }
 
 pub fn cluster_getkeysinslot(ctx: &mut Ctx) -> CmdResult<Reply> {
@@ -135,8 +136,12 @@ pub fn cluster_getkeysinslot(ctx: &mut Ctx) -> CmdResult<Reply> {
         .ok_or(CmdError::InvalidSlotOrCount)?;
     let limit = usize::try_from(count).unwrap_or(usize::MAX);
     let db = ctx.client.db;
-    let keys = ctx.locked.slot_keys(db, slot, limit)?;
-    Ok(Reply::Array(keys.into_iter().map(Reply::Bulk).collect()))
+    let keys = ctx.locked.in_slot(db, slot, |keys| {
+        keys.take(limit)
+            .map(|key| Reply::Bulk(key.clone()))
+            .collect()
+    })?;
+    Ok(Reply::Array(keys))
 }
 
 pub fn cluster_help(ctx: &mut Ctx) -> CmdResult<Reply> {

@@ -419,18 +419,21 @@ impl<'a> Locked<'a> {
         Ok(&mut self.guards[pos].1)
     }
 
-    /// Up to `limit` live keys of database `db` in one hash slot, read from
-    /// that slot's shard alone.
-    pub fn slot_keys(&mut self, db: usize, slot: u16, limit: usize) -> CmdResult<Vec<Bytes>> {
+    /// Runs `read` over the live keys of database `db` in one hash slot,
+    /// taken from that slot's shard alone.
+    pub fn in_slot<T>(
+        &mut self,
+        db: usize,
+        slot: u16,
+        read: impl FnOnce(&mut dyn Iterator<Item = &Bytes>) -> T,
+    ) -> CmdResult<T> {
         let now = self.now;
         let shard = self.shard(slot_shard(slot))?;
-        Ok(shard
+        let mut keys = shard
             .entries(db, now)
             .map(|(key, _)| key)
-            .filter(|key| key_slot(key) == slot)
-            .take(limit)
-            .cloned()
-            .collect())
+            .filter(|key| key_slot(key) == slot);
+        Ok(read(&mut keys))
     }
 
     pub fn shards(&mut self) -> impl Iterator<Item = &mut Shard> {
