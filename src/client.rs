@@ -29,6 +29,8 @@ pub struct ClientInfo {
     pub multi: i64,
     pub watched: usize,
     pub no_evict: bool,
+    /// READONLY in cluster mode (the `r` flag).
+    pub readonly: bool,
     /// Channel, pattern and shard channel subscriptions.
     pub sub: usize,
     pub psub: usize,

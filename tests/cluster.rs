@@ -128,6 +128,30 @@ async fn topology_names_this_node_where_the_client_reached_it() {
     let mut other = common::connect(&server).await;
     let again: String = common::cmd(&mut other, &["CLUSTER", "MYID"]).await.unwrap();
     assert_eq!(again, id);
+    // READONLY shows as the `r` flag until READWRITE or RESET.
+    let flags = |info: String| {
+        info.split(' ')
+            .find(|f| f.starts_with("flags="))
+            .unwrap()
+            .to_string()
+    };
+    let info: String = common::cmd(&mut con, &["CLIENT", "INFO"]).await.unwrap();
+    assert_eq!(flags(info), "flags=N");
+    let () = common::cmd(&mut con, &["READONLY"]).await.unwrap();
+    let info: String = common::cmd(&mut con, &["CLIENT", "INFO"]).await.unwrap();
+    assert_eq!(flags(info), "flags=r");
+    let () = common::cmd(&mut con, &["EVAL", "return redis.call('readwrite')", "0"])
+        .await
+        .unwrap();
+    let info: String = common::cmd(&mut con, &["CLIENT", "INFO"]).await.unwrap();
+    assert_eq!(flags(info), "flags=r", "a script's READWRITE is its own");
+    let () = common::cmd(&mut con, &["READWRITE"]).await.unwrap();
+    let info: String = common::cmd(&mut con, &["CLIENT", "INFO"]).await.unwrap();
+    assert_eq!(flags(info), "flags=N");
+    let () = common::cmd(&mut con, &["READONLY"]).await.unwrap();
+    let _: String = common::cmd(&mut con, &["RESET"]).await.unwrap();
+    let info: String = common::cmd(&mut con, &["CLIENT", "INFO"]).await.unwrap();
+    assert_eq!(flags(info), "flags=N");
     // Our own HELP text: it names what a one-node cluster answers.
     let help: Vec<String> = common::cmd(&mut con, &["CLUSTER", "HELP"]).await.unwrap();
     for sub in [

@@ -53,12 +53,20 @@ pub fn check_slots(client: &Client, spec: &CommandSpec, args: &[Bytes]) -> CmdRe
 }
 
 pub fn readonly(ctx: &mut Ctx) -> CmdResult<Reply> {
-    node(ctx)?;
-    Ok(Reply::OK)
+    set_readonly(ctx, true)
 }
 
 pub fn readwrite(ctx: &mut Ctx) -> CmdResult<Reply> {
+    set_readonly(ctx, false)
+}
+
+/// Only shows in CLIENT LIST: the one node is a master, which serves reads
+/// either way. A script's own READONLY is not its caller's.
+fn set_readonly(ctx: &mut Ctx, on: bool) -> CmdResult<Reply> {
     node(ctx)?;
+    if !ctx.client.for_script {
+        ctx.client.handle.info.lock().readonly = on;
+    }
     Ok(Reply::OK)
 }
 

@@ -156,6 +156,7 @@ pub fn reset(ctx: &mut Ctx) -> CmdResult<Reply> {
     let mut info = ctx.client.handle.info.lock();
     info.name = None;
     info.no_evict = false;
+    info.readonly = false;
     Ok(Reply::status("RESET"))
 }
 
@@ -225,6 +226,9 @@ fn describe(shared: &Shared, handle: &ClientHandle) -> String {
     }
     if info.multi >= 0 {
         flags.push('x');
+    }
+    if info.readonly {
+        flags.push('r');
     }
     if info.no_evict {
         flags.push('e');
