@@ -70,6 +70,19 @@ fn set_readonly(ctx: &mut Ctx, on: bool) -> CmdResult<Reply> {
     Ok(Reply::OK)
 }
 
+/// Sent before a command redirected by `ASK`, which a node that owns
+/// every slot never sends.
+pub fn asking(ctx: &mut Ctx) -> CmdResult<Reply> {
+    node(ctx)?;
+    Ok(Reply::OK)
+}
+
+/// Links to peer nodes: a lone node has none.
+pub fn cluster_links(ctx: &mut Ctx) -> CmdResult<Reply> {
+    node(ctx)?;
+    Ok(Reply::Array(Vec::new()))
+}
+
 pub fn cluster_myid(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::bulk(node(ctx)?.id.clone()))
 }
@@ -165,6 +178,8 @@ pub fn cluster_help(ctx: &mut Ctx) -> CmdResult<Reply> {
             "    Describe the state of the cluster.",
             "KEYSLOT <key>",
             "    Compute the hash slot of <key>.",
+            "LINKS",
+            "    List the links to peer nodes (a lone node has none).",
             "MYID",
             "    Return this node's id.",
             "NODES",

@@ -231,6 +231,10 @@ static CLUSTER_SUBS: &[C] = &[
         .flags(STALE)
         .syntax("key")
         .doc("3.0.0", "Returns the hash slot of a key."),
+    C::new("links", 2, Cluster, cluster::cluster_links)
+        .flags(STALE)
+        .tips(NONDET)
+        .doc("7.0.0", "Lists the links to peer nodes."),
     C::new("myid", 2, Cluster, cluster::cluster_myid)
         .flags(STALE)
         .doc("3.0.0", "Returns this node's id."),
@@ -311,6 +315,8 @@ pub static COMMANDS: &[C] = &[
     C::container("client", Connection, CLIENT_SUBS).doc("2.4.0", "Commands about client connections."),
     // cluster
     C::container("cluster", Cluster, CLUSTER_SUBS).doc("3.0.0", "Commands about Redis Cluster."),
+    C::new("asking", 1, Cluster, cluster::asking).flags(FAST).acl(CONNECTION)
+        .doc("3.0.0", "Marks the next command as following an ASK redirect (accepted; this node owns every slot)."),
     C::new("readonly", 1, Cluster, cluster::readonly).flags(LOADING | STALE | FAST).acl(CONNECTION)
         .doc("3.0.0", "Lets this connection read from a replica in cluster mode (accepted; the node is a master)."),
     C::new("readwrite", 1, Cluster, cluster::readwrite).flags(LOADING | STALE | FAST).acl(CONNECTION)
