@@ -4,10 +4,9 @@
 
 use bytes::Bytes;
 
+use super::Ctx;
 use super::connection::help_reply;
-use super::{CommandSpec, Ctx, REGISTRY};
-use crate::client::Client;
-use crate::cluster::{ClusterNode, Endpoint, common_slot};
+use crate::cluster::{ClusterNode, Endpoint};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{HASH_SLOTS, key_slot};
 use crate::protocol::Reply;
@@ -34,22 +33,6 @@ pub fn slot_in_range(n: i64) -> Option<u16> {
 
 fn all_slots() -> [Reply; 2] {
     [Reply::Int(0), Reply::Int(i64::from(HASH_SLOTS) - 1)]
-}
-
-/// Cluster mode's check before a command runs or is queued: its keys must
-/// all be in one slot. EXEC's keys are those of every command it queued.
-pub fn check_slots(client: &Client, spec: &CommandSpec, args: &[Bytes]) -> CmdResult<()> {
-    if spec.name == "exec" {
-        let queued = client
-            .multi
-            .iter()
-            .flatten()
-            .flat_map(|(id, args)| REGISTRY.specs[*id].routed_args(args));
-        common_slot(queued)?;
-    } else {
-        common_slot(spec.routed_args(args))?;
-    }
-    Ok(())
 }
 
 pub fn readonly(ctx: &mut Ctx) -> CmdResult<Reply> {

@@ -195,18 +195,12 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
     if !client.authenticated && !spec.has(flag::NO_AUTH) {
         return reject(client, Some(id), CmdError::NoAuth);
     }
+    // Cluster mode: a command's keys must share a slot (EXEC checks those
+    // of the commands it queued).
     if shared.cluster.is_some()
-        && let Err(e) = cluster::check_slots(client, spec, args)
+        && let Err(e) = crate::cluster::common_slot(spec.routed_args(args))
     {
-        if spec.name != "exec" {
-            return reject(client, Some(id), e);
-        }
-        // EXEC's keys are every queued command's: spread over slots, the
-        // whole transaction is dropped with the plain error.
-        multi::discard_state(shared, client);
-        shared.stats.record_rejected(id);
-        shared.stats.record_error(e.code());
-        return Reply::Error(e);
+        return reject(client, Some(id), e);
     }
     if pubsub::in_subscribed_mode(client) && !pubsub::allowed_while_subscribed(&reg.full_names[id])
     {
