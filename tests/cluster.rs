@@ -36,6 +36,13 @@ async fn cluster_client_sets_gets_and_runs_scripts() {
         assert_eq!(got, i);
     }
 
+    // MGET over several slots: the client splits it, one slot per request.
+    let spread: Vec<i64> = con
+        .mget(&["key:1", "key:2", "key:3", "key:40"])
+        .await
+        .unwrap();
+    assert_eq!(spread, [1, 2, 3, 40]);
+
     // A lock: acquire with SET NX PX, release with the check-and-delete script.
     let lock = "{orders}:lock";
     let taken: bool = redis::cmd("SET")

@@ -69,7 +69,23 @@ impl ServerBuilder {
     }
 
     /// Answers as a one-node Redis Cluster owning every hash slot, as
-    /// `--cluster-enabled yes` does.
+    /// `--cluster-enabled yes` does, so cluster clients connect unchanged:
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> redis::RedisResult<()> {
+    /// use redis::AsyncCommands;
+    /// let server = rlockd::Server::builder().port(0).cluster_enabled(true).start().await?;
+    /// let client = redis::cluster::ClusterClient::new(vec![server.url()])?;
+    /// let mut con = client.get_async_connection().await?;
+    /// let () = con.set("{order:7}:lock", "owner-1").await?;
+    /// // The client splits a request by slot, as rlockd's CROSSSLOT asks it to.
+    /// let got: Vec<Option<String>> = con.mget(&["{order:7}:lock", "other"]).await?;
+    /// assert_eq!(got, [Some("owner-1".to_string()), None]);
+    /// server.shutdown().await;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn cluster_enabled(mut self, enabled: bool) -> Self {
         self.config.cluster_enabled = enabled;
         self
