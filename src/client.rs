@@ -34,6 +34,8 @@ pub struct ClientInfo {
     pub no_evict: bool,
     /// Waiting in a blocking command.
     pub blocked: bool,
+    /// READONLY in cluster mode (the `r` flag).
+    pub readonly: bool,
     /// Channel, pattern and shard channel subscriptions.
     pub sub: usize,
     pub psub: usize,

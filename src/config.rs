@@ -24,6 +24,8 @@ pub struct Config {
     /// Most memory one Lua state may use, so a runaway script fails
     /// cleanly instead of exhausting the server.
     pub lua_heap_limit: u64,
+    /// Answer as a one-node Redis Cluster that owns every hash slot.
+    pub cluster_enabled: bool,
 }
 
 impl Default for Config {
@@ -47,6 +49,7 @@ impl Default for Config {
             client_output_buffer_limit:
                 "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60".into(),
             lua_heap_limit: 128 * 1024 * 1024,
+            cluster_enabled: false,
         }
     }
 }
@@ -302,7 +305,12 @@ pub static PARAMS: &[Param] = &[
     fixed!("daemonize", "no"),
     fixed!("dbfilename", "dump.rdb"),
     fixed!("dir", "/"),
-    fixed!("cluster-enabled", "no"),
+    Param {
+        name: "cluster-enabled",
+        alias: None,
+        get: |c| yes_no(c.cluster_enabled),
+        set: None,
+    },
     fixed!("proto-max-bulk-len", "536870912"),
     fixed!("io-threads", "1"),
     fixed!("replica-read-only", "yes"),
@@ -456,7 +464,8 @@ impl std::error::Error for ConfigFileError {}
 impl Config {
     /// Applies a redis.conf-style file: one `directive value...` per line,
     /// `#` comments, Redis's quoting. Directives are the names CONFIG GET
-    /// knows, plus the startup-only `bind`, `port` and `databases`.
+    /// knows, plus the startup-only `bind`, `port`, `databases` and
+    /// `cluster-enabled`.
     pub fn apply_file(&mut self, text: &str) -> Result<(), ConfigFileError> {
         for (i, raw) in text.lines().enumerate() {
             let line = raw.trim();
@@ -494,6 +503,7 @@ impl Config {
                             fail("the number of databases must be at least 1".into())
                         })?
                 }
+                "cluster-enabled" => self.cluster_enabled = parse_yes_no(&value).map_err(fail)?,
                 name => {
                     let param = find_param(name).ok_or_else(|| fail("unknown directive".into()))?;
                     // Settings rlockd only reports (daemonize, dir…) are

@@ -32,6 +32,10 @@ struct Args {
     /// Log level: debug, verbose, notice, warning, nothing [default: notice].
     #[arg(long)]
     loglevel: Option<String>,
+    /// yes: answer as a one-node Redis Cluster owning every hash slot
+    /// (CLUSTER SLOTS/NODES, CROSSSLOT errors) [default: no].
+    #[arg(long, value_parser = ["yes", "no"])]
+    cluster_enabled: Option<String>,
     /// Instead of serving, PING the server at --bind/--port and exit 0 if
     /// it answers (container health checks).
     #[arg(long)]
@@ -118,6 +122,9 @@ fn load_config(args: Args) -> Result<rlockd::Config, Box<dyn std::error::Error>>
     }
     if let Some(n) = args.maxclients {
         config.maxclients = n;
+    }
+    if let Some(yes_no) = args.cluster_enabled {
+        config.cluster_enabled = yes_no == "yes";
     }
     if let Some(level) = args.loglevel {
         config.loglevel = level;

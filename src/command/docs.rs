@@ -339,10 +339,14 @@ pub fn parse_syntax(src: &str, command: &str) -> Result<Vec<Arg>, String> {
 }
 
 /// Points every key argument at its key spec: the n-th key argument (in
-/// order of appearance) at the n-th spec, the extra ones at the last.
+/// order of appearance) at the n-th spec, the extra ones at the last. In a
+/// command without key specs a key's name is only a string (CLUSTER
+/// KEYSLOT hashes it, and touches no key).
 fn assign_key_specs(args: &mut [Arg], seen: &mut usize, specs: usize) {
     for arg in args {
-        if arg.kind == ArgType::Key && specs > 0 {
+        if arg.kind == ArgType::Key && specs == 0 {
+            arg.kind = ArgType::String;
+        } else if arg.kind == ArgType::Key {
             arg.key_spec_index = Some((*seen).min(specs - 1));
             *seen += 1;
         }

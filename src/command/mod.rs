@@ -2,6 +2,7 @@
 //! one command against the shards its keys live in.
 
 mod blocking;
+mod cluster;
 mod connection;
 mod docs;
 mod expire;
@@ -26,7 +27,7 @@ use bytes::Bytes;
 
 use crate::client::Client;
 use crate::error::{CmdError, CmdResult};
-use crate::keyspace::{Db, LockPlan, Locked};
+use crate::keyspace::{Db, LockPlan, Locked, slot_shard};
 use crate::protocol::Reply;
 use crate::server::Shared;
 pub use blocking::Blocked;
@@ -154,6 +155,14 @@ impl<'a> Ctx<'_, 'a> {
 pub fn lock_plan(spec: &CommandSpec, args: &[Bytes]) -> LockPlan {
     if spec.has(flag::WHOLE_KEYSPACE) {
         LockPlan::All
+    } else if spec.has(flag::SLOT_ARG) {
+        let slot = args
+            .get(2)
+            .and_then(|arg| crate::util::parse_i64(arg))
+            .and_then(cluster::slot_in_range);
+        slot.map_or(LockPlan::Nothing, |slot| {
+            LockPlan::Shards(vec![slot_shard(slot)])
+        })
     } else {
         LockPlan::for_keys(spec.key_args(args))
     }
@@ -192,6 +201,13 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
     }
     if !client.authenticated && !spec.has(flag::NO_AUTH) {
         return reject(client, Some(id), CmdError::NoAuth);
+    }
+    // Cluster mode: a command's keys must share a slot (EXEC checks those
+    // of the commands it queued).
+    if shared.cluster.is_some()
+        && let Err(e) = crate::cluster::common_slot(spec.routed_args(args))
+    {
+        return reject(client, Some(id), e);
     }
     if pubsub::in_subscribed_mode(client) && !pubsub::allowed_while_subscribed(&reg.full_names[id])
     {

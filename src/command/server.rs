@@ -492,7 +492,7 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             line("redis_git_sha1", &"00000000");
             line("redis_git_dirty", &0);
             line("redis_build_id", &"0");
-            line("redis_mode", &"standalone");
+            line("redis_mode", &crate::cluster::mode_name(shared));
             line("os", &std::env::consts::OS);
             line("arch_bits", &64);
             line("multiplexing_api", &"tokio");
@@ -623,7 +623,7 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             "Errorstats"
         }
         "cluster" => {
-            line("cluster_enabled", &0);
+            line("cluster_enabled", &u8::from(shared.cluster.is_some()));
             "Cluster"
         }
         "keyspace" => {

@@ -9,8 +9,8 @@ use super::spec::acl::{
 use super::spec::flag::*;
 use super::spec::{CommandSpec as C, Group::*, KeySpec};
 use super::{
-    blocking, connection as conn, expire, hashes, keys, lists, memory, multi, scripting, server,
-    strings, zsets,
+    blocking, cluster, connection as conn, expire, hashes, keys, lists, memory, multi, scripting,
+    server, strings, zsets,
 };
 
 const RO: &[&str] = &["RO"];
@@ -227,6 +227,57 @@ static SCRIPT_SUBS: &[C] = &[
         .doc("5.0.0", "Lists the SCRIPT subcommands."),
 ];
 
+/// CLUSTER's subcommands that a one-node cluster answers.
+static CLUSTER_SUBS: &[C] = &[
+    C::new(
+        "countkeysinslot",
+        3,
+        Cluster,
+        cluster::cluster_countkeysinslot,
+    )
+    .flags(STALE | SLOT_ARG)
+    .syntax("slot")
+    .doc("3.0.0", "Counts the keys in a hash slot."),
+    C::new("getkeysinslot", 4, Cluster, cluster::cluster_getkeysinslot)
+        .flags(STALE | SLOT_ARG)
+        .tips(NONDET)
+        .syntax("slot count")
+        .doc("3.0.0", "Returns up to count key names in a hash slot."),
+    C::new("help", 2, Cluster, cluster::cluster_help)
+        .flags(LOADING | STALE)
+        .doc("5.0.0", "Lists the CLUSTER subcommands."),
+    C::new("info", 2, Cluster, cluster::cluster_info)
+        .flags(STALE)
+        .tips(NONDET)
+        .doc("3.0.0", "Describes the state of the cluster."),
+    C::new("keyslot", 3, Cluster, cluster::cluster_keyslot)
+        .flags(STALE)
+        .syntax("key")
+        .doc("3.0.0", "Returns the hash slot of a key."),
+    C::new("links", 2, Cluster, cluster::cluster_links)
+        .flags(STALE)
+        .tips(NONDET)
+        .doc("7.0.0", "Lists the links to peer nodes."),
+    C::new("myid", 2, Cluster, cluster::cluster_myid)
+        .flags(STALE)
+        .doc("3.0.0", "Returns this node's id."),
+    C::new("nodes", 2, Cluster, cluster::cluster_nodes)
+        .flags(STALE)
+        .tips(NONDET)
+        .doc(
+            "3.0.0",
+            "Describes every node of the cluster, one line each.",
+        ),
+    C::new("shards", 2, Cluster, cluster::cluster_shards)
+        .flags(STALE)
+        .tips(NONDET)
+        .doc("7.0.0", "Describes each shard: its slot ranges and nodes."),
+    C::new("slots", 2, Cluster, cluster::cluster_slots)
+        .flags(STALE)
+        .tips(NONDET)
+        .doc("3.0.0", "Maps each slot range to the node serving it."),
+];
+
 static PUBSUB_SUBS: &[C] = &[
     C::new("channels", -2, Pubsub, pubsub::pubsub_channels)
         .flags(PUBSUB | LOADING | STALE)
@@ -285,6 +336,14 @@ pub static COMMANDS: &[C] = &[
     C::new("reset", 1, Connection, conn::reset).flags(ANY_STATE).acl(CONNECTION)
         .doc("6.2.0", "Returns the connection to its initial state."),
     C::container("client", Connection, CLIENT_SUBS).doc("2.4.0", "Commands about client connections."),
+    // cluster
+    C::container("cluster", Cluster, CLUSTER_SUBS).doc("3.0.0", "Commands about Redis Cluster."),
+    C::new("asking", 1, Cluster, cluster::asking).flags(FAST).acl(CONNECTION)
+        .doc("3.0.0", "Marks the next command as following an ASK redirect (accepted; this node owns every slot)."),
+    C::new("readonly", 1, Cluster, cluster::readonly).flags(LOADING | STALE | FAST).acl(CONNECTION)
+        .doc("3.0.0", "Lets this connection read from a replica in cluster mode (accepted; the node is a master)."),
+    C::new("readwrite", 1, Cluster, cluster::readwrite).flags(LOADING | STALE | FAST).acl(CONNECTION)
+        .doc("3.0.0", "Ends READONLY for this connection."),
     // server
     C::container("command", Server, COMMAND_SUBS).runs_bare(server::command_all).flags(LOADING | STALE).acl(CONNECTION).tips(NONDET_ORDER)
         .doc("2.8.13", "Describes every command the server knows."),

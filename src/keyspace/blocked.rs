@@ -298,7 +298,7 @@ fn serve_one(db: &mut Db, key: &Bytes, wanted: &Wanted) -> Outcome {
         Wanted::Move { from, dest, to } => {
             // The destination may live in a shard the command does not
             // hold, and taking it here could only be tried.
-            if db.locked.ensure([&dest[..]]).is_err() {
+            if db.locked.ensure(&[key_shard(dest)]).is_err() {
                 return Outcome::Retry;
             }
             match db.check_list(dest) {

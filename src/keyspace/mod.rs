@@ -38,7 +38,11 @@ pub fn key_slot(key: &[u8]) -> u16 {
 }
 
 pub fn key_shard(key: &[u8]) -> usize {
-    key_slot(key) as usize % SHARDS
+    slot_shard(key_slot(key))
+}
+
+pub fn slot_shard(slot: u16) -> usize {
+    slot as usize % SHARDS
 }
 
 /// A client's WATCH on keys: set when any watched key is modified.
@@ -405,12 +409,12 @@ impl<'a> Locked<'a> {
         self.acquire(plan)
     }
 
-    /// Takes the shards of `keys` now, before a command writes anything,
+    /// Takes these shards now, before a command writes anything,
     /// so it never stops halfway for want of one.
     /// Any order will do: `shard` never waits out of ascending order.
-    pub fn ensure<'k>(&mut self, keys: impl IntoIterator<Item = &'k [u8]>) -> CmdResult<()> {
-        for key in keys {
-            self.shard(key_shard(key))?;
+    pub fn ensure(&mut self, shards: &[usize]) -> CmdResult<()> {
+        for &idx in shards {
+            self.shard(idx)?;
         }
         Ok(())
     }
@@ -433,6 +437,23 @@ impl<'a> Locked<'a> {
             }
         };
         Ok(&mut self.guards[pos].1)
+    }
+
+    /// Runs `read` over the live keys of database `db` in one hash slot,
+    /// taken from that slot's shard alone.
+    pub fn in_slot<T>(
+        &mut self,
+        db: usize,
+        slot: u16,
+        read: impl FnOnce(&mut dyn Iterator<Item = &Bytes>) -> T,
+    ) -> CmdResult<T> {
+        let now = self.now;
+        let shard = self.shard(slot_shard(slot))?;
+        let mut keys = shard
+            .entries(db, now)
+            .map(|(key, _)| key)
+            .filter(|key| key_slot(key) == slot);
+        Ok(read(&mut keys))
     }
 
     pub fn shards(&mut self) -> impl Iterator<Item = &mut Shard> {

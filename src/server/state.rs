@@ -9,6 +9,7 @@ use parking_lot::RwLock;
 
 use crate::client::ClientHandle;
 use crate::clock::Clock;
+use crate::cluster::ClusterNode;
 use crate::command::REGISTRY;
 use crate::config::Config;
 use crate::keyspace::Keyspace;
@@ -101,6 +102,8 @@ pub struct Shared {
     pub run_id: String,
     /// The port actually bound (differs from the config's for port 0).
     pub port: AtomicU64,
+    /// This server's identity as a cluster node, in cluster mode only.
+    pub cluster: Option<ClusterNode>,
 }
 
 impl Shared {
@@ -108,7 +111,9 @@ impl Shared {
         let started_ms = clock.now_ms();
         let pubsub = Arc::new(PubSub::new());
         pubsub.configure(&config);
+        let cluster = config.cluster_enabled.then(ClusterNode::new);
         Shared {
+            cluster,
             keyspace: Keyspace::with_events(config.databases, clock, pubsub.clone()),
             pubsub,
             scripts: Default::default(),
