@@ -1,0 +1,105 @@
+'use strict';
+// ioredis against the server on 127.0.0.1:PORT: the classic single-key lock
+// (SET NX PX to take it, a compare-and-delete script to release it) with
+// the script defined through defineCommand (EVALSHA, EVAL after NOSCRIPT),
+// pipelined, and under contention from several connections.
+// Usage: node ioredis_lock.js PORT
+
+const Redis = require('ioredis');
+const { randomUUID } = require('node:crypto');
+const { Checks, sleep, run } = require('./checks');
+
+const port = Number(process.argv[2]);
+const c = new Checks('ioredis lock');
+
+const UNLOCK = `
+if redis.call('get', KEYS[1]) == ARGV[1] then
+  return redis.call('del', KEYS[1])
+end
+return 0`;
+
+function connect() {
+  const redis = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 1, lazyConnect: true });
+  redis.defineCommand('unlock', { numberOfKeys: 1, lua: UNLOCK });
+  return redis;
+}
+
+async function withLock(redis, key, ttlMs, deadlineMs, body) {
+  const token = randomUUID();
+  const deadline = Date.now() + deadlineMs;
+  while ((await redis.set(key, token, 'PX', ttlMs, 'NX')) !== 'OK') {
+    if (Date.now() > deadline) throw new Error(`could not take ${key} in ${deadlineMs}ms`);
+    await sleep(1);
+  }
+  try {
+    return await body();
+  } finally {
+    const released = await redis.unlock(key, token);
+    if (released !== 1) throw new Error(`unlock of ${key} returned ${released}`);
+  }
+}
+
+run(c, async () => {
+  const a = connect();
+  const b = connect();
+  await a.connect();
+  await b.connect();
+  c.equal(a.status, 'ready', 'ioredis connection status (INFO answered)');
+
+  c.equal(await a.set('js:res', 'tok-a', 'PX', 1000, 'NX'), 'OK', 'SET NX PX on a free key');
+  c.equal(await b.set('js:res', 'tok-b', 'PX', 1000, 'NX'), null, 'SET NX PX on a held key');
+  c.within(900, 1000, await b.pttl('js:res'), 'lease PTTL');
+  c.equal(await b.unlock('js:res', 'tok-b'), 0, 'unlock with the wrong token');
+  c.equal(await b.get('js:res'), 'tok-a', 'lock still held after the wrong unlock');
+  c.equal(await a.unlock('js:res', 'tok-a'), 1, 'unlock by the owner');
+  c.equal(await a.exists('js:res'), 0, 'key gone after unlock');
+
+  // SCRIPT FLUSH: the defined command gets NOSCRIPT from EVALSHA and ioredis
+  // falls back to EVAL, which caches the script again.
+  const sha = require('node:crypto').createHash('sha1').update(UNLOCK).digest('hex');
+  await a.set('js:res', 'tok-a', 'PX', 1000);
+  c.equal(await a.script('EXISTS', sha), [1], 'unlock script cached after first use');
+  c.equal(await a.script('FLUSH'), 'OK', 'SCRIPT FLUSH');
+  c.equal(await a.unlock('js:res', 'tok-a'), 1, 'unlock after SCRIPT FLUSH (NOSCRIPT fallback)');
+  c.equal(await a.script('EXISTS', sha), [1], 'unlock script cached again');
+
+  // Pipelined lock cycle: take, read, release, and a rival's failed take, in one batch.
+  const results = await a
+    .pipeline()
+    .set('js:pipe', 'tok-p', 'PX', 2000, 'NX')
+    .set('js:pipe', 'tok-q', 'PX', 2000, 'NX')
+    .get('js:pipe')
+    .unlock('js:pipe', 'tok-q')
+    .unlock('js:pipe', 'tok-p')
+    .exists('js:pipe')
+    .exec();
+  c.equal(results, [[null, 'OK'], [null, null], [null, 'tok-p'], [null, 0], [null, 1], [null, 0]], 'pipelined lock cycle replies');
+
+  // The lease lapses by itself.
+  c.equal(await a.set('js:lease', 'tok-a', 'PX', 150, 'NX'), 'OK', 'take a 150ms lease');
+  await sleep(300);
+  c.equal(await b.set('js:lease', 'tok-b', 'PX', 1000, 'NX'), 'OK', 'rival takes the lapsed lease');
+  c.equal(await a.unlock('js:lease', 'tok-a'), 0, 'old owner cannot release the rival\'s lock');
+  c.equal(await b.unlock('js:lease', 'tok-b'), 1, 'rival releases');
+
+  // Mutual exclusion across connections: a non-atomic GET/SET increment.
+  const WORKERS = 8;
+  const ROUNDS = 50;
+  const conns = Array.from({ length: WORKERS }, connect);
+  await Promise.all(conns.map((r) => r.connect()));
+  await a.set('js:counter', 0);
+  await Promise.all(
+    conns.map(async (r) => {
+      for (let i = 0; i < ROUNDS; i++) {
+        await withLock(r, 'js:mutex', 5000, 20000, async () => {
+          const v = Number(await r.get('js:counter'));
+          await sleep(0);
+          await r.set('js:counter', v + 1);
+        });
+      }
+    }),
+  );
+  c.equal(Number(await a.get('js:counter')), WORKERS * ROUNDS, `counter after ${WORKERS}x${ROUNDS} locked increments`);
+
+  for (const r of [a, b, ...conns]) r.disconnect();
+});

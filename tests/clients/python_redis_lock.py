@@ -1,0 +1,81 @@
+"""python-redis-lock (redis_lock.Lock) against the server on 127.0.0.1:PORT.
+
+Usage: python_redis_lock.py PORT
+Waiters block in BLPOP on the lock's signal list; release pushes to it.
+"""
+
+import sys
+import threading
+import time
+
+import redis
+import redis_lock
+
+from checks import Checks, wait_until
+
+c = Checks("python-redis-lock")
+conn = redis.StrictRedis(host="127.0.0.1", port=int(sys.argv[1]), socket_timeout=30)
+
+lock = redis_lock.Lock(conn, "prl", expire=30)
+c.ok(lock.acquire(blocking=False), "non-blocking acquire of a free lock")
+c.ok(conn.get("lock:prl") == lock.id.encode(), "lock key holds the id", conn.get("lock:prl"))
+c.within(29, 30, conn.ttl("lock:prl"), "TTL after acquire")
+c.ok(not redis_lock.Lock(conn, "prl", expire=30).acquire(blocking=False), "second Lock cannot take it")
+c.raises(redis_lock.NotAcquired, "release by a non-owner", redis_lock.Lock(conn, "prl", id="other").release)
+
+# A waiter in another thread (its own connection from the pool) blocks in
+# BLPOP; it must wake as soon as the holder releases, not at its timeout.
+outcome = {}
+
+
+def wait_for_lock():
+    waiter = redis_lock.Lock(conn, "prl", expire=30)
+    outcome["got"] = waiter.acquire(blocking=True, timeout=10)
+    outcome["at"] = time.monotonic()
+    outcome["lock"] = waiter
+
+
+thread = threading.Thread(target=wait_for_lock)
+thread.start()
+blocked = wait_until(lambda: conn.info("clients")["blocked_clients"] == 1, 5)
+c.ok(blocked, "waiter is blocked in BLPOP (INFO blocked_clients is 1)", conn.info("clients")["blocked_clients"])
+time.sleep(0.2)
+released_at = time.monotonic()
+lock.release()
+thread.join(15)
+c.ok(outcome.get("got") is True, "waiter acquired after the release", outcome)
+c.within(0.0, 0.5, outcome["at"] - released_at, "seconds from release to the waiter's wake-up")
+waiter = outcome["lock"]
+c.ok(conn.get("lock:prl") == waiter.id.encode(), "waiter's id is in the lock key")
+c.ok(conn.exists("lock-signal:prl") == 0, "waiter consumed the release signal")
+waiter.release()
+c.ok(conn.exists("lock:prl") == 0, "release deletes the lock key")
+c.ok(conn.llen("lock-signal:prl") == 1, "release with no waiter leaves one signal", conn.llen("lock-signal:prl"))
+c.within(1, 1000, conn.pttl("lock-signal:prl"), "signal list PTTL (signal_expire 1000ms)")
+c.raises(redis_lock.NotAcquired, "second release of the same lock", waiter.release)
+
+# A blocking acquire that nobody releases gives up at its timeout.
+holder = redis_lock.Lock(conn, "prl:held", expire=30)
+c.ok(holder.acquire(), "acquire prl:held")
+t0 = time.monotonic()
+c.ok(not redis_lock.Lock(conn, "prl:held", expire=30).acquire(timeout=1), "blocking acquire times out")
+c.within(0.9, 3.0, time.monotonic() - t0, "seconds the timed-out acquire waited")
+holder.release()
+
+# auto_renewal: a 1s lock held for 2.5s stays ours; without it, it lapses.
+renewed = redis_lock.Lock(conn, "prl:renew", expire=1, auto_renewal=True)
+c.ok(renewed.acquire(), "acquire with auto_renewal and expire=1")
+time.sleep(2.5)
+c.ok(conn.get("lock:prl:renew") == renewed.id.encode(), "auto-renewed lock still held after 2.5s")
+c.within(1, 1000, conn.pttl("lock:prl:renew"), "renewed lock PTTL")
+c.ok(not redis_lock.Lock(conn, "prl:renew", expire=1).acquire(blocking=False), "renewed lock not takeable")
+renewed.release()
+c.ok(conn.exists("lock:prl:renew") == 0, "auto-renewed lock released")
+
+plain = redis_lock.Lock(conn, "prl:lapse", expire=1)
+c.ok(plain.acquire(), "acquire with expire=1, no renewal")
+lapsed = wait_until(lambda: conn.exists("lock:prl:lapse") == 0, 3)
+c.ok(lapsed, "lock without renewal expired by itself")
+c.raises(redis_lock.NotAcquired, "extend after expiry", plain.extend)
+
+c.done()

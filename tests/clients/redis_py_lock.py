@@ -1,0 +1,129 @@
+"""redis-py's redis.lock.Lock against the server on 127.0.0.1:PORT.
+
+Usage: redis_py_lock.py PORT
+Uses redis-py's default connection (redis-py 8 opens it with HELLO 3).
+"""
+
+import sys
+import threading
+import time
+
+import redis
+from redis.exceptions import LockError, LockNotOwnedError
+
+from checks import Checks
+
+c = Checks("redis-py Lock")
+r = redis.Redis(host="127.0.0.1", port=int(sys.argv[1]), socket_timeout=10)
+
+conn = r.connection_pool.get_connection()
+c.ok(conn.protocol == 3, "default connection negotiated RESP3 with HELLO 3", conn.protocol)
+c.ok(conn.handshake_metadata.get(b"proto") == 3, "HELLO reply names proto 3", conn.handshake_metadata)
+r.connection_pool.release(conn)
+
+# thread_local=False: a helper thread releases this lock below.
+lock = r.lock("py:res", timeout=2.0, thread_local=False)
+c.ok(lock.acquire(blocking=False), "non-blocking acquire of a free lock")
+token = lock.local.token
+c.ok(r.get("py:res") == token, "lock key holds the owner's token", r.get("py:res"))
+c.within(1000, 2000, r.pttl("py:res"), "lease PTTL after acquire")
+c.ok(lock.owned() and lock.locked(), "owned() and locked()")
+
+rival = r.lock("py:res", timeout=2.0, blocking_timeout=0.3, sleep=0.05)
+c.ok(not rival.acquire(blocking=False), "second Lock cannot take a held lock")
+t0 = time.monotonic()
+got = rival.acquire()
+waited = time.monotonic() - t0
+c.ok(not got, "blocking acquire with blocking_timeout=0.3 gives up")
+c.within(0.25, 1.5, waited, "seconds waited by the timed-out blocking acquire")
+
+c.ok(lock.extend(3), "extend(3) adds to the lease")
+c.within(3000, 5000, r.pttl("py:res"), "PTTL after extend(3)")
+c.ok(lock.extend(1, replace_ttl=True), "extend(1, replace_ttl=True)")
+c.within(500, 1000, r.pttl("py:res"), "PTTL after replacing the lease with 1s")
+c.ok(lock.reacquire(), "reacquire() resets the lease to the timeout")
+c.within(1500, 2000, r.pttl("py:res"), "PTTL after reacquire")
+
+# The scripts are cached by SHA; after SCRIPT FLUSH redis-py gets NOSCRIPT
+# from EVALSHA and must load the script again, transparently.
+r.script_flush()
+c.ok(r.script_exists(lock.lua_extend.sha) == [False], "SCRIPT FLUSH dropped the extend script")
+c.ok(lock.extend(1), "extend after SCRIPT FLUSH (NOSCRIPT fallback)")
+c.ok(r.script_exists(lock.lua_extend.sha) == [True], "extend script loaded again by SHA")
+
+
+
+def intruder():
+    """A Lock on the same name holding a token that is not the owner's."""
+    lk = r.lock("py:res", timeout=2.0)
+    lk.local.token = b"not-the-owner"
+    return lk
+
+
+c.raises(LockNotOwnedError, "release by a non-owner", intruder().release)
+c.raises(LockNotOwnedError, "extend by a non-owner", intruder().extend, 1)
+c.raises(LockNotOwnedError, "reacquire by a non-owner", intruder().reacquire)
+c.ok(r.get("py:res") == token, "owner's token survives the intruder", r.get("py:res"))
+c.raises(LockError, "release of a never-acquired Lock", r.lock("py:res").release)
+
+
+def release_later(lk, delay):
+    time.sleep(delay)
+    lk.release()
+
+
+releaser = threading.Thread(target=release_later, args=(lock, 0.3))
+releaser.start()
+waiter = r.lock("py:res", timeout=2.0, blocking_timeout=5, sleep=0.02)
+t0 = time.monotonic()
+got = waiter.acquire()
+waited = time.monotonic() - t0
+releaser.join(5)
+c.ok(got, "blocking acquire succeeds once the holder releases")
+c.within(0.25, 1.5, waited, "seconds the blocked acquire waited for a 0.3s holder")
+c.ok(r.get("py:res") == waiter.local.token, "waiter now owns the key")
+waiter.release()
+c.ok(r.exists("py:res") == 0, "release deletes the key")
+
+short = r.lock("py:lease", timeout=0.2)
+c.ok(short.acquire(blocking=False), "acquire with a 200ms lease")
+time.sleep(0.4)
+c.ok(r.exists("py:lease") == 0, "lease expired by itself after 400ms")
+c.ok(not short.owned(), "expired lock is no longer owned")
+taker = r.lock("py:lease", timeout=2.0)
+c.ok(taker.acquire(blocking=False), "another client takes the expired lock")
+c.raises(LockNotOwnedError, "extend after the lease expired", short.extend, 1)
+c.raises(LockNotOwnedError, "release after the lease expired", short.release)
+c.ok(taker.owned(), "new owner unaffected by the old owner's release")
+taker.release()
+
+with r.lock("py:ctx", timeout=2.0, blocking_timeout=1) as held:
+    c.ok(held.owned(), "context manager holds the lock")
+c.ok(r.exists("py:ctx") == 0, "context manager released the lock")
+
+# Mutual exclusion: threads each do a non-atomic GET/SET increment under the lock.
+THREADS, ROUNDS = 8, 40
+r.set("py:counter", 0)
+failures = []
+
+
+def worker():
+    for _ in range(ROUNDS):
+        lk = r.lock("py:mutex", timeout=5.0, blocking_timeout=10, sleep=0.002)
+        if not lk.acquire():
+            failures.append("acquire timed out")
+            return
+        value = int(r.get("py:counter"))
+        r.set("py:counter", value + 1)
+        lk.release()
+
+
+threads = [threading.Thread(target=worker) for _ in range(THREADS)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join(60)
+c.ok(not failures and not any(t.is_alive() for t in threads), "all lock workers finished", failures)
+c.ok(int(r.get("py:counter")) == THREADS * ROUNDS, f"counter is exactly {THREADS * ROUNDS}", r.get("py:counter"))
+
+c.done()
