@@ -149,6 +149,8 @@ fn run_client(test: &str, interpreter: &Path, program: &str, servers: usize) {
                 outcome.output
             );
         }
+        // Every check with its measured value, shown by `--nocapture`.
+        println!("--- {program} on {} ---\n{}", target.name(), outcome.output);
         let summary = outcome
             .output
             .lines()
