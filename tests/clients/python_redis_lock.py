@@ -62,6 +62,61 @@ c.ok(not redis_lock.Lock(conn, "prl:held", expire=30).acquire(timeout=1), "block
 c.within(0.9, 3.0, time.monotonic() - t0, "seconds the timed-out acquire waited")
 holder.release()
 
+# A queue of waiters: each release wakes exactly one of them (BLPOP hands the
+# single signal to one client), which holds the lock briefly and releases it
+# in turn, so the whole chain finishes long before any waiter's timeout.
+WAITERS = 5
+first = redis_lock.Lock(conn, "prl:chain", expire=30)
+c.ok(first.acquire(), "acquire prl:chain")
+turns = []
+
+
+def take_turn(n):
+    lk = redis_lock.Lock(conn, "prl:chain", expire=30)
+    if lk.acquire(timeout=10):
+        turns.append(n)
+        time.sleep(0.05)
+        lk.release()
+
+
+chain = [threading.Thread(target=take_turn, args=(n,)) for n in range(WAITERS)]
+for t in chain:
+    t.start()
+c.ok(wait_until(lambda: conn.info("clients")["blocked_clients"] == WAITERS, 5), f"{WAITERS} waiters blocked in BLPOP")
+t0 = time.monotonic()
+first.release()
+for t in chain:
+    t.join(15)
+c.ok(sorted(turns) == list(range(WAITERS)), "every waiter got its turn", turns)
+c.within(0.0, 2.0, time.monotonic() - t0, f"seconds for {WAITERS} chained hand-overs of 50ms holds")
+
+# reset() and reset_all() break locks held by others and wake their waiters;
+# reset_all's script finds the locks with KEYS, keys it never declared.
+held = [redis_lock.Lock(conn, name, expire=30) for name in ("prl:a", "prl:b", "prl:c")]
+for lk in held:
+    lk.acquire()
+redis_lock.Lock(conn, "prl:a").reset()
+c.ok(conn.exists("lock:prl:a") == 0 and conn.llen("lock-signal:prl:a") == 1, "reset() deleted the lock and signalled")
+outcome.clear()
+
+
+def wait_for_b():
+    outcome["got"] = redis_lock.Lock(conn, "prl:b", expire=30).acquire(timeout=10)
+    outcome["at"] = time.monotonic()
+
+
+thread = threading.Thread(target=wait_for_b)
+thread.start()
+c.ok(wait_until(lambda: conn.info("clients")["blocked_clients"] == 1, 5), "a waiter blocked on prl:b")
+reset_at = time.monotonic()
+redis_lock.reset_all(conn)
+thread.join(15)
+c.ok(outcome.get("got") is True, "reset_all() woke the prl:b waiter, which took the lock", outcome)
+c.within(0.0, 0.5, outcome["at"] - reset_at, "seconds from reset_all() to the waiter's wake-up")
+c.ok(conn.exists("lock:prl:c") == 0, "reset_all() deleted lock:prl:c")
+c.within(1, 1000, conn.pttl("lock-signal:prl:c"), "reset_all() signal PTTL (EXPIRE 1)")
+c.ok(conn.exists("lock:prl:b") == 1, "prl:b is held by its woken waiter")
+
 # auto_renewal: a 1s lock held for 2.5s stays ours; without it, it lapses.
 renewed = redis_lock.Lock(conn, "prl:renew", expire=1, auto_renewal=True)
 c.ok(renewed.acquire(), "acquire with auto_renewal and expire=1")
