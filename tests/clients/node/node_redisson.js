@@ -72,5 +72,38 @@ run(c, async () => {
   await sleep(400);
   c.ok(!(await leased.isLocked()), 'fixed lease lapsed after 400ms');
 
-  await Promise.all([one.quit(), two.quit(), dog.quit()]);
+  // forceUnlock deletes a lock whoever holds it and wakes its waiters.
+  const forced = one.getLock('{js}:forced');
+  await forced.lock();
+  const forcedWaiter = two.getLock('{js}:forced').tryLock(5000, 1000);
+  await sleep(100);
+  const forcedAt = Date.now();
+  c.ok(await two.getLock('{js}:forced').forceUnlock(), 'forceUnlock by another client');
+  c.ok(await forcedWaiter, 'waiter took the force-unlocked lock');
+  c.within(0, 500, Date.now() - forcedAt, 'ms from forceUnlock to the waiter holding the lock');
+  await forced.forceUnlock();
+
+  // Contention: four clients, each doing locked non-atomic increments;
+  // waiters sleep on the unlock channel between attempts.
+  const CLIENTS = 4;
+  const ROUNDS = 25;
+  const racers = Array.from({ length: CLIENTS }, () => client(2000n));
+  await inspect.set('{js}:counter', 0);
+  const t0 = Date.now();
+  await Promise.all(
+    racers.map(async (r) => {
+      const mutex = r.getLock('{js}:mutex');
+      for (let i = 0; i < ROUNDS; i++) {
+        await mutex.lock();
+        const v = Number(await r.redis.get('{js}:counter'));
+        await sleep(1);
+        await r.redis.set('{js}:counter', v + 1);
+        await mutex.unlock();
+      }
+    }),
+  );
+  c.equal(Number(await inspect.get('{js}:counter')), CLIENTS * ROUNDS, `counter after ${CLIENTS}x${ROUNDS} locked increments`);
+  c.within(0, 15000, Date.now() - t0, 'ms for the contended increments');
+
+  await Promise.all([one, two, dog, ...racers].map((r) => r.quit()));
 });
