@@ -289,13 +289,15 @@ fn redlock_three_nodes() {
     }
 }
 
-/// Env var that turns `mutex_worker` into one worker process of
-/// `mutual_exclusion_across_processes`, naming the server's port.
+/// Env vars that turn `mutex_worker` into one worker process of the
+/// mutual-exclusion tests: the server's port and the kind of lock.
 const WORKER_PORT_ENV: &str = "RLOCKD_MUTEX_WORKER_PORT";
+const WORKER_LOCK_ENV: &str = "RLOCKD_MUTEX_WORKER_LOCK";
 const WORKERS: usize = 8;
 const ROUNDS: usize = 500;
-const COUNTER: &str = "mutex:counter";
-const LOCK: &str = "mutex:lock";
+const COUNTER: &str = "{mutex}:counter";
+const LOCK: &str = "{mutex}:lock";
+const CHANNEL: &str = "{mutex}:channel";
 /// Lease of one lock hold; far longer than a GET and a SET take.
 const LEASE_MS: u64 = 10_000;
 
@@ -306,12 +308,111 @@ if redis.call('get', KEYS[1]) == ARGV[1] then
 end
 return 0";
 
+/// How the workers lock: a `SET NX PX` string released by compare-and-delete,
+/// or seed 000's reentrant hash lock and its unlock-with-PUBLISH script,
+/// taken twice and released twice each round.
+#[derive(Clone, Copy, Debug)]
+enum LockKind {
+    SetNx,
+    ReentrantHash,
+}
+
+impl LockKind {
+    fn name(self) -> &'static str {
+        match self {
+            LockKind::SetNx => "setnx",
+            LockKind::ReentrantHash => "hash",
+        }
+    }
+
+    fn from_name(name: &str) -> LockKind {
+        match name {
+            "setnx" => LockKind::SetNx,
+            "hash" => LockKind::ReentrantHash,
+            other => panic!("unknown lock kind {other:?}"),
+        }
+    }
+}
+
+/// One worker's connection and scripts.
+struct Locker {
+    kind: LockKind,
+    con: redis::Connection,
+    unlock: redis::Script,
+    hash_lock: redis::Script,
+    hash_unlock: redis::Script,
+}
+
+impl Locker {
+    /// One attempt to take the lock; true when it is now held by `token`.
+    fn try_lock(&mut self, token: &str) -> bool {
+        match self.kind {
+            LockKind::SetNx => redis::cmd("SET")
+                .arg(LOCK)
+                .arg(token)
+                .arg("NX")
+                .arg("PX")
+                .arg(LEASE_MS)
+                .query::<Option<String>>(&mut self.con)
+                .expect("SET NX PX")
+                .is_some(),
+            // nil when taken (or re-entered), the lock's PTTL when held by another.
+            LockKind::ReentrantHash => self
+                .hash_lock
+                .key(LOCK)
+                .arg(LEASE_MS)
+                .arg(token)
+                .invoke::<Option<i64>>(&mut self.con)
+                .expect("hash lock script")
+                .is_none(),
+        }
+    }
+
+    fn lock(&mut self, token: &str, deadline: Instant, busy: &mut u64) {
+        while !self.try_lock(token) {
+            *busy += 1;
+            assert!(Instant::now() < deadline, "lock not taken in time");
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        if let LockKind::ReentrantHash = self.kind {
+            assert!(self.try_lock(token), "re-entering a held lock");
+        }
+    }
+
+    fn unlock(&mut self, token: &str) {
+        match self.kind {
+            LockKind::SetNx => {
+                let released: i64 = self
+                    .unlock
+                    .key(LOCK)
+                    .arg(token)
+                    .invoke(&mut self.con)
+                    .expect("unlock script");
+                assert_eq!(released, 1, "the lock was no longer ours at release");
+            }
+            LockKind::ReentrantHash => {
+                // 0: one hold of two released; 1: the last, lock deleted.
+                for expected in [0, 1] {
+                    let released: Option<i64> = self
+                        .hash_unlock
+                        .key(LOCK)
+                        .key(CHANNEL)
+                        .arg(0)
+                        .arg(LEASE_MS)
+                        .arg(token)
+                        .invoke(&mut self.con)
+                        .expect("hash unlock script");
+                    assert_eq!(released, Some(expected), "unlock of a reentrant hold");
+                }
+            }
+        }
+    }
+}
+
 /// 8 OS processes (this test binary re-run as `mutex_worker`), each doing
-/// 500 non-atomic GET/SET increments under a SET NX PX lock released by a
-/// compare-and-delete script; any lost update shows as a count below 4000.
-#[test]
-fn mutual_exclusion_across_processes() {
-    let test = "mutual_exclusion_across_processes";
+/// 500 non-atomic GET/SET increments under the lock; any lost update shows
+/// as a count below 4000.
+fn mutual_exclusion(test: &str, kind: LockKind) {
     for target in targets(test) {
         let server = target.start();
         let url = format!("redis://127.0.0.1:{}/", server.port());
@@ -329,6 +430,7 @@ fn mutual_exclusion_across_processes() {
                 Command::new(std::env::current_exe().unwrap())
                     .args(["--exact", "mutex_worker", "--ignored", "--nocapture"])
                     .env(WORKER_PORT_ENV, server.port().to_string())
+                    .env(WORKER_LOCK_ENV, kind.name())
                     .stdout(Stdio::piped())
                     .stderr(Stdio::piped())
                     .spawn()
@@ -361,72 +463,74 @@ fn mutual_exclusion_across_processes() {
             "{test}: lost updates against {} ({elapsed:.1}s)",
             target.name()
         );
-        let retries: u64 = outcomes
+        let busy: u64 = outcomes
             .iter()
             .filter_map(|(_, text)| text.lines().find_map(|l| l.strip_prefix("busy retries: ")))
             .filter_map(|n| n.trim().parse::<u64>().ok())
             .sum();
         loud(&format!(
             "{test} on {}: {WORKERS} processes x {ROUNDS} locked increments = {count} \
-             ({elapsed:.1}s, {:.0} lock cycles/s, {retries} busy retries)",
+             ({elapsed:.1}s, {:.0} lock cycles/s, {busy} busy retries)",
             target.name(),
             count as f64 / elapsed
         ));
     }
 }
 
-/// One worker of `mutual_exclusion_across_processes`; ignored in a normal
-/// run, and started by that test with `--ignored --exact mutex_worker`.
 #[test]
-#[ignore = "a worker process of mutual_exclusion_across_processes"]
+fn mutual_exclusion_across_processes() {
+    mutual_exclusion("mutual_exclusion_across_processes", LockKind::SetNx);
+}
+
+#[test]
+fn mutual_exclusion_reentrant_hash_lock() {
+    mutual_exclusion(
+        "mutual_exclusion_reentrant_hash_lock",
+        LockKind::ReentrantHash,
+    );
+}
+
+/// One worker of the mutual-exclusion tests; ignored in a normal run, and
+/// started by them with `--ignored --exact mutex_worker`.
+#[test]
+#[ignore = "a worker process of the mutual-exclusion tests"]
 fn mutex_worker() {
-    let Some(port) = std::env::var_os(WORKER_PORT_ENV) else {
-        loud("mutex_worker only runs as a child of mutual_exclusion_across_processes");
+    let (Some(port), Ok(kind)) = (
+        std::env::var_os(WORKER_PORT_ENV),
+        std::env::var(WORKER_LOCK_ENV),
+    ) else {
+        loud("mutex_worker only runs as a child of the mutual-exclusion tests");
         return;
     };
     let url = format!("redis://127.0.0.1:{}/", port.to_string_lossy());
-    let mut con = redis::Client::open(url.as_str())
-        .and_then(|c| c.get_connection())
-        .expect("worker connects");
-    let unlock = redis::Script::new(UNLOCK_SCRIPT);
+    let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/scripts");
+    let script = |name: &str| {
+        redis::Script::new(&std::fs::read_to_string(scripts.join(name)).expect("seed script"))
+    };
+    let mut locker = Locker {
+        kind: LockKind::from_name(&kind),
+        con: redis::Client::open(url.as_str())
+            .and_then(|c| c.get_connection())
+            .expect("worker connects"),
+        unlock: redis::Script::new(UNLOCK_SCRIPT),
+        hash_lock: script("seed000_lock.lua"),
+        hash_unlock: script("seed000_unlock.lua"),
+    };
     let deadline = Instant::now() + SCENARIO_LIMIT;
     let mut busy = 0u64;
     for round in 0..ROUNDS {
         let token = format!("{}:{round}", std::process::id());
-        loop {
-            let taken: Option<String> = redis::cmd("SET")
-                .arg(LOCK)
-                .arg(&token)
-                .arg("NX")
-                .arg("PX")
-                .arg(LEASE_MS)
-                .query(&mut con)
-                .expect("SET NX PX");
-            if taken.is_some() {
-                break;
-            }
-            busy += 1;
-            assert!(
-                Instant::now() < deadline,
-                "lock not taken in time at round {round}"
-            );
-            std::thread::sleep(Duration::from_micros(200));
-        }
-        let value: i64 = redis::cmd("GET").arg(COUNTER).query(&mut con).expect("GET");
+        locker.lock(&token, deadline, &mut busy);
+        let value: i64 = redis::cmd("GET")
+            .arg(COUNTER)
+            .query(&mut locker.con)
+            .expect("GET");
         let _: () = redis::cmd("SET")
             .arg(COUNTER)
             .arg(value + 1)
-            .query(&mut con)
+            .query(&mut locker.con)
             .expect("SET");
-        let released: i64 = unlock
-            .key(LOCK)
-            .arg(&token)
-            .invoke(&mut con)
-            .expect("unlock script");
-        assert_eq!(
-            released, 1,
-            "round {round}: the lock was no longer ours at release"
-        );
+        locker.unlock(&token);
     }
     println!("busy retries: {busy}");
 }
