@@ -4,17 +4,20 @@ Usage: redis_py_lock.py PORT
 Uses redis-py's default connection (redis-py 8 opens it with HELLO 3).
 """
 
+import asyncio
 import sys
 import threading
 import time
 
 import redis
+import redis.asyncio
 from redis.exceptions import LockError, LockNotOwnedError
 
 from checks import Checks
 
 c = Checks("redis-py Lock")
-r = redis.Redis(host="127.0.0.1", port=int(sys.argv[1]), socket_timeout=10)
+port = int(sys.argv[1])
+r = redis.Redis(host="127.0.0.1", port=port, socket_timeout=10)
 
 conn = r.connection_pool.get_connection()
 c.ok(conn.protocol == 3, "default connection negotiated RESP3 with HELLO 3", conn.protocol)
@@ -125,5 +128,51 @@ for t in threads:
     t.join(60)
 c.ok(not failures and not any(t.is_alive() for t in threads), "all lock workers finished", failures)
 c.ok(int(r.get("py:counter")) == THREADS * ROUNDS, f"counter is exactly {THREADS * ROUNDS}", r.get("py:counter"))
+
+# The same lock over RESP2, as clients configured with protocol=2 speak.
+r2 = redis.Redis(host="127.0.0.1", port=port, protocol=2, socket_timeout=10)
+c.ok(r2.client_info()["resp"] == "2", "protocol=2 connection stays on RESP2", r2.client_info())
+resp2 = r2.lock("py:resp2", timeout=1.0)
+c.ok(resp2.acquire(blocking=False), "RESP2: acquire")
+c.ok(not r2.lock("py:resp2").acquire(blocking=False), "RESP2: held lock refuses a second owner")
+c.ok(resp2.extend(1), "RESP2: extend")
+resp2.release()
+c.ok(r2.exists("py:resp2") == 0, "RESP2: release")
+
+
+async def asyncio_lock():
+    """redis.asyncio's Lock: the same scripts over the asyncio connection."""
+    ar = redis.asyncio.Redis(host="127.0.0.1", port=port, socket_timeout=10)
+    held = ar.lock("py:async", timeout=2.0)
+    c.ok(await held.acquire(blocking=False), "asyncio: acquire")
+    waiter = ar.lock("py:async", timeout=2.0, blocking_timeout=5, sleep=0.02)
+
+    async def release_later():
+        await asyncio.sleep(0.3)
+        await held.release()
+
+    t0 = time.monotonic()
+    got, _ = await asyncio.gather(waiter.acquire(), release_later())
+    c.ok(got, "asyncio: waiter acquires after the release")
+    c.within(0.25, 1.5, time.monotonic() - t0, "asyncio: seconds the waiter waited")
+    c.ok(await waiter.extend(1), "asyncio: extend")
+    await waiter.release()
+    c.ok(await ar.exists("py:async") == 0, "asyncio: release")
+
+    await ar.set("py:async:counter", 0)
+
+    async def task():
+        for _ in range(25):
+            async with ar.lock("py:async:mutex", timeout=5.0, blocking_timeout=10, sleep=0.002):
+                value = int(await ar.get("py:async:counter"))
+                await asyncio.sleep(0)
+                await ar.set("py:async:counter", value + 1)
+
+    await asyncio.wait_for(asyncio.gather(*(task() for _ in range(8))), 60)
+    c.ok(int(await ar.get("py:async:counter")) == 200, "asyncio: 8 tasks x 25 locked increments = 200")
+    await ar.aclose()
+
+
+asyncio.run(asyncio_lock())
 
 c.done()

@@ -101,5 +101,37 @@ run(c, async () => {
   );
   c.equal(Number(await a.get('js:counter')), WORKERS * ROUNDS, `counter after ${WORKERS}x${ROUNDS} locked increments`);
 
-  for (const r of [a, b, ...conns]) r.disconnect();
+  // Auto-pipelining: every worker shares one connection whose commands
+  // ioredis batches into pipelines as they are issued.
+  const auto = new Redis({ host: '127.0.0.1', port, enableAutoPipelining: true, lazyConnect: true });
+  auto.defineCommand('unlock', { numberOfKeys: 1, lua: UNLOCK });
+  await auto.connect();
+  await auto.set('js:auto:counter', 0);
+  await Promise.all(
+    Array.from({ length: WORKERS }, async () => {
+      for (let i = 0; i < 25; i++) {
+        await withLock(auto, 'js:auto:mutex', 5000, 20000, async () => {
+          const v = Number(await auto.get('js:auto:counter'));
+          await auto.set('js:auto:counter', v + 1);
+        });
+      }
+    }),
+  );
+  c.equal(Number(await auto.get('js:auto:counter')), WORKERS * 25, 'auto-pipelined locked increments');
+
+  // One large pipeline: 1000 locks taken, then released, in two batches.
+  const KEYS = 1000;
+  const take = a.pipeline();
+  const give = a.pipeline();
+  for (let i = 0; i < KEYS; i++) {
+    take.set(`js:many:${i}`, `tok${i}`, 'PX', 5000, 'NX');
+    give.unlock(`js:many:${i}`, `tok${i}`);
+  }
+  const taken = await take.exec();
+  c.ok(taken.every(([err, v]) => !err && v === 'OK'), `${KEYS} pipelined SET NX PX all OK`);
+  const given = await give.exec();
+  c.ok(given.every(([err, v]) => !err && v === 1), `${KEYS} pipelined unlocks all 1`, given.find(([e, v]) => e || v !== 1));
+  c.equal((await a.keys('js:*')).sort(), ['js:auto:counter', 'js:counter'], 'keys left: only the counters');
+
+  for (const r of [a, b, auto, ...conns]) r.disconnect();
 });

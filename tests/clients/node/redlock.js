@@ -62,6 +62,17 @@ run(c, async () => {
   c.equal(await holders(clients), ['foreign', null, null], 'release kept the foreign holder\'s key');
   await clients[0].del(RESOURCE);
 
+  // using(): redlock extends the lease by itself while the routine runs.
+  const USING = `${RESOURCE}:using`;
+  const inside = await redlock.using([USING], 800, { automaticExtensionThreshold: 400 }, async (signal) => {
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    const values = await Promise.all(clients.map((r) => r.get(USING)));
+    return { aborted: signal.aborted, values };
+  });
+  c.ok(!inside.aborted, 'using(): no extension failed during a 2s routine on an 800ms lease', inside);
+  c.ok(inside.values.every((v) => v && v === inside.values[0]), 'using(): still held on all three nodes after 2s', inside.values);
+  c.equal(await Promise.all(clients.map((r) => r.exists(USING))), [0, 0, 0], 'using(): released after the routine');
+
   await stopServer(0);
   const quorum = await redlock.acquire([RESOURCE], 2000);
   c.ok(quorum.value, 'acquire with one of three nodes down');
