@@ -93,10 +93,11 @@ enum Target {
 }
 
 impl Target {
-    fn start(&self) -> Subject {
+    /// Starts a server, with `requirepass` when `password` is given.
+    fn start(&self, password: Option<&str>) -> Subject {
         match self {
-            Target::Redis(bin) => Subject::Redis(RedisServer::start(bin)),
-            Target::Rlockd => Subject::Rlockd(Rlockd::start()),
+            Target::Redis(bin) => Subject::Redis(RedisServer::start_with(bin, password)),
+            Target::Rlockd => Subject::Rlockd(Rlockd::start_with(password)),
         }
     }
 
@@ -122,9 +123,21 @@ fn targets(test: &str) -> Vec<Target> {
 /// `@stop N` to have server N stopped, and is answered `stopped` on stdin.
 /// It must exit 0 after printing a `PASS` line.
 fn run_client(test: &str, interpreter: &Path, program: &str, servers: usize) {
+    run_client_with(test, interpreter, program, servers, None);
+}
+
+/// Like `run_client`, with servers that require `password`, which the
+/// program finds in `$REDIS_PASSWORD`.
+fn run_client_with(
+    test: &str,
+    interpreter: &Path,
+    program: &str,
+    servers: usize,
+    password: Option<&str>,
+) {
     for target in targets(test) {
         let mut running: Vec<Option<Subject>> =
-            (0..servers).map(|_| Some(target.start())).collect();
+            (0..servers).map(|_| Some(target.start(password))).collect();
         let ports: Vec<OsString> = running
             .iter()
             .flatten()
@@ -133,6 +146,9 @@ fn run_client(test: &str, interpreter: &Path, program: &str, servers: usize) {
         let started = Instant::now();
         let mut command = Command::new(interpreter);
         command.arg(clients_dir().join(program)).args(&ports);
+        if let Some(password) = password {
+            command.env("REDIS_PASSWORD", password);
+        }
         let outcome = converse(&mut command, &mut running);
         let elapsed = started.elapsed().as_secs_f64();
         let passed = outcome.status.as_ref().is_ok_and(|s| s.success())
@@ -258,6 +274,19 @@ fn kill(child: &mut Child) -> Result<ExitStatus, String> {
 fn redis_py_lock() {
     if let Some(python) = python("redis_py_lock") {
         run_client("redis_py_lock", &python, "redis_py_lock.py", 1);
+    }
+}
+
+#[test]
+fn redis_py_auth_and_db() {
+    if let Some(python) = python("redis_py_auth_and_db") {
+        run_client_with(
+            "redis_py_auth_and_db",
+            &python,
+            "redis_py_auth.py",
+            1,
+            Some("s3cret pass"),
+        );
     }
 }
 
@@ -414,7 +443,7 @@ impl Locker {
 /// as a count below 4000.
 fn mutual_exclusion(test: &str, kind: LockKind) {
     for target in targets(test) {
-        let server = target.start();
+        let server = target.start(None);
         let url = format!("redis://127.0.0.1:{}/", server.port());
         let mut con = redis::Client::open(url.as_str())
             .and_then(|c| c.get_connection())

@@ -4,6 +4,7 @@ Usage: python_redis_lock.py PORT
 Waiters block in BLPOP on the lock's signal list; release pushes to it.
 """
 
+import subprocess
 import sys
 import threading
 import time
@@ -89,6 +90,34 @@ for t in chain:
     t.join(15)
 c.ok(sorted(turns) == list(range(WAITERS)), "every waiter got its turn", turns)
 c.within(0.0, 2.0, time.monotonic() - t0, f"seconds for {WAITERS} chained hand-overs of 50ms holds")
+
+# A waiter process killed while blocked in BLPOP must not swallow the
+# release signal: the live waiter gets it at once.
+holder = redis_lock.Lock(conn, "prl:killed", expire=30)
+c.ok(holder.acquire(), "acquire prl:killed")
+doomed = subprocess.Popen(
+    [sys.executable, "-c", "import redis, sys; redis.StrictRedis(port=int(sys.argv[1])).blpop('lock-signal:prl:killed', 30)", sys.argv[1]],
+)
+c.ok(wait_until(lambda: conn.info("clients")["blocked_clients"] == 1, 5), "waiter process blocked in BLPOP")
+outcome.clear()
+
+
+def wait_for_killed():
+    outcome["got"] = redis_lock.Lock(conn, "prl:killed", expire=30).acquire(timeout=10)
+    outcome["at"] = time.monotonic()
+
+
+thread = threading.Thread(target=wait_for_killed)
+thread.start()
+c.ok(wait_until(lambda: conn.info("clients")["blocked_clients"] == 2, 5), "a second waiter blocked behind it")
+doomed.kill()
+doomed.wait(5)
+c.ok(wait_until(lambda: conn.info("clients")["blocked_clients"] == 1, 5), "killed waiter no longer blocked")
+released_at = time.monotonic()
+holder.release()
+thread.join(15)
+c.ok(outcome.get("got") is True, "live waiter acquired after the release", outcome)
+c.within(0.0, 0.5, outcome["at"] - released_at, "seconds from release to the live waiter's wake-up")
 
 # reset() and reset_all() break locks held by others and wake their waiters;
 # reset_all's script finds the locks with KEYS, keys it never declared.
