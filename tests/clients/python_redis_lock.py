@@ -119,6 +119,34 @@ thread.join(15)
 c.ok(outcome.get("got") is True, "live waiter acquired after the release", outcome)
 c.within(0.0, 0.5, outcome["at"] - released_at, "seconds from release to the live waiter's wake-up")
 
+# The same lock name in another database is another lock: its release must
+# not wake a waiter blocked in db 1.
+other_db = redis.StrictRedis(host="127.0.0.1", port=int(sys.argv[1]), db=1, socket_timeout=30)
+in_db0 = redis_lock.Lock(conn, "prl:db", expire=30)
+in_db1 = redis_lock.Lock(other_db, "prl:db", expire=30)
+c.ok(in_db0.acquire() and in_db1.acquire(), "same lock name held in db 0 and in db 1")
+outcome.clear()
+
+
+def wait_in_db1():
+    outcome["got"] = redis_lock.Lock(other_db, "prl:db", expire=30).acquire(timeout=10)
+    outcome["at"] = time.monotonic()
+
+
+thread = threading.Thread(target=wait_in_db1)
+thread.start()
+c.ok(wait_until(lambda: conn.info("clients")["blocked_clients"] == 1, 5), "a waiter blocked in db 1")
+in_db0.release()
+time.sleep(0.3)
+c.ok("got" not in outcome, "release in db 0 did not wake the db 1 waiter", outcome)
+c.ok(other_db.exists("lock-signal:prl:db") == 0 and conn.llen("lock-signal:prl:db") == 1, "the db 0 signal stayed in db 0")
+released_at = time.monotonic()
+in_db1.release()
+thread.join(15)
+c.ok(outcome.get("got") is True, "release in db 1 woke the db 1 waiter", outcome)
+c.within(0.0, 0.5, outcome["at"] - released_at, "seconds from the db 1 release to its waiter's wake-up")
+other_db.flushdb()
+
 # reset() and reset_all() break locks held by others and wake their waiters;
 # reset_all's script finds the locks with KEYS, keys it never declared.
 held = [redis_lock.Lock(conn, name, expire=30) for name in ("prl:a", "prl:b", "prl:c")]
