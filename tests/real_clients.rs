@@ -312,6 +312,19 @@ fn node_redisson() {
 }
 
 #[test]
+fn node_clients_auth_and_db() {
+    if let Some(node) = node("node_clients_auth_and_db") {
+        run_client_with(
+            "node_clients_auth_and_db",
+            &node,
+            "node/auth.js",
+            1,
+            Some("s3cret pass"),
+        );
+    }
+}
+
+#[test]
 fn redlock_three_nodes() {
     if let Some(node) = node("redlock_three_nodes") {
         run_client("redlock_three_nodes", &node, "node/redlock.js", 3);
