@@ -367,6 +367,15 @@ impl LockKind {
         }
     }
 
+    /// The hash-lock workers speak RESP3 (after HELLO 3), the others RESP2,
+    /// so that both protocols carry the contended lock traffic.
+    fn protocol(self) -> &'static str {
+        match self {
+            LockKind::SetNx => "resp2",
+            LockKind::ReentrantHash => "resp3",
+        }
+    }
+
     fn from_name(name: &str) -> LockKind {
         match name {
             "setnx" => LockKind::SetNx,
@@ -544,13 +553,18 @@ fn mutex_worker() {
         loud("mutex_worker only runs as a child of the mutual-exclusion tests");
         return;
     };
-    let url = format!("redis://127.0.0.1:{}/", port.to_string_lossy());
+    let kind = LockKind::from_name(&kind);
+    let url = format!(
+        "redis://127.0.0.1:{}/?protocol={}",
+        port.to_string_lossy(),
+        kind.protocol()
+    );
     let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/scripts");
     let script = |name: &str| {
         redis::Script::new(&std::fs::read_to_string(scripts.join(name)).expect("seed script"))
     };
     let mut locker = Locker {
-        kind: LockKind::from_name(&kind),
+        kind,
         con: redis::Client::open(url.as_str())
             .and_then(|c| c.get_connection())
             .expect("worker connects"),
@@ -558,6 +572,15 @@ fn mutex_worker() {
         hash_lock: script("seed000_lock.lua"),
         hash_unlock: script("seed000_unlock.lua"),
     };
+    let info: String = redis::cmd("CLIENT")
+        .arg("INFO")
+        .query(&mut locker.con)
+        .expect("CLIENT INFO");
+    let resp = format!("resp={}", &kind.protocol()[4..]);
+    assert!(
+        info.split_whitespace().any(|field| field == resp),
+        "worker not on {resp}: {info}"
+    );
     let deadline = Instant::now() + SCENARIO_LIMIT;
     let mut busy = 0u64;
     for round in 0..ROUNDS {
