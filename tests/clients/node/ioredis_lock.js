@@ -101,6 +101,20 @@ run(c, async () => {
   );
   c.equal(Number(await a.get('js:counter')), WORKERS * ROUNDS, `counter after ${WORKERS}x${ROUNDS} locked increments`);
 
+  // A thundering herd: many connections race for one free lock at once;
+  // exactly one wins.
+  const HERD = 64;
+  const herd = Array.from({ length: HERD }, connect);
+  await Promise.all(herd.map((r) => r.connect()));
+  const votes = await Promise.all(herd.map((r, i) => r.set('js:herd', `tok${i}`, 'PX', 5000, 'NX')));
+  const winners = votes.filter((v) => v === 'OK').length;
+  c.equal(winners, 1, `winners among ${HERD} simultaneous SET NX PX`);
+  const winner = votes.indexOf('OK');
+  c.equal(await a.get('js:herd'), `tok${winner}`, 'the lock holds the winner\'s token');
+  const releases = await Promise.all(herd.map((r, i) => r.unlock('js:herd', `tok${i}`)));
+  c.equal(releases.reduce((x, y) => x + y, 0), 1, 'only the winner\'s unlock deletes the lock');
+  herd.forEach((r) => r.disconnect());
+
   // Auto-pipelining: every worker shares one connection whose commands
   // ioredis batches into pipelines as they are issued.
   const auto = new Redis({ host: '127.0.0.1', port, enableAutoPipelining: true, lazyConnect: true });
