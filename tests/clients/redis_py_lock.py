@@ -129,6 +129,30 @@ for t in threads:
 c.ok(not failures and not any(t.is_alive() for t in threads), "all lock workers finished", failures)
 c.ok(int(r.get("py:counter")) == THREADS * ROUNDS, f"counter is exactly {THREADS * ROUNDS}", r.get("py:counter"))
 
+# A Redisson-style wait: a waiter subscribed on a RESP3 connection (pub/sub
+# messages arrive as push frames) hears the unlock script's PUBLISH.
+UNLOCK_AND_PUBLISH = """
+if redis.call('get', KEYS[1]) == ARGV[1] then
+  redis.call('del', KEYS[1])
+  redis.call('publish', KEYS[2], 'unlocked')
+  return 1
+end
+return 0"""
+unlock_and_publish = r.register_script(UNLOCK_AND_PUBLISH)
+pubsub = r.pubsub()
+pubsub.subscribe("py:chan")
+confirm = pubsub.get_message(timeout=2)
+c.ok(confirm and confirm["type"] == "subscribe", "RESP3 subscribe confirmed", confirm)
+c.ok(r.set("py:pub", "tok", px=2000, nx=True), "take py:pub")
+c.ok(unlock_and_publish(keys=["py:pub", "py:chan"], args=["other"]) == 0, "unlock script refuses a wrong token")
+c.ok(pubsub.get_message(timeout=0.2) is None, "no message for a refused unlock")
+t0 = time.monotonic()
+c.ok(unlock_and_publish(keys=["py:pub", "py:chan"], args=["tok"]) == 1, "unlock script with the owner's token")
+message = pubsub.get_message(timeout=2)
+c.ok(message and message["type"] == "message" and message["data"] == b"unlocked", "waiter got the script's PUBLISH", message)
+c.within(0.0, 0.5, time.monotonic() - t0, "seconds from unlock to the push message")
+pubsub.close()
+
 # The same lock over RESP2, as clients configured with protocol=2 speak.
 r2 = redis.Redis(host="127.0.0.1", port=port, protocol=2, socket_timeout=10)
 c.ok(r2.client_info()["resp"] == "2", "protocol=2 connection stays on RESP2", r2.client_info())
