@@ -70,7 +70,7 @@ fn node(test: &str) -> Option<PathBuf> {
         return None;
     };
     let modules = clients_dir().join("node/node_modules");
-    for package in ["ioredis", "redlock", "node-redisson"] {
+    for package in ["ioredis", "redlock", "node-redisson", "@redis/client"] {
         if !modules.join(package).join("package.json").is_file() {
             skip(
                 test,
@@ -301,6 +301,13 @@ fn python_redis_lock() {
 fn ioredis_lock() {
     if let Some(node) = node("ioredis_lock") {
         run_client("ioredis_lock", &node, "node/ioredis_lock.js", 1);
+    }
+}
+
+#[test]
+fn node_redis() {
+    if let Some(node) = node("node_redis") {
+        run_client("node_redis", &node, "node/node_redis.js", 1);
     }
 }
 
