@@ -115,6 +115,34 @@ run(c, async () => {
   c.equal(releases.reduce((x, y) => x + y, 0), 1, 'only the winner\'s unlock deletes the lock');
   herd.forEach((r) => r.disconnect());
 
+  // Optimistic locking: WATCH the counter, read it, and write it in
+  // MULTI/EXEC, retrying when EXEC aborts because another connection wrote.
+  await a.set('js:watched', 0);
+  let aborts = 0;
+  await Promise.all(
+    conns.map(async (r) => {
+      for (let i = 0; i < 25; i++) {
+        for (let tries = 0; ; tries++) {
+          if (tries > 1000) throw new Error('WATCH increment never committed');
+          await r.watch('js:watched');
+          const v = Number(await r.get('js:watched'));
+          const committed = await r.multi().set('js:watched', v + 1).exec();
+          if (committed !== null) break;
+          aborts += 1;
+        }
+      }
+    }),
+  );
+  c.equal(Number(await a.get('js:watched')), WORKERS * 25, `WATCH/MULTI increments from ${WORKERS} connections (${aborts} EXEC aborts)`);
+
+  // A connection killed by CLIENT KILL is reconnected by ioredis, and a
+  // lock taken through it afterwards works.
+  const victimId = await b.client('ID');
+  c.equal(await a.client('KILL', 'ID', victimId), 1, 'CLIENT KILL ID of a lock client');
+  c.equal(await b.set('js:revived', 'tok-b', 'PX', 1000, 'NX'), 'OK', 'lock taken after ioredis reconnected');
+  c.ok((await b.client('ID')) !== victimId, 'the reconnected client has a new id');
+  c.equal(await b.unlock('js:revived', 'tok-b'), 1, 'unlock after reconnecting (script run on the new connection)');
+
   // Auto-pipelining: every worker shares one connection whose commands
   // ioredis batches into pipelines as they are issued.
   const auto = new Redis({ host: '127.0.0.1', port, enableAutoPipelining: true, lazyConnect: true });
@@ -145,7 +173,7 @@ run(c, async () => {
   c.ok(taken.every(([err, v]) => !err && v === 'OK'), `${KEYS} pipelined SET NX PX all OK`);
   const given = await give.exec();
   c.ok(given.every(([err, v]) => !err && v === 1), `${KEYS} pipelined unlocks all 1`, given.find(([e, v]) => e || v !== 1));
-  c.equal((await a.keys('js:*')).sort(), ['js:auto:counter', 'js:counter'], 'keys left: only the counters');
+  c.equal((await a.keys('js:*')).sort(), ['js:auto:counter', 'js:counter', 'js:watched'], 'keys left: only the counters');
 
   for (const r of [a, b, auto, ...conns]) r.disconnect();
 });
