@@ -130,6 +130,8 @@ async fn serve(config: rlockd::Config) -> std::io::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::new(tracing_level(&config.loglevel)))
         .with_target(false)
+        // Colour codes only for a person at a terminal, not in log files.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
         .init();
     let mut server = rlockd::Server::builder().config(config).start().await?;
     tracing::info!(
