@@ -97,6 +97,8 @@ holder = redis_lock.Lock(conn, "prl:killed", expire=30)
 c.ok(holder.acquire(), "acquire prl:killed")
 doomed = subprocess.Popen(
     [sys.executable, "-c", "import redis, sys; redis.StrictRedis(port=int(sys.argv[1])).blpop('lock-signal:prl:killed', 30)", sys.argv[1]],
+    stdout=subprocess.DEVNULL,
+    stderr=subprocess.DEVNULL,
 )
 c.ok(wait_until(lambda: conn.info("clients")["blocked_clients"] == 1, 5), "waiter process blocked in BLPOP")
 outcome.clear()
