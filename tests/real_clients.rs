@@ -1,6 +1,7 @@
 //! Real lock clients against rlockd: redis-py's `Lock`, python-redis-lock,
-//! ioredis, node-redisson and redlock (programs in `tests/clients/`), and
-//! the Rust `redis` crate from several OS processes at once.
+//! ioredis, node-redis, node-redisson and redlock (programs in
+//! `tests/clients/`), and the Rust `redis` crate from several OS processes
+//! at once (this binary re-run as `mutex_worker`).
 //!
 //! Every scenario runs first against a real `redis-server` and then against
 //! rlockd, so a scenario that fails only on rlockd is rlockd's fault, not
@@ -36,10 +37,9 @@ fn clients_dir() -> PathBuf {
 /// is missing or lacks the client packages.
 fn python(test: &str) -> Option<PathBuf> {
     let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
-    let found = if std::env::var_os(PYTHON_ENV).is_some() || !venv.is_file() {
-        find_tool("python3", PYTHON_ENV)
-    } else {
-        Some(venv)
+    let found = match std::env::var_os(PYTHON_ENV) {
+        None if venv.is_file() => Some(venv),
+        _ => find_tool("python3", PYTHON_ENV),
     };
     let Some(python) = found else {
         skip(test, "no Python (set $RLOCKD_PYTHON or create .venv)");
@@ -118,10 +118,10 @@ fn targets(test: &str) -> Vec<Target> {
         .collect()
 }
 
-/// Runs a client program (a path under tests/clients) against `servers` fresh servers of each target.
-/// The program gets the servers' ports as its last arguments; it may print
-/// `@stop N` to have server N stopped, and is answered `stopped` on stdin.
-/// It must exit 0 after printing a `PASS` line.
+/// Runs a client program (a path under tests/clients) against `servers`
+/// fresh servers of each target. The program gets the servers' ports as its
+/// arguments; it may print `@stop N` to have server N stopped, and is
+/// answered `stopped` on stdin. It must exit 0 after printing a `PASS` line.
 fn run_client(test: &str, interpreter: &Path, program: &str, servers: usize) {
     run_client_with(test, interpreter, program, servers, None);
 }
@@ -220,6 +220,8 @@ fn converse(command: &mut Command, servers: &mut [Option<Subject>]) -> Outcome {
                     } else {
                         "no such server\n"
                     };
+                    // The server is down (its clients disconnected) before
+                    // the program hears so.
                     drop(stopped);
                     let _ = stdin.write_all(answer.as_bytes());
                 }
