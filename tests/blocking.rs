@@ -8,7 +8,7 @@ mod common;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use common::{cmd, connect, start};
+use common::{cmd, connect, connect_url, start};
 use redis::aio::MultiplexedConnection;
 use rlockd::ServerHandle;
 
@@ -55,8 +55,7 @@ async fn a_push_wakes_the_waiter_at_once() {
             let server_url = server.url();
             let key = key.clone();
             tokio::spawn(async move {
-                let client = redis::Client::open(server_url).unwrap();
-                let mut w = client.get_multiplexed_async_connection().await.unwrap();
+                let mut w = connect_url(server_url).await;
                 let got: Option<(String, String)> =
                     cmd(&mut w, &["BLPOP", &key, "0"]).await.unwrap();
                 (got, Instant::now())
@@ -88,11 +87,7 @@ async fn waiters_are_served_in_arrival_order() {
     for i in 0..12 {
         let url = server.url();
         waiters.push(tokio::spawn(async move {
-            let mut w = redis::Client::open(url)
-                .unwrap()
-                .get_multiplexed_async_connection()
-                .await
-                .unwrap();
+            let mut w = connect_url(url).await;
             let got: Option<(String, String)> = cmd(&mut w, &["BLPOP", "fifo", "0"]).await.unwrap();
             got.unwrap().1
         }));
@@ -147,11 +142,7 @@ async fn a_waiter_that_goes_away_is_owed_nothing() {
     // CLIENT KILL of a blocked client.
     let url = server.url();
     let victim = tokio::spawn(async move {
-        let mut w = redis::Client::open(url)
-            .unwrap()
-            .get_multiplexed_async_connection()
-            .await
-            .unwrap();
+        let mut w = connect_url(url).await;
         cmd::<redis::Value>(&mut w, &["BLPOP", "killed", "0"]).await
     });
     until_blocked(&mut c, 1).await;
@@ -192,11 +183,7 @@ async fn no_element_is_lost_or_duplicated() {
     for n in 0..CONSUMERS {
         let url = server.url();
         consumers.push(tokio::spawn(async move {
-            let mut w = redis::Client::open(url)
-                .unwrap()
-                .get_multiplexed_async_connection()
-                .await
-                .unwrap();
+            let mut w = connect_url(url).await;
             let mut got = Vec::new();
             loop {
                 let item: Option<String> = if n % 2 == 0 {
@@ -222,11 +209,7 @@ async fn no_element_is_lost_or_duplicated() {
     for p in 0..PRODUCERS {
         let url = server.url();
         producers.push(tokio::spawn(async move {
-            let mut c = redis::Client::open(url)
-                .unwrap()
-                .get_multiplexed_async_connection()
-                .await
-                .unwrap();
+            let mut c = connect_url(url).await;
             for i in 0..PER_PRODUCER {
                 let _: i64 = cmd(&mut c, &["RPUSH", "work", &format!("{p}:{i}")])
                     .await

@@ -347,20 +347,6 @@ pub fn command_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
 
 // ---- INFO
 
-const DEFAULT_SECTIONS: &[&str] = &[
-    "server",
-    "clients",
-    "memory",
-    "persistence",
-    "stats",
-    "replication",
-    "cpu",
-    "modules",
-    "errorstats",
-    "cluster",
-    "keyspace",
-];
-
 /// `INFO ALL`, in Redis's order (clients such as Redisson read it whole).
 const ALL_SECTIONS: &[&str] = &[
     "server",
@@ -378,18 +364,27 @@ const ALL_SECTIONS: &[&str] = &[
     "keyspace",
 ];
 
+/// What INFO with no argument reports: everything but the per-command
+/// sections.
+fn default_sections() -> impl Iterator<Item = String> {
+    ALL_SECTIONS
+        .iter()
+        .filter(|s| !matches!(**s, "commandstats" | "latencystats"))
+        .map(|s| s.to_string())
+}
+
 pub fn info(ctx: &mut Ctx) -> CmdResult<Reply> {
     let mut wanted: Vec<String> = Vec::new();
     for arg in &ctx.args[1..] {
         let name = String::from_utf8_lossy(arg).to_ascii_lowercase();
         match name.as_str() {
-            "default" => wanted.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string())),
+            "default" => wanted.extend(default_sections()),
             "all" | "everything" => wanted.extend(ALL_SECTIONS.iter().map(|s| s.to_string())),
             _ => wanted.push(name),
         }
     }
     if wanted.is_empty() {
-        wanted.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string()));
+        wanted.extend(default_sections());
     }
     let facts = KeyspaceFacts::gather(ctx);
     let mut out = String::new();
