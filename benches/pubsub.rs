@@ -16,12 +16,15 @@
 //! server, 10000), `RLOCKD_BENCH_FANOUT_MESSAGES` (per round, 20000),
 //! `RLOCKD_BENCH_SUBSCRIBERS` (100).
 
-use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+mod support;
+
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
 use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
+
+use support::{Conn, Reply, encode, knob, median, start_servers};
 
 const CHANNEL: &str = "redisson_lock__channel:{bench}";
 const LOCK: &str = "{bench}";
@@ -32,182 +35,6 @@ const UNLOCK: &str = "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then ret
     if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; \
     else redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], ARGV[1]); return 1; end; \
     return nil;";
-
-fn knob(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-// ---------------------------------------------------------------------------
-// Servers
-
-struct Server {
-    name: &'static str,
-    addr: SocketAddr,
-    child: Child,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-fn launch(name: &'static str, program: &str, args: &[String]) -> Option<Server> {
-    let port: u16 = args
-        .iter()
-        .skip_while(|a| *a != "--port")
-        .nth(1)
-        .and_then(|p| p.parse().ok())?;
-    let child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let server = Server {
-        name,
-        addr: SocketAddr::from(([127, 0, 0, 1], port)),
-        child,
-    };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if let Ok(mut c) = Conn::open(server.addr)
-            && c.cmd(&["PING"]).is_ok()
-        {
-            // No output limit for the fan-out: the subscribers here are
-            // read as fast as this machine allows, not deliberately slow.
-            c.cmd(&[
-                "CONFIG",
-                "SET",
-                "client-output-buffer-limit",
-                "pubsub 0 0 0",
-            ])
-            .ok()?;
-            return Some(server);
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
-    None
-}
-
-fn start_servers() -> Vec<Server> {
-    let mut servers = Vec::new();
-    let redis = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
-    let args = |port: u16| -> Vec<String> {
-        [
-            "--port",
-            &port.to_string(),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
-    };
-    match launch("redis", &redis, &args(free_port())) {
-        Some(s) => servers.push(s),
-        None => println!("redis-server not available: printing rlockd's figures only"),
-    }
-    let port = free_port();
-    let rlockd = launch(
-        "rlockd",
-        env!("CARGO_BIN_EXE_rlockd"),
-        &["--port".to_string(), port.to_string()],
-    )
-    .expect("rlockd starts");
-    servers.push(rlockd);
-    servers
-}
-
-// ---------------------------------------------------------------------------
-// A blocking RESP client
-
-#[derive(Debug)]
-enum Reply {
-    Line,
-    Int(i64),
-    Bulk(Option<Vec<u8>>),
-    Array(Vec<Reply>),
-}
-
-struct Conn {
-    writer: TcpStream,
-    reader: BufReader<TcpStream>,
-}
-
-fn encode(args: &[&str], out: &mut Vec<u8>) {
-    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a.as_bytes());
-        out.extend_from_slice(b"\r\n");
-    }
-}
-
-impl Conn {
-    fn open(addr: SocketAddr) -> io::Result<Conn> {
-        let s = TcpStream::connect(addr)?;
-        s.set_nodelay(true)?;
-        Ok(Conn {
-            writer: s.try_clone()?,
-            reader: BufReader::with_capacity(1 << 16, s),
-        })
-    }
-
-    fn send(&mut self, args: &[&str]) -> io::Result<()> {
-        let mut out = Vec::new();
-        encode(args, &mut out);
-        self.writer.write_all(&out)
-    }
-
-    fn cmd(&mut self, args: &[&str]) -> io::Result<Reply> {
-        self.send(args)?;
-        self.read()
-    }
-
-    fn read(&mut self) -> io::Result<Reply> {
-        let mut line = String::new();
-        if self.reader.read_line(&mut line)? == 0 {
-            return Err(io::ErrorKind::UnexpectedEof.into());
-        }
-        let body = line.trim_end().to_string();
-        let (tag, rest) = body.split_at(1);
-        let n = || rest.parse::<i64>().unwrap_or(-1);
-        Ok(match tag {
-            "+" => Reply::Line,
-            "-" => return Err(io::Error::other(rest.to_string())),
-            ":" => Reply::Int(n()),
-            "$" if n() < 0 => Reply::Bulk(None),
-            "$" => {
-                let mut data = vec![0; n() as usize + 2];
-                self.reader.read_exact(&mut data)?;
-                data.truncate(n() as usize);
-                Reply::Bulk(Some(data))
-            }
-            "*" | ">" => {
-                let items = (0..n().max(0))
-                    .map(|_| self.read())
-                    .collect::<io::Result<_>>()?;
-                Reply::Array(items)
-            }
-            _ => return Err(io::Error::other(format!("bad reply line {body:?}"))),
-        })
-    }
-}
 
 /// The exact bytes of a `message` frame on `channel`.
 fn message_frame(channel: &str, payload: &str) -> Vec<u8> {
@@ -323,17 +150,26 @@ fn fanout(addr: SocketAddr, subscribers: usize, messages: usize) -> io::Result<f
 
 // ---------------------------------------------------------------------------
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 fn main() {
     let rounds = knob("RLOCKD_BENCH_ROUNDS", 3).max(1);
     let wakeups = knob("RLOCKD_BENCH_WAKEUPS", 10_000).max(10);
     let messages = knob("RLOCKD_BENCH_FANOUT_MESSAGES", 20_000).max(1);
     let subscribers = knob("RLOCKD_BENCH_SUBSCRIBERS", 100).max(1);
     let servers = start_servers();
+    for server in &servers {
+        // No output limit for the fan-out: the subscribers here are read
+        // as fast as this machine allows, not deliberately slow.
+        Conn::open(server.addr)
+            .and_then(|mut c| {
+                c.cmd(&[
+                    "CONFIG",
+                    "SET",
+                    "client-output-buffer-limit",
+                    "pubsub 0 0 0",
+                ])
+            })
+            .expect("CONFIG SET client-output-buffer-limit");
+    }
 
     let mut publish: Vec<Vec<Duration>> = vec![Vec::new(); servers.len()];
     let mut unlock: Vec<Vec<Duration>> = vec![Vec::new(); servers.len()];

@@ -5,10 +5,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
+use std::time::Instant;
+
 use bytes::Bytes;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
+use crate::command::Blocked;
 use crate::error::CmdError;
 use crate::keyspace::WatchFlag;
 use crate::protocol::{Protocol, Reply};
@@ -29,6 +32,10 @@ pub struct ClientInfo {
     pub multi: i64,
     pub watched: usize,
     pub no_evict: bool,
+    /// Waiting in a blocking command.
+    pub blocked: bool,
+    /// READONLY in cluster mode (the `r` flag).
+    pub readonly: bool,
     /// Channel, pattern and shard channel subscriptions.
     pub sub: usize,
     pub psub: usize,
@@ -107,6 +114,13 @@ pub struct Client {
     pub close_after_reply: bool,
     /// The client a script's commands run as: it shows in no CLIENT LIST.
     pub for_script: bool,
+    /// Running EXEC's queue: blocking commands answer at once.
+    pub in_exec: bool,
+    /// Set by a blocking command that found nothing: the connection waits
+    /// on it before answering.
+    pub blocked: Option<Blocked>,
+    /// The deadline a blocking command run again keeps.
+    pub retry_deadline: Option<Option<Instant>>,
     /// Pub/sub subscriptions and the mailbox messages arrive in.
     pub pubsub: Subscriptions,
     pub handle: Arc<ClientHandle>,
@@ -124,6 +138,9 @@ impl Client {
             watch: None,
             close_after_reply: false,
             for_script: false,
+            in_exec: false,
+            blocked: None,
+            retry_deadline: None,
             pubsub: Subscriptions::default(),
             handle,
         }
@@ -142,6 +159,9 @@ impl Client {
             watch: None,
             close_after_reply: false,
             for_script: true,
+            in_exec: false,
+            blocked: None,
+            retry_deadline: None,
             pubsub: Subscriptions::default(),
             handle: caller.handle.clone(),
         }

@@ -24,10 +24,12 @@ pub struct Config {
     /// Most memory one Lua state may use, so a runaway script fails
     /// cleanly instead of exhausting the server.
     pub lua_heap_limit: u64,
+    /// Answer as a one-node Redis Cluster that owns every hash slot.
+    pub cluster_enabled: bool,
     /// Ours: the server runs on a manual clock that clients move with
     /// `RLOCKD.CLOCK`; without it that command does not exist.
     pub enable_clock_control: bool,
-    /// Ours: where Prometheus metrics are served over HTTP (0: not served).
+    /// Ours: where Prometheus metrics are served over HTTP (`None`: not served).
     pub metrics_port: Option<u16>,
 }
 
@@ -52,6 +54,7 @@ impl Default for Config {
             client_output_buffer_limit:
                 "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60".into(),
             lua_heap_limit: 128 * 1024 * 1024,
+            cluster_enabled: false,
             enable_clock_control: false,
             metrics_port: None,
         }
@@ -321,7 +324,12 @@ pub static PARAMS: &[Param] = &[
     fixed!("daemonize", "no"),
     fixed!("dbfilename", "dump.rdb"),
     fixed!("dir", "/"),
-    fixed!("cluster-enabled", "no"),
+    Param {
+        name: "cluster-enabled",
+        alias: None,
+        get: |c| yes_no(c.cluster_enabled),
+        set: None,
+    },
     fixed!("proto-max-bulk-len", "536870912"),
     fixed!("io-threads", "1"),
     fixed!("replica-read-only", "yes"),
@@ -476,7 +484,7 @@ impl Config {
     /// Applies a redis.conf-style file: one `directive value...` per line,
     /// `#` comments, Redis's quoting. Directives are the names CONFIG GET
     /// knows, plus the startup-only `bind`, `port`, `databases`,
-    /// `enable-clock-control` and `metrics-port`.
+    /// `cluster-enabled`, `enable-clock-control` and `metrics-port`.
     pub fn apply_file(&mut self, text: &str) -> Result<(), ConfigFileError> {
         for (i, raw) in text.lines().enumerate() {
             let line = raw.trim();
@@ -531,6 +539,7 @@ impl Config {
                         .map_err(|_| "the metrics port must be a number from 0 to 65535")?,
                 )
             }
+            "cluster-enabled" => self.cluster_enabled = parse_yes_no(&value)?,
             name => {
                 let param = find_param(name).ok_or("unknown directive")?;
                 // Settings rlockd only reports (daemonize, dir…) are

@@ -7,14 +7,15 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::client::{Client, ClientHandle};
 use crate::command::pubsub::forget_subscriptions;
-use crate::command::{dispatch, forget_transaction, replicates};
+use crate::command::{Blocked, dispatch, forget_transaction, replicates};
 use crate::error::CmdError;
+use crate::keyspace::{LockPlan, Outcome};
 use crate::protocol::{Protocol, Reply, next_request};
 use crate::pubsub::{Mailbox, MailboxReceiver, write_frame};
 use crate::server::Shared;
@@ -111,6 +112,7 @@ async fn run(
                 Ok(Some(args)) => {
                     if shared.faults.holds_back(replicates(client, &args)) {
                         // What the pipeline answered so far goes out first.
+                        output.take_mail(mail, client.protocol, false);
                         flush(shared, &handle, stream, &mut output).await?;
                         let writes = replicates(client, &args);
                         tokio::select! {
@@ -118,7 +120,21 @@ async fn run(
                             _ = handle.killed() => return Ok(()),
                         }
                     }
-                    let reply = dispatch(shared, client, &args);
+                    let mut reply = dispatch(shared, client, &args);
+                    if let Some(blocked) = client.blocked.take() {
+                        // The replies before it go out before it waits.
+                        output.take_mail(mail, client.protocol, false);
+                        flush(shared, &handle, stream, &mut output).await?;
+                        let waited = Waiting {
+                            shared,
+                            stream,
+                            input: &mut input,
+                        };
+                        match waited.wait(client, blocked, &args).await? {
+                            Some(r) => reply = r,
+                            None => return Ok(()),
+                        }
+                    }
                     // Messages that arrived meanwhile (a PUBLISH to one's
                     // own channel, earlier confirmations) go first, all
                     // of them: the reply must not overtake any.
@@ -146,6 +162,100 @@ async fn run(
         flush(shared, &handle, stream, &mut output).await?;
         if closing || handle.is_killed() {
             return Ok(());
+        }
+    }
+}
+
+/// A client blocked in BLPOP and the like. Its next requests are read
+/// meanwhile but not run (only so that a disconnect is seen), as in Redis.
+struct Waiting<'w> {
+    shared: &'w Shared,
+    stream: &'w mut TcpStream,
+    input: &'w mut BytesMut,
+}
+
+/// Requests read ahead while blocked stop being read past this much: the
+/// client is not being answered anyway.
+const BLOCKED_INPUT_MAX: usize = 64 * 1024 * 1024;
+
+impl Waiting<'_> {
+    /// The blocking command's reply, or `None` if the client went away.
+    async fn wait(
+        mut self,
+        client: &mut Client,
+        mut blocked: Blocked,
+        args: &[Bytes],
+    ) -> std::io::Result<Option<Reply>> {
+        let handle = client.handle.clone();
+        handle.info.lock().blocked = true;
+        let result = loop {
+            let outcome = self.wait_once(&handle, &blocked).await;
+            forget_waiter(self.shared, &blocked);
+            let Some(outcome) = outcome else {
+                break Ok(None);
+            };
+            if let Some(reply) = blocked.reply(outcome) {
+                break Ok(Some(reply));
+            }
+            // The element went elsewhere: run the command again, keeping
+            // its deadline.
+            client.retry_deadline = Some(blocked.deadline);
+            let reply = dispatch(self.shared, client, args);
+            client.retry_deadline = None;
+            match client.blocked.take() {
+                Some(again) => blocked = again,
+                None => break Ok(Some(reply)),
+            }
+        };
+        handle.info.lock().blocked = false;
+        result
+    }
+
+    /// How the wait ended; `None` if the client disconnected or was killed.
+    async fn wait_once(&mut self, handle: &ClientHandle, blocked: &Blocked) -> Option<Outcome> {
+        let waiter = &blocked.waiter;
+        let deadline = blocked.deadline.map(tokio::time::Instant::from_std);
+        let (mut timed_out, mut closed) = (false, false);
+        loop {
+            let reading = !closed && self.input.len() < BLOCKED_INPUT_MAX;
+            tokio::select! {
+                outcome = waiter.served() => return Some(outcome),
+                _ = tokio::time::sleep_until(deadline.unwrap_or_else(tokio::time::Instant::now)),
+                    if deadline.is_some() && !timed_out => {
+                    // An element already on its way is owed to the client.
+                    timed_out = true;
+                    if waiter.cancel() {
+                        return Some(Outcome::Cancelled);
+                    }
+                }
+                r = self.stream.read_buf(self.input), if reading => {
+                    if !matches!(r, Ok(n) if n > 0) {
+                        closed = true;
+                        if waiter.cancel() {
+                            return None;
+                        }
+                    }
+                }
+                _ = handle.killed() => {
+                    if waiter.cancel() {
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Takes a finished wait off its keys' queues.
+fn forget_waiter(shared: &Shared, blocked: &Blocked) {
+    let waiter = &blocked.waiter;
+    let plan = LockPlan::for_keys(waiter.keys.iter().map(|k| &k[..]));
+    // Behind a busy script the entries stay; whoever next queues on or
+    // serves those keys drops them.
+    if let Ok(mut locked) = shared.keyspace.lock(&plan) {
+        let mut db = locked.db(waiter.db);
+        for key in &waiter.keys {
+            let _ = db.unblock(key, waiter);
         }
     }
 }

@@ -40,6 +40,16 @@ pub enum CmdError {
     ShardBusy,
     /// A script past the busy threshold holds what the command needs.
     Busy,
+    /// Cluster mode: a command's keys are in more than one hash slot.
+    CrossSlot,
+    /// Cluster mode: one `redis.call` of a script names keys in more than
+    /// one hash slot.
+    ScriptCrossSlot,
+    /// A cluster command while cluster mode is off.
+    ClusterDisabled,
+    SelectInClusterMode,
+    InvalidSlot,
+    InvalidSlotOrCount,
     /// Anything else: the full text after the `-`, prefix included.
     Other(String),
     /// Like `Other`, for text that echoes raw bytes (a script's source) and
@@ -65,6 +75,7 @@ impl CmdError {
             CmdError::WrongPass => return "WRONGPASS",
             CmdError::ExecAbort => return "EXECABORT",
             CmdError::Busy => return "BUSY",
+            CmdError::CrossSlot => return "CROSSSLOT",
             _ => return "ERR",
         };
         text.split(' ').next().unwrap_or("ERR")
@@ -117,6 +128,14 @@ impl fmt::Display for CmdError {
             ShardBusy => f.write_str(
                 "ERR a key the command did not declare is in use by another command, retry",
             ),
+            CrossSlot => f.write_str("CROSSSLOT Keys in request don't hash to the same slot"),
+            ScriptCrossSlot => {
+                f.write_str("ERR Script attempted to access a non local key in a cluster node")
+            }
+            ClusterDisabled => f.write_str("ERR This instance has cluster support disabled"),
+            SelectInClusterMode => f.write_str("ERR SELECT is not allowed in cluster mode"),
+            InvalidSlot => f.write_str("ERR Invalid slot"),
+            InvalidSlotOrCount => f.write_str("ERR Invalid slot or number of keys"),
             Other(text) => f.write_str(text),
             RawText(text) => f.write_str(&String::from_utf8_lossy(text)),
         }

@@ -12,6 +12,7 @@
 
 pub mod client;
 pub mod clock;
+pub mod cluster;
 pub mod command;
 pub mod config;
 pub mod connection;

@@ -39,6 +39,10 @@ struct Args {
     /// interface (Redis's DENIED error) [default: yes].
     #[arg(long, value_name = "yes|no")]
     protected_mode: Option<String>,
+    /// yes: answer as a one-node Redis Cluster owning every hash slot
+    /// (CLUSTER SLOTS/NODES, CROSSSLOT errors) [default: no].
+    #[arg(long, value_parser = ["yes", "no"])]
+    cluster_enabled: Option<String>,
     /// Serve Prometheus metrics over HTTP on this port (0 picks one).
     #[arg(long)]
     metrics_port: Option<String>,
@@ -63,6 +67,7 @@ impl Args {
             one("maxclients", &self.maxclients),
             one("loglevel", &self.loglevel),
             one("protected-mode", &self.protected_mode),
+            one("cluster-enabled", &self.cluster_enabled),
             one("metrics-port", &self.metrics_port),
             self.enable_clock_control
                 .then(|| ("enable-clock-control", vec!["yes".to_string()])),
@@ -153,7 +158,12 @@ async fn serve(config: rlockd::Config) -> std::io::Result<()> {
         tracing_subscriber::reload::Layer::new(EnvFilter::new(tracing_level(&config.loglevel)));
     tracing_subscriber::registry()
         .with(filter)
-        .with(tracing_subscriber::fmt::layer().with_target(false))
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_target(false)
+                // Colour codes only for a person at a terminal, not in log files.
+                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout())),
+        )
         .init();
     let mut server = rlockd::Server::builder().config(config).start().await?;
     // Listening for signals before saying ready: a supervisor may stop the

@@ -78,6 +78,45 @@ fn config_file_then_flags() {
 }
 
 #[test]
+fn cluster_enabled_by_flag_or_file() {
+    let (server, port) = start(&["--port", "0", "--cluster-enabled", "yes"]);
+    assert_eq!(
+        ask(port, b"CONFIG GET cluster-enabled\r\n"),
+        "*2\r\n$15\r\ncluster-enabled\r\n$3\r\nyes\r\n"
+    );
+    assert_eq!(
+        ask(port, b"MGET a b\r\n"),
+        "-CROSSSLOT Keys in request don't hash to the same slot\r\n"
+    );
+    drop(server);
+
+    let dir = std::env::temp_dir().join(format!("rlockd-cluster-conf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("rlockd.conf");
+    std::fs::write(&path, "port 0\ncluster-enabled yes\n").unwrap();
+    let (server, port) = start(&[path.to_str().unwrap()]);
+    assert_eq!(
+        ask(port, b"INFO cluster\r\n"),
+        "$30\r\n# Cluster\r\ncluster_enabled:1\r\n\r\n"
+    );
+    drop(server);
+    // The flag overrides the file; the default is off.
+    let (server, port) = start(&[path.to_str().unwrap(), "--cluster-enabled", "no"]);
+    assert_eq!(ask(port, b"MGET a b\r\n"), "*2\r\n$-1\r\n$-1\r\n");
+    drop(server);
+
+    std::fs::write(&path, "port 0\ncluster-enabled maybe\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rlockd"))
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("line 2: 'cluster-enabled maybe'"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn sigterm_stops_gracefully() {
     let (mut server, port) = start(&["--port", "0"]);
     assert_eq!(ask(port, b"PING\r\n"), "+PONG\r\n");

@@ -19,7 +19,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use refserver::{RedisServer, Subject, loud, show};
+use refserver::{RedisServer, Setup, Subject, loud, show};
 
 const READ_TIMEOUT: Duration = Duration::from_secs(3);
 const SCAN_MAX_CALLS: usize = 10_000;
@@ -47,6 +47,14 @@ struct Directives {
     round: Option<i64>,
     /// `@ignore`: send it and read the reply, but do not compare.
     ignore: bool,
+    /// `@send`: send it and move on; a later `@recv` line reads the reply
+    /// (for a command that blocks until another connection acts).
+    send: bool,
+    /// `@recv`: no command; read and compare the connection's next reply.
+    recv: bool,
+    /// `@node`: this server's node id, port and cluster bus port, wherever
+    /// they appear, read as `<myid>`, `<port>` and `<cport>`.
+    node: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -133,6 +141,9 @@ fn parse_case_file(text: &str) -> Result<Vec<Step>, String> {
                 "type" => opts.shape = true,
                 "scanall" => opts.scanall = true,
                 "ignore" => opts.ignore = true,
+                "send" => opts.send = true,
+                "recv" => opts.recv = true,
+                "node" => opts.node = true,
                 other => return Err(err(format!("unknown directive @{other}"))),
             }
         }
@@ -141,6 +152,18 @@ fn parse_case_file(text: &str) -> Result<Vec<Step>, String> {
                 return Err(err("@sleep stands alone on its line".into()));
             }
             steps.push(Step::Sleep { ms });
+            continue;
+        }
+        if opts.recv {
+            if !rest.is_empty() {
+                return Err(err("@recv takes no command".into()));
+            }
+            steps.push(Step::Command {
+                line,
+                text: "<the reply of an earlier @send>".into(),
+                opts,
+                argv: Vec::new(),
+            });
             continue;
         }
         let argv: Vec<Vec<u8>> = split_args(rest)
@@ -460,16 +483,85 @@ fn round(node: &mut Node, n: i64) {
     }
 }
 
-fn normalise(raw: &[u8], opts: &Directives) -> Vec<u8> {
+/// What `@node` hides: the server's own identity as a cluster node.
+#[derive(Debug, Clone, Default)]
+struct NodeFacts {
+    id: Option<Vec<u8>>,
+    port: String,
+    cport: String,
+}
+
+impl NodeFacts {
+    fn new(port: u16, id: Option<Vec<u8>>) -> NodeFacts {
+        NodeFacts {
+            id,
+            port: port.to_string(),
+            cport: (u32::from(port) + 10_000).to_string(),
+        }
+    }
+
+    /// The text with the node id and every number equal to the port or
+    /// bus port replaced.
+    fn hide_in(&self, text: &[u8]) -> Vec<u8> {
+        let mut text = text.to_vec();
+        if let Some(id) = self.id.as_ref().filter(|id| !id.is_empty()) {
+            let mut out = Vec::new();
+            let mut rest = &text[..];
+            while let Some(at) = rest.windows(id.len()).position(|w| w == &id[..]) {
+                out.extend_from_slice(&rest[..at]);
+                out.extend_from_slice(b"<myid>");
+                rest = &rest[at + id.len()..];
+            }
+            out.extend_from_slice(rest);
+            text = out;
+        }
+        let mut out = Vec::new();
+        for run in text.chunk_by(|a, b| a.is_ascii_digit() == b.is_ascii_digit()) {
+            if run == self.port.as_bytes() {
+                out.extend_from_slice(b"<port>");
+            } else if run == self.cport.as_bytes() {
+                out.extend_from_slice(b"<cport>");
+            } else {
+                out.extend_from_slice(run);
+            }
+        }
+        out
+    }
+
+    fn hide(&self, node: &mut Node) {
+        match node {
+            Node::Line(t, text) => {
+                let hidden = self.hide_in(text);
+                if *t == b':' && hidden != *text {
+                    *t = b'+';
+                }
+                *text = hidden;
+            }
+            Node::Bulk(_, Some(text)) => *text = self.hide_in(text),
+            Node::Agg(_, Some(kids)) => kids.iter_mut().for_each(|k| self.hide(k)),
+            Node::Attr(kids, value) => {
+                kids.iter_mut().for_each(|k| self.hide(k));
+                self.hide(value);
+            }
+            _ => {}
+        }
+    }
+}
+
+fn normalise(raw: &[u8], opts: &Directives, me: &NodeFacts) -> Vec<u8> {
     let plain = !opts.sort
         && !opts.sortpairs
         && !opts.shape
+        && !opts.node
         && opts.mask.is_empty()
         && opts.round.is_none();
     if plain {
         return raw.to_vec();
     }
     let mut node = parse_reply(raw);
+    if opts.node {
+        me.hide(&mut node);
+    }
     if !opts.mask.is_empty() {
         mask(&mut node, &opts.mask);
     }
@@ -562,14 +654,24 @@ struct Side {
     name: &'static str,
     addr: SocketAddr,
     conns: HashMap<usize, Conn>,
+    me: NodeFacts,
 }
 
 impl Side {
-    fn new(name: &'static str, addr: SocketAddr) -> Side {
+    /// A server, and in cluster mode its node id (from `CLUSTER MYID`).
+    fn new(name: &'static str, addr: SocketAddr, cluster: bool) -> Side {
+        let id = cluster.then(|| {
+            let raw = Conn::open(addr).call(&[b"CLUSTER".to_vec(), b"MYID".to_vec()]);
+            match parse_reply(&raw) {
+                Node::Bulk(b'$', Some(id)) => id,
+                _ => panic!("{name}: CLUSTER MYID answered {}", show(&raw, 200)),
+            }
+        });
         Side {
             name,
             addr,
             conns: HashMap::new(),
+            me: NodeFacts::new(addr.port(), id),
         }
     }
 
@@ -676,6 +778,11 @@ fn run_file(
                 argv,
             } => {
                 cases += 1;
+                if opts.send {
+                    reference.conn(opts.conn).send(argv);
+                    subject.conn(opts.conn).send(argv);
+                    continue;
+                }
                 let (a, b) = if opts.scanall {
                     (
                         reference.scan_all(opts.conn, argv),
@@ -684,8 +791,10 @@ fn run_file(
                 } else {
                     // Both servers get the command before either answer is
                     // awaited, so time-sensitive lines see the same clock.
-                    reference.conn(opts.conn).send(argv);
-                    subject.conn(opts.conn).send(argv);
+                    if !argv.is_empty() {
+                        reference.conn(opts.conn).send(argv);
+                        subject.conn(opts.conn).send(argv);
+                    }
                     (
                         reference.conn(opts.conn).recv(),
                         subject.conn(opts.conn).recv(),
@@ -694,7 +803,10 @@ fn run_file(
                 if opts.ignore {
                     continue;
                 }
-                let (na, nb) = (normalise(&a, opts), normalise(&b, opts));
+                let (na, nb) = (
+                    normalise(&a, opts, &reference.me),
+                    normalise(&b, opts, &subject.me),
+                );
                 if na != nb {
                     diffs.push(Diff {
                         place: format!("{file}:{line}"),
@@ -708,6 +820,12 @@ fn run_file(
         }
     }
     Ok(cases)
+}
+
+/// `cluster*.rcmd` runs against servers in cluster mode.
+fn is_cluster_file(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with("cluster"))
 }
 
 fn case_files() -> Vec<PathBuf> {
@@ -740,19 +858,29 @@ fn conformance() {
         .collect();
 
     let started = Instant::now();
-    let redis = RedisServer::start(&redis_bin);
-    let subject = Subject::start(&redis_bin);
-    let mut reference = Side::new("redis-server", redis.addr);
-    let mut tested = Side::new(subject.name(), subject.addr());
-
+    // Cluster files run against their own pair of cluster-mode servers.
+    let (cluster, plain): (Vec<_>, Vec<_>) = parsed.iter().partition(|(p, _)| is_cluster_file(p));
     let mut diffs = Vec::new();
     let mut cases = 0;
-    for (path, steps) in &parsed {
-        cases += run_file(path, steps, &mut reference, &mut tested, &mut diffs)
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut subject_name = "rlockd";
+    for (files, cluster) in [(plain, false), (cluster, true)] {
+        if files.is_empty() {
+            continue;
+        }
+        let setup = Setup {
+            cluster,
+            ..Setup::default()
+        };
+        let redis = RedisServer::start_setup(&redis_bin, setup);
+        let subject = Subject::start_setup(&redis_bin, setup);
+        subject_name = subject.name();
+        let mut reference = Side::new("redis-server", redis.addr, cluster);
+        let mut tested = Side::new(subject.name(), subject.addr(), cluster);
+        for (path, steps) in files {
+            cases += run_file(path, steps, &mut reference, &mut tested, &mut diffs)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        }
     }
-    drop(reference);
-    drop(tested);
 
     let mut report = String::new();
     for d in &diffs {
@@ -763,7 +891,7 @@ fn conformance() {
             d.text,
             "redis-server:",
             show(&d.reference, 1500),
-            format!("{}:", subject.name()),
+            format!("{subject_name}:"),
             show(&d.subject, 1500),
         ));
     }
@@ -771,7 +899,7 @@ fn conformance() {
         "conformance: {cases} cases in {} files, {} differences (redis-server vs {}, {:.1}s)",
         parsed.len(),
         diffs.len(),
-        subject.name(),
+        subject_name,
         started.elapsed().as_secs_f64()
     );
     if !diffs.is_empty() {
@@ -833,6 +961,12 @@ mod harness {
         assert!(parse_case_file("@sleep 5 GET k").is_err());
         assert!(parse_case_file("@scanall GET k").is_err());
         assert!(parse_case_file("@conn 0 GET k").is_err());
+        assert!(parse_case_file("@recv GET k").is_err());
+        let steps = parse_case_file("@conn 2 @send BLPOP q 0\n@conn 2 @recv\n").unwrap();
+        let Step::Command { opts, argv, .. } = &steps[1] else {
+            panic!()
+        };
+        assert!(opts.recv && argv.is_empty() && opts.conn == 2);
     }
 
     #[test]
@@ -870,30 +1004,52 @@ mod harness {
         };
         let arr = b"*3\r\n$1\r\nc\r\n$1\r\na\r\n$1\r\nb\r\n";
         assert_eq!(
-            normalise(arr, &opts(|d| d.sort = true)),
+            normalise(arr, &opts(|d| d.sort = true), &NodeFacts::default()),
             b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n"
         );
         let pairs = b"*4\r\n$1\r\ny\r\n$1\r\n1\r\n$1\r\nx\r\n$1\r\n2\r\n";
         assert_eq!(
-            normalise(pairs, &opts(|d| d.sortpairs = true)),
+            normalise(pairs, &opts(|d| d.sortpairs = true), &NodeFacts::default()),
             b"*4\r\n$1\r\nx\r\n$1\r\n2\r\n$1\r\ny\r\n$1\r\n1\r\n"
         );
         assert_eq!(
-            normalise(b"*2\r\n$3\r\nabc\r\n:5\r\n", &opts(|d| d.shape = true)),
+            normalise(
+                b"*2\r\n$3\r\nabc\r\n:5\r\n",
+                &opts(|d| d.shape = true),
+                &NodeFacts::default()
+            ),
             b"*2\r\n$0\r\n\r\n:\r\n"
         );
         let hello = b"%2\r\n$2\r\nid\r\n:7\r\n$5\r\nproto\r\n:3\r\n";
         assert_eq!(
-            normalise(hello, &opts(|d| d.mask = vec![b"id".to_vec()])),
+            normalise(
+                hello,
+                &opts(|d| d.mask = vec![b"id".to_vec()]),
+                &NodeFacts::default()
+            ),
             b"%2\r\n$2\r\nid\r\n+<masked>\r\n$5\r\nproto\r\n:3\r\n"
         );
         assert_eq!(
-            normalise(b":99999\r\n", &opts(|d| d.round = Some(1000))),
+            normalise(
+                b":99999\r\n",
+                &opts(|d| d.round = Some(1000)),
+                &NodeFacts::default()
+            ),
             b":100000\r\n"
         );
         assert_eq!(
-            normalise(b":-2\r\n", &opts(|d| d.round = Some(1000))),
+            normalise(
+                b":-2\r\n",
+                &opts(|d| d.round = Some(1000)),
+                &NodeFacts::default()
+            ),
             b":-2\r\n"
+        );
+        let me = NodeFacts::new(7101, Some(b"ab12".to_vec()));
+        let slots = b"*3\r\n:7101\r\n:71010\r\n$26\r\nab12 :7101@17101 x 0-16383\r\n";
+        assert_eq!(
+            normalise(slots, &opts(|d| d.node = true), &me),
+            b"*3\r\n+<port>\r\n:71010\r\n$32\r\n<myid> :<port>@<cport> x 0-16383\r\n"
         );
     }
 }

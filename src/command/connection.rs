@@ -120,7 +120,10 @@ pub fn hello(ctx: &mut Ctx) -> CmdResult<Reply> {
         (Reply::bulk_str("version"), Reply::bulk_str(REDIS_VERSION)),
         (Reply::bulk_str("proto"), Reply::Int(protocol.version())),
         (Reply::bulk_str("id"), Reply::Int(ctx.client.id as i64)),
-        (Reply::bulk_str("mode"), Reply::bulk_str("standalone")),
+        (
+            Reply::bulk_str("mode"),
+            Reply::bulk_str(crate::cluster::mode_name(ctx.shared)),
+        ),
         (Reply::bulk_str("role"), Reply::bulk_str("master")),
         (Reply::bulk_str("modules"), Reply::Array(Vec::new())),
     ]))
@@ -128,6 +131,10 @@ pub fn hello(ctx: &mut Ctx) -> CmdResult<Reply> {
 
 pub fn select(ctx: &mut Ctx) -> CmdResult<Reply> {
     let index = parse_i64(ctx.arg(1)).ok_or(CmdError::InvalidDbIndex)?;
+    // A cluster has database 0 only.
+    if ctx.shared.cluster.is_some() && index != 0 {
+        return Err(CmdError::SelectInClusterMode);
+    }
     if index < 0 || index as usize >= ctx.shared.keyspace.databases() {
         return Err(CmdError::DbIndexOutOfRange);
     }
@@ -149,6 +156,7 @@ pub fn reset(ctx: &mut Ctx) -> CmdResult<Reply> {
     let mut info = ctx.client.handle.info.lock();
     info.name = None;
     info.no_evict = false;
+    info.readonly = false;
     Ok(Reply::status("RESET"))
 }
 
@@ -218,6 +226,12 @@ fn describe(shared: &Shared, handle: &ClientHandle) -> String {
     }
     if info.multi >= 0 {
         flags.push('x');
+    }
+    if info.blocked {
+        flags.push('b');
+    }
+    if info.readonly {
+        flags.push('r');
     }
     if info.no_evict {
         flags.push('e');

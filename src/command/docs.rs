@@ -95,13 +95,14 @@ impl Arg {
 }
 
 /// The type a typed argument gets from its name. `float` marks the
-/// commands whose increments are floating point (HINCRBYFLOAT).
+/// commands whose increments or timeouts are floating point (HINCRBYFLOAT,
+/// the blocking list commands, whose timeouts are seconds with fractions).
 pub fn word_type(word: &str, float: bool) -> ArgType {
     match word {
         "key" | "source" | "destination" | "newkey" => ArgType::Key,
         w if w.ends_with("key") => ArgType::Key,
         "pattern" => ArgType::Pattern,
-        "increment" | "decrement" if float => ArgType::Double,
+        "increment" | "decrement" | "timeout" if float => ArgType::Double,
         "seconds" | "milliseconds" | "count" | "cursor" | "numkeys" | "index" | "increment"
         | "decrement" | "database" | "timeout" | "client-id" | "protover" | "start" | "stop"
         | "rank" | "num-matches" | "len" => ArgType::Integer,
@@ -314,7 +315,7 @@ fn paren_group(mut branches: Vec<Vec<Arg>>) -> Arg {
 
 /// Parses a command's argument grammar (see the module docs) into the
 /// tree COMMAND DOCS reports. `command` is the command's name, which
-/// decides whether increments are floating point.
+/// decides whether increments and timeouts are floating point.
 pub fn parse_syntax(src: &str, command: &str) -> Result<Vec<Arg>, String> {
     let toks = lex(src)?;
     if toks.is_empty() {
@@ -323,7 +324,8 @@ pub fn parse_syntax(src: &str, command: &str) -> Result<Vec<Arg>, String> {
     let mut parser = Parser {
         toks,
         pos: 0,
-        float: command.ends_with("float"),
+        float: command.ends_with("float")
+            || matches!(command, "blpop" | "brpop" | "blmove" | "brpoplpush"),
     };
     let mut branches = parser.alternatives()?;
     if let Some(tok) = parser.peek() {
@@ -337,10 +339,14 @@ pub fn parse_syntax(src: &str, command: &str) -> Result<Vec<Arg>, String> {
 }
 
 /// Points every key argument at its key spec: the n-th key argument (in
-/// order of appearance) at the n-th spec, the extra ones at the last.
+/// order of appearance) at the n-th spec, the extra ones at the last. In a
+/// command without key specs a key's name is only a string (CLUSTER
+/// KEYSLOT hashes it, and touches no key).
 fn assign_key_specs(args: &mut [Arg], seen: &mut usize, specs: usize) {
     for arg in args {
-        if arg.kind == ArgType::Key && specs > 0 {
+        if arg.kind == ArgType::Key && specs == 0 {
+            arg.kind = ArgType::String;
+        } else if arg.kind == ArgType::Key {
             arg.key_spec_index = Some((*seen).min(specs - 1));
             *seen += 1;
         }

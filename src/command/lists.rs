@@ -83,6 +83,7 @@ fn push(ctx: &mut Ctx, front: bool) -> CmdResult<Reply> {
     }
     let len = list.len() as i64;
     db.modified(&key, if front { Event::Lpush } else { Event::Rpush })?;
+    db.signal_ready(&key)?;
     Ok(Reply::Int(len))
 }
 

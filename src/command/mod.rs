@@ -1,6 +1,8 @@
 //! The command layer: the table, lookup, argument checks, and execution of
 //! one command against the shards its keys live in.
 
+mod blocking;
+mod cluster;
 mod connection;
 mod docs;
 mod expire;
@@ -8,6 +10,7 @@ mod fixture;
 mod hashes;
 mod keys;
 mod lists;
+mod memory;
 mod multi;
 pub mod pubsub;
 mod scripting;
@@ -25,9 +28,10 @@ use bytes::Bytes;
 
 use crate::client::Client;
 use crate::error::{CmdError, CmdResult};
-use crate::keyspace::{Db, LockPlan, Locked};
+use crate::keyspace::{Db, LockPlan, Locked, slot_shard};
 use crate::protocol::Reply;
 use crate::server::Shared;
+pub use blocking::Blocked;
 pub use connection::REDIS_VERSION;
 pub use spec::{CommandSpec, flag};
 
@@ -111,23 +115,27 @@ pub(crate) fn offered(shared: &Shared, spec: &CommandSpec) -> bool {
 }
 
 /// Redis echoes the command and the start of its arguments, each cut short,
-/// so that a client sending a wrong command sees what arrived.
+/// so that a client sending a wrong command sees what arrived. It prints
+/// them as C strings: lengths count bytes, and a NUL ends an argument.
 pub fn unknown_command(args: &[Bytes]) -> CmdError {
     const ARGS_MAX: usize = 128;
-    let mut rendered = String::new();
+    fn c_string(arg: &[u8], max: usize) -> &[u8] {
+        let end = arg.iter().position(|&b| b == 0).unwrap_or(arg.len());
+        &arg[..end.min(max)]
+    }
+    let mut rendered = Vec::new();
     for arg in &args[1..] {
         if rendered.len() >= ARGS_MAX {
             break;
         }
-        let room = ARGS_MAX - rendered.len();
-        let text = String::from_utf8_lossy(arg);
-        let cut: String = text.chars().take(room).collect();
-        rendered.push_str(&format!("'{cut}' "));
+        let shown = c_string(arg, ARGS_MAX - rendered.len());
+        rendered.push(b'\'');
+        rendered.extend_from_slice(shown);
+        rendered.extend_from_slice(b"' ");
     }
-    let name = String::from_utf8_lossy(&args[0]);
     CmdError::UnknownCommand {
-        name: name.chars().take(ARGS_MAX).collect(),
-        args: rendered,
+        name: String::from_utf8_lossy(c_string(&args[0], ARGS_MAX)).into_owned(),
+        args: String::from_utf8_lossy(&rendered).into_owned(),
     }
 }
 
@@ -158,6 +166,14 @@ impl<'a> Ctx<'_, 'a> {
 pub fn lock_plan(spec: &CommandSpec, args: &[Bytes]) -> LockPlan {
     if spec.has(flag::WHOLE_KEYSPACE) {
         LockPlan::All
+    } else if spec.has(flag::SLOT_ARG) {
+        let slot = args
+            .get(2)
+            .and_then(|arg| crate::util::parse_i64(arg))
+            .and_then(cluster::slot_in_range);
+        slot.map_or(LockPlan::Nothing, |slot| {
+            LockPlan::Shards(vec![slot_shard(slot)])
+        })
     } else {
         LockPlan::for_keys(spec.key_args(args))
     }
@@ -196,6 +212,13 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
     }
     if !client.authenticated && !spec.has(flag::NO_AUTH) {
         return reject(client, Some(id), CmdError::NoAuth);
+    }
+    // Cluster mode: a command's keys must share a slot (EXEC checks those
+    // of the commands it queued).
+    if shared.cluster.is_some()
+        && let Err(e) = crate::cluster::common_slot(spec.routed_args(args))
+    {
+        return reject(client, Some(id), e);
     }
     if pubsub::in_subscribed_mode(client) && !pubsub::allowed_while_subscribed(&reg.full_names[id])
     {

@@ -10,6 +10,7 @@ use bytes::Bytes;
 
 use super::{CommandSpec, Ctx, REGISTRY, execute, flag, lock_plan};
 use crate::client::{Client, WatchState};
+use crate::cluster::common_slot;
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{LockPlan, Locked, WatchFlag};
 use crate::protocol::Reply;
@@ -64,10 +65,23 @@ pub fn exec(ctx: &mut Ctx) -> CmdResult<Reply> {
         unwatch_with(client, &mut locked);
         return Ok(Reply::NilArray);
     }
+    // In cluster mode the queued commands' keys must share one slot; a
+    // transaction already doomed (above) reports that instead.
+    if shared.cluster.is_some() {
+        let keys = queue
+            .iter()
+            .flat_map(|(id, args)| REGISTRY.specs[*id].routed_args(args));
+        if let Err(e) = common_slot(keys) {
+            unwatch_with(client, &mut locked);
+            return Err(e);
+        }
+    }
+    client.in_exec = true;
     let replies = queue
         .iter()
         .map(|(id, args)| execute(shared, client, *id, args, &mut locked))
         .collect();
+    client.in_exec = false;
     unwatch_with(client, &mut locked);
     Ok(Reply::Array(replies))
 }

@@ -357,7 +357,8 @@ pub fn command_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
 
 // ---- INFO
 
-const DEFAULT_SECTIONS: &[&str] = &[
+/// `INFO ALL`, in Redis's order (clients such as Redisson read it whole).
+const ALL_SECTIONS: &[&str] = &[
     "server",
     "clients",
     "memory",
@@ -366,26 +367,34 @@ const DEFAULT_SECTIONS: &[&str] = &[
     "replication",
     "cpu",
     "modules",
+    "commandstats",
     "errorstats",
+    "latencystats",
     "cluster",
     "keyspace",
 ];
+
+/// What INFO with no argument reports: everything but the per-command
+/// sections.
+fn default_sections() -> impl Iterator<Item = String> {
+    ALL_SECTIONS
+        .iter()
+        .filter(|s| !matches!(**s, "commandstats" | "latencystats"))
+        .map(|s| s.to_string())
+}
 
 pub fn info(ctx: &mut Ctx) -> CmdResult<Reply> {
     let mut wanted: Vec<String> = Vec::new();
     for arg in &ctx.args[1..] {
         let name = String::from_utf8_lossy(arg).to_ascii_lowercase();
         match name.as_str() {
-            "default" => wanted.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string())),
-            "all" | "everything" => {
-                wanted.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string()));
-                wanted.push("commandstats".into());
-            }
+            "default" => wanted.extend(default_sections()),
+            "all" | "everything" => wanted.extend(ALL_SECTIONS.iter().map(|s| s.to_string())),
             _ => wanted.push(name),
         }
     }
     if wanted.is_empty() {
-        wanted.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string()));
+        wanted.extend(default_sections());
     }
     let facts = KeyspaceFacts::gather(ctx);
     let mut out = String::new();
@@ -488,7 +497,7 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             line("redis_git_sha1", &"00000000");
             line("redis_git_dirty", &0);
             line("redis_build_id", &"0");
-            line("redis_mode", &"standalone");
+            line("redis_mode", &crate::cluster::mode_name(shared));
             line("os", &std::env::consts::OS);
             line("arch_bits", &64);
             line("multiplexing_api", &"tokio");
@@ -513,7 +522,12 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             line("maxclients", &config.maxclients);
             line("client_recent_max_input_buffer", &0);
             line("client_recent_max_output_buffer", &0);
-            line("blocked_clients", &0);
+            let blocked = shared
+                .clients
+                .iter()
+                .filter(|c| c.info.lock().blocked)
+                .count();
+            line("blocked_clients", &blocked);
             line("tracking_clients", &0);
             line("clients_in_timeout_table", &0);
             "Clients"
@@ -644,6 +658,8 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             "CPU"
         }
         "modules" => "Modules",
+        // Per-command latency percentiles are not tracked.
+        "latencystats" => "Latencystats",
         "errorstats" => {
             for (code, count) in stats.errors.lock().iter() {
                 line(&format!("errorstat_{code}"), &format!("count={count}"));
@@ -651,7 +667,7 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             "Errorstats"
         }
         "cluster" => {
-            line("cluster_enabled", &0);
+            line("cluster_enabled", &u8::from(shared.cluster.is_some()));
             "Cluster"
         }
         "keyspace" => {

@@ -34,7 +34,10 @@ pub mod flag {
     pub const MOVABLE_KEYS: u32 = 1 << 17;
     /// Ours, not reported: exists only on a server started with
     /// `enable-clock-control`; elsewhere it is an unknown command.
-    pub const CLOCK_CONTROL: u32 = 1 << 29;
+    pub const CLOCK_CONTROL: u32 = 1 << 28;
+    /// Reads the keys of the hash slot in argument 2 (CLUSTER
+    /// COUNTKEYSINSLOT / GETKEYSINSLOT): it locks that slot's shard.
+    pub const SLOT_ARG: u32 = 1 << 29;
     /// Ours, not reported: a script, which may touch keys it did not
     /// declare, so inside EXEC the whole keyspace is held.
     pub const SCRIPT: u32 = 1 << 30;
@@ -109,6 +112,7 @@ pub mod acl {
 pub enum Group {
     Connection,
     Server,
+    Cluster,
     Generic,
     String,
     Hash,
@@ -124,6 +128,7 @@ impl Group {
         match self {
             Group::Connection => "connection",
             Group::Server => "server",
+            Group::Cluster => "cluster",
             Group::Generic => "generic",
             Group::String => "string",
             Group::Hash => "hash",
@@ -355,9 +360,23 @@ impl CommandSpec {
     /// The key arguments of a command line; `not_key` specs (shard
     /// channels) are left out, as COMMAND GETKEYS leaves them out.
     pub fn key_args<'a>(&'a self, args: &'a [Bytes]) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.args_where(args, |k| !k.is_not_key())
+    }
+
+    /// Every argument a cluster routes the command by: its keys, and the
+    /// shard channels of sharded pub/sub.
+    pub fn routed_args<'a>(&'a self, args: &'a [Bytes]) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.args_where(args, |_| true)
+    }
+
+    fn args_where<'a>(
+        &'a self,
+        args: &'a [Bytes],
+        keep: fn(&KeySpec) -> bool,
+    ) -> impl Iterator<Item = &'a [u8]> + 'a {
         self.keys
             .iter()
-            .filter(|k| !k.is_not_key())
+            .filter(move |k| keep(k))
             .flat_map(move |k| {
                 k.span(args)
                     .into_iter()

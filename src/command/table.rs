@@ -9,8 +9,8 @@ use super::spec::acl::{
 use super::spec::flag::*;
 use super::spec::{CommandSpec as C, Group::*, KeySpec};
 use super::{
-    connection as conn, expire, fixture, hashes, keys, lists, multi, scripting, server, strings,
-    zsets,
+    blocking, cluster, connection as conn, expire, fixture, hashes, keys, lists, memory, multi,
+    scripting, server, strings, zsets,
 };
 
 const RO: &[&str] = &["RO"];
@@ -25,6 +25,12 @@ const RW_DELETE: &[&str] = &["RW", "delete"];
 const fn key1(flags: &'static [&'static str]) -> [KeySpec; 1] {
     [KeySpec::range(1, 0, 1, flags)]
 }
+
+/// A source list and a destination list (LMOVE and its kin).
+const MOVE_KEYS: [KeySpec; 2] = [
+    KeySpec::range(1, 0, 1, RW_ACCESS_DELETE),
+    KeySpec::range(2, 0, 1, &["RW", "insert"]),
+];
 
 const fn keys_all(flags: &'static [&'static str]) -> [KeySpec; 1] {
     [KeySpec::range(1, -1, 1, flags)]
@@ -174,6 +180,23 @@ const SCRIPT_KEYS_RW: &[KeySpec] = &[KeySpec::keynum(2, RW_ACCESS_UPDATE)];
 const SCRIPT_KEYS_RO: &[KeySpec] = &[KeySpec::keynum(2, RO_ACCESS)];
 const EVAL_FLAGS: u32 = NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | SCRIPT;
 
+static MEMORY_SUBS: &[C] = &[
+    C::new("usage", -3, Server, memory::usage)
+        .flags(READONLY)
+        .keys(&[KeySpec::range(2, 0, 1, RO)])
+        .syntax("key [SAMPLES count]")
+        .doc(
+            "4.0.0",
+            "Returns the bytes a key and its value would take in Redis.",
+        ),
+    C::new("purge", 2, Server, memory::purge)
+        .tips(&["request_policy:all_shards", "response_policy:all_succeeded"])
+        .doc("4.0.0", "Asks the allocator to give memory back."),
+    C::new("help", 2, Server, memory::help)
+        .flags(LOADING | STALE)
+        .doc("4.0.0", "Lists the MEMORY subcommands."),
+];
+
 static SCRIPT_SUBS: &[C] = &[
     C::new("load", 3, Scripting, scripting::script_load)
         .flags(NOSCRIPT | STALE)
@@ -211,6 +234,57 @@ static SCRIPT_SUBS: &[C] = &[
         .flags(LOADING | STALE)
         .acl(SCRIPTING)
         .doc("5.0.0", "Lists the SCRIPT subcommands."),
+];
+
+/// CLUSTER's subcommands that a one-node cluster answers.
+static CLUSTER_SUBS: &[C] = &[
+    C::new(
+        "countkeysinslot",
+        3,
+        Cluster,
+        cluster::cluster_countkeysinslot,
+    )
+    .flags(STALE | SLOT_ARG)
+    .syntax("slot")
+    .doc("3.0.0", "Counts the keys in a hash slot."),
+    C::new("getkeysinslot", 4, Cluster, cluster::cluster_getkeysinslot)
+        .flags(STALE | SLOT_ARG)
+        .tips(NONDET)
+        .syntax("slot count")
+        .doc("3.0.0", "Returns up to count key names in a hash slot."),
+    C::new("help", 2, Cluster, cluster::cluster_help)
+        .flags(LOADING | STALE)
+        .doc("5.0.0", "Lists the CLUSTER subcommands."),
+    C::new("info", 2, Cluster, cluster::cluster_info)
+        .flags(STALE)
+        .tips(NONDET)
+        .doc("3.0.0", "Describes the state of the cluster."),
+    C::new("keyslot", 3, Cluster, cluster::cluster_keyslot)
+        .flags(STALE)
+        .syntax("key")
+        .doc("3.0.0", "Returns the hash slot of a key."),
+    C::new("links", 2, Cluster, cluster::cluster_links)
+        .flags(STALE)
+        .tips(NONDET)
+        .doc("7.0.0", "Lists the links to peer nodes."),
+    C::new("myid", 2, Cluster, cluster::cluster_myid)
+        .flags(STALE)
+        .doc("3.0.0", "Returns this node's id."),
+    C::new("nodes", 2, Cluster, cluster::cluster_nodes)
+        .flags(STALE)
+        .tips(NONDET)
+        .doc(
+            "3.0.0",
+            "Describes every node of the cluster, one line each.",
+        ),
+    C::new("shards", 2, Cluster, cluster::cluster_shards)
+        .flags(STALE)
+        .tips(NONDET)
+        .doc("7.0.0", "Describes each shard: its slot ranges and nodes."),
+    C::new("slots", 2, Cluster, cluster::cluster_slots)
+        .flags(STALE)
+        .tips(NONDET)
+        .doc("3.0.0", "Maps each slot range to the node serving it."),
 ];
 
 static PUBSUB_SUBS: &[C] = &[
@@ -301,6 +375,14 @@ pub static COMMANDS: &[C] = &[
     C::new("reset", 1, Connection, conn::reset).flags(ANY_STATE).acl(CONNECTION)
         .doc("6.2.0", "Returns the connection to its initial state."),
     C::container("client", Connection, CLIENT_SUBS).doc("2.4.0", "Commands about client connections."),
+    // cluster
+    C::container("cluster", Cluster, CLUSTER_SUBS).doc("3.0.0", "Commands about Redis Cluster."),
+    C::new("asking", 1, Cluster, cluster::asking).flags(FAST).acl(CONNECTION)
+        .doc("3.0.0", "Marks the next command as following an ASK redirect (accepted; this node owns every slot)."),
+    C::new("readonly", 1, Cluster, cluster::readonly).flags(LOADING | STALE | FAST).acl(CONNECTION)
+        .doc("3.0.0", "Lets this connection read from a replica in cluster mode (accepted; the node is a master)."),
+    C::new("readwrite", 1, Cluster, cluster::readwrite).flags(LOADING | STALE | FAST).acl(CONNECTION)
+        .doc("3.0.0", "Ends READONLY for this connection."),
     // server
     C::container("command", Server, COMMAND_SUBS).runs_bare(server::command_all).flags(LOADING | STALE).acl(CONNECTION).tips(NONDET_ORDER)
         .doc("2.8.13", "Describes every command the server knows."),
@@ -322,6 +404,13 @@ pub static COMMANDS: &[C] = &[
         .doc("2.6.0", "Returns the server time: seconds and microseconds."),
     C::new("lastsave", 1, Server, server::lastsave).flags(LOADING | STALE | FAST).acl(acl::ADMIN | DANGEROUS).tips(NONDET)
         .doc("1.0.0", "Returns when the last save happened; rlockd never saves, so its start time."),
+    C::container("memory", Server, MEMORY_SUBS).doc("4.0.0", "Memory diagnostics."),
+    C::new("wait", 3, Connection, blocking::wait).flags(NOSCRIPT).acl(CONNECTION).tips(&["request_policy:all_shards", "response_policy:agg_min"])
+        .syntax("numreplicas timeout")
+        .doc("3.0.0", "Waits for replicas to acknowledge earlier writes; rlockd has none, so 0."),
+    C::new("waitaof", 4, Connection, blocking::waitaof).flags(NOSCRIPT).acl(CONNECTION).tips(&["request_policy:all_shards", "response_policy:agg_min"])
+        .syntax("numlocal numreplicas timeout")
+        .doc("7.2.0", "Waits for writes to reach the append-only file; rlockd keeps none, so [0, 0]."),
     // keys
     C::new("exists", -2, Generic, keys::exists).flags(READ_FAST).acl(KEYSPACE).tips(MULTI_SHARD_SUM).keys(&keys_all(RO))
         .syntax("key...")
@@ -499,6 +588,24 @@ pub static COMMANDS: &[C] = &[
     C::new("lpos", -3, List, lists::lpos).flags(READONLY).acl(LIST).keys(&key1(RO_ACCESS))
         .syntax("key element [RANK rank] [COUNT num-matches] [MAXLEN len]")
         .doc("6.0.6", "Returns the positions of elements equal to a value in a list."),
+    C::new("lmove", 5, List, blocking::lmove).flags(WRITE | DENYOOM).acl(LIST).keys(&MOVE_KEYS)
+        .syntax("source destination (LEFT | RIGHT) (LEFT | RIGHT)")
+        .doc("6.2.0", "Moves an element from one end of a list to an end of another, and returns it."),
+    C::new("rpoplpush", 3, List, blocking::rpoplpush).flags(WRITE | DENYOOM).acl(LIST).keys(&MOVE_KEYS)
+        .syntax("source destination")
+        .doc("1.2.0", "Moves the last element of a list to the front of another, and returns it."),
+    C::new("blpop", -3, List, blocking::blpop).flags(WRITE | NOSCRIPT | BLOCKING).acl(LIST).keys(&[KeySpec::range(1, -2, 1, RW_ACCESS_DELETE)])
+        .syntax("key... timeout")
+        .doc("2.0.0", "Removes and returns the first element of the first non-empty list, waiting for one up to a timeout."),
+    C::new("brpop", -3, List, blocking::brpop).flags(WRITE | NOSCRIPT | BLOCKING).acl(LIST).keys(&[KeySpec::range(1, -2, 1, RW_ACCESS_DELETE)])
+        .syntax("key... timeout")
+        .doc("2.0.0", "Removes and returns the last element of the first non-empty list, waiting for one up to a timeout."),
+    C::new("blmove", 6, List, blocking::blmove).flags(WRITE | DENYOOM | NOSCRIPT | BLOCKING).acl(LIST).keys(&MOVE_KEYS)
+        .syntax("source destination (LEFT | RIGHT) (LEFT | RIGHT) timeout")
+        .doc("6.2.0", "Moves an element between lists like LMOVE, waiting for one up to a timeout."),
+    C::new("brpoplpush", 4, List, blocking::brpoplpush).flags(WRITE | DENYOOM | NOSCRIPT | BLOCKING).acl(LIST).keys(&MOVE_KEYS)
+        .syntax("source destination timeout")
+        .doc("2.2.0", "Moves an element between lists like RPOPLPUSH, waiting for one up to a timeout."),
     // scripting
     C::new("eval", -3, Scripting, scripting::eval).flags(EVAL_FLAGS | MAY_REPLICATE).acl(SCRIPTING).keys(SCRIPT_KEYS_RW)
         .syntax("script numkeys [key [key ...]] [arg [arg ...]]")

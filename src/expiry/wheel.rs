@@ -16,6 +16,8 @@ const SLOTS: usize = 1 << SLOT_BITS;
 pub struct TimerWheel<T> {
     /// Every deadline at or before `now` has been handed out.
     now: u64,
+    /// Allocated on the first insert: most of the 128 shards' wheels of an
+    /// idle server never hold a deadline.
     levels: Vec<Vec<Vec<(u64, T)>>>,
     /// Items per level, to skip empty levels without looking at their slots.
     counts: [usize; LEVELS],
@@ -26,9 +28,7 @@ impl<T> TimerWheel<T> {
     pub fn new(now: u64) -> Self {
         TimerWheel {
             now,
-            levels: (0..LEVELS)
-                .map(|_| (0..SLOTS).map(|_| Vec::new()).collect())
-                .collect(),
+            levels: Vec::new(),
             counts: [0; LEVELS],
             len: 0,
         }
@@ -44,6 +44,11 @@ impl<T> TimerWheel<T> {
 
     pub fn insert(&mut self, deadline: u64, item: T) {
         let deadline = deadline.max(self.now + 1);
+        if self.levels.is_empty() {
+            self.levels = (0..LEVELS)
+                .map(|_| (0..SLOTS).map(|_| Vec::new()).collect())
+                .collect();
+        }
         let (level, slot) = self.position(deadline);
         self.levels[level][slot].push((deadline, item));
         self.counts[level] += 1;

@@ -4,6 +4,8 @@
 //! over several shards lock them in ascending order, which rules out
 //! deadlock between them.
 
+mod blocked;
+mod memory;
 mod value;
 mod zset;
 
@@ -18,6 +20,8 @@ use crate::error::{CmdError, CmdResult};
 use crate::expiry::wheel::TimerWheel;
 use crate::pubsub::{Event, PubSub};
 
+pub use blocked::{End, Outcome, Waiter, Wanted};
+pub use memory::usage as memory_usage;
 pub use value::{Entry, HASH_ORDERED_MAX, HashValue, Value, hash_remove};
 pub use zset::SortedSet;
 
@@ -34,7 +38,11 @@ pub fn key_slot(key: &[u8]) -> u16 {
 }
 
 pub fn key_shard(key: &[u8]) -> usize {
-    key_slot(key) as usize % SHARDS
+    slot_shard(key_slot(key))
+}
+
+pub fn slot_shard(slot: u16) -> usize {
+    slot as usize % SHARDS
 }
 
 /// A client's WATCH on keys: set when any watched key is modified.
@@ -65,6 +73,7 @@ pub struct Shard {
     dbs: Vec<Map<Bytes, Entry>>,
     wheel: TimerWheel<(u32, Bytes)>,
     watched: Map<(u32, Bytes), Vec<Arc<WatchFlag>>>,
+    blocked: blocked::WaiterQueues,
     pub stats: ShardStats,
 }
 
@@ -74,6 +83,7 @@ impl Shard {
             dbs: (0..databases).map(|_| Map::default()).collect(),
             wheel: TimerWheel::new(now),
             watched: Map::default(),
+            blocked: Map::default(),
             stats: ShardStats::default(),
         }
     }
@@ -266,6 +276,7 @@ impl Keyspace {
             guards: Vec::new(),
             now: self.clock.now_ms(),
             journal: None,
+            ready: Vec::new(),
         };
         locked.acquire(plan)?;
         Ok(locked)
@@ -336,6 +347,17 @@ pub struct Locked<'a> {
     guards: Vec<(usize, MutexGuard<'a, Shard>)>,
     now: u64,
     journal: Option<Journal>,
+    /// Keys that gained elements while clients wait on them: served when
+    /// the shards are let go (see `blocked`).
+    ready: Vec<(usize, Bytes)>,
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        if !self.ready.is_empty() && !std::thread::panicking() {
+            self.serve_ready();
+        }
+    }
 }
 
 /// What each key was before a script first touched it, so that a script
@@ -424,17 +446,19 @@ impl<'a> Locked<'a> {
     /// Lets every shard go and takes the plan's instead (a script that
     /// found it needs more shards starts over with them).
     pub fn relock(&mut self, plan: &LockPlan) -> CmdResult<()> {
+        // What the first attempt pushed was rolled back.
+        self.ready.clear();
         self.guards.clear();
         self.now = self.ks.clock.now_ms();
         self.acquire(plan)
     }
 
-    /// Takes the shards of `keys` now, before a command writes anything,
+    /// Takes these shards now, before a command writes anything,
     /// so it never stops halfway for want of one.
     /// Any order will do: `shard` never waits out of ascending order.
-    pub fn ensure<'k>(&mut self, keys: impl IntoIterator<Item = &'k [u8]>) -> CmdResult<()> {
-        for key in keys {
-            self.shard(key_shard(key))?;
+    pub fn ensure(&mut self, shards: &[usize]) -> CmdResult<()> {
+        for &idx in shards {
+            self.shard(idx)?;
         }
         Ok(())
     }
@@ -457,6 +481,23 @@ impl<'a> Locked<'a> {
             }
         };
         Ok(&mut self.guards[pos].1)
+    }
+
+    /// Runs `read` over the live keys of database `db` in one hash slot,
+    /// taken from that slot's shard alone.
+    pub fn in_slot<T>(
+        &mut self,
+        db: usize,
+        slot: u16,
+        read: impl FnOnce(&mut dyn Iterator<Item = &Bytes>) -> T,
+    ) -> CmdResult<T> {
+        let now = self.now;
+        let shard = self.shard(slot_shard(slot))?;
+        let mut keys = shard
+            .entries(db, now)
+            .map(|(key, _)| key)
+            .filter(|key| key_slot(key) == slot);
+        Ok(read(&mut keys))
     }
 
     pub fn shards(&mut self) -> impl Iterator<Item = &mut Shard> {
@@ -537,9 +578,13 @@ impl Db<'_, '_> {
         if let Some(at) = expire_at.filter(|at| Some(*at) != previous) {
             shard.wheel.insert(at, (db as u32, key.clone()));
         }
+        let is_list = matches!(value, Value::List(_));
         shard.dbs[db].insert(key.clone(), Entry { value, expire_at });
         if existing.is_none() {
             self.locked.ks.events.notify(Event::New, db, &key);
+        }
+        if is_list {
+            self.signal_ready(&key)?;
         }
         Ok(())
     }

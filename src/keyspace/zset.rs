@@ -68,6 +68,11 @@ impl SortedSet {
         self.scores.len()
     }
 
+    /// Whether Redis would hold this set as a listpack.
+    pub fn is_compact(&self) -> bool {
+        self.compact
+    }
+
     pub fn is_empty(&self) -> bool {
         self.scores.is_empty()
     }

@@ -21,7 +21,8 @@ use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, V
 use parking_lot::Mutex;
 
 use crate::client::Client;
-use crate::command::{CommandSpec, Ctx, REGISTRY, execute, flag};
+use crate::cluster::common_slot;
+use crate::command::{CommandSpec, Ctx, REGISTRY, execute, flag, lock_plan};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::LockPlan;
 use crate::protocol::{Protocol, Reply};
@@ -608,21 +609,20 @@ fn call(lua: &Lua, args: MultiValue, scope: &mut CallScope) -> mlua::Result<(boo
     if spec.has(flag::WRITE) && scope.readonly {
         return fail("ERR Write commands are not allowed from read-only scripts.");
     }
+    if scope.ctx.shared.cluster.is_some() && common_slot(spec.routed_args(&argv)).is_err() {
+        return fail(&CmdError::ScriptCrossSlot.to_string());
+    }
     // Everything the command touches is taken before it runs.
-    let needs_all = spec.has(flag::WHOLE_KEYSPACE) && !scope.ctx.locked.holds_all();
-    let ensured = if needs_all {
-        Err(CmdError::ShardBusy)
-    } else {
-        scope.ctx.locked.ensure(spec.key_args(&argv))
+    let plan = lock_plan(spec, &argv);
+    let ensured = match &plan {
+        LockPlan::All if !scope.ctx.locked.holds_all() => Err(CmdError::ShardBusy),
+        LockPlan::Shards(shards) => scope.ctx.locked.ensure(shards),
+        _ => Ok(()),
     };
     match ensured {
         Ok(()) => {}
         Err(CmdError::ShardBusy) => {
-            scope.retry = Some(if needs_all {
-                LockPlan::All
-            } else {
-                LockPlan::for_keys(spec.key_args(&argv))
-            });
+            scope.retry = Some(plan);
             return fail("ERR the script is being restarted");
         }
         Err(e) => return fail(&e.to_string()),

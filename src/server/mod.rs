@@ -132,6 +132,29 @@ impl ServerBuilder {
         self
     }
 
+    /// Answers as a one-node Redis Cluster owning every hash slot, as
+    /// `--cluster-enabled yes` does, so cluster clients connect unchanged:
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> redis::RedisResult<()> {
+    /// use redis::AsyncCommands;
+    /// let server = rlockd::Server::builder().port(0).cluster_enabled(true).start().await?;
+    /// let client = redis::cluster::ClusterClient::new(vec![server.url()])?;
+    /// let mut con = client.get_async_connection().await?;
+    /// let () = con.set("{order:7}:lock", "owner-1").await?;
+    /// // The client splits a request by slot, as rlockd's CROSSSLOT asks it to.
+    /// let got: Vec<Option<String>> = con.mget(&["{order:7}:lock", "other"]).await?;
+    /// assert_eq!(got, [Some("owner-1".to_string()), None]);
+    /// server.shutdown().await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn cluster_enabled(mut self, enabled: bool) -> Self {
+        self.config.cluster_enabled = enabled;
+        self
+    }
+
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
         self.manual = None;

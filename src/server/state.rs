@@ -9,6 +9,7 @@ use parking_lot::RwLock;
 
 use crate::client::ClientHandle;
 use crate::clock::{Clock, ManualClock};
+use crate::cluster::ClusterNode;
 use crate::command::REGISTRY;
 use crate::config::Config;
 use crate::keyspace::{Keyspace, LockPlan};
@@ -101,6 +102,8 @@ pub struct Shared {
     pub run_id: String,
     /// The port actually bound (differs from the config's for port 0).
     pub port: AtomicU64,
+    /// This server's identity as a cluster node, in cluster mode only.
+    pub cluster: Option<ClusterNode>,
     /// Set when time moves only when a test says so.
     pub manual_clock: Option<Arc<ManualClock>>,
     /// CLIENT PAUSE and the test API's injected faults.
@@ -117,7 +120,9 @@ impl Shared {
         let started_ms = clock.now_ms();
         let pubsub = Arc::new(PubSub::new());
         pubsub.configure(&config);
+        let cluster = config.cluster_enabled.then(ClusterNode::new);
         Shared {
+            cluster,
             keyspace: Keyspace::with_events(config.databases, clock, pubsub.clone()),
             pubsub,
             scripts: Default::default(),

@@ -18,9 +18,14 @@ pub async fn start() -> ServerHandle {
 }
 
 pub async fn connect(server: &ServerHandle) -> MultiplexedConnection {
+    connect_url(server.url()).await
+}
+
+/// Like `connect`, for tasks that cannot borrow the server.
+pub async fn connect_url(url: String) -> MultiplexedConnection {
     // No response timeout: a debug build runs long scripts slowly.
     let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
-    redis::Client::open(server.url())
+    redis::Client::open(url)
         .unwrap()
         .get_multiplexed_async_connection_with_config(&config)
         .await

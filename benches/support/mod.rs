@@ -1,0 +1,181 @@
+//! What the side-by-side benches share: starting `redis-server` and the
+//! `rlockd` binary on free ports, a blocking RESP client, and knobs.
+#![allow(dead_code)]
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+pub fn knob(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+// ---------------------------------------------------------------------------
+// Servers
+
+pub struct Server {
+    pub name: &'static str,
+    pub addr: SocketAddr,
+    child: Child,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+pub fn launch(name: &'static str, program: &str, args: &[String]) -> Option<Server> {
+    let port: u16 = args
+        .iter()
+        .skip_while(|a| *a != "--port")
+        .nth(1)
+        .and_then(|p| p.parse().ok())?;
+    let child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let server = Server {
+        name,
+        addr: SocketAddr::from(([127, 0, 0, 1], port)),
+        child,
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Ok(mut c) = Conn::open(server.addr)
+            && c.cmd(&["PING"]).is_ok()
+        {
+            return Some(server);
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+pub fn start_servers() -> Vec<Server> {
+    let mut servers = Vec::new();
+    let redis = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+    let args = |port: u16| -> Vec<String> {
+        [
+            "--port",
+            &port.to_string(),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    match launch("redis", &redis, &args(free_port())) {
+        Some(s) => servers.push(s),
+        None => println!("redis-server not available: printing rlockd's figures only"),
+    }
+    let port = free_port();
+    let rlockd = launch(
+        "rlockd",
+        env!("CARGO_BIN_EXE_rlockd"),
+        &["--port".to_string(), port.to_string()],
+    )
+    .expect("rlockd starts");
+    servers.push(rlockd);
+    servers
+}
+
+// ---------------------------------------------------------------------------
+// A blocking RESP client
+
+#[derive(Debug)]
+pub enum Reply {
+    Line,
+    Int(i64),
+    Bulk(Option<Vec<u8>>),
+    Array(Vec<Reply>),
+}
+
+pub struct Conn {
+    pub writer: TcpStream,
+    pub reader: BufReader<TcpStream>,
+}
+
+pub fn encode(args: &[&str], out: &mut Vec<u8>) {
+    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+impl Conn {
+    pub fn open(addr: SocketAddr) -> io::Result<Conn> {
+        let s = TcpStream::connect(addr)?;
+        s.set_nodelay(true)?;
+        Ok(Conn {
+            writer: s.try_clone()?,
+            reader: BufReader::with_capacity(1 << 16, s),
+        })
+    }
+
+    pub fn send(&mut self, args: &[&str]) -> io::Result<()> {
+        let mut out = Vec::new();
+        encode(args, &mut out);
+        self.writer.write_all(&out)
+    }
+
+    pub fn cmd(&mut self, args: &[&str]) -> io::Result<Reply> {
+        self.send(args)?;
+        self.read()
+    }
+
+    pub fn read(&mut self) -> io::Result<Reply> {
+        let mut line = String::new();
+        if self.reader.read_line(&mut line)? == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        let body = line.trim_end().to_string();
+        let (tag, rest) = body.split_at(1);
+        let n = || rest.parse::<i64>().unwrap_or(-1);
+        Ok(match tag {
+            "+" => Reply::Line,
+            "-" => return Err(io::Error::other(rest.to_string())),
+            ":" => Reply::Int(n()),
+            "$" if n() < 0 => Reply::Bulk(None),
+            "$" => {
+                let mut data = vec![0; n() as usize + 2];
+                self.reader.read_exact(&mut data)?;
+                data.truncate(n() as usize);
+                Reply::Bulk(Some(data))
+            }
+            "*" | ">" => {
+                let items = (0..n().max(0))
+                    .map(|_| self.read())
+                    .collect::<io::Result<_>>()?;
+                Reply::Array(items)
+            }
+            _ => return Err(io::Error::other(format!("bad reply line {body:?}"))),
+        })
+    }
+}
+
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}

@@ -1,0 +1,324 @@
+//! Clients blocked on list keys (BLPOP, BRPOP, BLMOVE): each shard queues
+//! the waiters of its keys, oldest first. A command that gives a waited-on
+//! list elements marks the key ready; when the command lets its shards go
+//! (after EXEC or a whole script, never halfway through) the ready keys'
+//! elements are handed to their waiters in arrival order, under the same
+//! locks, so no other client can take an element a waiter was owed.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+use super::{Db, Locked, Ttl, Value, key_shard};
+use crate::error::CmdError;
+use crate::pubsub::Event;
+
+/// The end of a list an element is taken from or put on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    Left,
+    Right,
+}
+
+impl End {
+    pub fn pop(self, list: &mut VecDeque<Bytes>) -> Option<Bytes> {
+        match self {
+            End::Left => list.pop_front(),
+            End::Right => list.pop_back(),
+        }
+    }
+
+    pub fn push(self, list: &mut VecDeque<Bytes>, item: Bytes) {
+        match self {
+            End::Left => list.push_front(item),
+            End::Right => list.push_back(item),
+        }
+    }
+
+    pub fn pop_event(self) -> Event {
+        match self {
+            End::Left => Event::Lpop,
+            End::Right => Event::Rpop,
+        }
+    }
+
+    pub fn push_event(self) -> Event {
+        match self {
+            End::Left => Event::Lpush,
+            End::Right => Event::Rpush,
+        }
+    }
+}
+
+/// What a waiter takes once one of its keys has an element.
+#[derive(Debug, Clone)]
+pub enum Wanted {
+    /// BLPOP / BRPOP: the element itself.
+    Pop(End),
+    /// BLMOVE / BRPOPLPUSH: the element, after moving it to `dest`.
+    Move { from: End, dest: Bytes, to: End },
+    /// WAIT / WAITAOF: nothing; only the timeout ends the wait (rlockd has
+    /// no replicas or log to wait for).
+    Time,
+}
+
+/// How a wait ended, as seen by the blocked connection.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Still waiting.
+    Waiting,
+    /// Being served right now: the element is on its way.
+    Serving,
+    Served {
+        key: Bytes,
+        element: Bytes,
+    },
+    /// Served with an error (BLMOVE whose destination is not a list).
+    Failed(CmdError),
+    /// An element came but could not be handed over here (the destination
+    /// shard was out of reach): run the command again.
+    Retry,
+    /// Timed out, disconnected or unblocked; owed nothing.
+    Cancelled,
+}
+
+/// One blocked client.
+#[derive(Debug)]
+pub struct Waiter {
+    pub db: usize,
+    pub keys: Vec<Bytes>,
+    pub wanted: Wanted,
+    outcome: Mutex<Outcome>,
+    wake: Notify,
+}
+
+impl Waiter {
+    pub fn new(db: usize, keys: Vec<Bytes>, wanted: Wanted) -> Arc<Waiter> {
+        Arc::new(Waiter {
+            db,
+            keys,
+            wanted,
+            outcome: Mutex::new(Outcome::Waiting),
+            wake: Notify::new(),
+        })
+    }
+
+    fn is_waiting(&self) -> bool {
+        *self.outcome.lock() == Outcome::Waiting
+    }
+
+    /// Claims the waiter for serving; false if it stopped waiting.
+    fn claim(&self) -> bool {
+        let mut outcome = self.outcome.lock();
+        if *outcome != Outcome::Waiting {
+            return false;
+        }
+        *outcome = Outcome::Serving;
+        true
+    }
+
+    fn finish(&self, end: Outcome) {
+        *self.outcome.lock() = end;
+        self.wake.notify_one();
+    }
+
+    /// Stops waiting (timeout, disconnect). False if an element is already
+    /// being handed over: then the waiter is owed it and must wait for it.
+    pub fn cancel(&self) -> bool {
+        let mut outcome = self.outcome.lock();
+        match *outcome {
+            Outcome::Waiting => {
+                *outcome = Outcome::Cancelled;
+                true
+            }
+            Outcome::Cancelled => true,
+            _ => false,
+        }
+    }
+
+    /// Waits until the waiter is served (or told to retry); returns how.
+    pub async fn served(&self) -> Outcome {
+        loop {
+            let notified = self.wake.notified();
+            {
+                let outcome = self.outcome.lock();
+                if !matches!(*outcome, Outcome::Waiting | Outcome::Serving) {
+                    return outcome.clone();
+                }
+            }
+            notified.await;
+        }
+    }
+}
+
+/// The waiters of one shard's keys, by (database, key), oldest first.
+pub type WaiterQueues = super::Map<(u32, Bytes), VecDeque<Arc<Waiter>>>;
+
+impl Db<'_, '_> {
+    /// Queues `waiter` on `key`, dropping waiters that stopped waiting.
+    pub fn block(&mut self, key: &[u8], waiter: &Arc<Waiter>) -> Result<(), CmdError> {
+        let db = self.index as u32;
+        let shard = self.locked.shard(key_shard(key))?;
+        let queue = shard
+            .blocked
+            .entry((db, Bytes::copy_from_slice(key)))
+            .or_default();
+        queue.retain(|w| w.is_waiting());
+        queue.push_back(waiter.clone());
+        Ok(())
+    }
+
+    /// Takes `waiter` off `key`'s queue.
+    pub fn unblock(&mut self, key: &[u8], waiter: &Arc<Waiter>) -> Result<(), CmdError> {
+        let db = self.index as u32;
+        let shard = self.locked.shard(key_shard(key))?;
+        let k = (db, Bytes::copy_from_slice(key));
+        if let Some(queue) = shard.blocked.get_mut(&k) {
+            queue.retain(|w| !Arc::ptr_eq(w, waiter));
+            if queue.is_empty() {
+                shard.blocked.remove(&k);
+            }
+        }
+        Ok(())
+    }
+
+    /// Notes that `key` may have gained elements: if anyone waits on it,
+    /// they are served when the command lets its shards go.
+    pub fn signal_ready(&mut self, key: &[u8]) -> Result<(), CmdError> {
+        let db = self.index;
+        let shard = self.locked.shard(key_shard(key))?;
+        if shard.blocked.is_empty()
+            || !shard
+                .blocked
+                .contains_key(&(db as u32, Bytes::copy_from_slice(key)))
+        {
+            return Ok(());
+        }
+        let ready = &mut self.locked.ready;
+        if !ready.iter().any(|(d, k)| *d == db && k[..] == *key) {
+            ready.push((db, Bytes::copy_from_slice(key)));
+        }
+        Ok(())
+    }
+
+    /// The oldest waiter on `key` still waiting, claimed for serving.
+    fn claim_waiter(&mut self, key: &Bytes) -> Result<Option<Arc<Waiter>>, CmdError> {
+        let k = (self.index as u32, key.clone());
+        let shard = self.locked.shard(key_shard(key))?;
+        let Some(queue) = shard.blocked.get_mut(&k) else {
+            return Ok(None);
+        };
+        let mut claimed = None;
+        while let Some(waiter) = queue.pop_front() {
+            if waiter.claim() {
+                claimed = Some(waiter);
+                break;
+            }
+        }
+        if queue.is_empty() {
+            shard.blocked.remove(&k);
+        }
+        Ok(claimed)
+    }
+
+    /// Takes an element off the list at `key`, deleting the list once it is
+    /// empty; `None` if there is no list there (or nothing in it).
+    pub fn pop_list(&mut self, key: &[u8], end: End) -> Result<Option<Bytes>, CmdError> {
+        let Some(Value::List(list)) = self.get_mut(key)? else {
+            return Ok(None);
+        };
+        let Some(element) = end.pop(list) else {
+            return Ok(None);
+        };
+        let emptied = list.is_empty();
+        if emptied {
+            self.remove(key)?;
+        }
+        self.modified(key, end.pop_event())?;
+        if emptied {
+            self.notify(key, Event::Del);
+        }
+        Ok(Some(element))
+    }
+
+    /// Puts an element on the list at `key`, creating it if needed. The
+    /// caller has checked that any existing value there is a list.
+    pub fn push_list(&mut self, key: &[u8], end: End, element: Bytes) -> Result<(), CmdError> {
+        if !matches!(self.get_mut(key)?, Some(Value::List(_))) {
+            self.insert(key, Value::List(VecDeque::new()), Ttl::Clear)?;
+        }
+        if let Some(Value::List(list)) = self.get_mut(key)? {
+            end.push(list, element);
+        }
+        self.modified(key, end.push_event())?;
+        self.signal_ready(key)
+    }
+
+    /// Whether the value at `key`, if any, is a list (WRONGTYPE otherwise).
+    pub fn check_list(&mut self, key: &[u8]) -> Result<(), CmdError> {
+        match self.get_mut(key)? {
+            None | Some(Value::List(_)) => Ok(()),
+            Some(_) => Err(CmdError::WrongType),
+        }
+    }
+}
+
+impl Locked<'_> {
+    /// Hands the elements of the keys marked ready to their waiters, oldest
+    /// waiter first, until each key is empty or has no one waiting. A move
+    /// can make its destination ready in turn; that is served too.
+    pub(super) fn serve_ready(&mut self) {
+        while let Some((db, key)) = self.ready.pop() {
+            let mut db = self.db(db);
+            loop {
+                let has_elements =
+                    matches!(db.get_mut(&key), Ok(Some(Value::List(l))) if !l.is_empty());
+                if !has_elements {
+                    break;
+                }
+                let Ok(Some(waiter)) = db.claim_waiter(&key) else {
+                    break;
+                };
+                let outcome = serve_one(&mut db, &key, &waiter.wanted);
+                waiter.finish(outcome);
+            }
+        }
+    }
+}
+
+/// Serves one claimed waiter from the non-empty list at `key`.
+fn serve_one(db: &mut Db, key: &Bytes, wanted: &Wanted) -> Outcome {
+    let result = match wanted {
+        Wanted::Pop(end) => db.pop_list(key, *end),
+        // Queued on no key, so never served.
+        Wanted::Time => return Outcome::Cancelled,
+        Wanted::Move { from, dest, to } => {
+            // The destination may live in a shard the command does not
+            // hold, and taking it here could only be tried.
+            if db.locked.ensure(&[key_shard(dest)]).is_err() {
+                return Outcome::Retry;
+            }
+            match db.check_list(dest) {
+                Ok(()) => db.pop_list(key, *from).and_then(|element| match element {
+                    Some(element) => db
+                        .push_list(dest, *to, element.clone())
+                        .map(|()| Some(element)),
+                    None => Ok(None),
+                }),
+                Err(e) => Err(e),
+            }
+        }
+    };
+    match result {
+        Ok(Some(element)) => Outcome::Served {
+            key: key.clone(),
+            element,
+        },
+        Ok(None) => Outcome::Retry,
+        Err(CmdError::ShardBusy) => Outcome::Retry,
+        Err(e) => Outcome::Failed(e),
+    }
+}
