@@ -115,6 +115,33 @@ async fn scraped_values_follow_the_server() {
     let lag = sample(&after, "rlockd_expiry_lag_milliseconds").unwrap();
     assert!(lag < 300, "reclaimed {lag} ms late");
 
+    // A client waiting in BLPOP is counted while it waits.
+    assert_eq!(sample(&after, "rlockd_blocked_clients"), Some(0));
+    let mut waiter = connect(&server).await;
+    let blpop = tokio::spawn(async move {
+        cmd::<Option<Vec<String>>>(&mut waiter, &["BLPOP", "queue", "0"]).await
+    });
+    let mut blocked = 0;
+    for _ in 0..100 {
+        blocked = sample(&scrape(&server).await, "rlockd_blocked_clients").unwrap();
+        if blocked == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(blocked, 1);
+    // `c` is on database 3; the waiter on 0.
+    let mut pusher = connect(&server).await;
+    cmd::<()>(&mut pusher, &["RPUSH", "queue", "job"])
+        .await
+        .unwrap();
+    let popped = tokio::time::timeout(Duration::from_secs(5), blpop).await;
+    assert!(popped.expect("BLPOP answered").unwrap().is_ok());
+    assert_eq!(
+        sample(&scrape(&server).await, "rlockd_blocked_clients"),
+        Some(0)
+    );
+
     // A script past the busy threshold is counted.
     cmd::<()>(&mut c, &["CONFIG", "SET", "busy-reply-threshold", "5"])
         .await

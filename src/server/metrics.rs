@@ -101,6 +101,18 @@ pub fn render(shared: &Shared) -> String {
         "Client connections open now.",
         &single(shared.clients.len()),
     );
+    let blocked = shared
+        .clients
+        .iter()
+        .filter(|c| c.info.lock().blocked)
+        .count();
+    family(
+        &mut out,
+        "rlockd_blocked_clients",
+        "gauge",
+        "Clients waiting in a blocking command (BLPOP, BLMOVE…).",
+        &single(blocked),
+    );
     let stats = &shared.stats;
     let commands: Vec<(String, u64)> = stats
         .commands
