@@ -110,7 +110,7 @@ async fn run(
         loop {
             match next_request(&mut input, client.authenticated) {
                 Ok(Some(args)) => {
-                    if shared.faults.holds_back(replicates(client, &args)) {
+                    if shared.faults.holds_back(|| replicates(client, &args)) {
                         // What the pipeline answered so far goes out first.
                         output.take_mail(mail, client.protocol, false);
                         flush(shared, &handle, stream, &mut output).await?;

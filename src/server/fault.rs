@@ -53,21 +53,26 @@ impl Faults {
         self.unpaused.notify_waiters();
     }
 
-    /// When a command may run, if a pause holds it back now.
+    /// When a command may run, if a pause holds it back now. A pause found
+    /// over is cleared, so the command path stops looking.
     fn paused_until(&self, writes: bool) -> Option<Instant> {
         if !self.pausing.load(Ordering::Acquire) {
             return None;
         }
-        match *self.pause.lock() {
-            Some((until, mode)) if until > Instant::now() && (writes || mode == PauseMode::All) => {
-                Some(until)
-            }
-            _ => None,
+        let mut pause = self.pause.lock();
+        let (until, mode) = (*pause)?;
+        if until <= Instant::now() {
+            *pause = None;
+            self.pausing.store(false, Ordering::Release);
+            return None;
         }
+        (writes || mode == PauseMode::All).then_some(until)
     }
 
-    pub fn holds_back(&self, writes: bool) -> bool {
-        self.paused_until(writes).is_some()
+    /// Whether a pause holds back a command; `writes` (whether it writes,
+    /// which costs a table lookup) is asked only while a pause is on.
+    pub fn holds_back(&self, writes: impl FnOnce() -> bool) -> bool {
+        self.pausing.load(Ordering::Acquire) && self.paused_until(writes()).is_some()
     }
 
     /// Returns once no pause holds back a command of this kind.
@@ -93,5 +98,34 @@ impl Faults {
 
     pub fn reply_delay(&self) -> Duration {
         Duration::from_micros(self.reply_delay_us.load(Ordering::Relaxed))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pauses_merge_to_the_later_end_and_the_stricter_mode() {
+        let faults = Faults::default();
+        let long = faults.pause(Duration::from_secs(60), PauseMode::Write);
+        assert!(!faults.holds_back(|| false), "reads pass a WRITE pause");
+        let merged = faults.pause(Duration::from_millis(1), PauseMode::All);
+        assert_eq!(merged, long, "the later end stays");
+        assert!(faults.holds_back(|| false), "the stricter mode stays");
+        faults.unpause();
+        assert!(!faults.holds_back(|| true));
+    }
+
+    #[test]
+    fn an_ended_pause_is_cleared() {
+        let faults = Faults::default();
+        faults.pause(Duration::from_millis(1), PauseMode::All);
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(!faults.holds_back(|| true));
+        assert!(
+            !faults.pausing.load(Ordering::Acquire),
+            "the command path stops looking"
+        );
     }
 }
