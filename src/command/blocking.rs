@@ -150,7 +150,7 @@ fn block(
         .client
         .retry_deadline
         .take()
-        .unwrap_or_else(|| timeout.map(|t| Instant::now() + t));
+        .unwrap_or_else(|| timeout.and_then(|t| Instant::now().checked_add(t)));
     ctx.client.blocked = Some(Blocked {
         waiter,
         deadline,
