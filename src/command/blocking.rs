@@ -143,7 +143,11 @@ fn block(
     let waiter = Waiter::new(ctx.client.db, keys, wanted);
     let mut db = ctx.db();
     for key in &waiter.keys {
-        db.block(key, &waiter)?;
+        if let Err(e) = db.block(key, &waiter) {
+            // Queued on some keys already: it must not be served there.
+            waiter.cancel();
+            return Err(e);
+        }
     }
     // A command run again after a failed hand-over keeps its first deadline.
     let deadline = ctx
