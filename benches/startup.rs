@@ -7,7 +7,8 @@
 //!
 //! Run with `cargo bench --bench startup`. Knobs: `RLOCKD_BENCH_LAUNCHES`
 //! (per server, 20), `RLOCKD_BENCH_IDLE_MS` (wait before reading memory,
-//! 200).
+//! 200), `RLOCKD_BENCH_BINARY` (another rlockd build to measure, such as
+//! the Dockerfile's static `dist` build; default: this profile's binary).
 
 mod support;
 
@@ -88,7 +89,8 @@ fn main() {
         ),
         (
             "rlockd",
-            env!("CARGO_BIN_EXE_rlockd").into(),
+            std::env::var("RLOCKD_BENCH_BINARY")
+                .unwrap_or_else(|_| env!("CARGO_BIN_EXE_rlockd").into()),
             vec![],
             Vec::new(),
         ),

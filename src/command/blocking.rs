@@ -143,14 +143,18 @@ fn block(
     let waiter = Waiter::new(ctx.client.db, keys, wanted);
     let mut db = ctx.db();
     for key in &waiter.keys {
-        db.block(key, &waiter)?;
+        if let Err(e) = db.block(key, &waiter) {
+            // Queued on some keys already: it must not be served there.
+            waiter.cancel();
+            return Err(e);
+        }
     }
     // A command run again after a failed hand-over keeps its first deadline.
     let deadline = ctx
         .client
         .retry_deadline
         .take()
-        .unwrap_or_else(|| timeout.map(|t| Instant::now() + t));
+        .unwrap_or_else(|| timeout.and_then(|t| Instant::now().checked_add(t)));
     ctx.client.blocked = Some(Blocked {
         waiter,
         deadline,
