@@ -10,7 +10,7 @@ use redis::Commands;
 use rlockd::Server;
 use rlockd::server::PauseMode;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+pub fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = Server::builder().port(0).manual_clock().start_blocking()?;
     let mut con = redis::Client::open(server.url())?.get_connection()?;
 

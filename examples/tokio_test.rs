@@ -14,7 +14,7 @@ redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[
 return redis.call('pttl', KEYS[1]);";
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+pub async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = Server::builder().port(0).manual_clock().start().await?;
     let client = redis::Client::open(server.url())?;
     let mut con = client.get_multiplexed_async_connection().await?;
