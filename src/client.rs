@@ -112,6 +112,8 @@ pub struct Client {
     pub multi_failed: bool,
     pub watch: Option<WatchState>,
     pub close_after_reply: bool,
+    /// Close without answering (SHUTDOWN: the server is going away).
+    pub close_silently: bool,
     /// The client a script's commands run as: it shows in no CLIENT LIST.
     pub for_script: bool,
     /// Running EXEC's queue: blocking commands answer at once.
@@ -137,6 +139,7 @@ impl Client {
             multi_failed: false,
             watch: None,
             close_after_reply: false,
+            close_silently: false,
             for_script: false,
             in_exec: false,
             blocked: None,
@@ -158,6 +161,7 @@ impl Client {
             multi_failed: false,
             watch: None,
             close_after_reply: false,
+            close_silently: false,
             for_script: true,
             in_exec: false,
             blocked: None,

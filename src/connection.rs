@@ -135,6 +135,10 @@ async fn run(
                             None => return Ok(()),
                         }
                     }
+                    if client.close_silently {
+                        flush(shared, &handle, stream, &mut output).await?;
+                        return Ok(());
+                    }
                     // Messages that arrived meanwhile (a PUBLISH to one's
                     // own channel, earlier confirmations) go first, all
                     // of them: the reply must not overtake any.

@@ -133,6 +133,32 @@ fn sigterm_stops_gracefully() {
 }
 
 #[test]
+fn shutdown_command_stops_gracefully_without_a_reply() {
+    let (mut server, port) = start(&["--port", "0"]);
+    assert_eq!(
+        ask(port, b"SHUTDOWN ABORT\r\n"),
+        "-ERR No shutdown in progress.\r\n"
+    );
+    assert_eq!(
+        ask(port, b"SHUTDOWN SAVE NOSAVE\r\n"),
+        "-ERR syntax error\r\n"
+    );
+    assert_eq!(
+        ask(port, b"MULTI\r\nSHUTDOWN\r\n"),
+        "+OK\r\n-ERR Command not allowed inside a transaction\r\n"
+    );
+    // Redis answers a successful SHUTDOWN with the close alone.
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(b"PING\r\nSHUTDOWN NOSAVE NOW\r\n").unwrap();
+    let mut got = Vec::new();
+    s.read_to_end(&mut got).unwrap();
+    assert_eq!(String::from_utf8_lossy(&got), "+PONG\r\n");
+    let status = server.0.wait().unwrap();
+    assert!(status.success(), "exit status {status}");
+}
+
+#[test]
 fn clock_control_by_flag_or_directive() {
     let (server, port) = start(&["--port", "0"]);
     assert!(

@@ -708,3 +708,30 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
     };
     Some(format!("# {title}\r\n{s}"))
 }
+
+/// SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]: stops the server
+/// gracefully, as SIGTERM does. There is nothing to save, so SAVE and
+/// NOSAVE alike just stop; the caller gets no reply, only the close.
+pub fn shutdown(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let (mut save, mut nosave, mut abort, mut other) = (false, false, false, false);
+    for arg in &ctx.args[1..] {
+        match arg.to_ascii_lowercase().as_slice() {
+            b"save" => save = true,
+            b"nosave" => nosave = true,
+            b"abort" => abort = true,
+            b"now" | b"force" => other = true,
+            _ => return Err(CmdError::Syntax),
+        }
+    }
+    if (abort && (save || nosave || other)) || (save && nosave) {
+        return Err(CmdError::Syntax);
+    }
+    if abort {
+        // A shutdown here never waits on anything, so none is in progress.
+        return Err(CmdError::other("ERR No shutdown in progress."));
+    }
+    tracing::warn!("SHUTDOWN requested by client {}", ctx.client.id);
+    ctx.shared.shutdown.send_replace(true);
+    ctx.client.close_silently = true;
+    Ok(Reply::OK)
+}

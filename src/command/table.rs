@@ -404,6 +404,9 @@ pub static COMMANDS: &[C] = &[
         .doc("2.6.0", "Returns the server time: seconds and microseconds."),
     C::new("lastsave", 1, Server, server::lastsave).flags(LOADING | STALE | FAST).acl(acl::ADMIN | DANGEROUS).tips(NONDET)
         .doc("1.0.0", "Returns when the last save happened; rlockd never saves, so its start time."),
+    C::new("shutdown", -1, Server, server::shutdown).flags(ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY)
+        .syntax("[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]")
+        .doc("1.0.0", "Stops the server gracefully: connections are closed, the process exits."),
     C::container("memory", Server, MEMORY_SUBS).doc("4.0.0", "Memory diagnostics."),
     C::new("wait", 3, Connection, blocking::wait).flags(NOSCRIPT).acl(CONNECTION).tips(&["request_policy:all_shards", "response_policy:agg_min"])
         .syntax("numreplicas timeout")

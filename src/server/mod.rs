@@ -209,7 +209,7 @@ impl ServerBuilder {
         let metrics_addr = metrics.as_ref().map(|l| l.local_addr()).transpose()?;
         let shared = Arc::new(Shared::new(self.config, self.clock, manual));
         shared.port.store(port as u64, Ordering::Relaxed);
-        let (stop_tx, stop_rx) = watch::channel(false);
+        let stop_rx = shared.shutdown.subscribe();
         let mut tasks = JoinSet::new();
         for listener in listeners {
             tasks.spawn(accept_loop(shared.clone(), listener, stop_rx.clone()));
@@ -222,7 +222,6 @@ impl ServerBuilder {
             shared,
             addrs,
             metrics_addr,
-            stop: stop_tx,
             tasks,
         })
     }
@@ -415,7 +414,6 @@ pub struct ServerHandle {
     shared: Arc<Shared>,
     addrs: Vec<SocketAddr>,
     metrics_addr: Option<SocketAddr>,
-    stop: watch::Sender<bool>,
     tasks: JoinSet<()>,
 }
 
@@ -618,7 +616,7 @@ impl ServerHandle {
     /// Stops accepting, lets each connection finish the replies it is
     /// working on, closes every client and waits for all of it.
     pub async fn shutdown(mut self) {
-        let _ = self.stop.send(true);
+        self.shared.shutdown.send_replace(true);
         while self.tasks.join_next().await.is_some() {}
     }
 
@@ -630,6 +628,6 @@ impl ServerHandle {
 
 impl Drop for ServerHandle {
     fn drop(&mut self) {
-        let _ = self.stop.send(true);
+        self.shared.shutdown.send_replace(true);
     }
 }

@@ -111,6 +111,8 @@ pub struct Shared {
     /// Bumped by every CONFIG SET, for whoever applies settings outside
     /// the server (the binary's log level).
     pub config_changes: tokio::sync::watch::Sender<u64>,
+    /// Set once to stop the server: by its handle, a signal, or SHUTDOWN.
+    pub shutdown: tokio::sync::watch::Sender<bool>,
 }
 
 impl Shared {
@@ -136,6 +138,7 @@ impl Shared {
             manual_clock: manual,
             faults: Default::default(),
             config_changes: tokio::sync::watch::Sender::new(0),
+            shutdown: tokio::sync::watch::Sender::new(false),
         }
     }
 
