@@ -1,6 +1,6 @@
 -- Builds the sandbox a script sees. Called once per Lua state with the
 -- real globals table, the debug library (kept out of the sandbox) and the
--- per-run context table the host fills in. Returns the script environment
+-- context table shared with the host. Returns the script environment
 -- and the function that runs a script.
 local G, debug_getinfo, CTX = ...
 
@@ -25,13 +25,8 @@ local function protect(t)
   return proxy
 end
 
--- The host answers a command (true, value) or (false, error table);
--- redis.call (set by the host, a C function) raises the error table.
+-- redis.call and redis.pcall are the host's C functions.
 local redis = G.redis
-function redis.pcall(...)
-  local _, v = CTX.call(...)
-  return v
-end
 
 -- Errors raised as Redis error tables: the handler adds where they happened.
 local function raise(message)
@@ -102,7 +97,7 @@ function redis.setresp(version)
   if version ~= 2 and version ~= 3 then
     error("RESP version must be 2 or 3.", 2)
   end
-  CTX.resp = version
+  CTX.set_resp(version)
 end
 
 function redis.set_repl(flags)
