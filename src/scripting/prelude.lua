@@ -191,14 +191,17 @@ local string_meta = getmetatable("")
 string_meta.__index = G.string
 string_meta.__metatable = protect(string_meta)
 
-ENV = setmetatable({}, {
+-- A script reads a global through ENV straight from G's own table, with
+-- no function call on the way; only a global that does not exist reaches
+-- G's fallback. The prelude is done reading globals that may be missing.
+setmetatable(G, {
   __index = function(_, name)
-    local v = rawget(G, name)
-    if v == nil then
-      error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
-    end
-    return v
+    error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
   end,
+  __metatable = false,
+})
+ENV = setmetatable({}, {
+  __index = G,
   __newindex = readonly_error,
   __metatable = false,
 })
