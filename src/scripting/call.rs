@@ -65,6 +65,33 @@ pub unsafe extern "C-unwind" fn set_resp(state: *mut ffi::lua_State) -> c_int {
     0
 }
 
+/// # Safety
+/// Called by Lua only, as the context's `set_args`, when a run starts:
+/// sets the KEYS and ARGV globals.
+pub unsafe extern "C-unwind" fn set_args(state: *mut ffi::lua_State) -> c_int {
+    with_active(|scope| {
+        if let Some(scope) = scope {
+            unsafe {
+                push_strings(state, scope.keys);
+                ffi::lua_setfield(state, ffi::LUA_GLOBALSINDEX, c"KEYS".as_ptr());
+                push_strings(state, scope.args);
+                ffi::lua_setfield(state, ffi::LUA_GLOBALSINDEX, c"ARGV".as_ptr());
+            }
+        }
+    });
+    0
+}
+
+unsafe fn push_strings(state: *mut ffi::lua_State, items: &[Bytes]) {
+    unsafe {
+        ffi::lua_createtable(state, items.len() as c_int, 0);
+        for (i, item) in items.iter().enumerate() {
+            ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
+            ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
+        }
+    }
+}
+
 /// Runs the command given as the arguments on the stack and leaves its
 /// reply on top, or its error table. Answers whether it succeeded.
 unsafe fn call_onto_stack(state: *mut ffi::lua_State) -> bool {
@@ -89,14 +116,14 @@ unsafe fn call_onto_stack(state: *mut ffi::lua_State) -> bool {
 /// out of Lua, which cannot unwind.
 unsafe fn run_command(state: *mut ffi::lua_State, nargs: c_int, scope: &mut CallScope) {
     let ran = catch_unwind(AssertUnwindSafe(|| {
-        let mut argv = std::mem::take(&mut scope.argv);
+        let mut argv = std::mem::take(&mut scope.line);
         // SAFETY: `nargs` is the stack's height on entry.
         let args_ok = unsafe { read_args(state, nargs, &mut argv) };
         let mut reply = super::call(scope, &argv, args_ok);
         render_errors(&mut reply);
         scope.reply = reply;
         argv.clear();
-        scope.argv = argv;
+        scope.line = argv;
     }));
     if let Err(panic) = ran {
         scope.reply = Reply::Error(CmdError::other("ERR the command panicked"));

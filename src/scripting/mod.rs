@@ -117,7 +117,6 @@ struct Vm {
     lua: Lua,
     generation: u64,
     functions: HashMap<String, Function>,
-    globals: Table,
     ctx: Table,
     env: Table,
     run: Function,
@@ -156,16 +155,18 @@ impl Vm {
         ctx.raw_set("set_resp", unsafe {
             lua.create_c_function(call::set_resp)?
         })?;
+        ctx.raw_set("set_args", unsafe {
+            lua.create_c_function(call::set_args)?
+        })?;
         let (env, run): (Table, Function) =
             lua.load(PRELUDE)
                 .set_name("=prelude")
-                .call((globals.clone(), getinfo, ctx.clone()))?;
+                .call((globals, getinfo, ctx.clone()))?;
         let slot = Arc::new(RunSlot::default());
         Ok(Vm {
             lua,
             generation,
             functions: HashMap::new(),
-            globals,
             ctx,
             env,
             run,
@@ -252,9 +253,12 @@ struct CallScope<'s, 'c, 'a> {
     retry: Option<LockPlan>,
     /// Follows `redis.setresp`.
     resp3: bool,
+    /// The script's KEYS and ARGV.
+    keys: &'s [Bytes],
+    args: &'s [Bytes],
     /// The command line of the call in progress, its buffer kept between
     /// calls.
-    argv: Vec<Bytes>,
+    line: Vec<Bytes>,
     /// The reply of the call in progress, until it is on the Lua stack.
     reply: Reply,
     /// A command that panicked: resumed once the run is out of Lua.
@@ -421,12 +425,6 @@ impl ScriptEngine {
     ) -> CmdResult<Attempt> {
         let lua_err = |e: mlua::Error| CmdError::other(format!("ERR Error running script: {e}"));
         let lua = &vm.lua;
-        vm.globals
-            .raw_set("KEYS", strings_table(lua, keys).map_err(lua_err)?)
-            .map_err(lua_err)?;
-        vm.globals
-            .raw_set("ARGV", strings_table(lua, argv).map_err(lua_err)?)
-            .map_err(lua_err)?;
         let _ = lua.set_memory_limit(limits.heap);
         // Installed for each run: a hook that raised an error (SCRIPT KILL)
         // does not reliably fire again in the same state.
@@ -460,7 +458,9 @@ impl ScriptEngine {
             run: &run,
             retry: None,
             resp3: false,
-            argv: Vec::new(),
+            keys,
+            args: argv,
+            line: Vec::new(),
             reply: Reply::Nil,
             panic: None,
         };
@@ -516,14 +516,6 @@ struct RunLimits {
     heap: usize,
     /// `busy-reply-threshold` in milliseconds.
     busy_ms: u64,
-}
-
-fn strings_table(lua: &Lua, items: &[Bytes]) -> mlua::Result<Table> {
-    let t = lua.create_table_with_capacity(items.len(), 0)?;
-    for (i, item) in items.iter().enumerate() {
-        t.raw_set(i + 1, lua.create_string(item)?)?;
-    }
-    Ok(t)
 }
 
 /// The final error text of a failed script: the error's own text, then

@@ -237,7 +237,9 @@ local function handler(err)
   return err
 end
 
+local set_args = CTX.set_args
 local function run(f)
+  set_args()
   return xpcall(f, handler)
 end
 
