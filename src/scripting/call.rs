@@ -69,6 +69,16 @@ pub unsafe extern "C-unwind" fn set_resp(state: *mut ffi::lua_State) -> c_int {
 /// Called by Lua only, as the context's `set_args`, when a run starts:
 /// sets the KEYS and ARGV globals.
 pub unsafe extern "C-unwind" fn set_args(state: *mut ffi::lua_State) -> c_int {
+    // Setting the hook again restarts its instruction count, so a run is
+    // only taken for a long one if it is still going at its own first hook.
+    unsafe {
+        ffi::lua_sethook(
+            state,
+            ffi::lua_gethook(state),
+            ffi::lua_gethookmask(state),
+            ffi::lua_gethookcount(state),
+        );
+    }
     with_active(|scope| {
         if let Some(scope) = scope {
             unsafe {

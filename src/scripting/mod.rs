@@ -121,6 +121,10 @@ struct Vm {
     env: Table,
     run: Function,
     slot: Arc<RunSlot>,
+    /// The instruction-count hook is installed. It stays between runs,
+    /// except after one it stopped (SCRIPT KILL): a hook that raised an
+    /// error does not reliably fire again in the same state.
+    hooked: bool,
 }
 
 impl Vm {
@@ -171,6 +175,7 @@ impl Vm {
             env,
             run,
             slot,
+            hooked: false,
         })
     }
 
@@ -426,14 +431,15 @@ impl ScriptEngine {
         let lua_err = |e: mlua::Error| CmdError::other(format!("ERR Error running script: {e}"));
         let lua = &vm.lua;
         let _ = lua.set_memory_limit(limits.heap);
-        // Installed for each run: a hook that raised an error (SCRIPT KILL)
-        // does not reliably fire again in the same state.
-        let hook_slot = vm.slot.clone();
-        lua.set_hook(
-            HookTriggers::new().every_nth_instruction(HOOK_EVERY),
-            move |_, debug| hook_slot.check(debug.current_line()),
-        )
-        .map_err(lua_err)?;
+        if !vm.hooked {
+            let hook_slot = vm.slot.clone();
+            lua.set_hook(
+                HookTriggers::new().every_nth_instruction(HOOK_EVERY),
+                move |_, debug| hook_slot.check(debug.current_line()),
+            )
+            .map_err(lua_err)?;
+            vm.hooked = true;
+        }
 
         let run = Arc::new(RunState {
             started: Instant::now(),
@@ -479,7 +485,10 @@ impl ScriptEngine {
                     }
                 });
         ACTIVE.set(outer);
-        lua.remove_hook();
+        if run.killed.load(Ordering::Acquire) {
+            lua.remove_hook();
+            vm.hooked = false;
+        }
         if let Some(active) = vm.slot.0.lock().take()
             && run.busy.load(Ordering::Acquire)
         {
