@@ -26,7 +26,7 @@ use crate::client::Client;
 use crate::cluster::common_slot;
 use crate::command::{CommandSpec, Ctx, REGISTRY, execute, flag, lock_plan};
 use crate::error::{CmdError, CmdResult};
-use crate::keyspace::LockPlan;
+use crate::keyspace::{LockPlan, key_shard};
 use crate::protocol::{Protocol, Reply};
 use convert::lua_to_reply;
 
@@ -595,16 +595,22 @@ fn call(scope: &mut CallScope, argv: &[Bytes], args_ok: bool) -> Reply {
         return fail(&CmdError::ScriptCrossSlot.to_string());
     }
     // Everything the command touches is taken before it runs.
-    let plan = lock_plan(spec, argv);
-    let ensured = match &plan {
-        LockPlan::All if !scope.ctx.locked.holds_all() => Err(CmdError::ShardBusy),
-        LockPlan::Shards(shards) => scope.ctx.locked.ensure(shards),
-        _ => Ok(()),
+    let mut keys = spec.key_args(argv);
+    let ensured = match (keys.next(), keys.next()) {
+        // One key, the common case, needs no plan built.
+        (Some(key), None) if !spec.has(flag::WHOLE_KEYSPACE) && !spec.has(flag::SLOT_ARG) => {
+            scope.ctx.locked.ensure(&[key_shard(key)])
+        }
+        _ => match lock_plan(spec, argv) {
+            LockPlan::All if !scope.ctx.locked.holds_all() => Err(CmdError::ShardBusy),
+            LockPlan::Shards(shards) => scope.ctx.locked.ensure(&shards),
+            _ => Ok(()),
+        },
     };
     match ensured {
         Ok(()) => {}
         Err(CmdError::ShardBusy) => {
-            scope.retry = Some(plan);
+            scope.retry = Some(lock_plan(spec, argv));
             return fail("ERR the script is being restarted");
         }
         Err(e) => return fail(&e.to_string()),
