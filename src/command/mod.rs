@@ -40,7 +40,10 @@ pub struct Registry {
     pub specs: Vec<&'static CommandSpec>,
     /// `get`, `client|setname`.
     pub full_names: Vec<String>,
-    by_name: HashMap<&'static [u8], usize>,
+    /// Looked up for every command a client or a script sends. A fast
+    /// hash is safe: the map is fixed at startup, so no input can build
+    /// collision chains in it.
+    by_name: HashMap<&'static [u8], usize, foldhash::fast::FixedState>,
     by_full_name: HashMap<String, usize>,
 }
 
@@ -48,7 +51,7 @@ pub static REGISTRY: LazyLock<Registry> = LazyLock::new(|| {
     let mut reg = Registry {
         specs: Vec::new(),
         full_names: Vec::new(),
-        by_name: HashMap::new(),
+        by_name: HashMap::default(),
         by_full_name: HashMap::new(),
     };
     for spec in table::COMMANDS {

@@ -9,6 +9,7 @@ mod memory;
 mod value;
 mod zset;
 
+use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -365,9 +366,36 @@ impl Drop for Locked<'_> {
 /// order) leaves no half-done change behind.
 #[derive(Default)]
 struct Journal {
-    /// In first-touch order; scripts touch few keys, so a scan finds one
-    /// faster than hashing would.
+    /// In first-touch order.
     saved: Vec<(usize, Bytes, Option<Entry>)>,
+    /// Positions in `saved` by database and key: a script may touch many
+    /// keys, and every access asks whether its key was seen.
+    index: hashbrown::HashTable<usize>,
+    hasher: foldhash::fast::RandomState,
+}
+
+impl Journal {
+    fn hash(&self, db: usize, key: &[u8]) -> u64 {
+        self.hasher.hash_one((db, key))
+    }
+
+    fn contains(&self, db: usize, key: &[u8]) -> bool {
+        let saved = &self.saved;
+        self.index
+            .find(self.hash(db, key), |&i| {
+                saved[i].0 == db && saved[i].1[..] == *key
+            })
+            .is_some()
+    }
+
+    fn push(&mut self, db: usize, key: Bytes, prior: Option<Entry>) {
+        let hash = self.hash(db, &key);
+        self.saved.push((db, key, prior));
+        let (saved, hasher) = (&self.saved, &self.hasher);
+        self.index.insert_unique(hash, saved.len() - 1, |&i| {
+            hasher.hash_one((saved[i].0, &saved[i].1[..]))
+        });
+    }
 }
 
 impl<'a> Locked<'a> {
@@ -412,16 +440,12 @@ impl<'a> Locked<'a> {
         let Some(journal) = &self.journal else {
             return Ok(());
         };
-        if journal
-            .saved
-            .iter()
-            .any(|(d, k, _)| *d == db && k[..] == *key)
-        {
+        if journal.contains(db, key) {
             return Ok(());
         }
         let prior = self.shard(key_shard(key))?.dbs[db].get(key).cloned();
         let journal = self.journal.as_mut().expect("checked above");
-        journal.saved.push((db, Bytes::copy_from_slice(key), prior));
+        journal.push(db, Bytes::copy_from_slice(key), prior);
         Ok(())
     }
 

@@ -1,29 +1,32 @@
-//! `redis.call` as a C function, as in Redis: a C callee keeps its
-//! caller's frame even in `return redis.call(...)` (Lua only eliminates
-//! tail calls into Lua functions), so a failed call can report the line of
-//! the script that made it. The work is done by the host function in the
-//! context table; this only turns its `(false, error table)` answer into a
-//! raised Lua error carrying that line.
+//! `redis.call` and `redis.pcall` as C functions, as in Redis. A C callee
+//! keeps its caller's frame even in `return redis.call(...)` (Lua only
+//! eliminates tail calls into Lua functions), so a failed call can report
+//! the line of the script that made it. Working on the Lua stack directly
+//! also keeps a call cheap: the arguments are read off the stack and the
+//! reply is built on it, with no Lua value made for either on the way.
+//!
+//! Lua raises errors (running out of memory included) with `longjmp`,
+//! which must not skip a Rust destructor. So whatever owns memory (the
+//! arguments, the reply) lives in the run's `CallScope`, and the frames
+//! that call into Lua hold only borrows and plain values.
 
 use std::os::raw::c_int;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use bytes::Bytes;
 use mlua::ffi;
 
-/// Registry key of the prelude's context table.
-pub const CTX_KEY: &str = "rlockd.ctx";
+use super::convert::{push_error_table, push_reply, render_errors};
+use super::{CallScope, with_active};
+use crate::error::CmdError;
+use crate::protocol::Reply;
+use crate::util::format_double;
 
 /// # Safety
-/// Called by Lua only. Between the host call and `lua_error` no Rust value
-/// with a destructor is alive, so the error's `longjmp` skips nothing.
+/// Called by Lua only, as `redis.call`.
 pub unsafe extern "C-unwind" fn redis_call(state: *mut ffi::lua_State) -> c_int {
     unsafe {
-        let nargs = ffi::lua_gettop(state);
-        ffi::lua_getfield(state, ffi::LUA_REGISTRYINDEX, c"rlockd.ctx".as_ptr());
-        ffi::lua_getfield(state, -1, c"call".as_ptr());
-        ffi::lua_remove(state, -2);
-        ffi::lua_insert(state, 1);
-        ffi::lua_call(state, nargs, 2);
-        if ffi::lua_toboolean(state, -2) != 0 {
+        if call_onto_stack(state) {
             return 1;
         }
         let mut ar: ffi::lua_Debug = std::mem::zeroed();
@@ -37,4 +40,126 @@ pub unsafe extern "C-unwind" fn redis_call(state: *mut ffi::lua_State) -> c_int 
         }
         ffi::lua_error(state)
     }
+}
+
+/// # Safety
+/// Called by Lua only, as `redis.pcall`: a failure is returned as the
+/// error table, not raised.
+pub unsafe extern "C-unwind" fn redis_pcall(state: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        call_onto_stack(state);
+    }
+    1
+}
+
+/// # Safety
+/// Called by Lua only, as the context's `set_resp` (`redis.setresp` has
+/// checked the version).
+pub unsafe extern "C-unwind" fn set_resp(state: *mut ffi::lua_State) -> c_int {
+    let version = unsafe { ffi::lua_tonumber(state, 1) };
+    with_active(|scope| {
+        if let Some(scope) = scope {
+            scope.resp3 = version == 3.0;
+        }
+    });
+    0
+}
+
+/// # Safety
+/// Called by Lua only, as the context's `set_args`, when a run starts:
+/// sets the KEYS and ARGV globals.
+pub unsafe extern "C-unwind" fn set_args(state: *mut ffi::lua_State) -> c_int {
+    // Setting the hook again restarts its instruction count, so a run is
+    // only taken for a long one if it is still going at its own first hook.
+    unsafe {
+        ffi::lua_sethook(
+            state,
+            ffi::lua_gethook(state),
+            ffi::lua_gethookmask(state),
+            ffi::lua_gethookcount(state),
+        );
+    }
+    with_active(|scope| {
+        if let Some(scope) = scope {
+            unsafe {
+                push_strings(state, scope.keys);
+                ffi::lua_setfield(state, ffi::LUA_GLOBALSINDEX, c"KEYS".as_ptr());
+                push_strings(state, scope.args);
+                ffi::lua_setfield(state, ffi::LUA_GLOBALSINDEX, c"ARGV".as_ptr());
+            }
+        }
+    });
+    0
+}
+
+unsafe fn push_strings(state: *mut ffi::lua_State, items: &[Bytes]) {
+    unsafe {
+        ffi::lua_createtable(state, items.len() as c_int, 0);
+        for (i, item) in items.iter().enumerate() {
+            ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
+            ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
+        }
+    }
+}
+
+/// Runs the command given as the arguments on the stack and leaves its
+/// reply on top, or its error table. Answers whether it succeeded.
+unsafe fn call_onto_stack(state: *mut ffi::lua_State) -> bool {
+    let nargs = unsafe { ffi::lua_gettop(state) };
+    with_active(|scope| unsafe {
+        let Some(scope) = scope else {
+            ffi::lua_settop(state, 0);
+            push_error_table(state, b"ERR redis.call outside of a script run");
+            return false;
+        };
+        run_command(state, nargs, scope);
+        ffi::lua_settop(state, 0);
+        let ok = !matches!(scope.reply, Reply::Error(_));
+        push_reply(state, &scope.reply, scope.resp3);
+        scope.reply = Reply::Nil;
+        ok
+    })
+}
+
+/// Runs the command to completion, leaving its reply in the scope, before
+/// Lua is touched again. A panic is kept for the run to resume once it is
+/// out of Lua, which cannot unwind.
+unsafe fn run_command(state: *mut ffi::lua_State, nargs: c_int, scope: &mut CallScope) {
+    let ran = catch_unwind(AssertUnwindSafe(|| {
+        let mut argv = std::mem::take(&mut scope.line);
+        // SAFETY: `nargs` is the stack's height on entry.
+        let args_ok = unsafe { read_args(state, nargs, &mut argv) };
+        let mut reply = super::call(scope, &argv, args_ok);
+        render_errors(&mut reply);
+        scope.reply = reply;
+        argv.clear();
+        scope.line = argv;
+    }));
+    if let Err(panic) = ran {
+        scope.reply = Reply::Error(CmdError::other("ERR the command panicked"));
+        scope.panic = Some(panic);
+    }
+}
+
+/// The call's arguments as a command line. Answers false if one is
+/// neither a string nor a number.
+unsafe fn read_args(state: *mut ffi::lua_State, nargs: c_int, argv: &mut Vec<Bytes>) -> bool {
+    argv.clear();
+    for idx in 1..=nargs {
+        let arg = match unsafe { ffi::lua_type(state, idx) } {
+            ffi::LUA_TSTRING => {
+                let mut len = 0;
+                // SAFETY: a string value is returned as it is, not converted.
+                let ptr = unsafe { ffi::lua_tolstring(state, idx, &mut len) };
+                Bytes::copy_from_slice(unsafe { std::slice::from_raw_parts(ptr.cast(), len) })
+            }
+            // Lua 5.1 numbers are doubles; Redis prints them with %.17g.
+            ffi::LUA_TNUMBER => {
+                Bytes::from(format_double(unsafe { ffi::lua_tonumber(state, idx) }))
+            }
+            _ => return false,
+        };
+        argv.push(arg);
+    }
+    true
 }

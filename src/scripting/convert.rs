@@ -1,7 +1,10 @@
 //! Conversions between replies and Lua values, with Redis 7.0's rules.
 
+use std::ffi::CStr;
+use std::os::raw::c_int;
+
 use bytes::Bytes;
-use mlua::{Lua, Table, Value};
+use mlua::{Table, Value, ffi};
 
 use crate::error::CmdError;
 use crate::protocol::Reply;
@@ -84,73 +87,136 @@ fn table_to_reply(t: &Table, depth: usize) -> Reply {
     Reply::Array(items)
 }
 
-/// A command's reply as a script sees it. `resp3` follows `redis.setresp`.
-pub fn reply_to_lua(lua: &Lua, reply: Reply, resp3: bool) -> mlua::Result<Value> {
-    Ok(match reply {
-        Reply::Status(s) => {
-            let t = lua.create_table()?;
-            t.raw_set("ok", s.as_ref())?;
-            Value::Table(t)
+/// Renders every error in the reply to its text ahead of `push_reply`,
+/// which must not allocate on the Rust side.
+pub fn render_errors(reply: &mut Reply) {
+    match reply {
+        Reply::Error(e) if !matches!(e, CmdError::Other(_)) => *e = CmdError::Other(e.to_string()),
+        Reply::Array(items) | Reply::Push(items) | Reply::Set(items) => {
+            items.iter_mut().for_each(render_errors)
         }
-        Reply::Error(e) => Value::Table(error_table(lua, &e.to_string())?),
-        Reply::Int(n) => Value::Number(n as f64),
-        Reply::Bulk(b) | Reply::Verbatim(b) if !resp3 => Value::String(lua.create_string(&b)?),
-        Reply::Bulk(b) => Value::String(lua.create_string(&b)?),
-        Reply::Nil | Reply::NilArray if resp3 => Value::Nil,
-        Reply::Nil | Reply::NilArray => Value::Boolean(false),
-        Reply::Array(items) | Reply::Push(items) => sequence(lua, items, resp3)?,
-        Reply::Set(items) if !resp3 => sequence(lua, items, resp3)?,
-        Reply::Set(items) => {
-            let set = lua.create_table()?;
-            for item in items {
-                set.raw_set(reply_to_lua(lua, item, resp3)?, true)?;
-            }
-            wrap(lua, "set", Value::Table(set))?
-        }
-        Reply::Map(pairs) if !resp3 => sequence(
-            lua,
-            pairs.into_iter().flat_map(|(k, v)| [k, v]).collect(),
-            resp3,
-        )?,
-        Reply::Map(pairs) => {
-            let map = lua.create_table()?;
-            for (k, v) in pairs {
-                map.raw_set(reply_to_lua(lua, k, resp3)?, reply_to_lua(lua, v, resp3)?)?;
-            }
-            wrap(lua, "map", Value::Table(map))?
-        }
-        Reply::Double(d) if resp3 => wrap(lua, "double", Value::Number(d))?,
-        Reply::Double(d) => Value::String(lua.create_string(format_double(d))?),
-        Reply::Bool(b) if resp3 => Value::Boolean(b),
-        Reply::Bool(b) => Value::Number(b as i64 as f64),
-        Reply::Verbatim(b) => {
-            let v = lua.create_table()?;
-            v.raw_set("format", "txt")?;
-            v.raw_set("string", lua.create_string(&b)?)?;
-            wrap(lua, "verbatim_string", Value::Table(v))?
-        }
-    })
-}
-
-fn sequence(lua: &Lua, items: Vec<Reply>, resp3: bool) -> mlua::Result<Value> {
-    let t = lua.create_table_with_capacity(items.len(), 0)?;
-    for (i, item) in items.into_iter().enumerate() {
-        t.raw_set(i + 1, reply_to_lua(lua, item, resp3)?)?;
+        Reply::Map(pairs) => pairs.iter_mut().for_each(|(k, v)| {
+            render_errors(k);
+            render_errors(v);
+        }),
+        _ => {}
     }
-    Ok(Value::Table(t))
 }
 
-fn wrap(lua: &Lua, field: &str, value: Value) -> mlua::Result<Value> {
-    let t = lua.create_table()?;
-    t.raw_set(field, value)?;
-    Ok(Value::Table(t))
+/// Pushes a command's reply as a script sees it. `resp3` follows
+/// `redis.setresp`.
+///
+/// # Safety
+/// Lua may raise (out of memory) from here: the caller's frames must own
+/// nothing with a destructor.
+pub unsafe fn push_reply(state: *mut ffi::lua_State, reply: &Reply, resp3: bool) {
+    unsafe {
+        ffi::luaL_checkstack(state, 4, c"reply nested too deeply".as_ptr());
+        match reply {
+            Reply::Status(s) => wrap_str(state, c"ok", s.as_bytes()),
+            Reply::Error(CmdError::Other(text)) => push_error_table(state, text.as_bytes()),
+            // `render_errors` has made every error `Other`.
+            Reply::Error(e) => push_error_table(state, e.code().as_bytes()),
+            Reply::Int(n) => ffi::lua_pushnumber(state, *n as f64),
+            Reply::Bulk(b) => push_bytes(state, b),
+            Reply::Verbatim(b) if !resp3 => push_bytes(state, b),
+            Reply::Nil | Reply::NilArray if resp3 => ffi::lua_pushnil(state),
+            Reply::Nil | Reply::NilArray => ffi::lua_pushboolean(state, 0),
+            Reply::Array(items) | Reply::Push(items) => push_sequence(state, items, resp3),
+            Reply::Set(items) if !resp3 => push_sequence(state, items, resp3),
+            Reply::Set(items) => {
+                ffi::lua_createtable(state, 0, 1);
+                ffi::lua_createtable(state, 0, items.len() as c_int);
+                for item in items {
+                    push_reply(state, item, resp3);
+                    ffi::lua_pushboolean(state, 1);
+                    ffi::lua_rawset(state, -3);
+                }
+                ffi::lua_setfield(state, -2, c"set".as_ptr());
+            }
+            Reply::Map(pairs) if !resp3 => {
+                ffi::lua_createtable(state, (pairs.len() * 2) as c_int, 0);
+                for (i, (k, v)) in pairs.iter().enumerate() {
+                    push_reply(state, k, resp3);
+                    ffi::lua_rawseti(state, -2, (2 * i + 1) as ffi::lua_Integer);
+                    push_reply(state, v, resp3);
+                    ffi::lua_rawseti(state, -2, (2 * i + 2) as ffi::lua_Integer);
+                }
+            }
+            Reply::Map(pairs) => {
+                ffi::lua_createtable(state, 0, 1);
+                ffi::lua_createtable(state, 0, pairs.len() as c_int);
+                for (k, v) in pairs {
+                    push_reply(state, k, resp3);
+                    push_reply(state, v, resp3);
+                    ffi::lua_rawset(state, -3);
+                }
+                ffi::lua_setfield(state, -2, c"map".as_ptr());
+            }
+            Reply::Double(d) if resp3 => {
+                ffi::lua_createtable(state, 0, 1);
+                ffi::lua_pushnumber(state, *d);
+                ffi::lua_setfield(state, -2, c"double".as_ptr());
+            }
+            Reply::Double(d) => {
+                // Copied out of the `String` so that nothing owned is alive
+                // while Lua allocates.
+                let mut text = [0u8; 64];
+                let len = {
+                    let formatted = format_double(*d);
+                    let len = formatted.len().min(text.len());
+                    text[..len].copy_from_slice(&formatted.as_bytes()[..len]);
+                    len
+                };
+                push_bytes(state, &text[..len]);
+            }
+            Reply::Bool(b) if resp3 => ffi::lua_pushboolean(state, *b as c_int),
+            Reply::Bool(b) => ffi::lua_pushnumber(state, *b as i64 as f64),
+            Reply::Verbatim(b) => {
+                ffi::lua_createtable(state, 0, 1);
+                ffi::lua_createtable(state, 0, 2);
+                push_bytes(state, b"txt");
+                ffi::lua_setfield(state, -2, c"format".as_ptr());
+                push_bytes(state, b);
+                ffi::lua_setfield(state, -2, c"string".as_ptr());
+                ffi::lua_setfield(state, -2, c"verbatim_string".as_ptr());
+            }
+        }
+    }
 }
 
-/// `{err = "CODE message"}`, the shape of every Redis error inside Lua.
-pub fn error_table(lua: &Lua, message: &str) -> mlua::Result<Table> {
-    let t = lua.create_table()?;
-    t.raw_set("err", message)?;
-    Ok(t)
+unsafe fn push_sequence(state: *mut ffi::lua_State, items: &[Reply], resp3: bool) {
+    unsafe {
+        ffi::lua_createtable(state, items.len() as c_int, 0);
+        for (i, item) in items.iter().enumerate() {
+            push_reply(state, item, resp3);
+            ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
+        }
+    }
+}
+
+unsafe fn push_bytes(state: *mut ffi::lua_State, bytes: &[u8]) {
+    unsafe {
+        ffi::lua_pushlstring(state, bytes.as_ptr().cast(), bytes.len());
+    }
+}
+
+/// `{field = text}`.
+unsafe fn wrap_str(state: *mut ffi::lua_State, field: &CStr, text: &[u8]) {
+    unsafe {
+        ffi::lua_createtable(state, 0, 1);
+        push_bytes(state, text);
+        ffi::lua_setfield(state, -2, field.as_ptr());
+    }
+}
+
+/// Pushes `{err = "CODE message"}`, the shape of every Redis error inside
+/// Lua.
+///
+/// # Safety
+/// As for `push_reply`.
+pub unsafe fn push_error_table(state: *mut ffi::lua_State, message: &[u8]) {
+    unsafe { wrap_str(state, c"err", message) }
 }
 
 #[cfg(test)]

@@ -10,9 +10,11 @@ mod call;
 mod convert;
 mod libs;
 
+use std::any::Any;
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -24,10 +26,9 @@ use crate::client::Client;
 use crate::cluster::common_slot;
 use crate::command::{CommandSpec, Ctx, REGISTRY, execute, flag, lock_plan};
 use crate::error::{CmdError, CmdResult};
-use crate::keyspace::LockPlan;
+use crate::keyspace::{LockPlan, key_shard};
 use crate::protocol::{Protocol, Reply};
-use crate::util::format_double;
-use convert::{error_table, lua_to_reply, reply_to_lua};
+use convert::lua_to_reply;
 
 const PRELUDE: &str = include_str!("prelude.lua");
 /// Instructions between checks of a script's running time.
@@ -118,13 +119,14 @@ struct Vm {
     lua: Lua,
     generation: u64,
     functions: HashMap<String, Function>,
-    globals: Table,
     ctx: Table,
     env: Table,
     run: Function,
     slot: Arc<RunSlot>,
-    /// The `CallScope` of the run in progress; null between runs.
-    call_target: Arc<AtomicPtr<()>>,
+    /// The instruction-count hook is installed. It stays between runs,
+    /// except after one it stopped (SCRIPT KILL): a hook that raised an
+    /// error does not reliably fire again in the same state.
+    hooked: bool,
 }
 
 impl Vm {
@@ -144,43 +146,38 @@ impl Vm {
             lua.create_function(|_, s: mlua::LuaString| Ok(sha1_hex(&s.as_bytes())))?,
         )?;
         redis.set("log", lua.create_function(log)?)?;
-        // SAFETY: `redis_call` follows the Lua C function protocol.
+        // SAFETY: these follow the Lua C function protocol.
         redis.set("call", unsafe { lua.create_c_function(call::redis_call)? })?;
+        redis.set("pcall", unsafe {
+            lua.create_c_function(call::redis_pcall)?
+        })?;
         redis.set("REDIS_VERSION", crate::command::REDIS_VERSION)?;
         redis.set("REDIS_VERSION_NUM", 0x0007_000f)?;
         globals.set("redis", redis)?;
         let debug: Table = globals.get("debug")?;
         let getinfo: Function = debug.get("getinfo")?;
         let ctx = lua.create_table()?;
-        lua.set_named_registry_value(call::CTX_KEY, ctx.clone())?;
+        // SAFETY: as above.
+        ctx.raw_set("set_resp", unsafe {
+            lua.create_c_function(call::set_resp)?
+        })?;
+        ctx.raw_set("set_args", unsafe {
+            lua.create_c_function(call::set_args)?
+        })?;
         let (env, run): (Table, Function) =
             lua.load(PRELUDE)
                 .set_name("=prelude")
-                .call((globals.clone(), getinfo, ctx.clone()))?;
-        let call_target = Arc::new(AtomicPtr::<()>::new(std::ptr::null_mut()));
-        let target = call_target.clone();
-        let host_call = lua.create_function(move |lua, args: MultiValue| {
-            let scope = target.load(Ordering::Acquire).cast::<CallScope>();
-            if scope.is_null() {
-                return Err(mlua::Error::runtime("redis.call outside of a script run"));
-            }
-            // SAFETY: `attempt` points this at its live `CallScope` for
-            // exactly the duration of the script's run on this thread and
-            // does not touch it meanwhile; Lua calls back synchronously.
-            call(lua, args, unsafe { &mut *scope })
-        })?;
-        ctx.raw_set("call", host_call)?;
+                .call((globals, getinfo, ctx.clone()))?;
         let slot = Arc::new(RunSlot::default());
         Ok(Vm {
             lua,
             generation,
             functions: HashMap::new(),
-            globals,
             ctx,
             env,
             run,
             slot,
-            call_target,
+            hooked: false,
         })
     }
 
@@ -272,8 +269,33 @@ struct CallScope<'s, 'c, 'a> {
     readonly: bool,
     run: &'s RunState,
     retry: Option<LockPlan>,
-    /// The prelude's context table: `resp` follows `redis.setresp`.
-    lua_ctx: Table,
+    /// Follows `redis.setresp`.
+    resp3: bool,
+    /// The script's KEYS and ARGV.
+    keys: &'s [Bytes],
+    args: &'s [Bytes],
+    /// The command line of the call in progress, its buffer kept between
+    /// calls.
+    line: Vec<Bytes>,
+    /// The reply of the call in progress, until it is on the Lua stack.
+    reply: Reply,
+    /// A command that panicked: resumed once the run is out of Lua.
+    panic: Option<Box<dyn Any + Send>>,
+}
+
+thread_local! {
+    /// The `CallScope` of the attempt running on this thread; null between
+    /// runs. `redis.call` finds it here.
+    static ACTIVE: Cell<*mut ()> = const { Cell::new(std::ptr::null_mut()) };
+}
+
+/// The scope of the attempt running on this thread, if any.
+fn with_active<R>(f: impl FnOnce(Option<&mut CallScope>) -> R) -> R {
+    let scope = ACTIVE.get().cast::<CallScope>();
+    // SAFETY: `attempt` points this at its live `CallScope` for exactly
+    // the duration of the script's run on this thread and does not touch
+    // it meanwhile; Lua calls back synchronously, one call at a time.
+    f(unsafe { scope.as_mut() })
 }
 
 impl ScriptEngine {
@@ -433,22 +455,16 @@ impl ScriptEngine {
     ) -> CmdResult<Attempt> {
         let lua_err = |e: mlua::Error| CmdError::other(format!("ERR Error running script: {e}"));
         let lua = &vm.lua;
-        vm.globals
-            .raw_set("KEYS", strings_table(lua, keys).map_err(lua_err)?)
-            .map_err(lua_err)?;
-        vm.globals
-            .raw_set("ARGV", strings_table(lua, argv).map_err(lua_err)?)
-            .map_err(lua_err)?;
-        vm.ctx.raw_set("resp", 2).map_err(lua_err)?;
         let _ = lua.set_memory_limit(limits.heap);
-        // Installed for each run: a hook that raised an error (SCRIPT KILL)
-        // does not reliably fire again in the same state.
-        let hook_slot = vm.slot.clone();
-        lua.set_hook(
-            HookTriggers::new().every_nth_instruction(HOOK_EVERY),
-            move |_, debug| hook_slot.check(debug.current_line()),
-        )
-        .map_err(lua_err)?;
+        if !vm.hooked {
+            let hook_slot = vm.slot.clone();
+            lua.set_hook(
+                HookTriggers::new().every_nth_instruction(HOOK_EVERY),
+                move |_, debug| hook_slot.check(debug.current_line()),
+            )
+            .map_err(lua_err)?;
+            vm.hooked = true;
+        }
 
         let run = Arc::new(RunState {
             started: Instant::now(),
@@ -473,15 +489,17 @@ impl ScriptEngine {
             readonly: limits.readonly,
             run: &run,
             retry: None,
-            lua_ctx: vm.ctx.clone(),
+            resp3: false,
+            keys,
+            args: argv,
+            line: Vec::new(),
+            reply: Reply::Nil,
+            panic: None,
         };
         // `redis.call` reaches `scope_state` through this pointer while the
         // script runs, and only then: it is cleared before `scope_state`
         // is used again here.
-        vm.call_target.store(
-            (&mut scope_state as *mut CallScope).cast(),
-            Ordering::Release,
-        );
+        let outer = ACTIVE.replace((&mut scope_state as *mut CallScope).cast());
         let result: mlua::Result<Reply> =
             vm.run
                 .call::<(bool, Value)>(function.clone())
@@ -492,15 +510,20 @@ impl ScriptEngine {
                         Reply::Error(script_error(&value, sha))
                     }
                 });
-        vm.call_target
-            .store(std::ptr::null_mut(), Ordering::Release);
-        lua.remove_hook();
+        ACTIVE.set(outer);
+        if run.killed.load(Ordering::Acquire) {
+            lua.remove_hook();
+            vm.hooked = false;
+        }
         if let Some(active) = vm.slot.0.lock().take()
             && run.busy.load(Ordering::Acquire)
         {
             for idx in active.held {
                 active.flags[idx].store(false, Ordering::Release);
             }
+        }
+        if let Some(panic) = scope_state.panic.take() {
+            std::panic::resume_unwind(panic);
         }
         if let Some(plan) = scope_state.retry.take() {
             return Ok(Attempt::Retry(plan));
@@ -528,14 +551,6 @@ struct RunLimits {
     heap: usize,
     /// `busy-reply-threshold` in milliseconds.
     busy_ms: u64,
-}
-
-fn strings_table(lua: &Lua, items: &[Bytes]) -> mlua::Result<Table> {
-    let t = lua.create_table_with_capacity(items.len(), 0)?;
-    for (i, item) in items.iter().enumerate() {
-        t.raw_set(i + 1, lua.create_string(item)?)?;
-    }
-    Ok(t)
 }
 
 /// The final error text of a failed script: the error's own text, then
@@ -576,27 +591,20 @@ fn script_error(value: &Value, sha: &str) -> CmdError {
     }
 }
 
-/// `redis.call` / `redis.pcall`: runs one command for the script and
-/// answers `(true, value)` or `(false, error table)`.
-fn call(lua: &Lua, args: MultiValue, scope: &mut CallScope) -> mlua::Result<(bool, Value)> {
-    let fail = |text: &str| Ok((false, Value::Table(error_table(lua, text)?)));
+/// `redis.call` / `redis.pcall`: runs one command line for the script.
+/// `args_ok` is false if an argument was neither a string nor a number.
+fn call(scope: &mut CallScope, argv: &[Bytes], args_ok: bool) -> Reply {
+    let fail = |text: &str| Reply::Error(CmdError::other(text));
     if scope.retry.is_some() {
         return fail("ERR the script is being restarted");
     }
-    if args.is_empty() {
+    if !args_ok {
+        return fail("ERR Lua redis lib command arguments must be strings or integers");
+    }
+    if argv.is_empty() {
         return fail("ERR Please specify at least one argument for this redis lib call");
     }
-    let mut argv = Vec::with_capacity(args.len());
-    for v in args.iter() {
-        argv.push(match v {
-            Value::String(s) => Bytes::copy_from_slice(&s.as_bytes()),
-            // Lua 5.1 numbers are doubles; Redis prints them with %.17g.
-            Value::Integer(i) => Bytes::from(format_double(*i as f64)),
-            Value::Number(n) => Bytes::from(format_double(*n)),
-            _ => return fail("ERR Lua redis lib command arguments must be strings or integers"),
-        });
-    }
-    let Ok(id) = REGISTRY.resolve(scope.ctx.shared, &argv) else {
+    let Ok(id) = REGISTRY.resolve(scope.ctx.shared, argv) else {
         return fail("ERR Unknown Redis command called from script");
     };
     let spec: &CommandSpec = REGISTRY.specs[id];
@@ -609,20 +617,26 @@ fn call(lua: &Lua, args: MultiValue, scope: &mut CallScope) -> mlua::Result<(boo
     if spec.has(flag::WRITE) && scope.readonly {
         return fail("ERR Write commands are not allowed from read-only scripts.");
     }
-    if scope.ctx.shared.cluster.is_some() && common_slot(spec.routed_args(&argv)).is_err() {
+    if scope.ctx.shared.cluster.is_some() && common_slot(spec.routed_args(argv)).is_err() {
         return fail(&CmdError::ScriptCrossSlot.to_string());
     }
     // Everything the command touches is taken before it runs.
-    let plan = lock_plan(spec, &argv);
-    let ensured = match &plan {
-        LockPlan::All if !scope.ctx.locked.holds_all() => Err(CmdError::ShardBusy),
-        LockPlan::Shards(shards) => scope.ctx.locked.ensure(shards),
-        _ => Ok(()),
+    let mut keys = spec.key_args(argv);
+    let ensured = match (keys.next(), keys.next()) {
+        // One key, the common case, needs no plan built.
+        (Some(key), None) if !spec.has(flag::WHOLE_KEYSPACE) && !spec.has(flag::SLOT_ARG) => {
+            scope.ctx.locked.ensure(&[key_shard(key)])
+        }
+        _ => match lock_plan(spec, argv) {
+            LockPlan::All if !scope.ctx.locked.holds_all() => Err(CmdError::ShardBusy),
+            LockPlan::Shards(shards) => scope.ctx.locked.ensure(&shards),
+            _ => Ok(()),
+        },
     };
     match ensured {
         Ok(()) => {}
         Err(CmdError::ShardBusy) => {
-            scope.retry = Some(plan);
+            scope.retry = Some(lock_plan(spec, argv));
             return fail("ERR the script is being restarted");
         }
         Err(e) => return fail(&e.to_string()),
@@ -630,21 +644,16 @@ fn call(lua: &Lua, args: MultiValue, scope: &mut CallScope) -> mlua::Result<(boo
     if spec.has(flag::WRITE) {
         scope.run.wrote.store(true, Ordering::Release);
     }
-    let resp3 = scope.lua_ctx.raw_get::<i64>("resp").unwrap_or(2) == 3;
-    scope.client.protocol = if resp3 {
+    scope.client.protocol = if scope.resp3 {
         Protocol::Resp3
     } else {
         Protocol::Resp2
     };
-    let reply = execute(
+    execute(
         scope.ctx.shared,
         &mut scope.client,
         id,
-        &argv,
+        argv,
         scope.ctx.locked,
-    );
-    match reply {
-        Reply::Error(e) => fail(&e.to_string()),
-        other => Ok((true, reply_to_lua(lua, other, resp3)?)),
-    }
+    )
 }

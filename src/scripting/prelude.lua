@@ -1,6 +1,6 @@
 -- Builds the sandbox a script sees. Called once per Lua state with the
 -- real globals table, the debug library (kept out of the sandbox) and the
--- per-run context table the host fills in. Returns the script environment
+-- context table shared with the host. Returns the script environment
 -- and the function that runs a script.
 local G, debug_getinfo, CTX = ...
 
@@ -25,13 +25,8 @@ local function protect(t)
   return proxy
 end
 
--- The host answers a command (true, value) or (false, error table);
--- redis.call (set by the host, a C function) raises the error table.
+-- redis.call and redis.pcall are the host's C functions.
 local redis = G.redis
-function redis.pcall(...)
-  local _, v = CTX.call(...)
-  return v
-end
 
 -- Errors raised as Redis error tables: the handler adds where they happened.
 local function raise(message)
@@ -102,7 +97,7 @@ function redis.setresp(version)
   if version ~= 2 and version ~= 3 then
     error("RESP version must be 2 or 3.", 2)
   end
-  CTX.resp = version
+  CTX.set_resp(version)
 end
 
 function redis.set_repl(flags)
@@ -196,14 +191,17 @@ local string_meta = getmetatable("")
 string_meta.__index = G.string
 string_meta.__metatable = protect(string_meta)
 
-ENV = setmetatable({}, {
+-- A script reads a global through ENV straight from G's own table, with
+-- no function call on the way; only a global that does not exist reaches
+-- G's fallback. The prelude is done reading globals that may be missing.
+setmetatable(G, {
   __index = function(_, name)
-    local v = rawget(G, name)
-    if v == nil then
-      error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
-    end
-    return v
+    error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
   end,
+  __metatable = false,
+})
+ENV = setmetatable({}, {
+  __index = G,
   __newindex = readonly_error,
   __metatable = false,
 })
@@ -239,7 +237,9 @@ local function handler(err)
   return err
 end
 
+local set_args = CTX.set_args
 local function run(f)
+  set_args()
   return xpcall(f, handler)
 end
 

@@ -127,6 +127,15 @@ pub fn format_g(d: f64, precision: i32) -> String {
     if d == 0.0 {
         return if d.is_sign_negative() { "-0" } else { "0" }.into();
     }
+    // An integer with no more digits than the precision prints as itself:
+    // the common case (a Lua number passed to redis.call), kept off the
+    // float formatter.
+    if d.fract() == 0.0
+        && (1..=18).contains(&precision)
+        && d.abs() < 10u64.pow(precision as u32) as f64
+    {
+        return itoa::Buffer::new().format(d as i64).to_string();
+    }
     let sci = format!("{:.*e}", (precision - 1) as usize, d);
     let (mantissa, exp) = sci.split_once('e').expect("exponent form");
     let exp: i32 = exp.parse().expect("exponent digits");
@@ -192,6 +201,9 @@ mod tests {
         assert_eq!(format_double(0.1), "0.10000000000000001");
         assert_eq!(format_double(922337203685477.0), "922337203685477");
         assert_eq!(format_double(1e17), "1e+17");
+        assert_eq!(format_double(-42.0), "-42");
+        assert_eq!(format_double(99999999999999984.0), "99999999999999984");
+        assert_eq!(format_g(12345.0, 3), "1.23e+04");
         assert_eq!(format_double(1e-5), "1.0000000000000001e-05");
         assert_eq!(format_double(-2.5), "-2.5");
         assert_eq!(format_double(f64::INFINITY), "inf");
