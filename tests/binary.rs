@@ -47,6 +47,18 @@ fn ask(port: u16, request: &[u8]) -> String {
     String::from_utf8_lossy(&buf[..n]).into_owned()
 }
 
+/// Starts the binary on a config file holding `text`, which it must
+/// refuse; returns what it said.
+fn refused_config(path: &std::path::Path, text: &str) -> String {
+    std::fs::write(path, text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rlockd"))
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "started on {text:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 #[test]
 fn config_file_then_flags() {
     let dir = std::env::temp_dir().join(format!("rlockd-conf-{}", std::process::id()));
@@ -64,13 +76,7 @@ fn config_file_then_flags() {
         "*2\r\n$10\r\nmaxclients\r\n$1\r\n7\r\n"
     );
     drop(server);
-    std::fs::write(&path, "port 0\nfrobnicate yes\n").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_rlockd"))
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused_config(&path, "port 0\nfrobnicate yes\n");
     assert!(
         err.contains("line 2: 'frobnicate yes': unknown directive"),
         "{err}"
@@ -105,13 +111,7 @@ fn cluster_enabled_by_flag_or_file() {
     assert_eq!(ask(port, b"MGET a b\r\n"), "*2\r\n$-1\r\n$-1\r\n");
     drop(server);
 
-    std::fs::write(&path, "port 0\ncluster-enabled maybe\n").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_rlockd"))
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused_config(&path, "port 0\ncluster-enabled maybe\n");
     assert!(err.contains("line 2: 'cluster-enabled maybe'"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
