@@ -46,15 +46,6 @@ fn owner(i: usize) -> String {
     format!("5c0ffee0-0000-4000-8000-{i:012}:1")
 }
 
-async fn open(url: &str) -> MultiplexedConnection {
-    let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
-    redis::Client::open(url)
-        .unwrap()
-        .get_multiplexed_async_connection_with_config(&config)
-        .await
-        .expect("client connects")
-}
-
 /// Takes every lock for its owner with a short lease (a renewal shows as a
 /// longer one).
 async fn hold_all(c: &mut MultiplexedConnection, names: &[String]) {
@@ -84,11 +75,11 @@ async fn renew(c: &mut MultiplexedConnection, names: &[String], lease_ms: u64) -
 /// release the locks two at a time (lock i with lock LOCKS-1-i), spread
 /// over a few milliseconds. Returns every renewal's answer.
 async fn race_round(url: &str, names: &[String]) -> Vec<Vec<i64>> {
-    let mut renewer = open(url).await;
+    let mut renewer = common::connect_url(url.to_string()).await;
     hold_all(&mut renewer, names).await;
     let mut releasers = Vec::new();
     for r in 0..RELEASERS {
-        let mut c = open(url).await;
+        let mut c = common::connect_url(url.to_string()).await;
         let names = names.to_vec();
         releasers.push(tokio::spawn(async move {
             let release = Script::new(RELEASE_PAIR);
