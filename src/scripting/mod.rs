@@ -298,6 +298,14 @@ fn with_active<R>(f: impl FnOnce(Option<&mut CallScope>) -> R) -> R {
     f(unsafe { scope.as_mut() })
 }
 
+/// Whether SCRIPT KILL (or a shutdown) has asked the script running on
+/// this thread to stop. A library function that may run long in native
+/// code asks this now and then and raises an error when it answers true:
+/// the sandbox turns any error raised after a kill into the kill itself.
+pub(crate) fn kill_requested() -> bool {
+    with_active(|scope| scope.is_some_and(|s| s.run.killed.load(Ordering::Relaxed)))
+}
+
 impl ScriptEngine {
     pub fn load(&self, body: &Bytes) -> String {
         let sha = sha1_hex(body);
