@@ -96,7 +96,8 @@ pub fn script_flush(ctx: &mut Ctx) -> CmdResult<Reply> {
 }
 
 pub fn script_kill(ctx: &mut Ctx) -> CmdResult<Reply> {
-    ctx.shared.scripts.kill()?;
+    let rollback_writes = ctx.shared.config.read().script_kill_rollback;
+    ctx.shared.scripts.kill(rollback_writes)?;
     Ok(Reply::OK)
 }
 

@@ -731,7 +731,7 @@ pub fn shutdown(ctx: &mut Ctx) -> CmdResult<Reply> {
         return Err(CmdError::other("ERR No shutdown in progress."));
     }
     tracing::warn!("SHUTDOWN requested by client {}", ctx.client.id);
-    ctx.shared.shutdown.send_replace(true);
+    ctx.shared.stop();
     ctx.client.close_silently = true;
     Ok(Reply::OK)
 }

@@ -407,33 +407,60 @@ impl<'a> Locked<'a> {
         self.guards.len() == SHARDS
     }
 
-    /// Starts recording prior states (not needed, and not done, when every
-    /// shard is held: such a run never has to start over).
+    /// Starts recording prior states: a script that must start over, or
+    /// that is killed after it wrote, is rolled back to them.
     pub fn begin_journal(&mut self) {
-        self.journal = (!self.holds_all()).then(Journal::default);
+        self.journal = Some(Journal::default());
     }
 
     pub fn end_journal(&mut self) {
         self.journal = None;
     }
 
-    /// Puts back every key the journal saw, newest change first.
+    /// Puts back every key the journal saw, newest change first. Clients
+    /// waiting for the keys it pushed to are not served.
     pub fn rollback(&mut self) -> CmdResult<()> {
+        self.ready.clear();
         let Some(journal) = self.journal.take() else {
             return Ok(());
         };
         for (db, key, prior) in journal.saved.into_iter().rev() {
-            let map = &mut self.shard(key_shard(&key))?.dbs[db];
+            let shard = self.shard(key_shard(&key))?;
             match prior {
                 Some(entry) => {
-                    map.insert(key, entry);
+                    // FLUSHALL dropped the wheel; a second entry for the
+                    // same deadline is harmless.
+                    if let Some(at) = entry.expire_at {
+                        shard.wheel.insert(at, (db as u32, key.clone()));
+                    }
+                    shard.dbs[db].insert(key, entry);
                 }
                 None => {
-                    map.remove(&key);
+                    shard.dbs[db].remove(&key);
                 }
             }
         }
         Ok(())
+    }
+
+    /// Records every key of database `db` (all of them with `None`) in the
+    /// shards held, before a flush empties them.
+    fn record_flush(&mut self, db: Option<usize>) {
+        let Some(journal) = &mut self.journal else {
+            return;
+        };
+        for (_, shard) in &self.guards {
+            for (index, map) in shard.dbs.iter().enumerate() {
+                if db.is_some_and(|db| db != index) {
+                    continue;
+                }
+                for (key, entry) in map {
+                    if !journal.contains(index, key) {
+                        journal.push(index, key.clone(), Some(entry.clone()));
+                    }
+                }
+            }
+        }
     }
 
     fn record(&mut self, db: usize, key: &[u8]) -> CmdResult<()> {
@@ -656,6 +683,7 @@ impl Db<'_, '_> {
     /// Empties this database in every shard (the plan must hold them all).
     pub fn flush(&mut self) -> u64 {
         let db = self.index;
+        self.locked.record_flush(Some(db));
         let mut removed = 0;
         for shard in self.locked.shards() {
             removed += shard.dbs[db].len() as u64;
@@ -730,6 +758,7 @@ fn live_entry<'s>(
 
 /// FLUSHALL: every database of every shard (the plan must hold them all).
 pub fn flush_all(locked: &mut Locked<'_>) -> u64 {
+    locked.record_flush(None);
     let now = locked.now;
     let mut removed = 0;
     for shard in locked.shards() {

@@ -51,12 +51,24 @@ function redis.sha1hex(...)
   return raw_sha1hex((...))
 end
 
+-- A killed run's error may be caught, but never survives the catch: each
+-- way of catching an error raises it again once the run is killed, so
+-- SCRIPT KILL ends the script whatever it wraps its loop in.
+local killed = CTX.killed
+local function rethrow_if_killed(ok, ...)
+  if not ok and killed() then
+    error((...), 0)
+  end
+  return ok, ...
+end
+
 -- Redis's pcall hands back the message of a Redis error table, not the table.
 local raw_pcall = pcall
 local function pcall_result(ok, ...)
   if ok then
     return ok, ...
   end
+  rethrow_if_killed(ok, ...)
   local e = ...
   if type(e) == "table" and type(e.err) == "string" then
     return false, e.err
@@ -65,6 +77,26 @@ local function pcall_result(ok, ...)
 end
 G.pcall = function(...)
   return pcall_result(raw_pcall(...))
+end
+
+-- The script's error handler does not run for a killed run (it might loop).
+local raw_xpcall = xpcall
+G.xpcall = function(f, handler)
+  if type(handler) == "function" then
+    local user_handler = handler
+    handler = function(e)
+      if killed() then
+        return e
+      end
+      return user_handler(e)
+    end
+  end
+  return rethrow_if_killed(raw_xpcall(f, handler))
+end
+
+local raw_resume = G.coroutine.resume
+G.coroutine.resume = function(...)
+  return rethrow_if_killed(raw_resume(...))
 end
 
 local function error_table(text)
