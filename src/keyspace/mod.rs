@@ -5,6 +5,7 @@
 //! deadlock between them.
 
 mod blocked;
+mod hash;
 mod memory;
 mod value;
 mod zset;
@@ -23,7 +24,7 @@ use crate::pubsub::{Event, PubSub};
 
 pub use blocked::{End, Outcome, Waiter, Wanted};
 pub use memory::usage as memory_usage;
-pub use value::{Entry, HASH_ORDERED_MAX, HashValue, Value, hash_remove};
+pub use value::{Entry, HASH_ORDERED_MAX, HashValue, Value};
 pub use zset::SortedSet;
 
 /// More shards than cores by a wide margin, so independent keys rarely
