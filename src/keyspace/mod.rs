@@ -5,6 +5,7 @@
 //! deadlock between them.
 
 mod blocked;
+mod dbmap;
 mod hash;
 mod memory;
 mod value;
@@ -21,6 +22,7 @@ use crate::clock::Clock;
 use crate::error::{CmdError, CmdResult};
 use crate::expiry::wheel::TimerWheel;
 use crate::pubsub::{Event, PubSub};
+use dbmap::DbMap;
 
 pub use blocked::{End, Outcome, Waiter, Wanted};
 pub use memory::usage as memory_usage;
@@ -72,8 +74,9 @@ pub struct ShardStats {
 }
 
 pub struct Shard {
-    dbs: Vec<Map<Bytes, Entry>>,
-    wheel: TimerWheel<(u32, Bytes)>,
+    dbs: Vec<DbMap>,
+    /// Deadlines, each naming its key by database and hash (`DbMap::hash`).
+    wheel: TimerWheel<(u32, u64)>,
     watched: Map<(u32, Bytes), Vec<Arc<WatchFlag>>>,
     blocked: blocked::WaiterQueues,
     pub stats: ShardStats,
@@ -82,7 +85,7 @@ pub struct Shard {
 impl Shard {
     fn new(databases: usize, now: u64) -> Self {
         Shard {
-            dbs: (0..databases).map(|_| Map::default()).collect(),
+            dbs: (0..databases).map(|_| DbMap::default()).collect(),
             wheel: TimerWheel::new(now),
             watched: Map::default(),
             blocked: Map::default(),
@@ -104,6 +107,12 @@ impl Shard {
     /// Live entries of one database, for whole-keyspace commands.
     pub fn entries(&self, db: usize, now: u64) -> impl Iterator<Item = (&Bytes, &Entry)> {
         self.dbs[db].iter().filter(move |(_, e)| !e.is_expired(now))
+    }
+
+    /// Files `key`'s deadline in the wheel.
+    fn schedule(&mut self, db: usize, key: &[u8], at: u64) {
+        let hash = self.dbs[db].hash(key);
+        self.wheel.insert(at, (db as u32, hash));
     }
 
     fn touch_watchers(&mut self, db: usize, key: &[u8]) {
@@ -130,15 +139,10 @@ impl Shard {
         self.wheel.advance(now, |item| due.push(item));
         let mut reclaimed = 0;
         let mut lag = 0;
-        for (db, key) in due {
+        for (db, hash) in due {
             let db = db as usize;
-            if let Some(at) = self.dbs[db]
-                .get(&key)
-                .and_then(|e| e.expire_at)
-                .filter(|&at| at <= now)
-            {
-                lag = lag.max(now - at);
-                self.dbs[db].remove(&key);
+            for (key, entry) in self.dbs[db].take_expired(hash, now) {
+                lag = lag.max(now - entry.expire_at.unwrap_or(now));
                 self.touch_watchers(db, &key);
                 events.notify(Event::Expired, db, &key);
                 reclaimed += 1;
@@ -432,7 +436,7 @@ impl<'a> Locked<'a> {
                     // FLUSHALL dropped the wheel; a second entry for the
                     // same deadline is harmless.
                     if let Some(at) = entry.expire_at {
-                        shard.wheel.insert(at, (db as u32, key.clone()));
+                        shard.schedule(db, &key, at);
                     }
                     shard.dbs[db].insert(key, entry);
                 }
@@ -455,7 +459,7 @@ impl<'a> Locked<'a> {
                 if db.is_some_and(|db| db != index) {
                     continue;
                 }
-                for (key, entry) in map {
+                for (key, entry) in map.iter() {
                     if !journal.contains(index, key) {
                         journal.push(index, key.clone(), Some(entry.clone()));
                     }
@@ -625,11 +629,11 @@ impl Db<'_, '_> {
         };
         let db = self.index;
         let shard = self.locked.shard(key_shard(key))?;
-        let key = Bytes::copy_from_slice(key);
         // An unchanged deadline already has its wheel entry.
         if let Some(at) = expire_at.filter(|at| Some(*at) != previous) {
-            shard.wheel.insert(at, (db as u32, key.clone()));
+            shard.schedule(db, key, at);
         }
+        let key = Bytes::copy_from_slice(key);
         let is_list = matches!(value, Value::List(_));
         shard.dbs[db].insert(key.clone(), Entry { value, expire_at });
         if existing.is_none() {
@@ -657,9 +661,8 @@ impl Db<'_, '_> {
         };
         let previous = std::mem::replace(&mut entry.expire_at, at);
         if let Some(at) = at.filter(|at| Some(*at) != previous) {
-            let db = self.index as u32;
-            let shard = self.locked.shard(key_shard(key))?;
-            shard.wheel.insert(at, (db, Bytes::copy_from_slice(key)));
+            let db = self.index;
+            self.locked.shard(key_shard(key))?.schedule(db, key, at);
         }
         Ok(true)
     }
