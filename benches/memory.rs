@@ -81,6 +81,7 @@ struct Measured {
     rss_per_lock: f64,
     used_per_lock: f64,
     rss_after_release: u64,
+    used_after_release: u64,
 }
 
 fn measure(server: &Server, locks: usize, depth: usize) -> Measured {
@@ -108,7 +109,9 @@ fn measure(server: &Server, locks: usize, depth: usize) -> Measured {
         .to_vec()
     });
     let released = settled_rss(server);
+    let used_released = used_memory(&mut conn);
     Measured {
+        used_after_release: used_released,
         rss_per_lock: (rss1.saturating_sub(rss0)) as f64 / locks as f64,
         used_per_lock: (used1.saturating_sub(used0)) as f64 / locks as f64,
         rss_after_release: released,
@@ -124,11 +127,12 @@ fn main() {
     println!("{locks} held Redisson locks (hash + lease), then all released");
     for (server, m) in servers.iter().zip(&results) {
         println!(
-            "{:<8} RSS/lock {:>7.1} B   used_memory/lock {:>7.1} B   RSS after release {:>7.1} MB",
+            "{:<8} RSS/lock {:>7.1} B   used_memory/lock {:>7.1} B   after release: RSS {:>7.1} MB, used_memory {:>7.1} MB",
             server.name,
             m.rss_per_lock,
             m.used_per_lock,
-            m.rss_after_release as f64 / 1e6
+            m.rss_after_release as f64 / 1e6,
+            m.used_after_release as f64 / 1e6
         );
     }
     if let [redis, rlockd] = &results[..] {

@@ -10,7 +10,8 @@ pub enum Value {
     Str(Bytes),
     Hash(HashValue),
     List(std::collections::VecDeque<Bytes>),
-    ZSet(super::zset::SortedSet),
+    /// Boxed: a sorted set is large, and every entry pays for the largest kind.
+    ZSet(Box<super::zset::SortedSet>),
 }
 
 impl Value {
