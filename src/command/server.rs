@@ -538,7 +538,9 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
         "memory" => {
             let rss = rss_bytes();
             let used = crate::util::alloc::allocated().unwrap_or(rss);
-            let peak = USED_MEMORY_PEAK.fetch_max(used, Ordering::Relaxed).max(used);
+            let peak = USED_MEMORY_PEAK
+                .fetch_max(used, Ordering::Relaxed)
+                .max(used);
             line("used_memory", &used);
             line("used_memory_human", &human_bytes(used));
             line("used_memory_rss", &rss);

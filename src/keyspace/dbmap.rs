@@ -6,7 +6,6 @@
 
 use std::hash::BuildHasher;
 
-use bytes::Bytes;
 use hashbrown::HashTable;
 use hashbrown::hash_table::Entry as Slot;
 
@@ -15,9 +14,13 @@ use super::Entry;
 /// Tables smaller than this are not worth shrinking.
 const SHRINK_FLOOR: usize = 64;
 
+/// A key as stored: two words, where `Bytes` takes four (most of a small
+/// lock's table slot).
+type StoredKey = Box<[u8]>;
+
 #[derive(Default)]
 pub struct DbMap {
-    table: HashTable<(Bytes, Entry)>,
+    table: HashTable<(StoredKey, Entry)>,
     hasher: foldhash::fast::RandomState,
 }
 
@@ -49,16 +52,17 @@ impl DbMap {
     }
 
     /// Stores `entry` under `key`, replacing what was there.
-    pub fn insert(&mut self, key: Bytes, entry: Entry) {
-        let hash = self.hash(&key);
+    pub fn insert(&mut self, key: &[u8], entry: Entry) {
+        let hash = self.hash(key);
         let hasher = &self.hasher;
-        match self
-            .table
-            .entry(hash, |(k, _)| *k == key, |(k, _)| hasher.hash_one(&k[..]))
-        {
+        match self.table.entry(
+            hash,
+            |(k, _)| k[..] == *key,
+            |(k, _)| hasher.hash_one(&k[..]),
+        ) {
             Slot::Occupied(mut slot) => slot.get_mut().1 = entry,
             Slot::Vacant(slot) => {
-                slot.insert((key, entry));
+                slot.insert((key.into(), entry));
             }
         }
     }
@@ -77,7 +81,7 @@ impl DbMap {
 
     /// Takes out every key with this hash whose deadline is at or before
     /// `now` (the wheel fired for one of them; the others are due too).
-    pub fn take_expired(&mut self, hash: u64, now: u64) -> Vec<(Bytes, Entry)> {
+    pub fn take_expired(&mut self, hash: u64, now: u64) -> Vec<(StoredKey, Entry)> {
         let mut taken = Vec::new();
         let hasher = &self.hasher;
         while let Ok(slot) = self.table.find_entry(hash, |(k, e)| {
@@ -91,8 +95,8 @@ impl DbMap {
         taken
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&Bytes, &Entry)> {
-        self.table.iter().map(|(k, e)| (k, e))
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &Entry)> {
+        self.table.iter().map(|(k, e)| (&k[..], e))
     }
 
     pub fn values(&self) -> impl Iterator<Item = &Entry> {
@@ -115,6 +119,7 @@ impl DbMap {
 mod tests {
     use super::*;
     use crate::keyspace::Value;
+    use bytes::Bytes;
 
     fn entry(at: Option<u64>) -> Entry {
         Entry {
@@ -127,7 +132,7 @@ mod tests {
     fn finds_expired_keys_by_hash_and_shrinks_when_emptied() {
         let mut map = DbMap::default();
         for i in 0..10_000u64 {
-            map.insert(Bytes::from(format!("k{i}")), entry(Some(i)));
+            map.insert(format!("k{i}").as_bytes(), entry(Some(i)));
         }
         let grown = map.table.capacity();
         assert_eq!(map.len(), 10_000);
@@ -147,8 +152,8 @@ mod tests {
     #[test]
     fn insert_replaces() {
         let mut map = DbMap::default();
-        map.insert(Bytes::from_static(b"k"), entry(None));
-        map.insert(Bytes::from_static(b"k"), entry(Some(7)));
+        map.insert(b"k", entry(None));
+        map.insert(b"k", entry(Some(7)));
         assert_eq!(map.len(), 1);
         assert_eq!(map.get(b"k").unwrap().expire_at, Some(7));
     }

@@ -105,7 +105,7 @@ impl Shard {
     }
 
     /// Live entries of one database, for whole-keyspace commands.
-    pub fn entries(&self, db: usize, now: u64) -> impl Iterator<Item = (&Bytes, &Entry)> {
+    pub fn entries(&self, db: usize, now: u64) -> impl Iterator<Item = (&[u8], &Entry)> {
         self.dbs[db].iter().filter(move |(_, e)| !e.is_expired(now))
     }
 
@@ -438,7 +438,7 @@ impl<'a> Locked<'a> {
                     if let Some(at) = entry.expire_at {
                         shard.schedule(db, &key, at);
                     }
-                    shard.dbs[db].insert(key, entry);
+                    shard.dbs[db].insert(&key, entry);
                 }
                 None => {
                     shard.dbs[db].remove(&key);
@@ -461,7 +461,7 @@ impl<'a> Locked<'a> {
                 }
                 for (key, entry) in map.iter() {
                     if !journal.contains(index, key) {
-                        journal.push(index, key.clone(), Some(entry.clone()));
+                        journal.push(index, Bytes::copy_from_slice(key), Some(entry.clone()));
                     }
                 }
             }
@@ -545,7 +545,7 @@ impl<'a> Locked<'a> {
         &mut self,
         db: usize,
         slot: u16,
-        read: impl FnOnce(&mut dyn Iterator<Item = &Bytes>) -> T,
+        read: impl FnOnce(&mut dyn Iterator<Item = &[u8]>) -> T,
     ) -> CmdResult<T> {
         let now = self.now;
         let shard = self.shard(slot_shard(slot))?;
@@ -633,14 +633,13 @@ impl Db<'_, '_> {
         if let Some(at) = expire_at.filter(|at| Some(*at) != previous) {
             shard.schedule(db, key, at);
         }
-        let key = Bytes::copy_from_slice(key);
         let is_list = matches!(value, Value::List(_));
-        shard.dbs[db].insert(key.clone(), Entry { value, expire_at });
+        shard.dbs[db].insert(key, Entry { value, expire_at });
         if existing.is_none() {
-            self.locked.ks.events.notify(Event::New, db, &key);
+            self.locked.ks.events.notify(Event::New, db, key);
         }
         if is_list {
-            self.signal_ready(&key)?;
+            self.signal_ready(key)?;
         }
         Ok(())
     }

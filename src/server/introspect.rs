@@ -113,7 +113,7 @@ pub fn held_locks(
                 };
                 found.push(HeldLock {
                     db,
-                    key: key.clone(),
+                    key: Bytes::copy_from_slice(key),
                     kind,
                     owners,
                     ttl,
