@@ -8,6 +8,7 @@ mod blocked;
 mod dbmap;
 mod hash;
 mod memory;
+mod slot;
 mod value;
 mod zset;
 
@@ -37,9 +38,7 @@ pub const HASH_SLOTS: u16 = 16384;
 
 type Map<K, V> = hashbrown::HashMap<K, V, foldhash::fast::RandomState>;
 
-pub fn key_slot(key: &[u8]) -> u16 {
-    redis_protocol::redis_keyslot(key)
-}
+pub use slot::key_slot;
 
 pub fn key_shard(key: &[u8]) -> usize {
     slot_shard(key_slot(key))

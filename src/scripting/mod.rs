@@ -115,7 +115,7 @@ fn release_worker() {
 struct Vm {
     lua: Lua,
     generation: u64,
-    functions: HashMap<String, Function>,
+    functions: HashMap<String, Function, foldhash::fast::RandomState>,
     ctx: Table,
     env: Table,
     run: Function,
@@ -166,7 +166,7 @@ impl Vm {
         Ok(Vm {
             lua,
             generation,
-            functions: HashMap::new(),
+            functions: HashMap::default(),
             ctx,
             env,
             run,
@@ -228,7 +228,9 @@ fn log(_: &Lua, args: MultiValue) -> mlua::Result<()> {
 
 #[derive(Default)]
 pub struct ScriptEngine {
-    bodies: DashMap<String, Bytes>,
+    /// Found by SHA1 hex: a fast hash is safe, no input can choose keys
+    /// that collide in it without breaking SHA1.
+    bodies: DashMap<String, Bytes, foldhash::fast::RandomState>,
     pool: Mutex<Vec<Vm>>,
     generation: AtomicU64,
     /// Every Lua state's run slot, for SCRIPT KILL.
