@@ -18,11 +18,7 @@ use std::time::Duration;
 use support::{Conn, Reply, Server, encode, knob, start_servers};
 
 const LOCK_LUA: &str = include_str!("../conformance/scripts/seed002_lock.lua");
-const UNLOCK_LUA: &str = "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; \
-    local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); \
-    if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; \
-    else redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], ARGV[1]); return 1; end; \
-    return nil;";
+const UNLOCK_LUA: &str = include_str!("../conformance/scripts/seed002_unlock.lua");
 const OWNER: &str = "8743c9c0-0795-4907-87fd-6c719a6b4586:1";
 
 fn sha(conn: &mut Conn, script: &str) -> io::Result<String> {

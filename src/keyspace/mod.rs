@@ -607,6 +607,18 @@ impl Db<'_, '_> {
         Ok(live_entry(shard, db, key, now, true, ks).map(|e| &mut e.value))
     }
 
+    /// The live value at `key`, looked at without any effect: no
+    /// statistics, no lazy expiry, no journal (a run that decides how to
+    /// proceed before it changes anything).
+    pub fn peek(&mut self, key: &[u8]) -> CmdResult<Option<&Value>> {
+        let (now, db) = (self.locked.now, self.index);
+        let shard = self.locked.shard(key_shard(key))?;
+        Ok(shard.dbs[db]
+            .get(key)
+            .filter(|e| !e.is_expired(now))
+            .map(|e| &e.value))
+    }
+
     /// A write lookup: no hit/miss accounting.
     pub fn get_mut(&mut self, key: &[u8]) -> CmdResult<Option<&mut Value>> {
         Ok(self.entry(key)?.map(|e| &mut e.value))

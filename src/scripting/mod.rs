@@ -9,6 +9,7 @@
 mod call;
 mod convert;
 mod libs;
+mod native;
 
 use std::any::Any;
 use std::cell::Cell;
@@ -422,6 +423,17 @@ impl ScriptEngine {
         argv: &[Bytes],
         readonly: bool,
     ) -> CmdResult<Reply> {
+        // A well-known lock script runs natively. Read-only runs refuse
+        // its writes and cluster mode checks each call's slot: both are
+        // Lua's to answer.
+        if !readonly
+            && ctx.shared.cluster.is_none()
+            && let Some(native) = native::find(sha)
+            && let Some(reply) = native(&mut native::NativeRun::new(ctx, keys, argv))
+        {
+            self.counters.runs.fetch_add(1, Ordering::Relaxed);
+            return Ok(reply);
+        }
         let mut vm = self.take_vm()?;
         let function = match vm.function(sha, body) {
             Ok(f) => f,
