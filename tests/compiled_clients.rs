@@ -397,3 +397,60 @@ fn seed_cpp_client() {
     };
     run_against_targets(test, one_server(), 1, &make, &judge_pass_line);
 }
+
+// ---------------------------------------------------------------- Go
+
+/// A `go test -v` run passes with at least one test passed and skips (a
+/// #12 command missing) only on rlockd; `go test` itself exits non-zero on
+/// any failure.
+fn judge_go_test(target: &Target, output: &str) -> Result<String, String> {
+    let count = |mark: &str| {
+        output
+            .lines()
+            .filter(|l| l.trim_start().starts_with(mark))
+            .count()
+    };
+    let (passed, skipped) = (count("--- PASS"), count("--- SKIP"));
+    if passed == 0 {
+        return Err("no test passed".into());
+    }
+    if skipped > 0 && matches!(target, Target::Redis(_)) {
+        return Err(format!(
+            "{skipped} skipped on redis-server, which has every command"
+        ));
+    }
+    Ok(format!("{passed} passed, 0 failed, {skipped} skipped"))
+}
+
+/// Runs the Go tests matching `pattern` (`tests/clients/go`, modules from
+/// the Go proxy as pinned in go.sum) against `count` servers.
+fn go_clients(test: &str, pattern: &str, count: usize) {
+    let Some(go) = find_tool("go", "RLOCKD_GO") else {
+        return skip(test, "no `go` on PATH (or $RLOCKD_GO)");
+    };
+    let make = |target: &Target, ports: &[u16], _control: u16| {
+        let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
+        let mut command = Command::new(&go);
+        command
+            .args(["test", "-count=1", "-v", "-run", pattern, "./..."])
+            .current_dir(clients_dir().join("go"))
+            .env("RLOCKD_PORTS", ports.join(","))
+            .env("RLOCKD_SERVER", target.name());
+        command
+    };
+    run_against_targets(test, one_server(), count, &make, &judge_go_test);
+}
+
+#[test]
+fn go_redsync_redislock_and_handshake() {
+    go_clients(
+        "go_redsync_redislock_and_handshake",
+        "^(TestGoRedisHandshake|TestRedsyncMutex|TestRedsyncExpiry|TestRedislock)$",
+        1,
+    );
+}
+
+#[test]
+fn go_redsync_quorum_three_servers() {
+    go_clients("go_redsync_quorum_three_servers", "^TestRedsyncQuorum$", 3);
+}

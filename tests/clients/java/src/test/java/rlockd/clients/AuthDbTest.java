@@ -20,7 +20,7 @@ class AuthDbTest {
             lock.lock(10, TimeUnit.SECONDS);
             assertEquals("1", Servers.raw(Servers.port(), List.of("SELECT", "3"), List.of("EXISTS", "auth:lock")));
             assertEquals("0", Servers.raw(Servers.port(), List.of("EXISTS", "auth:lock")), "not in db 0");
-            long late = ConnectionTest.wakeAfter(redisson.getLock("auth:wake"), () -> { });
+            long late = Threads.wakeAfter(redisson.getLock("auth:wake"), () -> { });
             assertTrue(late < LockTest.WAKE_LIMIT_MS, "woken after " + late + " ms");
             lock.unlock();
         } finally {

@@ -3,8 +3,6 @@ package rlockd.clients;
 import static org.junit.jupiter.api.Assertions.*;
 
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
 import org.redisson.Redisson;
@@ -30,22 +28,12 @@ class ClusterTest {
                 assertTrue(lock.isHeldByCurrentThread());
                 lock.unlock();
             }
-            RLock lock = redisson.getLock("cluster:wake");
-            lock.lock(30, TimeUnit.SECONDS);
-            CompletableFuture<Long> waiter = Threads.start(() -> {
-                lock.lock(30, TimeUnit.SECONDS);
-                long at = System.nanoTime();
-                lock.unlock();
-                return at;
+            long late = Threads.wakeAfter(redisson.getLock("cluster:wake"), () -> {
+                String shard = Servers.raw(Servers.port(), List.of("PUBSUB", "SHARDCHANNELS"));
+                assertTrue(shard.contains("redisson_lock__channel:{cluster:wake}"), "waiter on a shard channel: " + shard);
+                String plain = Servers.raw(Servers.port(), List.of("PUBSUB", "CHANNELS"));
+                assertFalse(plain.contains("cluster:wake"), "not on a plain channel: " + plain);
             });
-            Thread.sleep(300);
-            String shard = Servers.raw(Servers.port(), List.of("PUBSUB", "SHARDCHANNELS"));
-            assertTrue(shard.contains("redisson_lock__channel:{cluster:wake}"), "waiter on a shard channel: " + shard);
-            String plain = Servers.raw(Servers.port(), List.of("PUBSUB", "CHANNELS"));
-            assertFalse(plain.contains("cluster:wake"), "not on a plain channel: " + plain);
-            long released = System.nanoTime();
-            lock.unlock();
-            long late = TimeUnit.NANOSECONDS.toMillis(waiter.get(10, TimeUnit.SECONDS) - released);
             Servers.measured("cluster waiter woken by SPUBLISH, ms", late);
             assertTrue(late < LockTest.WAKE_LIMIT_MS, "woken after " + late + " ms");
             RLock watched = redisson.getLock("cluster:watchdog");

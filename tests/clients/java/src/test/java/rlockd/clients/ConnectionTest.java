@@ -21,26 +21,6 @@ class ConnectionTest {
                 .toList();
     }
 
-    /**
-     * Holds `lock` while another thread waits on it (so a pub/sub
-     * connection is subscribed), lets `meanwhile` run, then releases it and
-     * returns how long the waiter took to notice.
-     */
-    static long wakeAfter(RLock lock, Runnable meanwhile) throws Exception {
-        lock.lock(30, TimeUnit.SECONDS);
-        CompletableFuture<Long> waiter = Threads.start(() -> {
-            lock.lock(30, TimeUnit.SECONDS);
-            long at = System.nanoTime();
-            lock.unlock();
-            return at;
-        });
-        Thread.sleep(300);
-        meanwhile.run();
-        long released = System.nanoTime();
-        lock.unlock();
-        return TimeUnit.NANOSECONDS.toMillis(waiter.get(20, TimeUnit.SECONDS) - released);
-    }
-
     static void sleep(long ms) {
         try {
             Thread.sleep(ms);
@@ -56,7 +36,7 @@ class ConnectionTest {
                 .setPingConnectionInterval(200));
         try {
             RLock lock = redisson.getLock("conn:ping");
-            long late = wakeAfter(lock, () -> {
+            long late = Threads.wakeAfter(lock, () -> {
                 sleep(1_000);
                 List<String> named = connectionsNamed("java-ping");
                 assertTrue(named.size() >= 3, "command and pub/sub connections: " + named);
@@ -96,7 +76,7 @@ class ConnectionTest {
         });
         try {
             RLock lock = redisson.getLock("conn:resp3");
-            long late = wakeAfter(lock, () -> {
+            long late = Threads.wakeAfter(lock, () -> {
                 assertEquals(1, lock.getHoldCount());
                 List<String> named = connectionsNamed("java-resp3");
                 assertFalse(named.isEmpty());
@@ -115,7 +95,7 @@ class ConnectionTest {
         RedissonClient redisson = Servers.client(c -> c.useSingleServer().setClientName("java-reconnect"));
         try {
             RLock lock = redisson.getLock("conn:reconnect");
-            long late = wakeAfter(lock, () -> {
+            long late = Threads.wakeAfter(lock, () -> {
                 Servers.dropConnections(0);
                 // Redisson notices the closed sockets, reconnects and
                 // subscribes the waiter's channel again.

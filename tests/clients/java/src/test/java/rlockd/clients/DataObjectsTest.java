@@ -10,9 +10,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.redisson.api.*;
 import org.redisson.api.geo.GeoEntry;
@@ -27,7 +25,7 @@ import org.redisson.client.codec.StringCodec;
  * data command of issue #12 is missing is skipped with that command named;
  * any other failure (or one on redis-server) fails the test.
  */
-class DataObjectsTest {
+class DataObjectsTest extends SharedClient {
     /** The data commands issue #12 adds, lowercase, as Redis names them in errors. */
     static final Set<String> ISSUE_12 = Set.of(
             "hmset", "hrandfield", "hstrlen", "sadd", "srem", "smembers", "sismember", "scard", "spop",
@@ -41,18 +39,6 @@ class DataObjectsTest {
             "xtrim", "xlen", "xrange", "xdel", "copy", "renamenx", "touch", "dump", "restore", "object");
     /** What rlockd and Redis say for a command they do not know, in a script or not. */
     static final Pattern UNKNOWN = Pattern.compile("(?i)unknown (?:redis )?command[^']*'([a-z_|]+)'");
-
-    static RedissonClient redisson;
-
-    @BeforeAll
-    static void connect() {
-        redisson = Servers.client();
-    }
-
-    @AfterAll
-    static void close() {
-        redisson.shutdown();
-    }
 
     interface Scenario {
         void run() throws Exception;
@@ -215,36 +201,34 @@ class DataObjectsTest {
         });
     }
 
+    /**
+     * Subscribes through `listen`, publishes through `publish` and checks
+     * that the one subscriber gets the message.
+     */
+    static void deliversOne(java.util.function.Consumer<java.util.function.Consumer<String>> listen,
+            java.util.function.Function<String, Long> publish) throws InterruptedException {
+        AtomicReference<String> got = new AtomicReference<>();
+        listen.accept(got::set);
+        assertEquals(1, publish.apply("hello"));
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (got.get() == null && System.nanoTime() < until) {
+            Thread.sleep(10);
+        }
+        assertEquals("hello", got.get());
+    }
+
     @Test
     void topic() throws Exception {
-        scenario(() -> {
-            RTopic topic = redisson.getTopic("data:topic", StringCodec.INSTANCE);
-            AtomicReference<String> got = new AtomicReference<>();
-            topic.addListener(String.class, (channel, msg) -> got.set(msg));
-            assertEquals(1, topic.publish("hello"));
-            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-            while (got.get() == null && System.nanoTime() < until) {
-                Thread.sleep(10);
-            }
-            assertEquals("hello", got.get());
-            topic.removeAllListeners();
-        });
+        RTopic topic = redisson.getTopic("data:topic", StringCodec.INSTANCE);
+        scenario(() -> deliversOne(l -> topic.addListener(String.class, (channel, msg) -> l.accept(msg)), topic::publish));
+        topic.removeAllListeners();
     }
 
     @Test
     void reliableTopic() throws Exception {
-        scenario("XGROUP", () -> {
-            RReliableTopic topic = redisson.getReliableTopic("data:rtopic", StringCodec.INSTANCE);
-            AtomicReference<String> got = new AtomicReference<>();
-            topic.addListener(String.class, (channel, msg) -> got.set(msg));
-            assertEquals(1, topic.publish("hello"));
-            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-            while (got.get() == null && System.nanoTime() < until) {
-                Thread.sleep(10);
-            }
-            assertEquals("hello", got.get());
-            topic.removeAllListeners();
-        });
+        RReliableTopic topic = redisson.getReliableTopic("data:rtopic", StringCodec.INSTANCE);
+        scenario("XGROUP", () -> deliversOne(l -> topic.addListener(String.class, (channel, msg) -> l.accept(msg)), topic::publish));
+        topic.removeAllListeners();
     }
 
     @Test

@@ -3,35 +3,18 @@ package rlockd.clients;
 import static org.junit.jupiter.api.Assertions.*;
 
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 import org.redisson.api.RLock;
 import org.redisson.api.RLockReactive;
-import org.redisson.api.RedissonClient;
 
 /** RLock, each behaviour checked from Redisson's side and the server's. */
-class LockTest {
+class LockTest extends SharedClient {
     /** A waiter woken by polling would wait out the holder's lease instead. */
     static final long WAKE_LIMIT_MS = 300;
-    static RedissonClient redisson;
-
-    @BeforeAll
-    static void connect() {
-        redisson = Servers.client();
-    }
-
-    @AfterAll
-    static void close() {
-        redisson.shutdown();
-    }
-
     static RLock lock(TestInfo info) {
         return redisson.getLock("lock:" + info.getDisplayName());
     }
@@ -147,23 +130,7 @@ class LockTest {
 
     @Test
     void waiterWokenByTheUnlockMessage(TestInfo info) throws Exception {
-        RLock lock = lock(info);
-        lock.lock(30, TimeUnit.SECONDS);
-        CountDownLatch waiting = new CountDownLatch(1);
-        AtomicLong released = new AtomicLong();
-        CompletableFuture<Long> waiter = Threads.start(() -> {
-            waiting.countDown();
-            lock.lock(30, TimeUnit.SECONDS);
-            long late = Threads.millisSince(released.get());
-            lock.unlock();
-            return late;
-        });
-        waiting.await();
-        // Long enough for the waiter to have subscribed and tried once.
-        Thread.sleep(300);
-        released.set(System.nanoTime());
-        lock.unlock();
-        long late = waiter.get(10, TimeUnit.SECONDS);
+        long late = Threads.wakeAfter(lock(info), () -> { });
         Servers.measured("RLock waiter woken after unlock, ms", late);
         assertTrue(late < WAKE_LIMIT_MS, "woken " + late + " ms after unlock: by polling, not by the message");
     }

@@ -8,8 +8,6 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 import org.redisson.api.RCountDownLatch;
@@ -18,22 +16,9 @@ import org.redisson.api.RLock;
 import org.redisson.api.RPermitExpirableSemaphore;
 import org.redisson.api.RReadWriteLock;
 import org.redisson.api.RSemaphore;
-import org.redisson.api.RedissonClient;
 
 /** Redisson's other locks and synchronizers. */
-class SynchronizerTest {
-    static RedissonClient redisson;
-
-    @BeforeAll
-    static void connect() {
-        redisson = Servers.client();
-    }
-
-    @AfterAll
-    static void close() {
-        redisson.shutdown();
-    }
-
+class SynchronizerTest extends SharedClient {
     static String name(TestInfo info) {
         return "sync:" + info.getTestMethod().orElseThrow().getName();
     }
