@@ -2,7 +2,6 @@ package rlockd.clients;
 
 import static org.junit.jupiter.api.Assertions.*;
 
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -22,16 +21,10 @@ class ProcessesTest {
 
     @Test
     void lockedIncrementsFromSeveralJvmsAddUp() throws Exception {
-        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         List<Process> workers = new ArrayList<>();
         long started = System.nanoTime();
         for (int i = 0; i < PROCESSES; i++) {
-            workers.add(new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"),
-                    "-Drlockd.ports=" + Servers.port(), "-Drlockd.server=" + Servers.name(),
-                    ProcessesTest.class.getName())
-                    .redirectErrorStream(true)
-                    .redirectOutput(ProcessBuilder.Redirect.INHERIT)
-                    .start());
+            workers.add(Jvm.start(ProcessesTest.class, false));
         }
         for (Process p : workers) {
             assertTrue(p.waitFor(90, TimeUnit.SECONDS), "a worker JVM hung");

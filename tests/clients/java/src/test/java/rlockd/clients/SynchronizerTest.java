@@ -16,6 +16,7 @@ import org.redisson.api.RLock;
 import org.redisson.api.RPermitExpirableSemaphore;
 import org.redisson.api.RReadWriteLock;
 import org.redisson.api.RSemaphore;
+import org.redisson.api.RedissonClient;
 
 /** Redisson's other locks and synchronizers. */
 class SynchronizerTest extends SharedClient {
@@ -71,6 +72,43 @@ class SynchronizerTest extends SharedClient {
         long late = TimeUnit.NANOSECONDS.toMillis(patient.get(10, TimeUnit.SECONDS) - released);
         Servers.measured("fair lock: second waiter after the first gave up, ms", late);
         assertTrue(late < 2_000, "the waiter behind one that gave up got the lock after " + late + " ms");
+    }
+
+    @Test
+    void fairLockSkipsADeadWaiter() throws Exception {
+        RedissonClient live = FairWaiter.client();
+        try {
+            RLock lock = live.getFairLock(FairWaiter.LOCK);
+            // The unlock message goes to the dead waiter, first in line: the
+            // one behind it takes its turn when it next retries, at the
+            // latest when this lease would have ended.
+            lock.lock(2, TimeUnit.SECONDS);
+            Process dead = Jvm.start(FairWaiter.class, true);
+            java.io.BufferedReader out = new java.io.BufferedReader(new java.io.InputStreamReader(dead.getInputStream()));
+            assertEquals("waiting", out.readLine());
+            String queue = "redisson_lock_queue:{" + FairWaiter.LOCK + "}";
+            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (!"1".equals(Servers.raw(Servers.port(), List.of("LLEN", queue))) && System.nanoTime() < until) {
+                Thread.sleep(20);
+            }
+            assertEquals("1", Servers.raw(Servers.port(), List.of("LLEN", queue)), "the other JVM queued");
+            dead.destroyForcibly().waitFor();
+            CompletableFuture<Long> next = Threads.start(() -> {
+                lock.lock(10, TimeUnit.SECONDS);
+                long at = System.nanoTime();
+                lock.unlock();
+                return at;
+            });
+            Thread.sleep(200);
+            long released = System.nanoTime();
+            lock.unlock();
+            long late = TimeUnit.NANOSECONDS.toMillis(next.get(15, TimeUnit.SECONDS) - released);
+            Servers.measured("fair lock: waiter behind a killed JVM's entry, ms", late);
+            assertTrue(late < 3_000, "the waiter behind a dead one got the lock after " + late + " ms");
+            assertEquals("0", Servers.raw(Servers.port(), List.of("LLEN", queue)), "the dead waiter was dropped");
+        } finally {
+            live.shutdown();
+        }
     }
 
     @Test
