@@ -432,7 +432,17 @@ fn go_clients(test: &str, pattern: &str, count: usize) {
         let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
         let mut command = Command::new(&go);
         command
-            .args(["test", "-count=1", "-v", "-run", pattern, "./..."])
+            // go kills its test binary itself before the harness kills go,
+            // which would leave the binary holding the output pipe.
+            .args([
+                "test",
+                "-count=1",
+                "-v",
+                "-timeout=150s",
+                "-run",
+                pattern,
+                "./...",
+            ])
             .current_dir(clients_dir().join("go"))
             .env("RLOCKD_PORTS", ports.join(","))
             .env("RLOCKD_SERVER", target.name());
