@@ -92,25 +92,18 @@ impl<'r, 'c, 'a> NativeRun<'r, 'c, 'a> {
     /// declared keys, whose shards the run holds). A failure, which the
     /// checks before the run rule out, ends the run with the command's
     /// error.
-    fn call(&mut self, argv: &[&[u8]]) -> Result<Reply, Reply> {
-        let line: Vec<Bytes> = argv.iter().map(|a| Bytes::copy_from_slice(a)).collect();
+    fn call(&mut self, line: &[Bytes]) -> Result<Reply, Reply> {
         let id = REGISTRY
             .lookup(&line[0])
-            .ok_or_else(|| Reply::Error(crate::command::unknown_command(&line)))?;
-        match execute(
-            self.ctx.shared,
-            &mut self.client,
-            id,
-            &line,
-            self.ctx.locked,
-        ) {
+            .ok_or_else(|| Reply::Error(crate::command::unknown_command(line)))?;
+        match execute(self.ctx.shared, &mut self.client, id, line, self.ctx.locked) {
             Reply::Error(e) => Err(Reply::Error(e)),
             reply => Ok(reply),
         }
     }
 
-    fn int(&mut self, argv: &[&[u8]]) -> Result<i64, Reply> {
-        match self.call(argv)? {
+    fn int(&mut self, line: &[Bytes]) -> Result<i64, Reply> {
+        match self.call(line)? {
             Reply::Int(n) => Ok(n),
             other => Err(other),
         }
@@ -137,6 +130,11 @@ fn lease_ok(lease: &[u8]) -> bool {
     (1..=13).contains(&lease.len()) && lease[0] != b'0' && lease.iter().all(u8::is_ascii_digit)
 }
 
+/// A command name or literal argument, as `redis.call` would pass it.
+fn word(w: &'static [u8]) -> Bytes {
+    Bytes::from_static(w)
+}
+
 /// `seed002_lock.lua` (Redisson's tryLockInnerAsync): KEYS[1] the lock,
 /// ARGV[1] the lease, ARGV[2] the owner.
 fn reentrant_lock(run: &mut NativeRun) -> Option<Reply> {
@@ -148,7 +146,7 @@ fn reentrant_lock_hset(run: &mut NativeRun) -> Option<Reply> {
     reentrant_lock_with(run, b"hset")
 }
 
-fn reentrant_lock_with(run: &mut NativeRun, take_free: &[u8]) -> Option<Reply> {
+fn reentrant_lock_with(run: &mut NativeRun, take_free: &'static [u8]) -> Option<Reply> {
     let (Some(key), [lease, owner, ..]) = (run.keys.first().cloned(), run.args) else {
         return None;
     };
@@ -159,17 +157,17 @@ fn reentrant_lock_with(run: &mut NativeRun, take_free: &[u8]) -> Option<Reply> {
         _ => {}
     }
     let steps = |run: &mut NativeRun| -> Result<Reply, Reply> {
-        if run.int(&[b"exists", &key])? == 0 {
-            run.int(&[take_free, &key, &owner, b"1"])?;
-            run.int(&[b"pexpire", &key, &lease])?;
+        if run.int(&[word(b"exists"), key.clone()])? == 0 {
+            run.int(&[word(take_free), key.clone(), owner.clone(), word(b"1")])?;
+            run.int(&[word(b"pexpire"), key.clone(), lease.clone()])?;
             return Ok(Reply::Nil);
         }
-        if run.int(&[b"hexists", &key, &owner])? == 1 {
-            run.int(&[b"hincrby", &key, &owner, b"1"])?;
-            run.int(&[b"pexpire", &key, &lease])?;
+        if run.int(&[word(b"hexists"), key.clone(), owner.clone()])? == 1 {
+            run.int(&[word(b"hincrby"), key.clone(), owner.clone(), word(b"1")])?;
+            run.int(&[word(b"pexpire"), key.clone(), lease.clone()])?;
             return Ok(Reply::Nil);
         }
-        run.call(&[b"pttl", &key])
+        run.call(&[word(b"pttl"), key.clone()])
     };
     Some(steps(run).unwrap_or_else(|failed| failed))
 }
@@ -200,19 +198,19 @@ fn reentrant_unlock_with(run: &mut NativeRun, publish_free: bool) -> Option<Repl
         _ => {}
     }
     let steps = |run: &mut NativeRun| -> Result<Reply, Reply> {
-        if publish_free && run.int(&[b"exists", &key])? == 0 {
-            run.int(&[b"publish", &channel, &message])?;
+        if publish_free && run.int(&[word(b"exists"), key.clone()])? == 0 {
+            run.int(&[word(b"publish"), channel.clone(), message.clone()])?;
             return Ok(Reply::Int(1));
         }
-        if run.int(&[b"hexists", &key, &owner])? == 0 {
+        if run.int(&[word(b"hexists"), key.clone(), owner.clone()])? == 0 {
             return Ok(Reply::Nil);
         }
-        if run.int(&[b"hincrby", &key, &owner, b"-1"])? > 0 {
-            run.int(&[b"pexpire", &key, &lease])?;
+        if run.int(&[word(b"hincrby"), key.clone(), owner.clone(), word(b"-1")])? > 0 {
+            run.int(&[word(b"pexpire"), key.clone(), lease.clone()])?;
             return Ok(Reply::Int(0));
         }
-        run.int(&[b"del", &key])?;
-        run.int(&[b"publish", &channel, &message])?;
+        run.int(&[word(b"del"), key.clone()])?;
+        run.int(&[word(b"publish"), channel.clone(), message.clone()])?;
         Ok(Reply::Int(1))
     };
     Some(steps(run).unwrap_or_else(|failed| failed))
