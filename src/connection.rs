@@ -115,10 +115,14 @@ async fn run(
                         output.take_mail(mail, client.protocol, false);
                         flush(shared, &handle, stream, &mut output).await?;
                         let writes = replicates(client, &args);
+                        // A held client counts as blocked, as in Redis
+                        // (INFO blocked_clients, the `b` flag).
+                        handle.info.lock().blocked = true;
                         tokio::select! {
                             _ = shared.faults.wait_unpaused(writes) => {}
                             _ = handle.killed() => return Ok(()),
                         }
+                        handle.info.lock().blocked = false;
                     }
                     let mut reply = dispatch(shared, client, &args);
                     if let Some(blocked) = client.blocked.take() {
