@@ -95,6 +95,18 @@ impl DbMap {
         taken
     }
 
+    /// Whether a key with this hash is due by `at`: the wheel's entry for
+    /// `at` may be the one that reclaims it (the wheel files a deadline
+    /// already past at the next tick, so a key's own deadline may be
+    /// earlier than its entry's).
+    pub fn due_by(&self, hash: u64, at: u64) -> bool {
+        self.table
+            .find(hash, |(k, e)| {
+                e.expire_at.is_some_and(|d| d <= at) && self.hasher.hash_one(&k[..]) == hash
+            })
+            .is_some()
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &Entry)> {
         self.table.iter().map(|(k, e)| (&k[..], e))
     }

@@ -72,6 +72,9 @@ pub struct ShardStats {
     pub dirty: u64,
 }
 
+/// Stale wheel entries a shard tolerates beyond two per key.
+const WHEEL_SLACK: usize = 1024;
+
 pub struct Shard {
     dbs: Vec<DbMap>,
     /// Deadlines, each naming its key by database and hash (`DbMap::hash`).
@@ -131,9 +134,25 @@ impl Shard {
         }
     }
 
+    /// Drops the wheel's entries for deadlines no key has any more (keys
+    /// deleted or given a new deadline), once they are most of it: a burst
+    /// of released locks gives back the room of their leases before the
+    /// leases would have run out. Amortised: a sweep leaves at most one
+    /// entry per key, and the next needs as many again.
+    fn sweep_wheel(&mut self) {
+        let keys: usize = self.dbs.iter().map(DbMap::len).sum();
+        if self.wheel.len() <= 2 * keys + WHEEL_SLACK {
+            return;
+        }
+        let dbs = &self.dbs;
+        self.wheel
+            .retain(|at, &(db, hash)| dbs[db as usize].due_by(hash, at));
+    }
+
     /// Reclaims keys whose deadline has passed. Returns how many, and how
     /// late the latest of them was reclaimed (ms past its deadline).
     fn expire_due(&mut self, now: u64, events: &PubSub) -> (u64, u64) {
+        self.sweep_wheel();
         let mut due = Vec::new();
         self.wheel.advance(now, |item| due.push(item));
         let mut reclaimed = 0;
