@@ -89,7 +89,7 @@ fn expire_generic(ctx: &mut Ctx, unit: Unit, base: Base, cmd: &'static str) -> C
         return Ok(Reply::Int(0));
     };
     // No deadline counts as an infinite one for GT and LT.
-    let current = entry.expire_at.map(|at| at as i64);
+    let current = entry.expire_at().map(|at| at as i64);
     let allowed = match current {
         None => !cond.xx && !cond.gt,
         Some(cur) => !(cond.nx || (cond.gt && when <= cur) || (cond.lt && when >= cur)),
@@ -132,7 +132,7 @@ fn ttl_generic(ctx: &mut Ctx, unit: Unit, base: Base) -> CmdResult<Reply> {
     let Some(entry) = db.entry(&key)? else {
         return Ok(Reply::Int(-2));
     };
-    let Some(at) = entry.expire_at else {
+    let Some(at) = entry.expire_at() else {
         return Ok(Reply::Int(-1));
     };
     let ms = match base {
@@ -164,7 +164,7 @@ pub fn pexpiretime(ctx: &mut Ctx) -> CmdResult<Reply> {
 pub fn persist(ctx: &mut Ctx) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
     let mut db = ctx.db();
-    let had = db.entry(&key)?.is_some_and(|e| e.expire_at.is_some());
+    let had = db.entry(&key)?.is_some_and(|e| e.expire_at().is_some());
     if had {
         db.set_expire(&key, None)?;
         db.modified(&key, Event::Persist)?;

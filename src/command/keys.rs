@@ -151,7 +151,7 @@ pub fn rename(ctx: &mut Ctx) -> CmdResult<Reply> {
     if src == dst {
         return Ok(Reply::OK);
     }
-    let ttl = entry.expire_at.map_or(Ttl::Clear, Ttl::At);
+    let ttl = entry.expire_at().map_or(Ttl::Clear, Ttl::At);
     let value = db.remove(&src)?.ok_or(CmdError::NoSuchKey)?;
     db.insert(&dst, value, ttl)?;
     db.modified(&src, Event::RenameFrom)?;

@@ -102,7 +102,7 @@ impl DbMap {
     pub fn due_by(&self, hash: u64, at: u64) -> bool {
         self.table
             .find(hash, |(k, e)| {
-                e.expire_at.is_some_and(|d| d <= at) && self.hasher.hash_one(&k[..]) == hash
+                e.expire_at().is_some_and(|d| d <= at) && self.hasher.hash_one(&k[..]) == hash
             })
             .is_some()
     }
@@ -134,10 +134,7 @@ mod tests {
     use bytes::Bytes;
 
     fn entry(at: Option<u64>) -> Entry {
-        Entry {
-            value: Value::Str(Bytes::from_static(b"v")),
-            expire_at: at,
-        }
+        Entry::new(Value::Str(Bytes::from_static(b"v")), at)
     }
 
     #[test]
@@ -167,6 +164,6 @@ mod tests {
         map.insert(b"k", entry(None));
         map.insert(b"k", entry(Some(7)));
         assert_eq!(map.len(), 1);
-        assert_eq!(map.get(b"k").unwrap().expire_at, Some(7));
+        assert_eq!(map.get(b"k").unwrap().expire_at(), Some(7));
     }
 }

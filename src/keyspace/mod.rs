@@ -102,7 +102,7 @@ impl Shard {
     pub fn expires_len(&self, db: usize) -> usize {
         self.dbs[db]
             .values()
-            .filter(|e| e.expire_at.is_some())
+            .filter(|e| e.expire_at().is_some())
             .count()
     }
 
@@ -160,7 +160,7 @@ impl Shard {
         for (db, hash) in due {
             let db = db as usize;
             for (key, entry) in self.dbs[db].take_expired(hash, now) {
-                lag = lag.max(now - entry.expire_at.unwrap_or(now));
+                lag = lag.max(now - entry.expire_at().unwrap_or(now));
                 self.touch_watchers(db, &key);
                 events.notify(Event::Expired, db, &key);
                 reclaimed += 1;
@@ -453,7 +453,7 @@ impl<'a> Locked<'a> {
                 Some(entry) => {
                     // FLUSHALL dropped the wheel; a second entry for the
                     // same deadline is harmless.
-                    if let Some(at) = entry.expire_at {
+                    if let Some(at) = entry.expire_at() {
                         shard.schedule(db, &key, at);
                     }
                     shard.dbs[db].insert(&key, entry);
@@ -650,7 +650,7 @@ impl Db<'_, '_> {
     /// Stores `value` under `key` (copied out of the request buffer).
     /// Raises the `new` event if the key did not exist.
     pub fn insert(&mut self, key: &[u8], value: Value, ttl: Ttl) -> CmdResult<()> {
-        let existing = self.entry(key)?.map(|e| e.expire_at);
+        let existing = self.entry(key)?.map(|e| e.expire_at());
         let previous = existing.flatten();
         let expire_at = match ttl {
             Ttl::Clear => None,
@@ -664,7 +664,7 @@ impl Db<'_, '_> {
             shard.schedule(db, key, at);
         }
         let is_list = matches!(value, Value::List(_));
-        shard.dbs[db].insert(key, Entry { value, expire_at });
+        shard.dbs[db].insert(key, Entry::new(value, expire_at));
         if existing.is_none() {
             self.locked.ks.events.notify(Event::New, db, key);
         }
@@ -688,7 +688,7 @@ impl Db<'_, '_> {
         let Some(entry) = self.entry(key)? else {
             return Ok(false);
         };
-        let previous = std::mem::replace(&mut entry.expire_at, at);
+        let previous = entry.set_expire_at(at);
         if let Some(at) = at.filter(|at| Some(*at) != previous) {
             let db = self.index;
             self.locked.shard(key_shard(key))?.schedule(db, key, at);

@@ -1,6 +1,8 @@
 //! Stored values. The type set is open: lists and sorted sets join it with
 //! the lock-family commands.
 
+use std::num::NonZeroU64;
+
 use bytes::Bytes;
 
 pub use super::hash::{HASH_ORDERED_MAX, HashValue};
@@ -32,12 +34,34 @@ impl Value {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
     pub value: Value,
-    /// Absolute deadline in Unix milliseconds.
-    pub expire_at: Option<u64>,
+    /// Absolute deadline in Unix milliseconds. Never zero, so the option
+    /// takes eight bytes, not sixteen: every key pays for it.
+    deadline: Option<NonZeroU64>,
 }
 
 impl Entry {
+    pub fn new(value: Value, expire_at: Option<u64>) -> Entry {
+        let mut entry = Entry {
+            value,
+            deadline: None,
+        };
+        entry.set_expire_at(expire_at);
+        entry
+    }
+
+    /// The deadline in Unix milliseconds, if the key has one.
+    pub fn expire_at(&self) -> Option<u64> {
+        self.deadline.map(NonZeroU64::get)
+    }
+
+    /// A deadline of 0 (long past) is kept as 1 ms, which is just as past.
+    pub fn set_expire_at(&mut self, at: Option<u64>) -> Option<u64> {
+        let previous = self.expire_at();
+        self.deadline = at.map(|at| NonZeroU64::MIN.saturating_add(at.saturating_sub(1)));
+        previous
+    }
+
     pub fn is_expired(&self, now: u64) -> bool {
-        self.expire_at.is_some_and(|at| at <= now)
+        self.expire_at().is_some_and(|at| at <= now)
     }
 }

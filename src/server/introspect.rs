@@ -96,7 +96,7 @@ pub fn held_locks(
                     continue;
                 }
                 let ttl = entry
-                    .expire_at
+                    .expire_at()
                     .map(|at| Duration::from_millis(at.saturating_sub(now)));
                 let (kind, owners) = match &entry.value {
                     Value::Str(owner) if ttl.is_some() => (
