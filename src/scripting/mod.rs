@@ -140,6 +140,7 @@ impl Vm {
         libs::cjson::install(&lua, &globals)?;
         libs::cmsgpack::install(&lua, &globals)?;
         libs::structs::install(&lua, &globals)?;
+        libs::tables::install(&lua, &globals)?;
         let redis = lua.create_table()?;
         redis.set(
             "sha1hex",

@@ -4,6 +4,7 @@ pub mod bit;
 pub mod cjson;
 pub mod cmsgpack;
 pub mod structs;
+pub mod tables;
 
 use mlua::{Table, Value};
 

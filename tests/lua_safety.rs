@@ -1,0 +1,150 @@
+//! Scripts that crashed, wedged or exhausted the vendored Lua 5.1 (issue
+//! 10, item 1), each named by the CVE of its class. The server runs as its
+//! own process, so a crash shows as a closed connection and a wedged
+//! script as a timeout, and each test then says which.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use redis::{Connection, Value};
+
+/// A reply that takes longer than this counts as a wedged server.
+const PATIENCE: Duration = Duration::from_secs(10);
+
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    fn start() -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rlockd"))
+            .args(["--port", "0"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("rlockd starts");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let port = loop {
+            let line = lines.next().expect("a ready line").expect("utf-8 log");
+            if let Some(addr) = line.split("connections on ").nth(1) {
+                break addr.rsplit(':').next().unwrap().trim().parse().unwrap();
+            }
+        };
+        // Keep draining the log so the server never blocks on its pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        Server { child, port }
+    }
+
+    fn connect(&self) -> Connection {
+        let client = redis::Client::open(format!("redis://127.0.0.1:{}/", self.port)).unwrap();
+        let con = client.get_connection().expect("connects");
+        con.set_read_timeout(Some(PATIENCE)).unwrap();
+        con
+    }
+
+    /// The reply to EVAL `script` with no keys, or its error text. Panics
+    /// with a diagnosis if the server died or did not answer in time.
+    fn eval(&mut self, con: &mut Connection, script: &str) -> Result<Value, String> {
+        let started = Instant::now();
+        let reply = redis::cmd("EVAL").arg(script).arg(0).query::<Value>(con);
+        match reply {
+            Ok(v) => Ok(v),
+            Err(e) if e.code().is_some() => Err(format!(
+                "{} {}",
+                e.code().unwrap_or_default(),
+                e.detail().unwrap_or_default()
+            )),
+            Err(e) => {
+                // A crashed server may take a moment to be reaped.
+                let deadline = Instant::now() + Duration::from_secs(2);
+                let mut died = self.child.try_wait().ok().flatten();
+                while died.is_none() && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(50));
+                    died = self.child.try_wait().ok().flatten();
+                }
+                panic!(
+                    "{script:?}: no reply after {:?} ({e}); server {}",
+                    started.elapsed(),
+                    match died {
+                        Some(status) => format!("died: {status}"),
+                        None => "still running (wedged)".into(),
+                    }
+                )
+            }
+        }
+    }
+
+    fn assert_alive(&mut self, con: &mut Connection) {
+        assert_eq!(
+            self.eval(con, "return 'alive'"),
+            Ok(Value::BulkString(b"alive".to_vec()))
+        );
+    }
+}
+
+fn int(n: i64) -> Result<Value, String> {
+    Ok(Value::Int(n))
+}
+
+fn error_containing(reply: Result<Value, String>, text: &str) {
+    match reply {
+        Err(e) => assert!(e.contains(text), "error {e:?} lacks {text:?}"),
+        Ok(v) => panic!("expected an error with {text:?}, got {v:?}"),
+    }
+}
+
+/// CVE-2025-46817: 5.1's `unpack` computed its count in `int`; this range
+/// overflowed it and the process died (SIGSEGV).
+#[test]
+fn cve_2025_46817_unpack_overflowing_range_is_refused() {
+    let mut server = Server::start();
+    let mut con = server.connect();
+    for script in [
+        "return unpack({}, -2^31, 2^31 - 1)",
+        "return unpack({}, 0, 2^31 - 1)",
+        "return unpack({1, 2}, -2^31)",
+    ] {
+        error_containing(server.eval(&mut con, script), "too many results to unpack");
+    }
+    server.assert_alive(&mut con);
+}
+
+/// CVE-2025-46817 class: `table.insert` at a far position shifted every
+/// index in between, one at a time in C, where SCRIPT KILL cannot reach
+/// (2^31 steps for this one). Now it visits only the keys present.
+#[test]
+fn cve_2025_46817_table_insert_far_position_is_prompt() {
+    let mut server = Server::start();
+    let mut con = server.connect();
+    let started = Instant::now();
+    let reply = server.eval(
+        &mut con,
+        "local t = {1, 2} t[-5] = 'a' t[-3] = 'b' \
+         table.insert(t, -2^31 + 1, 'v') \
+         local seen = {} \
+         for _, i in ipairs({-2^31 + 1, -5, -4, -3, -2, 0, 1, 2, 3}) do \
+           seen[#seen + 1] = tostring(t[i]) \
+         end \
+         return table.concat(seen, ',')",
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        started.elapsed()
+    );
+    // The same shift 5.1 makes: every index from the position up moves by one.
+    assert_eq!(
+        reply,
+        Ok(Value::BulkString(b"v,nil,a,nil,b,nil,nil,1,2".to_vec()))
+    );
+    server.assert_alive(&mut con);
+}
