@@ -148,3 +148,89 @@ fn cve_2025_46817_table_insert_far_position_is_prompt() {
     );
     server.assert_alive(&mut con);
 }
+
+/// Unbounded C recursion in 5.1's matcher: one level per quantified item,
+/// so a pattern of a million `a?` overflowed the C stack and the process
+/// died (Redis 7.0.15 dies too). Lua 5.2+ answers "pattern too complex".
+#[test]
+fn unbounded_pattern_recursion_answers_pattern_too_complex() {
+    let mut server = Server::start();
+    let mut con = server.connect();
+    for call in [
+        "string.find(s, p)",
+        "string.match(s, p)",
+        "string.gsub(s, p, 'x')",
+        "s:gmatch(p)()",
+    ] {
+        let script =
+            format!("local s, p = string.rep('a', 1e6), string.rep('a?', 1e6) return {call}");
+        error_containing(server.eval(&mut con, &script), "pattern too complex");
+    }
+    server.assert_alive(&mut con);
+}
+
+/// Memory bombs: each is answered with an error or its small result, and
+/// the memory goes back: neither the Lua heap nor the process keeps what
+/// the attempts took. `string.rep('', 2^31 - 1)` was 2^31 appends in C,
+/// which SCRIPT KILL cannot interrupt.
+#[test]
+fn memory_bombs_fail_cleanly_and_memory_is_returned() {
+    let mut server = Server::start();
+    let mut con = server.connect();
+    let started = Instant::now();
+    assert_eq!(
+        server.eval(&mut con, "return #string.rep('', 2^31 - 1)"),
+        int(0)
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "empty string.rep took {:?}",
+        started.elapsed()
+    );
+    let bombs = [
+        "return #string.rep('x', 2^31 - 1)",
+        "return #string.rep('abcdefgh', 2^28)",
+        "local s = string.rep('x', 2^20) return #string.rep(s, 2^10)",
+        "local t = {} for i = 1, 2^24 do t[i] = 'xxxxxxxxxxxxxxxx' .. i end return #table.concat(t)",
+        "local t = {} for i = 1, 2^30 do t[i] = i end return #t",
+        "local s = 'x' for i = 1, 40 do s = s .. s end return #s",
+    ];
+    let mut rss_after_first = 0;
+    for round in 0..3 {
+        for bomb in bombs {
+            error_containing(server.eval(&mut con, bomb), "ERR Error running script");
+        }
+        let lua = info_field(&mut con, "used_memory_lua");
+        assert!(lua < 16 << 20, "round {round}: Lua keeps {lua} bytes");
+        let rss = rss_bytes(server.child.id());
+        if round == 0 {
+            rss_after_first = rss;
+        } else {
+            assert!(
+                rss < rss_after_first + (64 << 20),
+                "round {round}: RSS grew from {rss_after_first} to {rss}"
+            );
+        }
+    }
+    server.assert_alive(&mut con);
+}
+
+fn info_field(con: &mut Connection, field: &str) -> u64 {
+    let info: String = redis::cmd("INFO").arg("memory").query(con).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .unwrap_or_else(|| panic!("INFO memory lacks {field}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+fn rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .expect("VmRSS");
+    kb * 1024
+}

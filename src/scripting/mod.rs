@@ -141,6 +141,7 @@ impl Vm {
         libs::cmsgpack::install(&lua, &globals)?;
         libs::structs::install(&lua, &globals)?;
         libs::tables::install(&lua, &globals)?;
+        libs::strings::install(&lua, &globals)?;
         let redis = lua.create_table()?;
         redis.set(
             "sha1hex",
