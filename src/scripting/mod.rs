@@ -166,9 +166,13 @@ impl Vm {
         ctx.raw_set("set_args", unsafe {
             lua.create_c_function(call::set_args)?
         })?;
+        // The chunk name is a live string while the prelude compiles
+        // (CVE-2025-49844: 5.1's parser does not anchor the one it makes).
+        let name = "=prelude";
+        let _anchor = lua.create_string(name)?;
         let (env, run): (Table, Function) =
             lua.load(PRELUDE)
-                .set_name("=prelude")
+                .set_name(name)
                 .call((globals, getinfo, ctx.clone()))?;
         let slot = Arc::new(RunSlot::default());
         Ok(Vm {
@@ -205,6 +209,7 @@ impl Vm {
         let f = self
             .lua
             .load(body)
+            // A live string: the prelude holds it (CVE-2025-49844).
             .set_name("@user_script")
             .set_environment(self.env.clone())
             .into_function()

@@ -141,7 +141,18 @@ G.loadstring = function(s, name)
   return f, err
 end
 
+-- Lua 5.1's parser does not anchor the chunk name it makes, so a
+-- collection while it compiles could free it (CVE-2025-49844). Every load
+-- therefore names its chunk with a string that is already alive: the
+-- source itself or the caller's name for loadstring, this constant (held
+-- by the closure below) for an unnamed load, and "@user_script" (held by
+-- script_frame) for scripts.
+local UNNAMED_LOAD = "=(load)"
+
 G.load = function(reader, name)
+  if name == nil then
+    name = UNNAMED_LOAD
+  end
   local first = true
   local function guarded()
     local piece = reader()
