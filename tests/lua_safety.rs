@@ -83,6 +83,32 @@ impl Server {
         }
     }
 
+    /// The raw RESP reply to EVAL `script`, read until the server has
+    /// been quiet for a moment.
+    fn raw_eval(&self, script: &str) -> Vec<u8> {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        let request = format!(
+            "*3\r\n$4\r\nEVAL\r\n${}\r\n{script}\r\n$1\r\n0\r\n",
+            script.len()
+        );
+        s.write_all(request.as_bytes()).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        let deadline = Instant::now() + PATIENCE;
+        let mut out = Vec::new();
+        let mut buf = [0u8; 65536];
+        while Instant::now() < deadline {
+            match s.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+                Err(_) if !out.is_empty() => break,
+                Err(_) => {}
+            }
+        }
+        out
+    }
+
     fn assert_alive(&mut self, con: &mut Connection) {
         assert_eq!(
             self.eval(con, "return 'alive'"),
@@ -315,4 +341,87 @@ fn cve_2025_46818_basic_type_metatables_cannot_be_changed() {
             Ok(Value::BulkString(b"ABCD".to_vec()))
         );
     }
+}
+
+/// CVE-2021-32626 class: deep or wide values between Lua and replies, and
+/// in the libraries that convert structures, must stop at Redis's limits
+/// with Redis's errors, never exhaust the Lua or the native stack, and
+/// must not fail short of those limits either.
+#[test]
+fn cve_2021_32626_deep_and_wide_values_stop_at_redis_limits() {
+    let mut server = Server::start();
+    let mut con = server.connect();
+    let bulk = |s: &str| Ok(Value::BulkString(s.as_bytes().to_vec()));
+    // Redis answers 1000 nested arrays around the error: read it raw.
+    let deep = server.raw_eval("local t = {} for i = 1, 1e6 do t = {t} end return t");
+    assert!(
+        deep.starts_with(&b"*1\r\n".repeat(1000))
+            && deep.ends_with(b"-ERR reached lua stack limit\r\n"),
+        "{:?}",
+        String::from_utf8_lossy(&deep)
+    );
+    error_containing(
+        server.eval(
+            &mut con,
+            "local t = {} for i = 1, 9000 do t[i] = i end return redis.call('echo', unpack(t))",
+        ),
+        "too many results to unpack",
+    );
+    assert_eq!(
+        server.eval(
+            &mut con,
+            "for i = 1, 100000 do redis.call('rpush', 'big', i) end \
+             local items = redis.call('lrange', 'big', 0, -1) \
+             return #items + items[100000]"
+        ),
+        int(200000)
+    );
+    assert_eq!(
+        server.eval(
+            &mut con,
+            "return type(cjson.decode(string.rep('[', 1000) .. string.rep(']', 1000)))"
+        ),
+        bulk("table")
+    );
+    error_containing(
+        server.eval(&mut con, "return cjson.decode(string.rep('[', 100000))"),
+        "Found too many nested data structures (1001) at character 1001",
+    );
+    error_containing(
+        server.eval(
+            &mut con,
+            "local t = {} for i = 1, 100000 do t = {t} end return cjson.encode(t)",
+        ),
+        "Cannot serialise, excessive nesting (1001)",
+    );
+    error_containing(
+        server.eval(&mut con, "local t = {} t[1] = t return cjson.encode(t)"),
+        "Cannot serialise, excessive nesting (1001)",
+    );
+    assert_eq!(
+        server.eval(
+            &mut con,
+            "local t = {} t[1] = t return type(cmsgpack.pack(t))"
+        ),
+        bulk("string")
+    );
+    error_containing(
+        server.eval(
+            &mut con,
+            "return cmsgpack.unpack(string.rep('\\145', 100000) .. '\\1')",
+        ),
+        "ERR",
+    );
+    error_containing(
+        server.eval(
+            &mut con,
+            "return struct.pack('i' .. string.rep('9', 20), 1)",
+        ),
+        "integral size overflow",
+    );
+    error_containing(
+        server.eval(&mut con, "return struct.unpack('c2147483647', 'x')"),
+        "data string too short",
+    );
+    server.assert_alive(&mut con);
 }
