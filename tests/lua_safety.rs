@@ -425,3 +425,42 @@ fn cve_2021_32626_deep_and_wide_values_stop_at_redis_limits() {
     );
     server.assert_alive(&mut con);
 }
+
+/// CVE-2025-46819: Lua 5.1's lexer mishandled `[[` nested in a level-0
+/// long string or comment (an out-of-bounds read; Redis's fix makes such
+/// a `[[` plain content). rlockd never hands Lua that case: the long
+/// bracket is given a higher level first, in scripts and in loadstring
+/// and load inside them.
+#[test]
+fn cve_2025_46819_nested_long_brackets_are_plain_content() {
+    let mut server = Server::start();
+    let mut con = server.connect();
+    let bulk = |s: &str| Ok(Value::BulkString(s.as_bytes().to_vec()));
+    assert_eq!(server.eval(&mut con, "return [[a [[b]]"), bulk("a [[b"));
+    assert_eq!(
+        server.eval(&mut con, "--[[ [[ ]]\nreturn [[x]=] [[y]]"),
+        bulk("x]=] [[y")
+    );
+    assert_eq!(
+        server.eval(&mut con, "return loadstring('return [[a [[b]]')()"),
+        bulk("a [[b")
+    );
+    assert_eq!(
+        server.eval(
+            &mut con,
+            "local parts = {'return [', '[a [', '[b]', ']'} local i = 0 \
+             return load(function() i = i + 1 return parts[i] end)()"
+        ),
+        bulk("a [[b")
+    );
+    error_containing(
+        server.eval(&mut con, "return [[[["),
+        "unfinished long string near '<eof>'",
+    );
+    // The chunk keeps its own text as its name.
+    assert_eq!(
+        server.eval(&mut con, "return select(2, loadstring('x = [[ [[ [=['))"),
+        bulk("[string \"x = [[ [[ [=[\"]:1: unfinished long string near '<eof>'")
+    );
+    server.assert_alive(&mut con);
+}

@@ -6,6 +6,7 @@
 //! when the script reaches it if that cannot deadlock; otherwise, if the
 //! script has not written yet, it starts over holding that shard too.
 
+mod brackets;
 mod call;
 mod convert;
 mod libs;
@@ -166,6 +167,16 @@ impl Vm {
         ctx.raw_set("set_args", unsafe {
             lua.create_c_function(call::set_args)?
         })?;
+        // For loadstring and load inside scripts (CVE-2025-46819).
+        ctx.raw_set(
+            "relevel",
+            lua.create_function(|lua, s: mlua::LuaString| {
+                match brackets::relevel(&s.as_bytes()) {
+                    Some(fixed) => lua.create_string(fixed),
+                    None => Ok(s),
+                }
+            })?,
+        )?;
         // The chunk name is a live string while the prelude compiles
         // (CVE-2025-49844: 5.1's parser does not anchor the one it makes).
         let name = "=prelude";
@@ -206,9 +217,10 @@ impl Vm {
         if let Some(f) = self.functions.get(sha) {
             return Ok(f.clone());
         }
+        let relevelled = brackets::relevel(body);
         let f = self
             .lua
-            .load(body)
+            .load(relevelled.as_deref().unwrap_or(body))
             // A live string: the prelude holds it (CVE-2025-49844).
             .set_name("@user_script")
             .set_environment(self.env.clone())
