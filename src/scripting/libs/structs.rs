@@ -200,7 +200,8 @@ fn pack(lua: &Lua, args: MultiValue) -> mlua::Result<LuaString> {
                         let size = if size == 0 { s.len() } else { size };
                         if s.len() < size {
                             return Err(fail(format!(
-                                "bad argument #{arg} to 'pack' (string too short)"
+                                "bad argument #{} to 'pack' (string too short)",
+                                arg + 1
                             )));
                         }
                         out.extend_from_slice(&s[..size]);
