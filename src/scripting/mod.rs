@@ -6,6 +6,7 @@
 //! when the script reaches it if that cannot deadlock; otherwise, if the
 //! script has not written yet, it starts over holding that shard too.
 
+mod brackets;
 mod call;
 mod convert;
 mod libs;
@@ -39,7 +40,14 @@ const PRELUDE: &str = include_str!("prelude.lua");
 const HOOK_EVERY: i32 = 1000;
 /// A run still going after this long is a long one: its worker thread hands
 /// its other tasks off.
-const LONG_RUN: std::time::Duration = std::time::Duration::from_millis(1);
+const LONG_RUN: std::time::Duration = std::time::Duration::from_millis(10);
+/// How long that hand-off holds the thread out of the runtime. The worker
+/// that replaces it must have started and taken the thread's queue first:
+/// if the thread took its queue back at once, clients queued there (and,
+/// measured, every new client) waited until the script ended. 2 ms lost
+/// that race about one time in three on a loaded 2-core machine; 50 ms
+/// did not lose it in 15 tries. Only runs already past `LONG_RUN` pay it.
+const HAND_OFF: std::time::Duration = std::time::Duration::from_millis(50);
 
 pub fn sha1_hex(body: &[u8]) -> String {
     sha1_smol::Sha1::from(body).digest().to_string()
@@ -107,9 +115,8 @@ impl RunSlot {
 fn release_worker() {
     use tokio::runtime::{Handle, RuntimeFlavor};
     if Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread) {
-        // The replacement worker takes the queue while this closure runs;
-        // returning at once would often take it straight back.
-        tokio::task::block_in_place(|| std::thread::sleep(std::time::Duration::from_millis(2)));
+        // The replacement worker takes the queue while this closure runs.
+        tokio::task::block_in_place(|| std::thread::sleep(HAND_OFF));
     }
 }
 
@@ -134,6 +141,8 @@ impl Vm {
         libs::cjson::install(&lua, &globals)?;
         libs::cmsgpack::install(&lua, &globals)?;
         libs::structs::install(&lua, &globals)?;
+        libs::tables::install(&lua, &globals)?;
+        libs::strings::install(&lua, &globals)?;
         let redis = lua.create_table()?;
         redis.set(
             "sha1hex",
@@ -159,9 +168,23 @@ impl Vm {
             lua.create_c_function(call::set_args)?
         })?;
         ctx.raw_set("killed", unsafe { lua.create_c_function(call::killed)? })?;
+        // For loadstring and load inside scripts (CVE-2025-46819).
+        ctx.raw_set(
+            "relevel",
+            lua.create_function(|lua, s: mlua::LuaString| {
+                match brackets::relevel(&s.as_bytes()) {
+                    Some(fixed) => lua.create_string(fixed),
+                    None => Ok(s),
+                }
+            })?,
+        )?;
+        // The chunk name is a live string while the prelude compiles
+        // (CVE-2025-49844: 5.1's parser does not anchor the one it makes).
+        let name = "=prelude";
+        let _anchor = lua.create_string(name)?;
         let (env, run): (Table, Function) =
             lua.load(PRELUDE)
-                .set_name("=prelude")
+                .set_name(name)
                 .call((globals, getinfo, ctx.clone()))?;
         let slot = Arc::new(RunSlot::default());
         Ok(Vm {
@@ -194,9 +217,11 @@ impl Vm {
         if let Some(f) = self.functions.get(sha) {
             return Ok(f.clone());
         }
+        let relevelled = brackets::relevel(body);
         let f = self
             .lua
-            .load(body)
+            .load(relevelled.as_deref().unwrap_or(body))
+            // A live string: the prelude holds it (CVE-2025-49844).
             .set_name("@user_script")
             .set_environment(self.env.clone())
             .into_function()
@@ -303,7 +328,10 @@ fn with_active<R>(f: impl FnOnce(Option<&mut CallScope>) -> R) -> R {
 /// code asks this now and then and raises an error when it answers true:
 /// the sandbox turns any error raised after a kill into the kill itself.
 pub(crate) fn kill_requested() -> bool {
-    with_active(|scope| scope.is_some_and(|s| s.run.killed.load(Ordering::Relaxed)))
+    // The same check as the instruction hook's, which also notices a run
+    // going past the busy threshold: a script spending all its time in one
+    // library call must become killable too.
+    with_active(|scope| scope.is_some_and(|s| s.slot.check()))
 }
 
 impl ScriptEngine {

@@ -68,6 +68,13 @@ fn encode(out: &mut Vec<u8>, v: &Value, depth: usize) -> mlua::Result<()> {
     }
 }
 
+/// Nesting decoded, in rmpv's steps (two per level, a few for the innermost
+/// value): 1000 levels. Redis goes on until its Lua stack runs out, at
+/// 4000 levels, but decoding that deep here would exhaust the native
+/// stack of the thread running the script; deeper input gets Redis's
+/// error for running out.
+const MAX_DECODE_DEPTH: usize = 2004;
+
 fn to_lua(lua: &Lua, v: rmpv::Value) -> mlua::Result<Value> {
     use rmpv::Value as M;
     Ok(match v {
@@ -111,8 +118,14 @@ fn decode(
     cursor.set_position(offset as u64);
     let mut values = Vec::new();
     while (cursor.position() as usize) < data.len() && (limit == 0 || values.len() < limit) {
-        let v =
-            rmpv::decode::read_value(&mut cursor).map_err(|_| fail("Missing bytes in input."))?;
+        let v = rmpv::decode::read_value_with_max_depth(&mut cursor, MAX_DECODE_DEPTH).map_err(
+            |e| match e {
+                rmpv::decode::Error::DepthLimitExceeded => {
+                    fail("stack overflow (in function mp_decode_to_lua_array)")
+                }
+                _ => fail("Missing bytes in input."),
+            },
+        )?;
         values.push(to_lua(lua, v)?);
     }
     Ok((cursor.position() as usize, values))

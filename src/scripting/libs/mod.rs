@@ -3,7 +3,10 @@
 pub mod bit;
 pub mod cjson;
 pub mod cmsgpack;
+mod pattern;
+pub mod strings;
 pub mod structs;
+pub mod tables;
 
 use mlua::{Table, Value};
 
