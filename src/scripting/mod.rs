@@ -6,6 +6,7 @@
 //! when the script reaches it if that cannot deadlock; otherwise, if the
 //! script has not written yet, it starts over holding that shard too.
 
+mod brackets;
 mod call;
 mod convert;
 mod libs;
@@ -140,6 +141,8 @@ impl Vm {
         libs::cjson::install(&lua, &globals)?;
         libs::cmsgpack::install(&lua, &globals)?;
         libs::structs::install(&lua, &globals)?;
+        libs::tables::install(&lua, &globals)?;
+        libs::strings::install(&lua, &globals)?;
         let redis = lua.create_table()?;
         redis.set(
             "sha1hex",
@@ -164,9 +167,23 @@ impl Vm {
         ctx.raw_set("set_args", unsafe {
             lua.create_c_function(call::set_args)?
         })?;
+        // For loadstring and load inside scripts (CVE-2025-46819).
+        ctx.raw_set(
+            "relevel",
+            lua.create_function(|lua, s: mlua::LuaString| {
+                match brackets::relevel(&s.as_bytes()) {
+                    Some(fixed) => lua.create_string(fixed),
+                    None => Ok(s),
+                }
+            })?,
+        )?;
+        // The chunk name is a live string while the prelude compiles
+        // (CVE-2025-49844: 5.1's parser does not anchor the one it makes).
+        let name = "=prelude";
+        let _anchor = lua.create_string(name)?;
         let (env, run): (Table, Function) =
             lua.load(PRELUDE)
-                .set_name("=prelude")
+                .set_name(name)
                 .call((globals, getinfo, ctx.clone()))?;
         let slot = Arc::new(RunSlot::default());
         Ok(Vm {
@@ -200,9 +217,11 @@ impl Vm {
         if let Some(f) = self.functions.get(sha) {
             return Ok(f.clone());
         }
+        let relevelled = brackets::relevel(body);
         let f = self
             .lua
-            .load(body)
+            .load(relevelled.as_deref().unwrap_or(body))
+            // A live string: the prelude holds it (CVE-2025-49844).
             .set_name("@user_script")
             .set_environment(self.env.clone())
             .into_function()

@@ -6,6 +6,7 @@ local G, debug_getinfo, CTX = ...
 
 local error, type, tostring, rawget, setmetatable = error, type, tostring, rawget, setmetatable
 local raw_rawset, xpcall = rawset, xpcall
+local table_concat = table.concat
 
 -- Tables no script may change: every library and the global environment.
 local READONLY = setmetatable({}, { __mode = "k" })
@@ -130,9 +131,19 @@ end
 local raw_loadstring, raw_load, setfenv = G.loadstring, G.load, G.setfenv
 local ENV
 
+local relevel = CTX.relevel
+
 G.loadstring = function(s, name)
   if type(s) == "string" and s:byte(1) == 27 then
     return nil, "loadstring: bytecode is not allowed"
+  end
+  -- Nested [[ in a level-0 long bracket is plain content, as in Redis
+  -- since CVE-2025-46819; the chunk keeps its original text as its name.
+  if type(s) == "string" then
+    if name == nil then
+      name = s
+    end
+    s = relevel(s)
   end
   local f, err = raw_loadstring(s, name)
   if f then
@@ -141,15 +152,42 @@ G.loadstring = function(s, name)
   return f, err
 end
 
+-- Lua 5.1's parser does not anchor the chunk name it makes, so a
+-- collection while it compiles could free it (CVE-2025-49844). Every load
+-- therefore names its chunk with a string that is already alive: the
+-- source itself or the caller's name for loadstring, this constant (held
+-- by the closure below) for an unnamed load, and "@user_script" (held by
+-- script_frame) for scripts.
+local UNNAMED_LOAD = "=(load)"
+
 G.load = function(reader, name)
-  local first = true
+  if name == nil then
+    name = UNNAMED_LOAD
+  end
+  -- The whole source is read first, so that it can be relevelled as
+  -- loadstring's is; the parser then gets it as one piece.
+  local done = false
   local function guarded()
-    local piece = reader()
-    if first and type(piece) == "string" and piece:byte(1) == 27 then
-      error("load: bytecode is not allowed")
+    if done then
+      return nil
     end
-    first = false
-    return piece
+    done = true
+    local pieces = {}
+    while true do
+      local piece = reader()
+      if piece == nil or piece == "" then
+        break
+      end
+      local kind = type(piece)
+      if kind ~= "string" and kind ~= "number" then
+        return piece
+      end
+      if #pieces == 0 and kind == "string" and piece:byte(1) == 27 then
+        error("load: bytecode is not allowed")
+      end
+      pieces[#pieces + 1] = piece
+    end
+    return relevel(table_concat(pieces))
   end
   local f, err = raw_load(guarded, name)
   if f then

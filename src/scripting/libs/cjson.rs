@@ -129,6 +129,38 @@ fn encode_value(v: &Value, depth: usize, out: &mut Vec<u8>) -> mlua::Result<()> 
     Ok(())
 }
 
+/// Where (1-based) the text first opens more than `MAX_DEPTH` arrays or
+/// objects at once, as Redis's cjson reports it; brackets inside strings
+/// do not count.
+fn too_deep(text: &[u8]) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for (i, &c) in text.iter().enumerate() {
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Some(i + 1);
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
+}
+
 fn decode_value(lua: &Lua, v: serde_json::Value) -> mlua::Result<Value> {
     Ok(match v {
         serde_json::Value::Null => null(),
@@ -165,12 +197,25 @@ pub fn install(lua: &Lua, globals: &Table) -> mlua::Result<()> {
     cjson.set(
         "decode",
         lua.create_function(|lua, s: mlua::LuaString| {
-            let parsed: serde_json::Value = serde_json::from_slice(&s.as_bytes()).map_err(|e| {
-                fail(format!(
-                    "Expected value but found invalid token at character {}",
-                    e.column()
-                ))
-            })?;
+            let bytes = s.as_bytes();
+            if let Some(at) = too_deep(&bytes) {
+                return Err(fail(format!(
+                    "Found too many nested data structures ({}) at character {at}",
+                    MAX_DEPTH + 1
+                )));
+            }
+            // The scan above bounds the parser's recursion instead of
+            // serde_json's own limit (128), which is lower than Redis's.
+            let mut parser = serde_json::Deserializer::from_slice(&bytes);
+            parser.disable_recursion_limit();
+            let parsed = serde::Deserialize::deserialize(&mut parser)
+                .and_then(|v| parser.end().map(|()| v))
+                .map_err(|e| {
+                    fail(format!(
+                        "Expected value but found invalid token at character {}",
+                        e.column()
+                    ))
+                })?;
             decode_value(lua, parsed)
         })?,
     )?;

@@ -3,7 +3,9 @@
 pub mod bit;
 pub mod cjson;
 pub mod cmsgpack;
+pub mod strings;
 pub mod structs;
+pub mod tables;
 
 use mlua::{Table, Value};
 

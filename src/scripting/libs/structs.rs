@@ -36,15 +36,19 @@ impl<'a> Format<'a> {
         }
     }
 
-    fn number(&mut self, default: usize) -> usize {
+    /// A count in the format, or `default` where there is none. Counts
+    /// past `int` are refused as the C library refuses them.
+    fn number(&mut self, default: usize) -> mlua::Result<usize> {
         let start = self.pos;
-        while self.pos < self.fmt.len() && self.fmt[self.pos].is_ascii_digit() {
+        let mut n: usize = 0;
+        while let Some(d) = self.fmt.get(self.pos).filter(|c| c.is_ascii_digit()) {
+            n = n * 10 + (d - b'0') as usize;
+            if n > i32::MAX as usize {
+                return Err(fail("integral size overflow"));
+            }
             self.pos += 1;
         }
-        std::str::from_utf8(&self.fmt[start..self.pos])
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(default)
+        Ok(if self.pos == start { default } else { n })
     }
 
     /// The next item, after any byte-order and alignment directives.
@@ -62,7 +66,7 @@ impl<'a> Format<'a> {
                     continue;
                 }
                 b'!' => {
-                    self.align = self.number(8);
+                    self.align = self.number(8)?;
                     continue;
                 }
                 b'x' => Item::Pad,
@@ -79,7 +83,7 @@ impl<'a> Format<'a> {
                     signed: c == b'l',
                 },
                 b'i' | b'I' => {
-                    let size = self.number(4);
+                    let size = self.number(4)?;
                     if size > MAX_INT_SIZE {
                         return Err(fail(format!(
                             "integral size {size} is larger than limit of {MAX_INT_SIZE}"
@@ -93,7 +97,7 @@ impl<'a> Format<'a> {
                 b'f' => Item::Float,
                 b'd' => Item::Double,
                 b's' => Item::Zstring,
-                b'c' => Item::Chars(self.number(1)),
+                b'c' => Item::Chars(self.number(1)?),
                 other => return Err(fail(format!("invalid format option '{}'", other as char))),
             };
             return Ok(Some(item));
