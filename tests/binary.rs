@@ -1,5 +1,7 @@
 //! The `rlockd` binary: config file and flags, port 0, SIGTERM.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
@@ -16,25 +18,7 @@ impl Drop for Running {
 
 /// Starts the binary and reads the port it logs once ready.
 fn start(args: &[&str]) -> (Running, u16) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rlockd"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("rlockd starts");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut lines = BufReader::new(stdout).lines();
-    let port = loop {
-        let line = lines.next().expect("a ready line").expect("utf-8 log");
-        if let Some(addr) = line.split("connections on ").nth(1) {
-            break addr
-                .rsplit(':')
-                .next()
-                .unwrap()
-                .trim()
-                .parse()
-                .expect("a port");
-        }
-    };
+    let (child, port) = common::spawn_binary(args);
     (Running(child), port)
 }
 

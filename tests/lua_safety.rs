@@ -3,8 +3,9 @@
 //! own process, so a crash shows as a closed connection and a wedged
 //! script as a timeout, and each test then says which.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+mod common;
+
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use redis::{Connection, Value};
@@ -26,21 +27,7 @@ impl Drop for Server {
 
 impl Server {
     fn start() -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_rlockd"))
-            .args(["--port", "0"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("rlockd starts");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut lines = BufReader::new(stdout).lines();
-        let port = loop {
-            let line = lines.next().expect("a ready line").expect("utf-8 log");
-            if let Some(addr) = line.split("connections on ").nth(1) {
-                break addr.rsplit(':').next().unwrap().trim().parse().unwrap();
-            }
-        };
-        // Keep draining the log so the server never blocks on its pipe.
-        std::thread::spawn(move || lines.for_each(drop));
+        let (child, port) = common::spawn_binary(&["--port", "0"]);
         Server { child, port }
     }
 
@@ -463,4 +450,39 @@ fn cve_2025_46819_nested_long_brackets_are_plain_content() {
         bulk("[string \"x = [[ [[ [=[\"]:1: unfinished long string near '<eof>'")
     );
     server.assert_alive(&mut con);
+}
+
+/// Exponential backtracking in a pattern ran in 5.1's C matcher, where the
+/// instruction hook never fires: SCRIPT KILL answered OK and the script
+/// ran on for ages. The Rust matcher checks for the kill as it goes. (The
+/// script first runs Lua for a moment so the hook has marked it busy,
+/// which SCRIPT KILL requires.)
+#[test]
+fn backtracking_pattern_is_stopped_by_script_kill() {
+    let mut server = Server::start();
+    let mut admin = server.connect();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("busy-reply-threshold")
+        .arg(100)
+        .query(&mut admin)
+        .unwrap();
+    let mut runner = server.connect();
+    let script = "local function now() local t = redis.call('time') return t[1] * 1e6 + t[2] end \
+        local t0 = now() while now() - t0 < 300000 do end \
+        return string.find(string.rep('a', 40), string.rep('a*', 40) .. 'b')";
+    let started = Instant::now();
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(700));
+        redis::cmd("SCRIPT").arg("KILL").query::<String>(&mut admin)
+    });
+    let reply = server.eval(&mut runner, script);
+    assert_eq!(killer.join().unwrap().ok().as_deref(), Some("OK"));
+    error_containing(reply, "Script killed by user with SCRIPT KILL");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "ended after {:?}",
+        started.elapsed()
+    );
+    server.assert_alive(&mut runner);
 }

@@ -1,7 +1,9 @@
 //! Shared test helpers: a real rlockd on an ephemeral port, real clients.
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
@@ -72,4 +74,30 @@ pub async fn read_quiet(s: &mut TcpStream) -> Vec<u8> {
             Ok(Ok(n)) => out.extend_from_slice(&buf[..n]),
         }
     }
+}
+
+/// Starts the `rlockd` binary of this build with `args` and reads the port
+/// it logs once ready; the rest of its log is drained so it never blocks.
+pub fn spawn_binary(args: &[&str]) -> (Child, u16) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rlockd"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("rlockd starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let port = loop {
+        let line = lines.next().expect("a ready line").expect("utf-8 log");
+        if let Some(addr) = line.split("connections on ").nth(1) {
+            break addr
+                .rsplit(':')
+                .next()
+                .unwrap()
+                .trim()
+                .parse()
+                .expect("a port");
+        }
+    };
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, port)
 }

@@ -3,6 +3,7 @@
 pub mod bit;
 pub mod cjson;
 pub mod cmsgpack;
+mod pattern;
 pub mod strings;
 pub mod structs;
 pub mod tables;
