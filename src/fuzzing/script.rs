@@ -7,10 +7,10 @@
 //! An input starting with `#` is the script itself, so regression cases
 //! and hand-written seeds can sit in the corpus as readable Lua.
 //!
-//! Loops run a bounded number of times and repetition counts are small:
-//! a script must finish in milliseconds, and a script that has written
-//! cannot be stopped by SCRIPT KILL. Patterns come from a fixed list, as
-//! the pattern matcher's recursion is bounded by the pattern's length.
+//! Loops the script writes run a bounded number of times: a script that
+//! has written cannot be stopped by SCRIPT KILL. The library calls get
+//! hostile arguments too (huge ranges and counts, patterns of a hundred
+//! thousand items, deep nesting), which the sandbox must refuse quickly.
 
 use crate::command::REGISTRY;
 
@@ -113,6 +113,29 @@ const PATTERNS: &[&str] = &[
     "'(.)%1'",
     "'$'",
     "'^'",
+];
+/// Counts and positions, from ordinary to hostile.
+const COUNTS: &[&str] = &[
+    "0", "1", "3", "-1", "100", "-2^31", "2^31 - 1", "2^31", "1e9", "1e10", "-1e10", "2^53", "0/0",
+    "1/0",
+];
+/// Patterns built at run time, too large or too deep for the fixed list.
+const BIG_PATTERNS: &[&str] = &[
+    "string.rep('a?', 1e5)",
+    "string.rep('(', 300)",
+    "string.rep('%f[%w]', 1e4)",
+    "string.rep('.-', 5e4) .. 'x'",
+    "string.rep('[a', 1000)",
+    "string.rep('%b()', 1e4)",
+];
+/// Nested data for the converters and the reply encoder.
+const DEEP: &[&str] = &[
+    "(function() local t = {} for i = 1, 1000 do t = {t} end return t end)()",
+    "(function() local t = {} for i = 1, 10 do t = {t, t} end return t end)()",
+    "cjson.decode(string.rep('[', 1000) .. string.rep(']', 1000))",
+    "cmsgpack.unpack(string.rep('\\145', 1000) .. '\\1')",
+    "(function() local t = {} t[1] = t return t end)()",
+    "(function() local t = {} for i = 1, 300 do t = {ok = t} end return t end)()",
 ];
 const FORMATS: &[&str] = &[
     "'%d'", "'%5.2f'", "'%s-%s'", "'%q'", "'%x'", "'%c'", "'%g'", "'%10s'", "'%-5d|'", "'%%'",
@@ -287,7 +310,11 @@ impl Gen<'_> {
             }
             5 => {
                 self.out
-                    .push_str("if type(v3) == 'table' then table.insert(v3, ");
+                    .push_str("if type(v3) == 'table' then pcall(table.insert, v3, ");
+                if self.pick(2) == 1 {
+                    self.one_of(COUNTS);
+                    self.out.push_str(", ");
+                }
                 self.expr();
                 self.out.push_str(") end");
             }
@@ -322,7 +349,7 @@ impl Gen<'_> {
                 self.out.push_str("for w in string.gmatch(tostring(");
                 self.expr();
                 self.out.push_str("), ");
-                self.one_of(PATTERNS);
+                self.pattern();
                 self.out.push_str(") do\n");
                 self.block();
                 self.out.push_str("end");
@@ -426,7 +453,7 @@ impl Gen<'_> {
             13 => self.call("string.gsub", |g| {
                 g.string_arg();
                 g.out.push_str(", ");
-                g.one_of(PATTERNS);
+                g.pattern();
                 g.out.push_str(", ");
                 match g.pick(4) {
                     0 => g.one_of(STRINGS),
@@ -439,8 +466,12 @@ impl Gen<'_> {
             }),
             14 => self.call("string.rep", |g| {
                 g.one_of(STRINGS);
-                let n = g.small(100);
-                g.out.push_str(&format!(", {n}"));
+                g.out.push_str(", ");
+                g.one_of(COUNTS);
+                if g.pick(2) == 1 {
+                    g.out.push_str(", ");
+                    g.one_of(STRINGS);
+                }
             }),
             15 => self.call("string.format", |g| {
                 g.one_of(FORMATS);
@@ -477,16 +508,16 @@ impl Gen<'_> {
                 g.out.push_str(", ");
                 g.one_of(&["','", "''", "1", "{}"]);
                 g.out.push_str(", ");
-                g.one_of(&["1", "2", "0", "-1", "5"]);
+                g.one_of(COUNTS);
                 g.out.push_str(", ");
-                g.one_of(&["1", "3", "0", "-1", "10"]);
+                g.one_of(COUNTS);
             }),
             20 => self.call("unpack", |g| {
                 g.table_arg();
                 g.out.push_str(", ");
-                g.one_of(&["1", "-3", "0", "2"]);
+                g.one_of(COUNTS);
                 g.out.push_str(", ");
-                g.one_of(&["1", "5", "0", "-1", "30"]);
+                g.one_of(COUNTS);
             }),
             21 => self.call("pcall", |g| {
                 g.out.push_str("table.sort, ");
@@ -571,6 +602,7 @@ impl Gen<'_> {
                 g.out.push_str(", ");
                 g.expr();
             }),
+            38 if self.pick(2) == 0 => self.one_of(DEEP),
             38 => {
                 self.out.push_str("setmetatable({}, {__index = ");
                 self.function_of_one();
@@ -623,10 +655,17 @@ impl Gen<'_> {
         self.out.push_str(" end");
     }
 
+    fn pattern(&mut self) {
+        match self.pick(8) {
+            0 => self.one_of(BIG_PATTERNS),
+            _ => self.one_of(PATTERNS),
+        }
+    }
+
     fn pattern_args(&mut self, with_plain: bool) {
         self.string_arg();
         self.out.push_str(", ");
-        self.one_of(PATTERNS);
+        self.pattern();
         self.out.push_str(", ");
         self.one_of(&["1", "-1", "0", "3", "100"]);
         if with_plain {
