@@ -25,11 +25,7 @@ use std::time::{Duration, Instant};
 use support::{Conn, Reply, knob, median, start_servers};
 
 const LOCK_LUA: &str = include_str!("../conformance/scripts/seed002_lock.lua");
-const UNLOCK_LUA: &str = "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; \
-    local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); \
-    if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; \
-    else redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], ARGV[1]); return 1; end; \
-    return nil;";
+const UNLOCK_LUA: &str = include_str!("../conformance/scripts/seed002_unlock.lua");
 const LOCK: &str = "{bench-lock}";
 const CHANNEL: &str = "redisson_lock__channel:{bench-lock}";
 const COUNTER: &str = "{bench-lock}:counter";

@@ -24,6 +24,9 @@ pub struct Config {
     /// Most memory one Lua state may use, so a runaway script fails
     /// cleanly instead of exhausting the server.
     pub lua_heap_limit: u64,
+    /// Ours: SCRIPT KILL also stops a script that has written, rolling its
+    /// writes back; `no` answers `-UNKILLABLE` as Redis does.
+    pub script_kill_rollback: bool,
     /// Answer as a one-node Redis Cluster that owns every hash slot.
     pub cluster_enabled: bool,
     /// Ours: the server runs on a manual clock that clients move with
@@ -54,6 +57,7 @@ impl Default for Config {
             client_output_buffer_limit:
                 "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60".into(),
             lua_heap_limit: 128 * 1024 * 1024,
+            script_kill_rollback: true,
             cluster_enabled: false,
             enable_clock_control: false,
             metrics_port: None,
@@ -305,6 +309,15 @@ pub static PARAMS: &[Param] = &[
         get: |c| c.lua_heap_limit.to_string(),
         set: Some(|c, v| {
             c.lua_heap_limit = parse_memory(v)?.max(1024 * 1024);
+            Ok(())
+        }),
+    },
+    Param {
+        name: "script-kill-rollback",
+        alias: None,
+        get: |c| yes_no(c.script_kill_rollback),
+        set: Some(|c, v| {
+            c.script_kill_rollback = parse_yes_no(v)?;
             Ok(())
         }),
     },

@@ -16,7 +16,7 @@ use crate::command::pubsub::forget_subscriptions;
 use crate::command::{Blocked, dispatch, forget_transaction, replicates};
 use crate::error::CmdError;
 use crate::keyspace::{LockPlan, Outcome};
-use crate::protocol::{Protocol, Reply, next_request};
+use crate::protocol::{Protocol, Reply, RequestParser};
 use crate::pubsub::{Mailbox, MailboxReceiver, write_frame};
 use crate::server::Shared;
 
@@ -78,6 +78,7 @@ async fn run(
     mail: &mut MailboxReceiver,
 ) -> std::io::Result<()> {
     let mut input = BytesMut::with_capacity(READ_CHUNK);
+    let mut requests = RequestParser::default();
     let mut output = Output {
         buf: BytesMut::with_capacity(READ_CHUNK),
         mail_bytes: 0,
@@ -108,17 +109,21 @@ async fn run(
 
         let mut closing = false;
         loop {
-            match next_request(&mut input, client.authenticated) {
+            match requests.next_request(&mut input, client.authenticated) {
                 Ok(Some(args)) => {
                     if shared.faults.holds_back(|| replicates(client, &args)) {
                         // What the pipeline answered so far goes out first.
                         output.take_mail(mail, client.protocol, false);
                         flush(shared, &handle, stream, &mut output).await?;
                         let writes = replicates(client, &args);
+                        // A held client counts as blocked, as in Redis
+                        // (INFO blocked_clients, the `b` flag).
+                        handle.info.lock().blocked = true;
                         tokio::select! {
                             _ = shared.faults.wait_unpaused(writes) => {}
                             _ = handle.killed() => return Ok(()),
                         }
+                        handle.info.lock().blocked = false;
                     }
                     let mut reply = dispatch(shared, client, &args);
                     if let Some(blocked) = client.blocked.take() {

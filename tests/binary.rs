@@ -341,3 +341,34 @@ fn sigint_right_after_ready_stops_gracefully() {
     let status = server.0.wait().unwrap();
     assert!(status.success(), "exit status {status}");
 }
+
+/// SIGTERM while a script that wrote loops for ever: the script is
+/// stopped (rolled back) and the process exits promptly (issue #10).
+#[test]
+fn sigterm_stops_a_looping_script() {
+    let (mut server, port) = start(&["--port", "0"]);
+    assert_eq!(
+        ask(port, b"CONFIG SET busy-reply-threshold 100\r\n"),
+        "+OK\r\n"
+    );
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(b"EVAL \"redis.call('set', KEYS[1], 1) while true do end\" 1 k\r\n")
+        .unwrap();
+    // Once busy, the script's key answers BUSY.
+    let started = std::time::Instant::now();
+    while !ask(port, b"GET k\r\n").starts_with("-BUSY") {
+        assert!(started.elapsed() < Duration::from_secs(10), "never busy");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = server.0.id().to_string();
+    Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    let asked = std::time::Instant::now();
+    while server.0.try_wait().unwrap().is_none() {
+        assert!(
+            asked.elapsed() < Duration::from_secs(3),
+            "still running after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(server.0.wait().unwrap().success());
+}

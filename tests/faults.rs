@@ -142,3 +142,39 @@ async fn dropped_connections_and_delayed_replies() {
     let (_, took) = timed::<String>(&mut again, &["PING"]).await;
     assert!(took < Duration::from_millis(100), "{took:?}");
 }
+
+/// A client held by CLIENT PAUSE counts as blocked, as in Redis 7.0 (INFO
+/// `blocked_clients`, CLIENT LIST's `b` flag): tools wait on that figure.
+#[tokio::test]
+async fn paused_clients_count_as_blocked() {
+    let server = common::start().await;
+    let mut admin = connect(&server).await;
+    let blocked = |info: String| {
+        info.lines()
+            .find_map(|l| l.strip_prefix("blocked_clients:"))
+            .map(|n| n.trim().to_string())
+            .unwrap()
+    };
+    cmd::<()>(&mut admin, &["CLIENT", "PAUSE", "5000", "WRITE"])
+        .await
+        .unwrap();
+    let mut writer = connect(&server).await;
+    let held = tokio::spawn(async move { cmd::<()>(&mut writer, &["SET", "k", "v"]).await });
+    let started = std::time::Instant::now();
+    while blocked(cmd(&mut admin, &["INFO", "clients"]).await.unwrap()) != "1" {
+        assert!(started.elapsed() < Duration::from_secs(3), "never counted");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let list: String = cmd(&mut admin, &["CLIENT", "LIST"]).await.unwrap();
+    assert_eq!(
+        list.lines().filter(|l| l.contains(" flags=b ")).count(),
+        1,
+        "{list}"
+    );
+    cmd::<()>(&mut admin, &["CLIENT", "UNPAUSE"]).await.unwrap();
+    held.await.unwrap().unwrap();
+    assert_eq!(
+        blocked(cmd(&mut admin, &["INFO", "clients"]).await.unwrap()),
+        "0"
+    );
+}

@@ -17,7 +17,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use refserver::{RedisServer, Rlockd, Subject, find_tool, loud, redis_server_path};
+use refserver::{Setup, Subject, find_tool, loud, targets};
 
 /// Env var that turns a missing client interpreter or package into a failure.
 const REQUIRE_CLIENTS_ENV: &str = "RLOCKD_REQUIRE_CLIENTS";
@@ -86,38 +86,6 @@ fn skip(test: &str, reason: &str) {
     refserver::skip_unless_required(test, reason, REQUIRE_CLIENTS_ENV);
 }
 
-/// Which server a run of a scenario talks to.
-enum Target {
-    Redis(PathBuf),
-    Rlockd,
-}
-
-impl Target {
-    /// Starts a server, with `requirepass` when `password` is given.
-    fn start(&self, password: Option<&str>) -> Subject {
-        match self {
-            Target::Redis(bin) => Subject::Redis(RedisServer::start_with(bin, password)),
-            Target::Rlockd => Subject::Rlockd(Rlockd::start_with(password)),
-        }
-    }
-
-    fn name(&self) -> &'static str {
-        match self {
-            Target::Redis(_) => "redis-server",
-            Target::Rlockd => "rlockd",
-        }
-    }
-}
-
-/// redis-server first (when installed), then rlockd.
-fn targets(test: &str) -> Vec<Target> {
-    redis_server_path(test)
-        .map(Target::Redis)
-        .into_iter()
-        .chain([Target::Rlockd])
-        .collect()
-}
-
 /// Runs a client program (a path under tests/clients) against `servers`
 /// fresh servers of each target. The program gets the servers' ports as its
 /// arguments; it may print `@stop N` to have server N stopped, and is
@@ -136,8 +104,14 @@ fn run_client_with(
     password: Option<&str>,
 ) {
     for target in targets(test) {
-        let mut running: Vec<Option<Subject>> =
-            (0..servers).map(|_| Some(target.start(password))).collect();
+        let mut running: Vec<Option<Subject>> = (0..servers)
+            .map(|_| {
+                Some(target.start(Setup {
+                    password,
+                    ..Setup::default()
+                }))
+            })
+            .collect();
         let ports: Vec<OsString> = running
             .iter()
             .flatten()
@@ -154,10 +128,7 @@ fn run_client_with(
         let passed = outcome.status.as_ref().is_ok_and(|s| s.success())
             && outcome.output.lines().any(|l| l.starts_with("PASS "));
         if !passed {
-            let blame = match target {
-                Target::Redis(_) => "it fails on redis-server too, so the client program is wrong",
-                Target::Rlockd => "it passes on redis-server, so rlockd differs",
-            };
+            let blame = target.blame();
             panic!(
                 "{test}: {program} against {} ({elapsed:.1}s): {:?}; {blame}\n--- output ---\n{}",
                 target.name(),
@@ -474,7 +445,7 @@ impl Locker {
 /// as a count below 4000.
 fn mutual_exclusion(test: &str, kind: LockKind) {
     for target in targets(test) {
-        let server = target.start(None);
+        let server = target.start(Setup::default());
         let url = format!("redis://127.0.0.1:{}/", server.port());
         let mut con = redis::Client::open(url.as_str())
             .and_then(|c| c.get_connection())

@@ -142,7 +142,7 @@ pub fn cluster_getkeysinslot(ctx: &mut Ctx) -> CmdResult<Reply> {
     let db = ctx.client.db;
     let keys = ctx.locked.in_slot(db, slot, |keys| {
         keys.take(limit)
-            .map(|key| Reply::Bulk(key.clone()))
+            .map(|key| Reply::Bulk(Bytes::copy_from_slice(key)))
             .collect()
     })?;
     Ok(Reply::Array(keys))

@@ -6,7 +6,7 @@ use bytes::Bytes;
 use super::Ctx;
 use super::keys::parse_scan;
 use crate::error::{CmdError, CmdResult};
-use crate::keyspace::{Db, HASH_ORDERED_MAX, HashValue, Ttl, Value, hash_remove};
+use crate::keyspace::{Db, HASH_ORDERED_MAX, HashValue, Ttl, Value};
 use crate::protocol::Reply;
 use crate::pubsub::Event;
 use crate::util::scan::{page, position_of};
@@ -38,6 +38,10 @@ fn copy(b: &[u8]) -> Bytes {
     Bytes::copy_from_slice(b)
 }
 
+fn bulk(b: &[u8]) -> Reply {
+    Reply::Bulk(copy(b))
+}
+
 pub fn hset(ctx: &mut Ctx) -> CmdResult<Reply> {
     if !ctx.args.len().is_multiple_of(2) {
         return Err(CmdError::WrongArity("hset".into()));
@@ -47,7 +51,7 @@ pub fn hset(ctx: &mut Ctx) -> CmdResult<Reply> {
     let hash = hash_for_write(&mut db, &key)?;
     let mut added = 0;
     for pair in ctx.args[2..].chunks(2) {
-        if hash.insert(copy(&pair[0]), copy(&pair[1])).is_none() {
+        if hash.insert(&pair[0], &pair[1]) {
             added += 1;
         }
     }
@@ -59,10 +63,10 @@ pub fn hsetnx(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (key, field, value) = (ctx.arg(1).clone(), ctx.arg(2).clone(), ctx.arg(3).clone());
     let mut db = ctx.db();
     let hash = hash_for_write(&mut db, &key)?;
-    if hash.contains_key(&field[..]) {
+    if hash.contains_key(&field) {
         return Ok(Reply::Int(0));
     }
-    hash.insert(copy(&field), copy(&value));
+    hash.insert(&field, &value);
     db.modified(&key, Event::Hset)?;
     Ok(Reply::Int(1))
 }
@@ -71,7 +75,7 @@ pub fn hget(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (key, field) = (ctx.arg(1).clone(), ctx.arg(2).clone());
     let mut db = ctx.db();
     Ok(Reply::opt_bulk(
-        hash_at(&mut db, &key)?.and_then(|h| h.get(&field[..]).cloned()),
+        hash_at(&mut db, &key)?.and_then(|h| h.get(&field).map(copy)),
     ))
 }
 
@@ -82,7 +86,7 @@ pub fn hmget(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::Array(
         ctx.args[2..]
             .iter()
-            .map(|f| Reply::opt_bulk(hash.as_ref().and_then(|h| h.get(&f[..]).cloned())))
+            .map(|f| Reply::opt_bulk(hash.as_ref().and_then(|h| h.get(f).map(copy))))
             .collect(),
     ))
 }
@@ -92,11 +96,7 @@ pub fn hgetall(ctx: &mut Ctx) -> CmdResult<Reply> {
     let mut db = ctx.db();
     Ok(Reply::Map(
         hash_at(&mut db, &key)?
-            .map(|h| {
-                h.iter()
-                    .map(|(f, v)| (Reply::Bulk(f.clone()), Reply::Bulk(v.clone())))
-                    .collect()
-            })
+            .map(|h| h.iter().map(|(f, v)| (bulk(f), bulk(v))).collect())
             .unwrap_or_default(),
     ))
 }
@@ -109,7 +109,7 @@ pub fn hdel(ctx: &mut Ctx) -> CmdResult<Reply> {
     };
     let mut removed = 0;
     for field in &ctx.args[2..] {
-        if hash_remove(hash, field).is_some() {
+        if hash.remove(field) {
             removed += 1;
         }
     }
@@ -129,7 +129,7 @@ pub fn hdel(ctx: &mut Ctx) -> CmdResult<Reply> {
 pub fn hexists(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (key, field) = (ctx.arg(1).clone(), ctx.arg(2).clone());
     let mut db = ctx.db();
-    let found = hash_at(&mut db, &key)?.is_some_and(|h| h.contains_key(&field[..]));
+    let found = hash_at(&mut db, &key)?.is_some_and(|h| h.contains_key(&field));
     Ok(Reply::Int(found as i64))
 }
 
@@ -141,22 +141,22 @@ pub fn hlen(ctx: &mut Ctx) -> CmdResult<Reply> {
     ))
 }
 
-fn hash_list(ctx: &mut Ctx, pick: fn(&Bytes, &Bytes) -> Bytes) -> CmdResult<Reply> {
+fn hash_list(ctx: &mut Ctx, pick: for<'h> fn(&'h [u8], &'h [u8]) -> &'h [u8]) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
     let mut db = ctx.db();
     Ok(Reply::Array(
         hash_at(&mut db, &key)?
-            .map(|h| h.iter().map(|(f, v)| Reply::Bulk(pick(f, v))).collect())
+            .map(|h| h.iter().map(|(f, v)| bulk(pick(f, v))).collect())
             .unwrap_or_default(),
     ))
 }
 
 pub fn hkeys(ctx: &mut Ctx) -> CmdResult<Reply> {
-    hash_list(ctx, |f, _| f.clone())
+    hash_list(ctx, |f, _| f)
 }
 
 pub fn hvals(ctx: &mut Ctx) -> CmdResult<Reply> {
-    hash_list(ctx, |_, v| v.clone())
+    hash_list(ctx, |_, v| v)
 }
 
 pub fn hincrby(ctx: &mut Ctx) -> CmdResult<Reply> {
@@ -164,12 +164,12 @@ pub fn hincrby(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (key, field) = (ctx.arg(1).clone(), ctx.arg(2).clone());
     let mut db = ctx.db();
     let hash = hash_for_write(&mut db, &key)?;
-    let current = match hash.get(&field[..]) {
+    let current = match hash.get(&field) {
         None => 0,
         Some(v) => parse_i64(v).ok_or(CmdError::HashValueNotInteger)?,
     };
     let next = current.checked_add(delta).ok_or(CmdError::Overflow)?;
-    hash.insert(copy(&field), i64_bytes(next));
+    hash.insert(&field, &i64_bytes(next));
     db.modified(&key, Event::Hincrby)?;
     Ok(Reply::Int(next))
 }
@@ -182,7 +182,7 @@ pub fn hincrbyfloat(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (key, field) = (ctx.arg(1).clone(), ctx.arg(2).clone());
     let mut db = ctx.db();
     let hash = hash_for_write(&mut db, &key)?;
-    let current = match hash.get(&field[..]) {
+    let current = match hash.get(&field) {
         None => 0.0,
         Some(v) => parse_f64(v).ok_or(CmdError::HashValueNotFloat)?,
     };
@@ -191,7 +191,7 @@ pub fn hincrbyfloat(ctx: &mut Ctx) -> CmdResult<Reply> {
         return Err(CmdError::IncrNanOrInf);
     }
     let text = Bytes::from(format_human_double(next));
-    hash.insert(copy(&field), text.clone());
+    hash.insert(&field, &text);
     db.modified(&key, Event::Hincrbyfloat)?;
     Ok(Reply::Bulk(text))
 }
@@ -208,14 +208,11 @@ pub fn hscan(ctx: &mut Ctx) -> CmdResult<Reply> {
     };
     // Small hashes come back whole and in order, as from Redis's listpack.
     let (pairs, next): (Vec<(Bytes, Bytes)>, Option<u64>) = if hash.len() <= HASH_ORDERED_MAX {
-        (
-            hash.iter().map(|(f, v)| (f.clone(), v.clone())).collect(),
-            None,
-        )
+        (hash.iter().map(|(f, v)| (copy(f), copy(v))).collect(), None)
     } else {
         page(
             hash.iter()
-                .map(|(f, v)| (position_of(f), (f.clone(), v.clone()))),
+                .map(|(f, v)| (position_of(f), (copy(f), copy(v)))),
             opts.cursor,
             opts.count,
         )

@@ -46,7 +46,7 @@ pub fn keys(ctx: &mut Ctx) -> CmdResult<Reply> {
     for shard in ctx.locked.shards() {
         for (key, _) in shard.entries(db, now) {
             if all || glob_match(&pattern, key, false) {
-                out.push(Reply::Bulk(key.clone()));
+                out.push(Reply::Bulk(Bytes::copy_from_slice(key)));
             }
         }
     }
@@ -102,9 +102,12 @@ pub fn scan(ctx: &mut Ctx) -> CmdResult<Reply> {
     while shard_idx < SHARDS && found.len() < opts.count {
         let shard = &shards[shard_idx];
         let want = opts.count - found.len();
-        let entries = shard
-            .entries(db, now)
-            .map(|(k, e)| (position_of(k), (k.clone(), e.value.type_name())));
+        let entries = shard.entries(db, now).map(|(k, e)| {
+            (
+                position_of(k),
+                (Bytes::copy_from_slice(k), e.value.type_name()),
+            )
+        });
         let (got, next) = page(entries, from, want);
         found.extend(got);
         match next {
@@ -163,7 +166,7 @@ pub fn randomkey(ctx: &mut Ctx) -> CmdResult<Reply> {
         .shards()
         .flat_map(|s| {
             s.entries(db, now)
-                .map(|(k, _)| k.clone())
+                .map(|(k, _)| Bytes::copy_from_slice(k))
                 .collect::<Vec<_>>()
         })
         .collect();

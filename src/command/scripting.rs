@@ -1,5 +1,7 @@
 //! Scripting commands: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT.
 
+use std::borrow::Cow;
+
 use bytes::Bytes;
 
 use super::Ctx;
@@ -31,10 +33,14 @@ fn eval_generic(ctx: &mut Ctx, source: Source, readonly: bool) -> CmdResult<Repl
         ));
     }
     let engine = &ctx.shared.scripts;
-    let (sha, body): (String, Bytes) = match source {
-        Source::Body => (engine.load(&args[1]), args[1].clone()),
+    let (sha, body): (Cow<str>, Bytes) = match source {
+        Source::Body => (Cow::Owned(engine.load(&args[1])), args[1].clone()),
         Source::Sha => {
-            let sha = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
+            // Clients send the lowercase hex SCRIPT LOAD gave them.
+            let sha = match std::str::from_utf8(&args[1]) {
+                Ok(sha) if !sha.bytes().any(|b| b.is_ascii_uppercase()) => Cow::Borrowed(sha),
+                _ => Cow::Owned(String::from_utf8_lossy(&args[1]).to_ascii_lowercase()),
+            };
             let body = engine.body(&sha).ok_or_else(noscript)?;
             (sha, body)
         }
@@ -96,7 +102,8 @@ pub fn script_flush(ctx: &mut Ctx) -> CmdResult<Reply> {
 }
 
 pub fn script_kill(ctx: &mut Ctx) -> CmdResult<Reply> {
-    ctx.shared.scripts.kill()?;
+    let rollback_writes = ctx.shared.config.read().script_kill_rollback;
+    ctx.shared.scripts.kill(rollback_writes)?;
     Ok(Reply::OK)
 }
 

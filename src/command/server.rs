@@ -2,7 +2,7 @@
 //! LASTSAVE.
 
 use std::fmt::Write as _;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 
@@ -431,6 +431,9 @@ fn cpu_seconds() -> (f64, f64) {
     (ticks(11), ticks(12))
 }
 
+/// The most `used_memory` INFO has reported.
+static USED_MEMORY_PEAK: AtomicU64 = AtomicU64::new(0);
+
 fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/statm")
         .ok()
@@ -534,11 +537,15 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
         }
         "memory" => {
             let rss = rss_bytes();
-            line("used_memory", &rss);
-            line("used_memory_human", &human_bytes(rss));
+            let used = crate::util::alloc::allocated().unwrap_or(rss);
+            let peak = USED_MEMORY_PEAK
+                .fetch_max(used, Ordering::Relaxed)
+                .max(used);
+            line("used_memory", &used);
+            line("used_memory_human", &human_bytes(used));
             line("used_memory_rss", &rss);
             line("used_memory_rss_human", &human_bytes(rss));
-            line("used_memory_peak", &rss);
+            line("used_memory_peak", &peak);
             let lua = shared.scripts.lua_memory();
             line("used_memory_lua", &lua);
             line("used_memory_lua_human", &human_bytes(lua as u64));
@@ -548,7 +555,10 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             line("maxmemory", &config.maxmemory);
             line("maxmemory_human", &human_bytes(config.maxmemory));
             line("maxmemory_policy", &config.maxmemory_policy);
-            line("mem_fragmentation_ratio", &"1.00");
+            line(
+                "mem_fragmentation_ratio",
+                &format!("{:.2}", rss as f64 / used.max(1) as f64),
+            );
             line("mem_fragmentation_bytes", &0);
             line("mem_not_counted_for_evict", &0);
             line("mem_clients_normal", &0);
@@ -731,7 +741,7 @@ pub fn shutdown(ctx: &mut Ctx) -> CmdResult<Reply> {
         return Err(CmdError::other("ERR No shutdown in progress."));
     }
     tracing::warn!("SHUTDOWN requested by client {}", ctx.client.id);
-    ctx.shared.shutdown.send_replace(true);
+    ctx.shared.stop();
     ctx.client.close_silently = true;
     Ok(Reply::OK)
 }

@@ -1,5 +1,5 @@
-//! String commands: GET, SET and its variants, MGET, MSET, counters,
-//! APPEND, STRLEN.
+//! String commands: GET, SET and its variants, MGET, MSET, MSETNX,
+//! counters, APPEND, STRLEN, GETRANGE.
 
 use bytes::{Bytes, BytesMut};
 
@@ -200,15 +200,36 @@ pub fn mget(ctx: &mut Ctx) -> CmdResult<Reply> {
 }
 
 pub fn mset(ctx: &mut Ctx) -> CmdResult<Reply> {
+    set_pairs(ctx, "mset")?;
+    Ok(Reply::OK)
+}
+
+/// Sets every key/value pair of the arguments, as MSET does; the name is
+/// for the arity error of an odd count.
+fn set_pairs(ctx: &mut Ctx, name: &str) -> CmdResult<()> {
     if ctx.args.len().is_multiple_of(2) {
-        return Err(CmdError::WrongArity("mset".into()));
+        return Err(CmdError::WrongArity(name.into()));
     }
     let mut db = ctx.locked.db(ctx.client.db);
     for pair in ctx.args[1..].chunks(2) {
         db.insert(&pair[0], owned(&pair[1]), Ttl::Clear)?;
         db.modified(&pair[0], Event::Set)?;
     }
-    Ok(Reply::OK)
+    Ok(())
+}
+
+/// MSET only when none of the keys exists, of any type: 1 if it set them.
+pub fn msetnx(ctx: &mut Ctx) -> CmdResult<Reply> {
+    if !ctx.args.len().is_multiple_of(2) {
+        let mut db = ctx.locked.db(ctx.client.db);
+        for key in ctx.args[1..].iter().step_by(2) {
+            if db.exists(key)? {
+                return Ok(Reply::Int(0));
+            }
+        }
+    }
+    set_pairs(ctx, "msetnx")?;
+    Ok(Reply::Int(1))
 }
 
 /// Adds `delta` to the integer at `key` (0 if absent), keeping its TTL.
@@ -278,4 +299,27 @@ pub fn strlen(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::Int(
         string_at(&mut ctx.db(), &key)?.map_or(0, |s| s.len()) as i64,
     ))
+}
+
+/// GETRANGE: the bytes from `start` to `end` inclusive, negative offsets
+/// counting from the end, clamped to the string; empty (never nil) for a
+/// missing key. The offsets are checked before the key's type, as Redis does.
+pub fn getrange(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let start = parse_i64(ctx.arg(2)).ok_or(CmdError::NotInteger)?;
+    let end = parse_i64(ctx.arg(3)).ok_or(CmdError::NotInteger)?;
+    let key = ctx.arg(1).clone();
+    let Some(value) = string_at(&mut ctx.db(), &key)? else {
+        return Ok(Reply::Bulk(Bytes::new()));
+    };
+    let len = value.len() as i64;
+    if (start < 0 && end < 0 && start > end) || len == 0 {
+        return Ok(Reply::Bulk(Bytes::new()));
+    }
+    let from_end = |i: i64| if i < 0 { (len + i).max(0) } else { i };
+    let (start, end) = (from_end(start), from_end(end).min(len - 1));
+    Ok(Reply::Bulk(if start > end {
+        Bytes::new()
+    } else {
+        value.slice(start as usize..=end as usize)
+    }))
 }

@@ -502,6 +502,14 @@ pub static COMMANDS: &[C] = &[
         .keys(&[KeySpec::range(1, -1, 2, OW_UPDATE)])
         .syntax("(key value)...")
         .doc("1.0.1", "Sets several string values atomically."),
+    C::new("msetnx", -3, String, strings::msetnx).flags(WRITE | DENYOOM).acl(STRING)
+        .tips(&["request_policy:multi_shard", "response_policy:agg_min"])
+        .keys(&[KeySpec::range(1, -1, 2, &["OW", "insert"])])
+        .syntax("(key value)...")
+        .doc("1.0.1", "Sets several string values only if none of the keys exists."),
+    C::new("getrange", 4, String, strings::getrange).flags(READONLY).acl(STRING).keys(&key1(RO_ACCESS))
+        .syntax("key start end")
+        .doc("2.4.0", "Returns a substring of a string value."),
     C::new("incr", 2, String, strings::incr).flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
         .syntax("key")
         .doc("1.0.0", "Adds one to an integer value."),

@@ -219,7 +219,7 @@ fn zadd_generic(ctx: &mut Ctx, mut at: usize, mut incr: bool) -> CmdResult<Reply
             return Ok(if incr { Reply::Nil } else { Reply::Int(0) });
         }
         let zset = SortedSet::for_first_member(&pairs[0].1);
-        db.insert(&key, Value::ZSet(zset), Ttl::Clear)?;
+        db.insert(&key, Value::ZSet(Box::new(zset)), Ttl::Clear)?;
     }
     let Some(zset) = zset_for_write(&mut db, &key)? else {
         return Err(CmdError::WrongType);

@@ -72,6 +72,22 @@ impl<T> TimerWheel<T> {
         (LEVELS - 1, slot)
     }
 
+    /// Drops the items `keep` refuses, giving back the room they took.
+    pub fn retain(&mut self, mut keep: impl FnMut(u64, &T) -> bool) {
+        for (level, slots) in self.levels.iter_mut().enumerate() {
+            for slot in slots.iter_mut() {
+                let before = slot.len();
+                slot.retain(|(deadline, item)| keep(*deadline, item));
+                slot.shrink_to_fit();
+                self.counts[level] -= before - slot.len();
+                self.len -= before - slot.len();
+            }
+        }
+        if self.len == 0 {
+            self.levels = Vec::new();
+        }
+    }
+
     /// Moves time forward to `now` and hands every item due by then to `fire`.
     pub fn advance(&mut self, now: u64, mut fire: impl FnMut(T)) {
         while self.now < now {
@@ -145,6 +161,20 @@ mod tests {
         assert_eq!(fired, vec!["a"]);
         w.advance(1000 + 70_000, |x| fired.push(x));
         assert_eq!(fired, vec!["a", "b"]);
+        assert!(w.is_empty());
+    }
+
+    #[test]
+    fn retain_drops_and_keeps_counts() {
+        let mut w = TimerWheel::new(0);
+        for i in 1..=1000u64 {
+            w.insert(i * 37, i);
+        }
+        w.retain(|_, &i| i % 2 == 0);
+        assert_eq!(w.len(), 500);
+        let mut fired = Vec::new();
+        w.advance(1_000_000, |i| fired.push(i));
+        assert_eq!(fired, (1..=500).map(|i| i * 2).collect::<Vec<_>>());
         assert!(w.is_empty());
     }
 

@@ -20,7 +20,7 @@ use crate::command::pubsub::forget_subscriptions;
 use crate::command::{dispatch, forget_transaction};
 use crate::config::Config;
 use crate::connection::forget_waiter;
-use crate::protocol::{ProtocolError, Reply, next_request};
+use crate::protocol::{ProtocolError, Reply, RequestParser};
 use crate::pubsub::{Mailbox, MailboxReceiver};
 use crate::server::Shared;
 
@@ -46,12 +46,13 @@ pub fn parse(data: &[u8], chunk: usize) -> Parsed {
 }
 
 fn parse_in_reads(data: &[u8], chunk: usize, authenticated: bool) -> Parsed {
+    let mut parser = RequestParser::default();
     let mut buf = BytesMut::new();
     let mut requests = Vec::new();
     for read in data.chunks(chunk) {
         buf.extend_from_slice(read);
         loop {
-            match next_request(&mut buf, authenticated) {
+            match parser.next_request(&mut buf, authenticated) {
                 Ok(Some(args)) => requests.push(args),
                 Ok(None) => break,
                 Err(e) => return (requests, Some(e)),
@@ -147,9 +148,10 @@ impl Harness {
     /// Parses `data` as a connection's input and runs every request in it,
     /// until a protocol error or a command that closes the connection.
     pub fn run_stream(&mut self, data: &[u8]) -> Vec<Reply> {
+        let mut parser = RequestParser::default();
         let mut buf = BytesMut::from(data);
         let mut replies = Vec::new();
-        while let Ok(Some(args)) = next_request(&mut buf, self.client.authenticated) {
+        while let Ok(Some(args)) = parser.next_request(&mut buf, self.client.authenticated) {
             match self.run(&args) {
                 Some(reply) => replies.push(reply),
                 None => break,
@@ -196,7 +198,8 @@ fn connect(shared: &Shared) -> (Client, MailboxReceiver) {
 fn spawn_watchdog(shared: Weak<Shared>) {
     std::thread::spawn(move || {
         while let Some(shared) = shared.upgrade() {
-            let _ = shared.scripts.kill();
+            // Writes included: they are rolled back.
+            let _ = shared.scripts.kill(true);
             drop(shared);
             std::thread::sleep(WATCHDOG_EVERY);
         }

@@ -7,8 +7,8 @@
 //! An input starting with `#` is the script itself, so regression cases
 //! and hand-written seeds can sit in the corpus as readable Lua.
 //!
-//! Loops the script writes run a bounded number of times: a script that
-//! has written cannot be stopped by SCRIPT KILL. The library calls get
+//! Loops the script writes run a bounded number of times, so that a script
+//! ends in milliseconds rather than at the harness's SCRIPT KILL. The library calls get
 //! hostile arguments too (huge ranges and counts, patterns of a hundred
 //! thousand items, deep nesting), which the sandbox must refuse quickly.
 

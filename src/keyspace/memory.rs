@@ -108,7 +108,7 @@ fn hash_value(h: &HashValue) -> u64 {
         && h.iter()
             .all(|(f, v)| f.len() <= COMPACT_FIELD && v.len() <= COMPACT_FIELD);
     if compact {
-        return ROBJ + listpack(h.iter().flat_map(|(f, v)| [&f[..], &v[..]]));
+        return ROBJ + listpack(h.iter().flat_map(|(f, v)| [f, v]));
     }
     let entries: u64 = h
         .iter()

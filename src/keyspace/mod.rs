@@ -5,7 +5,10 @@
 //! deadlock between them.
 
 mod blocked;
+mod dbmap;
+mod hash;
 mod memory;
+mod slot;
 mod value;
 mod zset;
 
@@ -20,10 +23,11 @@ use crate::clock::Clock;
 use crate::error::{CmdError, CmdResult};
 use crate::expiry::wheel::TimerWheel;
 use crate::pubsub::{Event, PubSub};
+use dbmap::DbMap;
 
 pub use blocked::{End, Outcome, Waiter, Wanted};
 pub use memory::usage as memory_usage;
-pub use value::{Entry, HASH_ORDERED_MAX, HashValue, Value, hash_remove};
+pub use value::{Entry, HASH_ORDERED_MAX, HashValue, Value};
 pub use zset::SortedSet;
 
 /// More shards than cores by a wide margin, so independent keys rarely
@@ -34,9 +38,7 @@ pub const HASH_SLOTS: u16 = 16384;
 
 type Map<K, V> = hashbrown::HashMap<K, V, foldhash::fast::RandomState>;
 
-pub fn key_slot(key: &[u8]) -> u16 {
-    redis_protocol::redis_keyslot(key)
-}
+pub use slot::key_slot;
 
 pub fn key_shard(key: &[u8]) -> usize {
     slot_shard(key_slot(key))
@@ -70,9 +72,13 @@ pub struct ShardStats {
     pub dirty: u64,
 }
 
+/// Stale wheel entries a shard tolerates beyond two per key.
+const WHEEL_SLACK: usize = 1024;
+
 pub struct Shard {
-    dbs: Vec<Map<Bytes, Entry>>,
-    wheel: TimerWheel<(u32, Bytes)>,
+    dbs: Vec<DbMap>,
+    /// Deadlines, each naming its key by database and hash (`DbMap::hash`).
+    wheel: TimerWheel<(u32, u64)>,
     watched: Map<(u32, Bytes), Vec<Arc<WatchFlag>>>,
     blocked: blocked::WaiterQueues,
     pub stats: ShardStats,
@@ -81,7 +87,7 @@ pub struct Shard {
 impl Shard {
     fn new(databases: usize, now: u64) -> Self {
         Shard {
-            dbs: (0..databases).map(|_| Map::default()).collect(),
+            dbs: (0..databases).map(|_| DbMap::default()).collect(),
             wheel: TimerWheel::new(now),
             watched: Map::default(),
             blocked: Map::default(),
@@ -101,8 +107,14 @@ impl Shard {
     }
 
     /// Live entries of one database, for whole-keyspace commands.
-    pub fn entries(&self, db: usize, now: u64) -> impl Iterator<Item = (&Bytes, &Entry)> {
+    pub fn entries(&self, db: usize, now: u64) -> impl Iterator<Item = (&[u8], &Entry)> {
         self.dbs[db].iter().filter(move |(_, e)| !e.is_expired(now))
+    }
+
+    /// Files `key`'s deadline in the wheel.
+    fn schedule(&mut self, db: usize, key: &[u8], at: u64) {
+        let hash = self.dbs[db].hash(key);
+        self.wheel.insert(at, (db as u32, hash));
     }
 
     fn touch_watchers(&mut self, db: usize, key: &[u8]) {
@@ -122,22 +134,33 @@ impl Shard {
         }
     }
 
+    /// Drops the wheel's entries for deadlines no key has any more (keys
+    /// deleted or given a new deadline), once they are most of it: a burst
+    /// of released locks gives back the room of their leases before the
+    /// leases would have run out. Amortised: a sweep leaves at most one
+    /// entry per key, and the next needs as many again.
+    fn sweep_wheel(&mut self) {
+        let keys: usize = self.dbs.iter().map(DbMap::len).sum();
+        if self.wheel.len() <= 2 * keys + WHEEL_SLACK {
+            return;
+        }
+        let dbs = &self.dbs;
+        self.wheel
+            .retain(|at, &(db, hash)| dbs[db as usize].due_by(hash, at));
+    }
+
     /// Reclaims keys whose deadline has passed. Returns how many, and how
     /// late the latest of them was reclaimed (ms past its deadline).
     fn expire_due(&mut self, now: u64, events: &PubSub) -> (u64, u64) {
+        self.sweep_wheel();
         let mut due = Vec::new();
         self.wheel.advance(now, |item| due.push(item));
         let mut reclaimed = 0;
         let mut lag = 0;
-        for (db, key) in due {
+        for (db, hash) in due {
             let db = db as usize;
-            if let Some(at) = self.dbs[db]
-                .get(&key)
-                .and_then(|e| e.expire_at)
-                .filter(|&at| at <= now)
-            {
-                lag = lag.max(now - at);
-                self.dbs[db].remove(&key);
+            for (key, entry) in self.dbs[db].take_expired(hash, now) {
+                lag = lag.max(now - entry.expire_at.unwrap_or(now));
                 self.touch_watchers(db, &key);
                 events.notify(Event::Expired, db, &key);
                 reclaimed += 1;
@@ -407,33 +430,60 @@ impl<'a> Locked<'a> {
         self.guards.len() == SHARDS
     }
 
-    /// Starts recording prior states (not needed, and not done, when every
-    /// shard is held: such a run never has to start over).
+    /// Starts recording prior states: a script that must start over, or
+    /// that is killed after it wrote, is rolled back to them.
     pub fn begin_journal(&mut self) {
-        self.journal = (!self.holds_all()).then(Journal::default);
+        self.journal = Some(Journal::default());
     }
 
     pub fn end_journal(&mut self) {
         self.journal = None;
     }
 
-    /// Puts back every key the journal saw, newest change first.
+    /// Puts back every key the journal saw, newest change first. Clients
+    /// waiting for the keys it pushed to are not served.
     pub fn rollback(&mut self) -> CmdResult<()> {
+        self.ready.clear();
         let Some(journal) = self.journal.take() else {
             return Ok(());
         };
         for (db, key, prior) in journal.saved.into_iter().rev() {
-            let map = &mut self.shard(key_shard(&key))?.dbs[db];
+            let shard = self.shard(key_shard(&key))?;
             match prior {
                 Some(entry) => {
-                    map.insert(key, entry);
+                    // FLUSHALL dropped the wheel; a second entry for the
+                    // same deadline is harmless.
+                    if let Some(at) = entry.expire_at {
+                        shard.schedule(db, &key, at);
+                    }
+                    shard.dbs[db].insert(&key, entry);
                 }
                 None => {
-                    map.remove(&key);
+                    shard.dbs[db].remove(&key);
                 }
             }
         }
         Ok(())
+    }
+
+    /// Records every key of database `db` (all of them with `None`) in the
+    /// shards held, before a flush empties them.
+    fn record_flush(&mut self, db: Option<usize>) {
+        let Some(journal) = &mut self.journal else {
+            return;
+        };
+        for (_, shard) in &self.guards {
+            for (index, map) in shard.dbs.iter().enumerate() {
+                if db.is_some_and(|db| db != index) {
+                    continue;
+                }
+                for (key, entry) in map.iter() {
+                    if !journal.contains(index, key) {
+                        journal.push(index, Bytes::copy_from_slice(key), Some(entry.clone()));
+                    }
+                }
+            }
+        }
     }
 
     fn record(&mut self, db: usize, key: &[u8]) -> CmdResult<()> {
@@ -513,7 +563,7 @@ impl<'a> Locked<'a> {
         &mut self,
         db: usize,
         slot: u16,
-        read: impl FnOnce(&mut dyn Iterator<Item = &Bytes>) -> T,
+        read: impl FnOnce(&mut dyn Iterator<Item = &[u8]>) -> T,
     ) -> CmdResult<T> {
         let now = self.now;
         let shard = self.shard(slot_shard(slot))?;
@@ -576,6 +626,18 @@ impl Db<'_, '_> {
         Ok(live_entry(shard, db, key, now, true, ks).map(|e| &mut e.value))
     }
 
+    /// The live value at `key`, looked at without any effect: no
+    /// statistics, no lazy expiry, no journal (a run that decides how to
+    /// proceed before it changes anything).
+    pub fn peek(&mut self, key: &[u8]) -> CmdResult<Option<&Value>> {
+        let (now, db) = (self.locked.now, self.index);
+        let shard = self.locked.shard(key_shard(key))?;
+        Ok(shard.dbs[db]
+            .get(key)
+            .filter(|e| !e.is_expired(now))
+            .map(|e| &e.value))
+    }
+
     /// A write lookup: no hit/miss accounting.
     pub fn get_mut(&mut self, key: &[u8]) -> CmdResult<Option<&mut Value>> {
         Ok(self.entry(key)?.map(|e| &mut e.value))
@@ -597,18 +659,17 @@ impl Db<'_, '_> {
         };
         let db = self.index;
         let shard = self.locked.shard(key_shard(key))?;
-        let key = Bytes::copy_from_slice(key);
         // An unchanged deadline already has its wheel entry.
         if let Some(at) = expire_at.filter(|at| Some(*at) != previous) {
-            shard.wheel.insert(at, (db as u32, key.clone()));
+            shard.schedule(db, key, at);
         }
         let is_list = matches!(value, Value::List(_));
-        shard.dbs[db].insert(key.clone(), Entry { value, expire_at });
+        shard.dbs[db].insert(key, Entry { value, expire_at });
         if existing.is_none() {
-            self.locked.ks.events.notify(Event::New, db, &key);
+            self.locked.ks.events.notify(Event::New, db, key);
         }
         if is_list {
-            self.signal_ready(&key)?;
+            self.signal_ready(key)?;
         }
         Ok(())
     }
@@ -629,9 +690,8 @@ impl Db<'_, '_> {
         };
         let previous = std::mem::replace(&mut entry.expire_at, at);
         if let Some(at) = at.filter(|at| Some(*at) != previous) {
-            let db = self.index as u32;
-            let shard = self.locked.shard(key_shard(key))?;
-            shard.wheel.insert(at, (db, Bytes::copy_from_slice(key)));
+            let db = self.index;
+            self.locked.shard(key_shard(key))?.schedule(db, key, at);
         }
         Ok(true)
     }
@@ -656,6 +716,7 @@ impl Db<'_, '_> {
     /// Empties this database in every shard (the plan must hold them all).
     pub fn flush(&mut self) -> u64 {
         let db = self.index;
+        self.locked.record_flush(Some(db));
         let mut removed = 0;
         for shard in self.locked.shards() {
             removed += shard.dbs[db].len() as u64;
@@ -730,6 +791,7 @@ fn live_entry<'s>(
 
 /// FLUSHALL: every database of every shard (the plan must hold them all).
 pub fn flush_all(locked: &mut Locked<'_>) -> u64 {
+    locked.record_flush(None);
     let now = locked.now;
     let mut removed = 0;
     for shard in locked.shards() {

@@ -2,22 +2,16 @@
 //! the lock-family commands.
 
 use bytes::Bytes;
-use indexmap::IndexMap;
 
-/// Small hashes keep insertion order, as Redis's listpack encoding does, so
-/// HGETALL and HSCAN answer in the same order as Redis.
-pub type HashValue = IndexMap<Bytes, Bytes, foldhash::fast::RandomState>;
-
-/// Up to this many fields a hash keeps field order on delete, like Redis's
-/// listpack; larger hashes are unordered there too.
-pub const HASH_ORDERED_MAX: usize = 128;
+pub use super::hash::{HASH_ORDERED_MAX, HashValue};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     Str(Bytes),
     Hash(HashValue),
     List(std::collections::VecDeque<Bytes>),
-    ZSet(super::zset::SortedSet),
+    /// Boxed: a sorted set is large, and every entry pays for the largest kind.
+    ZSet(Box<super::zset::SortedSet>),
 }
 
 impl Value {
@@ -32,14 +26,6 @@ impl Value {
 
     pub fn new_hash() -> Value {
         Value::Hash(HashValue::default())
-    }
-}
-
-pub fn hash_remove(h: &mut HashValue, field: &[u8]) -> Option<Bytes> {
-    if h.len() <= HASH_ORDERED_MAX {
-        h.shift_remove(field)
-    } else {
-        h.swap_remove(field)
     }
 }
 

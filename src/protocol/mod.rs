@@ -3,5 +3,5 @@
 pub mod parse;
 pub mod reply;
 
-pub use parse::{ProtocolError, next_request};
+pub use parse::{ProtocolError, RequestParser, next_request};
 pub use reply::{Protocol, Reply};

@@ -15,6 +15,7 @@
 
 pub mod notify;
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::Instant;
@@ -160,6 +161,68 @@ pub fn pubsub_limits(value: &str) -> Option<(u64, u64, u64)> {
     ))
 }
 
+thread_local! {
+    /// Messages published on this thread while a script runs: a script
+    /// that is rolled back (killed, or started over) must not have told
+    /// anyone anything, so its messages wait for it to commit.
+    static HELD: RefCell<Option<Vec<HeldMessage>>> = const { RefCell::new(None) };
+}
+
+struct HeldMessage {
+    sharded: bool,
+    channel: Bytes,
+    message: Bytes,
+}
+
+/// Holds back what this thread publishes until `release` (delivered in
+/// order) or `discard`. Holds do not nest: a script never runs inside
+/// another.
+pub struct HeldMessages(());
+
+impl HeldMessages {
+    pub fn hold() -> HeldMessages {
+        HELD.set(Some(Vec::new()));
+        HeldMessages(())
+    }
+
+    /// Forgets what was held so far and goes on holding.
+    pub fn discard(&self) {
+        HELD.with_borrow_mut(|held| held.as_mut().map(Vec::clear));
+    }
+
+    /// Stops holding and delivers what was held.
+    pub fn release(self, pubsub: &PubSub) {
+        for m in HELD.take().unwrap_or_default() {
+            if m.sharded {
+                pubsub.spublish(&m.channel, &m.message);
+            } else {
+                pubsub.publish(&m.channel, &m.message);
+            }
+        }
+    }
+}
+
+impl Drop for HeldMessages {
+    fn drop(&mut self) {
+        HELD.set(None);
+    }
+}
+
+/// Keeps the message for later if this thread holds its messages.
+fn held(sharded: bool, channel: &[u8], message: &[u8]) -> bool {
+    HELD.with_borrow_mut(|held| match held {
+        Some(held) => {
+            held.push(HeldMessage {
+                sharded,
+                channel: Bytes::copy_from_slice(channel),
+                message: Bytes::copy_from_slice(message),
+            });
+            true
+        }
+        None => false,
+    })
+}
+
 /// Every subscription of every client.
 pub struct PubSub {
     channels: DashMap<Bytes, Subscribers, Hasher>,
@@ -249,7 +312,11 @@ impl PubSub {
 
     /// PUBLISH: delivers to the channel's subscribers, then to every
     /// matching pattern's; returns how many deliveries were made.
+    /// Held back while a script runs: the count is of the receivers now.
     pub fn publish(&self, channel: &[u8], message: &[u8]) -> usize {
+        if held(false, channel, message) {
+            return self.receivers(channel);
+        }
         let mut receivers = 0;
         if let Some(subs) = self.channels.get(channel) {
             let frame = encode(&[b"message", channel, message]);
@@ -274,6 +341,9 @@ impl PubSub {
 
     /// SPUBLISH: shard channels only; patterns never see these.
     pub fn spublish(&self, channel: &[u8], message: &[u8]) -> usize {
+        if held(true, channel, message) {
+            return self.numsub(Kind::Shard, channel);
+        }
         let Some(subs) = self.shard_channels.get(channel) else {
             return 0;
         };
@@ -282,6 +352,21 @@ impl PubSub {
             mailbox.deliver(&frame, &self.limits);
         }
         subs.len()
+    }
+
+    /// How many deliveries a PUBLISH on `channel` would make.
+    fn receivers(&self, channel: &[u8]) -> usize {
+        let direct = self.numsub(Kind::Channel, channel);
+        if self.pattern_count.load(Ordering::Relaxed) == 0 {
+            return direct;
+        }
+        let patterns = self.patterns.read();
+        direct
+            + patterns
+                .iter()
+                .filter(|(pattern, _)| glob_match(pattern, channel, false))
+                .map(|(_, subs)| subs.len())
+                .sum::<usize>()
     }
 
     /// Active channels (or shard channels) matching `pattern`.

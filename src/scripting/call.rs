@@ -12,6 +12,7 @@
 
 use std::os::raw::c_int;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 use mlua::ffi;
@@ -70,14 +71,10 @@ pub unsafe extern "C-unwind" fn set_resp(state: *mut ffi::lua_State) -> c_int {
 /// sets the KEYS and ARGV globals.
 pub unsafe extern "C-unwind" fn set_args(state: *mut ffi::lua_State) -> c_int {
     // Setting the hook again restarts its instruction count, so a run is
-    // only taken for a long one if it is still going at its own first hook.
+    // only taken for a long one by its own running time. Coroutines the
+    // script creates inherit the hook.
     unsafe {
-        ffi::lua_sethook(
-            state,
-            ffi::lua_gethook(state),
-            ffi::lua_gethookmask(state),
-            ffi::lua_gethookcount(state),
-        );
+        ffi::lua_sethook(state, Some(hook), ffi::LUA_MASKCOUNT, super::HOOK_EVERY);
     }
     with_active(|scope| {
         if let Some(scope) = scope {
@@ -90,6 +87,48 @@ pub unsafe extern "C-unwind" fn set_args(state: *mut ffi::lua_State) -> c_int {
         }
     });
     0
+}
+
+/// The instruction-count hook: stops a script that SCRIPT KILL or a
+/// shutdown asked to stop. The error it raises can be caught by the
+/// script's pcall, but the sandbox's pcall, xpcall and coroutine.resume
+/// raise it again once the run is killed, and this hook keeps firing.
+unsafe extern "C-unwind" fn hook(state: *mut ffi::lua_State, ar: *mut ffi::lua_Debug) {
+    let killed = with_active(|scope| {
+        let Some(scope) = scope else {
+            return false;
+        };
+        if !scope.slot.check() {
+            return false;
+        }
+        // The line reported is the script's own, not a sandbox helper's.
+        unsafe {
+            if ffi::lua_getinfo(state, c"Sl".as_ptr(), ar) != 0
+                && std::ffi::CStr::from_ptr((*ar).source) == c"@user_script"
+            {
+                scope
+                    .run
+                    .kill_line
+                    .store((*ar).currentline as u64, Ordering::Release);
+            }
+        }
+        true
+    });
+    if !killed {
+        return;
+    }
+    unsafe {
+        ffi::lua_pushstring(state, c"Script killed by user with SCRIPT KILL...".as_ptr());
+        ffi::lua_error(state);
+    }
+}
+
+/// # Safety
+/// Called by Lua only, as the context's `killed`: whether the run has
+/// been asked to stop.
+pub unsafe extern "C-unwind" fn killed(state: *mut ffi::lua_State) -> c_int {
+    unsafe { ffi::lua_pushboolean(state, super::kill_requested() as c_int) };
+    1
 }
 
 unsafe fn push_strings(state: *mut ffi::lua_State, items: &[Bytes]) {

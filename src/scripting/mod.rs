@@ -10,6 +10,7 @@ mod brackets;
 mod call;
 mod convert;
 mod libs;
+mod native;
 
 use std::any::Any;
 use std::cell::Cell;
@@ -20,7 +21,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use dashmap::DashMap;
-use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
+use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
 use parking_lot::Mutex;
 
 use crate::client::Client;
@@ -29,11 +30,17 @@ use crate::command::{CommandSpec, Ctx, REGISTRY, execute, flag, lock_plan};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{LockPlan, key_shard};
 use crate::protocol::{Protocol, Reply};
+use crate::pubsub::HeldMessages;
 use convert::lua_to_reply;
 
 const PRELUDE: &str = include_str!("prelude.lua");
-/// Instructions between checks of a script's running time.
-const HOOK_EVERY: u32 = 100_000;
+/// Instructions between checks of a script's running time and of SCRIPT
+/// KILL: often enough that a loop around slow library calls still stops
+/// promptly, rarely enough that the check costs about 1% of a run.
+const HOOK_EVERY: i32 = 1000;
+/// A run still going after this long is a long one: its worker thread hands
+/// its other tasks off.
+const LONG_RUN: std::time::Duration = std::time::Duration::from_millis(1);
 
 pub fn sha1_hex(body: &[u8]) -> String {
     sha1_smol::Sha1::from(body).digest().to_string()
@@ -67,44 +74,35 @@ struct ActiveRun {
 
 impl RunSlot {
     /// The instruction-count hook: notices a script running past the busy
-    /// threshold, and stops one that SCRIPT KILL has marked.
-    fn check(&self, line: Option<usize>) -> mlua::Result<VmState> {
-        let (killed, first_check) = {
+    /// threshold, and answers whether it has been asked to stop.
+    fn check(&self) -> bool {
+        let release = {
             let guard = self.0.lock();
             let Some(run) = guard.as_ref() else {
-                return Ok(VmState::Continue);
+                return false;
             };
             let state = &run.state;
-            if !state.busy.load(Ordering::Relaxed)
-                && state.started.elapsed().as_millis() as u64 >= run.threshold
-            {
+            if state.killed.load(Ordering::Acquire) {
+                return true;
+            }
+            let elapsed = state.started.elapsed();
+            if !state.busy.load(Ordering::Relaxed) && elapsed.as_millis() as u64 >= run.threshold {
                 state.busy.store(true, Ordering::Release);
                 run.counters.busy.fetch_add(1, Ordering::Relaxed);
                 for &idx in &run.held {
                     run.flags[idx].store(true, Ordering::Release);
                 }
             }
-            let killed = state.killed.load(Ordering::Acquire);
-            if killed {
-                state
-                    .kill_line
-                    .store(line.unwrap_or(0) as u64, Ordering::Release);
-            }
-            (killed, !state.released.swap(true, Ordering::Relaxed))
+            elapsed >= LONG_RUN && !state.released.swap(true, Ordering::Relaxed)
         };
-        if first_check {
+        if release {
             release_worker();
         }
-        if killed {
-            return Err(mlua::Error::runtime(
-                "Script killed by user with SCRIPT KILL...",
-            ));
-        }
-        Ok(VmState::Continue)
+        false
     }
 }
 
-/// A script still running at its first hook is a long one: the async
+/// A script still running after `LONG_RUN` is a long one: the async
 /// worker thread it occupies hands its queued tasks to another thread, so
 /// nothing waits behind it (tokio's non-stealable LIFO slot included).
 fn release_worker() {
@@ -119,15 +117,11 @@ fn release_worker() {
 struct Vm {
     lua: Lua,
     generation: u64,
-    functions: HashMap<String, Function>,
+    functions: HashMap<String, Function, foldhash::fast::RandomState>,
     ctx: Table,
     env: Table,
     run: Function,
     slot: Arc<RunSlot>,
-    /// The instruction-count hook is installed. It stays between runs,
-    /// except after one it stopped (SCRIPT KILL): a hook that raised an
-    /// error does not reliably fire again in the same state.
-    hooked: bool,
 }
 
 impl Vm {
@@ -167,6 +161,7 @@ impl Vm {
         ctx.raw_set("set_args", unsafe {
             lua.create_c_function(call::set_args)?
         })?;
+        ctx.raw_set("killed", unsafe { lua.create_c_function(call::killed)? })?;
         // For loadstring and load inside scripts (CVE-2025-46819).
         ctx.raw_set(
             "relevel",
@@ -189,12 +184,11 @@ impl Vm {
         Ok(Vm {
             lua,
             generation,
-            functions: HashMap::new(),
+            functions: HashMap::default(),
             ctx,
             env,
             run,
             slot,
-            hooked: false,
         })
     }
 
@@ -254,7 +248,9 @@ fn log(_: &Lua, args: MultiValue) -> mlua::Result<()> {
 
 #[derive(Default)]
 pub struct ScriptEngine {
-    bodies: DashMap<String, Bytes>,
+    /// Found by SHA1 hex: a fast hash is safe, no input can choose keys
+    /// that collide in it without breaking SHA1.
+    bodies: DashMap<String, Bytes, foldhash::fast::RandomState>,
     pool: Mutex<Vec<Vm>>,
     generation: AtomicU64,
     /// Every Lua state's run slot, for SCRIPT KILL.
@@ -279,6 +275,8 @@ enum Attempt {
     /// command that needs the whole keyspace: its changes are rolled back
     /// and it runs again holding these too.
     Retry(LockPlan),
+    /// SCRIPT KILL or a shutdown stopped it: its changes are rolled back.
+    Killed(CmdError),
 }
 
 /// What `redis.call` works with during one attempt.
@@ -287,6 +285,8 @@ struct CallScope<'s, 'c, 'a> {
     client: Client,
     readonly: bool,
     run: &'s RunState,
+    /// Where the instruction hook finds the run.
+    slot: &'s RunSlot,
     retry: Option<LockPlan>,
     /// Follows `redis.setresp`.
     resp3: bool,
@@ -356,15 +356,24 @@ impl ScriptEngine {
         self.pool.lock().clear();
     }
 
-    /// SCRIPT KILL: stops a script running past the busy threshold, if it
-    /// has not written.
-    pub fn kill(&self) -> CmdResult<()> {
+    /// The state of every run in progress.
+    fn running(&self) -> Vec<Arc<RunState>> {
         let mut slots = self.slots.lock();
         slots.retain(|s| s.strong_count() > 0);
-        let busy: Vec<Arc<RunState>> = slots
+        slots
             .iter()
             .filter_map(|s| s.upgrade())
             .filter_map(|s| s.0.lock().as_ref().map(|run| run.state.clone()))
+            .collect()
+    }
+
+    /// SCRIPT KILL: stops the scripts running past the busy threshold. One
+    /// that has written is rolled back, unless `rollback_writes` is off:
+    /// then, as in Redis, it cannot be killed.
+    pub fn kill(&self, rollback_writes: bool) -> CmdResult<()> {
+        let busy: Vec<Arc<RunState>> = self
+            .running()
+            .into_iter()
             .filter(|r| r.busy.load(Ordering::Acquire))
             .collect();
         if busy.is_empty() {
@@ -372,7 +381,7 @@ impl ScriptEngine {
                 "NOTBUSY No scripts in execution right now.",
             ));
         }
-        if busy.iter().any(|r| r.wrote.load(Ordering::Acquire)) {
+        if !rollback_writes && busy.iter().any(|r| r.wrote.load(Ordering::Acquire)) {
             return Err(CmdError::other(
                 "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.",
             ));
@@ -380,6 +389,14 @@ impl ScriptEngine {
         busy.iter()
             .for_each(|r| r.killed.store(true, Ordering::Release));
         Ok(())
+    }
+
+    /// Stops every script in progress, rolling back what it wrote: the
+    /// server is shutting down.
+    pub fn kill_all(&self) {
+        self.running()
+            .iter()
+            .for_each(|r| r.killed.store(true, Ordering::Release));
     }
 
     /// (scripts cached, bytes of their bodies), for INFO memory.
@@ -425,6 +442,17 @@ impl ScriptEngine {
         argv: &[Bytes],
         readonly: bool,
     ) -> CmdResult<Reply> {
+        // A well-known lock script runs natively. Read-only runs refuse
+        // its writes and cluster mode checks each call's slot: both are
+        // Lua's to answer.
+        if !readonly
+            && ctx.shared.cluster.is_none()
+            && let Some(native) = native::find(sha)
+            && let Some(reply) = native(&mut native::NativeRun::new(ctx, keys, argv))
+        {
+            self.counters.runs.fetch_add(1, Ordering::Relaxed);
+            return Ok(reply);
+        }
         let mut vm = self.take_vm()?;
         let function = match vm.function(sha, body) {
             Ok(f) => f,
@@ -443,20 +471,29 @@ impl ScriptEngine {
         };
         self.counters.runs.fetch_add(1, Ordering::Relaxed);
         let mut plan = LockPlan::for_keys(keys.iter().map(|k| &k[..]));
+        // What the script publishes (keyspace events included) reaches
+        // subscribers only once its writes are final.
+        let held = HeldMessages::hold();
         let outcome = loop {
             ctx.locked.begin_journal();
             match self.attempt(&mut vm, &function, ctx, sha, keys, argv, limits) {
                 Ok(Attempt::Done(reply)) => break Ok(reply),
                 Ok(Attempt::Retry(more)) => {
                     plan = plan.union(more);
+                    held.discard();
                     if let Err(e) = ctx.locked.rollback().and_then(|_| ctx.locked.relock(&plan)) {
                         break Err(e);
                     }
+                }
+                Ok(Attempt::Killed(e)) => {
+                    held.discard();
+                    break ctx.locked.rollback().and(Err(e));
                 }
                 Err(e) => break Err(e),
             }
         };
         ctx.locked.end_journal();
+        held.release(&ctx.shared.pubsub);
         // A state left holding much of its heap (a script ran out of
         // memory) is collected, and dropped if that does not free it.
         let half = limits.heap / 2;
@@ -483,15 +520,6 @@ impl ScriptEngine {
         let lua_err = |e: mlua::Error| CmdError::other(format!("ERR Error running script: {e}"));
         let lua = &vm.lua;
         let _ = lua.set_memory_limit(limits.heap);
-        if !vm.hooked {
-            let hook_slot = vm.slot.clone();
-            lua.set_hook(
-                HookTriggers::new().every_nth_instruction(HOOK_EVERY),
-                move |_, debug| hook_slot.check(debug.current_line()),
-            )
-            .map_err(lua_err)?;
-            vm.hooked = true;
-        }
 
         let run = Arc::new(RunState {
             started: Instant::now(),
@@ -515,6 +543,7 @@ impl ScriptEngine {
             client,
             readonly: limits.readonly,
             run: &run,
+            slot: &vm.slot,
             retry: None,
             resp3: false,
             keys,
@@ -538,10 +567,6 @@ impl ScriptEngine {
                     }
                 });
         ACTIVE.set(outer);
-        if run.killed.load(Ordering::Acquire) {
-            lua.remove_hook();
-            vm.hooked = false;
-        }
         if let Some(active) = vm.slot.0.lock().take()
             && run.busy.load(Ordering::Acquire)
         {
@@ -556,10 +581,10 @@ impl ScriptEngine {
             return Ok(Attempt::Retry(plan));
         }
         if run.killed.load(Ordering::Acquire) {
-            return Err(CmdError::other(format!(
+            return Ok(Attempt::Killed(CmdError::other(format!(
                 "ERR Script killed by user with SCRIPT KILL... script: {sha}, on @user_script:{}.",
                 run.kill_line.load(Ordering::Acquire)
-            )));
+            ))));
         }
         match result {
             Ok(reply) => Ok(Attempt::Done(reply)),

@@ -52,12 +52,24 @@ function redis.sha1hex(...)
   return raw_sha1hex((...))
 end
 
+-- A killed run's error may be caught, but never survives the catch: each
+-- way of catching an error raises it again once the run is killed, so
+-- SCRIPT KILL ends the script whatever it wraps its loop in.
+local killed = CTX.killed
+local function rethrow_if_killed(ok, ...)
+  if not ok and killed() then
+    error((...), 0)
+  end
+  return ok, ...
+end
+
 -- Redis's pcall hands back the message of a Redis error table, not the table.
 local raw_pcall = pcall
 local function pcall_result(ok, ...)
   if ok then
     return ok, ...
   end
+  rethrow_if_killed(ok, ...)
   local e = ...
   if type(e) == "table" and type(e.err) == "string" then
     return false, e.err
@@ -73,11 +85,16 @@ end
 -- some 220 levels. A handler whose C frames are large (a failing
 -- string.format: 9 KiB each) overflows a 2 MiB thread stack before that,
 -- and the process aborts. The same handler calls, made in a loop, give
--- the same answers with the stack flat (found by fuzz/eval).
+-- the same answers with the stack flat (found by fuzz/eval). The script's
+-- handler does not run for a killed run (it might loop).
 local HANDLER_CALLS = 200
+local raw_xpcall = xpcall
 G.xpcall = function(f, handler)
-  return xpcall(f, function(e)
+  return rethrow_if_killed(raw_xpcall(f, function(e)
     for _ = 1, HANDLER_CALLS do
+      if killed() then
+        return e
+      end
       local ok, result = raw_pcall(handler, e)
       if ok then
         return result
@@ -85,7 +102,12 @@ G.xpcall = function(f, handler)
       e = result
     end
     return "error in error handling"
-  end)
+  end))
+end
+
+local raw_resume = G.coroutine.resume
+G.coroutine.resume = function(...)
+  return rethrow_if_killed(raw_resume(...))
 end
 
 local function error_table(text)

@@ -68,12 +68,12 @@ fn hash_owners(value: &Value) -> Option<Vec<LockOwner>> {
     };
     let mut owners = Vec::new();
     for (field, count) in hash {
-        if field.as_ref() == MODE_FIELD {
+        if field == MODE_FIELD {
             continue;
         }
         let holds = parse_i64(count).filter(|n| *n > 0)?;
         owners.push(LockOwner {
-            owner: field.clone(),
+            owner: Bytes::copy_from_slice(field),
             holds,
         });
     }
@@ -113,7 +113,7 @@ pub fn held_locks(
                 };
                 found.push(HeldLock {
                     db,
-                    key: key.clone(),
+                    key: Bytes::copy_from_slice(key),
                     kind,
                     owners,
                     ttl,

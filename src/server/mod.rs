@@ -616,7 +616,7 @@ impl ServerHandle {
     /// Stops accepting, lets each connection finish the replies it is
     /// working on, closes every client and waits for all of it.
     pub async fn shutdown(mut self) {
-        self.shared.shutdown.send_replace(true);
+        self.shared.stop();
         while self.tasks.join_next().await.is_some() {}
     }
 
@@ -628,6 +628,6 @@ impl ServerHandle {
 
 impl Drop for ServerHandle {
     fn drop(&mut self) {
-        self.shared.shutdown.send_replace(true);
+        self.shared.stop();
     }
 }

@@ -142,6 +142,14 @@ impl Shared {
         }
     }
 
+    /// Stops the server: scripts in progress are stopped and rolled back
+    /// (one that never ends must not keep the process alive), then every
+    /// task is told.
+    pub fn stop(&self) {
+        self.scripts.kill_all();
+        self.shutdown.send_replace(true);
+    }
+
     /// Every lock held now, read with every shard held.
     pub fn held_locks(&self, pattern: Option<&[u8]>) -> Vec<super::HeldLock> {
         let mut locked = loop {

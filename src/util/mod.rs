@@ -1,5 +1,6 @@
 //! Number parsing and formatting with Redis's exact rules, and glob matching.
 
+pub mod alloc;
 mod glob;
 pub mod scan;
 

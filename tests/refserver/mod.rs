@@ -303,6 +303,11 @@ impl Rlockd {
     pub fn port(&self) -> u16 {
         self.addr.port()
     }
+
+    /// Closes every client connection (see `ServerHandle::drop_connections`).
+    pub fn drop_connections(&self) -> usize {
+        self._server.drop_connections()
+    }
 }
 
 /// The server under test: rlockd, or in self-test mode a second
@@ -353,6 +358,80 @@ impl Subject {
             Subject::Redis(_) => "redis-server#2",
         }
     }
+
+    /// Closes every client connection: rlockd's own hook, or `CLIENT KILL`
+    /// of every normal and pub/sub client on redis-server.
+    pub fn drop_connections(&self, password: Option<&str>) {
+        match self {
+            Subject::Rlockd(r) => {
+                r.drop_connections();
+            }
+            Subject::Redis(r) => {
+                let mut req = Vec::new();
+                if let Some(p) = password {
+                    req.extend_from_slice(
+                        format!("*2\r\n$4\r\nAUTH\r\n${}\r\n{p}\r\n", p.len()).as_bytes(),
+                    );
+                }
+                for kind in ["normal", "pubsub"] {
+                    req.extend_from_slice(
+                        format!(
+                            "*4\r\n$6\r\nCLIENT\r\n$4\r\nKILL\r\n$4\r\nTYPE\r\n${}\r\n{kind}\r\n",
+                            kind.len()
+                        )
+                        .as_bytes(),
+                    );
+                }
+                let got = exchange(r.addr, &req, Duration::from_secs(2));
+                assert!(
+                    got.starts_with(b"+OK") || got.starts_with(b":"),
+                    "CLIENT KILL on {}: {}",
+                    r.addr,
+                    show(&got, 300)
+                );
+            }
+        }
+    }
+}
+
+/// Which server a run of a real-client scenario talks to.
+pub enum Target {
+    Redis(PathBuf),
+    Rlockd,
+}
+
+impl Target {
+    pub fn start(&self, setup: Setup) -> Subject {
+        match self {
+            Target::Redis(bin) => Subject::Redis(RedisServer::start_setup(bin, setup)),
+            Target::Rlockd => Subject::Rlockd(Rlockd::start_setup(setup)),
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Target::Redis(_) => "redis-server",
+            Target::Rlockd => "rlockd",
+        }
+    }
+
+    /// Why a scenario that fails on this target fails.
+    pub fn blame(&self) -> &'static str {
+        match self {
+            Target::Redis(_) => "it fails on redis-server too, so the client program is wrong",
+            Target::Rlockd => "it passes on redis-server, so rlockd differs",
+        }
+    }
+}
+
+/// redis-server first (when installed), then rlockd: a scenario that fails
+/// only on rlockd is rlockd's fault, not the client program's.
+pub fn targets(test: &str) -> Vec<Target> {
+    redis_server_path(test)
+        .map(Target::Redis)
+        .into_iter()
+        .chain([Target::Rlockd])
+        .collect()
 }
 
 /// Sends `bytes` on a new connection and returns everything that comes

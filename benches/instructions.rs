@@ -1,0 +1,107 @@
+//! CPU per lock operation, `redis-server` versus `rlockd`, counted in
+//! instructions rather than timed: both run under `valgrind
+//! --tool=callgrind`, which counts every instruction of every thread the
+//! same way on a quiet or a busy machine. One client takes and releases
+//! Redisson locks (EVALSHA of `seed002_lock.lua` and `seed002_unlock.lua`)
+//! over a real socket. Each server runs twice, with a short and a long
+//! workload; the difference divided by the extra pairs is the cost of one
+//! lock+unlock pair, start-up and shut-down cancelled out.
+//!
+//! Run with `cargo bench --bench instructions`. Knob:
+//! `RLOCKD_BENCH_PAIRS` (2000 extra pairs). Needs `valgrind`; without it
+//! the bench says so and exits.
+
+mod support;
+
+use std::io;
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use support::{Conn, Reply, free_port, knob};
+
+const LOCK_LUA: &str = include_str!("../conformance/scripts/seed002_lock.lua");
+const UNLOCK_LUA: &str = include_str!("../conformance/scripts/seed002_unlock.lua");
+const OWNER: &str = "8743c9c0-0795-4907-87fd-6c719a6b4586:1";
+/// Pairs in the short run.
+const BASE_PAIRS: usize = 200;
+
+fn sha(conn: &mut Conn, script: &str) -> io::Result<String> {
+    match conn.cmd(&["SCRIPT", "LOAD", script])? {
+        Reply::Bulk(Some(sha)) => Ok(String::from_utf8(sha).expect("hex")),
+        other => Err(io::Error::other(format!("SCRIPT LOAD: {other:?}"))),
+    }
+}
+
+fn drive(addr: SocketAddr, pairs: usize) -> io::Result<()> {
+    let mut conn = Conn::open(addr)?;
+    let (lock, unlock) = (sha(&mut conn, LOCK_LUA)?, sha(&mut conn, UNLOCK_LUA)?);
+    for i in 0..pairs {
+        let name = format!("lock:{}", i % 100);
+        let channel = format!("redisson_lock__channel:{{{name}}}");
+        conn.cmd(&["EVALSHA", &lock, "1", &name, "30000", OWNER])?;
+        match conn.cmd(&[
+            "EVALSHA", &unlock, "2", &name, &channel, "0", "30000", OWNER,
+        ])? {
+            Reply::Int(1) => {}
+            other => return Err(io::Error::other(format!("unlock: {other:?}"))),
+        }
+    }
+    Ok(())
+}
+
+/// Instructions the server ran, start to shut-down, doing `pairs` pairs.
+fn count(program: &str, args: &[&str], pairs: usize) -> u64 {
+    let out = std::env::temp_dir().join(format!("rlockd-callgrind-{}.out", free_port()));
+    let port = free_port();
+    let mut child = Command::new("valgrind")
+        .arg("--tool=callgrind")
+        .arg(format!("--callgrind-out-file={}", out.display()))
+        .arg(program)
+        .args(args)
+        .args(["--port", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("valgrind starts");
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Conn::open(addr).and_then(|mut c| c.cmd(&["PING"])).is_err() {
+        assert!(Instant::now() < deadline, "{program} did not start");
+        thread::sleep(Duration::from_millis(100));
+    }
+    drive(addr, pairs).expect("the workload runs");
+    let _ = Conn::open(addr).and_then(|mut c| c.send(&["SHUTDOWN", "NOSAVE"]));
+    child.wait().expect("the server exits");
+    let text = std::fs::read_to_string(&out).expect("callgrind's output");
+    let _ = std::fs::remove_file(&out);
+    text.lines()
+        .find_map(|l| l.strip_prefix("summary:").or(l.strip_prefix("totals:")))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("a total in callgrind's output")
+}
+
+fn main() {
+    if Command::new("valgrind").arg("--version").output().is_err() {
+        println!("valgrind not available (Debian: apt-get install valgrind): nothing measured");
+        return;
+    }
+    let pairs = knob("RLOCKD_BENCH_PAIRS", 2000).max(1);
+    let redis = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+    let servers: [(&str, &str, &[&str]); 2] = [
+        ("redis", &redis, &["--save", "", "--appendonly", "no"]),
+        ("rlockd", env!("CARGO_BIN_EXE_rlockd"), &[]),
+    ];
+    let mut per_pair = Vec::new();
+    for (name, program, args) in servers {
+        let short = count(program, args, BASE_PAIRS);
+        let long = count(program, args, BASE_PAIRS + pairs);
+        let cost = long.saturating_sub(short) as f64 / pairs as f64;
+        println!("{name:<8} {cost:>9.0} instructions per Redisson lock+unlock pair");
+        per_pair.push(cost);
+    }
+    let ratio = per_pair[1] / per_pair[0];
+    println!("rlockd / redis: {ratio:.2}");
+    println!("BENCH {{\"bench\":\"instructions\",\"pairs\":{pairs},\"ratio\":{ratio:.3}}}");
+}

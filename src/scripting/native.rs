@@ -1,0 +1,249 @@
+//! Native runs of the well-known lock scripts. A script whose SHA1 is one
+//! of these runs as Rust instead of Lua: the same commands, in the same
+//! order, through the same command path as `redis.call`, so replies,
+//! effects, statistics and notifications are those of the Lua run. Each
+//! is a line-for-line transliteration of its script, taking its branches
+//! from the commands' replies as the script does.
+//!
+//! The one thing a transliteration cannot reproduce cheaply is a failing
+//! `redis.call` (its error carries the script's line), so before running,
+//! each checks, without touching anything, that none of its calls can
+//! fail; if one could, the script runs in Lua as usual.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use bytes::Bytes;
+
+use super::sha1_hex;
+use crate::client::Client;
+use crate::command::{Ctx, REGISTRY, execute};
+use crate::keyspace::Value;
+use crate::protocol::Reply;
+use crate::util::parse_i64;
+
+/// A native run: `None` if it must run in Lua (decided before any effect).
+pub(super) type Native = fn(&mut NativeRun) -> Option<Reply>;
+
+/// The scripts, kept verbatim with the conformance cases that compare them
+/// with redis-server, and their native forms.
+const KNOWN: &[(&str, Native)] = &[
+    (
+        include_str!("../../conformance/scripts/seed002_lock.lua"),
+        reentrant_lock,
+    ),
+    (
+        include_str!("../../conformance/scripts/seed000_lock.lua"),
+        reentrant_lock_hset,
+    ),
+    (
+        include_str!("../../conformance/scripts/seed002_unlock.lua"),
+        reentrant_unlock,
+    ),
+    (
+        include_str!("../../conformance/scripts/seed000_unlock.lua"),
+        reentrant_unlock_publish_free,
+    ),
+];
+
+static BY_SHA: LazyLock<HashMap<String, Native, foldhash::fast::RandomState>> =
+    LazyLock::new(|| {
+        KNOWN
+            .iter()
+            .map(|&(body, native)| (sha1_hex(body.as_bytes()), native))
+            .collect()
+    });
+
+pub(super) fn find(sha: &str) -> Option<Native> {
+    BY_SHA.get(sha).copied()
+}
+
+/// What a native run works with: the caller's context, a script client,
+/// the script's KEYS and ARGV.
+pub(super) struct NativeRun<'r, 'c, 'a> {
+    ctx: &'r mut Ctx<'c, 'a>,
+    client: Client,
+    keys: &'r [Bytes],
+    args: &'r [Bytes],
+}
+
+/// What a lock's hash holds for one owner, as far as its calls care.
+enum Holds {
+    /// No key: the lock is free.
+    Free,
+    /// A hash without the owner's field.
+    Other,
+    /// A hash with the owner's count, an integer.
+    Count(i64),
+}
+
+impl<'r, 'c, 'a> NativeRun<'r, 'c, 'a> {
+    pub(super) fn new(ctx: &'r mut Ctx<'c, 'a>, keys: &'r [Bytes], args: &'r [Bytes]) -> Self {
+        let client = Client::for_script(ctx.client);
+        NativeRun {
+            ctx,
+            client,
+            keys,
+            args,
+        }
+    }
+
+    /// Runs one command as `redis.call` would (its keys are the script's
+    /// declared keys, whose shards the run holds). A failure, which the
+    /// checks before the run rule out, ends the run with the command's
+    /// error.
+    fn call(&mut self, line: &[Bytes]) -> Result<Reply, Reply> {
+        let id = REGISTRY
+            .lookup(&line[0])
+            .ok_or_else(|| Reply::Error(crate::command::unknown_command(line)))?;
+        match execute(self.ctx.shared, &mut self.client, id, line, self.ctx.locked) {
+            Reply::Error(e) => Err(Reply::Error(e)),
+            reply => Ok(reply),
+        }
+    }
+
+    fn int(&mut self, line: &[Bytes]) -> Result<i64, Reply> {
+        match self.call(line)? {
+            Reply::Int(n) => Ok(n),
+            other => Err(other),
+        }
+    }
+
+    /// What `key` holds for `owner`; `None` if a call on it could fail
+    /// (not a hash, or the owner's count is not an integer).
+    fn holds(&mut self, key: &[u8], owner: &[u8]) -> Option<Holds> {
+        let db = self.client.db;
+        match self.ctx.locked.db(db).peek(key).ok()? {
+            None => Some(Holds::Free),
+            Some(Value::Hash(hash)) => match hash.get(owner) {
+                None => Some(Holds::Other),
+                Some(count) => parse_i64(count).map(Holds::Count),
+            },
+            Some(_) => None,
+        }
+    }
+}
+
+/// A lease PEXPIRE takes without error and without deleting the key: a
+/// positive decimal integer far from overflowing a deadline.
+fn lease_ok(lease: &[u8]) -> bool {
+    (1..=13).contains(&lease.len()) && lease[0] != b'0' && lease.iter().all(u8::is_ascii_digit)
+}
+
+/// A command name or literal argument, as `redis.call` would pass it.
+fn word(w: &'static [u8]) -> Bytes {
+    Bytes::from_static(w)
+}
+
+/// `seed002_lock.lua` (Redisson's tryLockInnerAsync): KEYS[1] the lock,
+/// ARGV[1] the lease, ARGV[2] the owner.
+fn reentrant_lock(run: &mut NativeRun) -> Option<Reply> {
+    reentrant_lock_with(run, b"hincrby")
+}
+
+/// `seed000_lock.lua`: the same, taking a free lock with HSET.
+fn reentrant_lock_hset(run: &mut NativeRun) -> Option<Reply> {
+    reentrant_lock_with(run, b"hset")
+}
+
+fn reentrant_lock_with(run: &mut NativeRun, take_free: &'static [u8]) -> Option<Reply> {
+    let (Some(key), [lease, owner, ..]) = (run.keys.first().cloned(), run.args) else {
+        return None;
+    };
+    let (lease, owner) = (lease.clone(), owner.clone());
+    match run.holds(&key, &owner)? {
+        Holds::Count(n) if n == i64::MAX => return None,
+        _ if !lease_ok(&lease) => return None,
+        _ => {}
+    }
+    let steps = |run: &mut NativeRun| -> Result<Reply, Reply> {
+        if run.int(&[word(b"exists"), key.clone()])? == 0 {
+            run.int(&[word(take_free), key.clone(), owner.clone(), word(b"1")])?;
+            run.int(&[word(b"pexpire"), key.clone(), lease.clone()])?;
+            return Ok(Reply::Nil);
+        }
+        if run.int(&[word(b"hexists"), key.clone(), owner.clone()])? == 1 {
+            run.int(&[word(b"hincrby"), key.clone(), owner.clone(), word(b"1")])?;
+            run.int(&[word(b"pexpire"), key.clone(), lease.clone()])?;
+            return Ok(Reply::Nil);
+        }
+        run.call(&[word(b"pttl"), key.clone()])
+    };
+    Some(steps(run).unwrap_or_else(|failed| failed))
+}
+
+/// `seed002_unlock.lua` (Redisson's unlockInnerAsync): KEYS[1] the lock,
+/// KEYS[2] the wake-up channel; ARGV[1] the message, ARGV[2] the lease,
+/// ARGV[3] the owner.
+fn reentrant_unlock(run: &mut NativeRun) -> Option<Reply> {
+    reentrant_unlock_with(run, false)
+}
+
+/// `seed000_unlock.lua`: the same, but a free lock publishes and answers 1.
+fn reentrant_unlock_publish_free(run: &mut NativeRun) -> Option<Reply> {
+    reentrant_unlock_with(run, true)
+}
+
+fn reentrant_unlock_with(run: &mut NativeRun, publish_free: bool) -> Option<Reply> {
+    let ([key, channel, ..], [message, lease, owner, ..]) = (run.keys, run.args) else {
+        return None;
+    };
+    let (key, channel) = (key.clone(), channel.clone());
+    let (message, lease, owner) = (message.clone(), lease.clone(), owner.clone());
+    match run.holds(&key, &owner)? {
+        Holds::Count(n) if n == i64::MIN => return None,
+        // A free lock is an error-free run for seed002 too: its HEXISTS on
+        // a missing key answers 0.
+        _ if !lease_ok(&lease) => return None,
+        _ => {}
+    }
+    let steps = |run: &mut NativeRun| -> Result<Reply, Reply> {
+        if publish_free && run.int(&[word(b"exists"), key.clone()])? == 0 {
+            run.int(&[word(b"publish"), channel.clone(), message.clone()])?;
+            return Ok(Reply::Int(1));
+        }
+        if run.int(&[word(b"hexists"), key.clone(), owner.clone()])? == 0 {
+            return Ok(Reply::Nil);
+        }
+        if run.int(&[word(b"hincrby"), key.clone(), owner.clone(), word(b"-1")])? > 0 {
+            run.int(&[word(b"pexpire"), key.clone(), lease.clone()])?;
+            return Ok(Reply::Int(0));
+        }
+        run.int(&[word(b"del"), key.clone()])?;
+        run.int(&[word(b"publish"), channel.clone(), message.clone()])?;
+        Ok(Reply::Int(1))
+    };
+    Some(steps(run).unwrap_or_else(|failed| failed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_known_script_is_found_by_its_sha() {
+        for (body, _) in KNOWN {
+            assert!(find(&sha1_hex(body.as_bytes())).is_some());
+        }
+        assert!(find(&sha1_hex(b"return 1")).is_none());
+    }
+
+    #[test]
+    fn leases_that_pexpire_takes_cleanly() {
+        for ok in ["1", "30000", "9999999999999"] {
+            assert!(lease_ok(ok.as_bytes()), "{ok}");
+        }
+        for refused in [
+            "",
+            "0",
+            "-5",
+            "030000",
+            "1.5",
+            "abc",
+            "99999999999999",
+            " 1",
+        ] {
+            assert!(!lease_ok(refused.as_bytes()), "{refused}");
+        }
+    }
+}

@@ -1,0 +1,466 @@
+//! Real lock clients that need a build step, against rlockd: Redisson
+//! (Java, `tests/clients/java`), redsync and redislock (Go,
+//! `tests/clients/go`) and the seed article's C++ client
+//! (`tests/clients/cpp`).
+//!
+//! As in `real_clients.rs`, every scenario runs first against a real
+//! `redis-server` and then against rlockd, so a failure only on rlockd is
+//! rlockd's. A client program may ask the harness, over a control socket
+//! whose port it gets in `RLOCKD_CONTROL_PORT` (or `-Drlockd.control`), to
+//! `stop N` server N or to `drop N` its connections. A missing toolchain is
+//! a SKIP unless `RLOCKD_REQUIRE_CLIENTS=1` (as `.ci/run` sets).
+
+mod refserver;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use refserver::{Setup, Subject, Target, find_tool, loud, targets};
+
+const REQUIRE_CLIENTS_ENV: &str = "RLOCKD_REQUIRE_CLIENTS";
+const CONTROL_PORT_ENV: &str = "RLOCKD_CONTROL_PORT";
+
+/// How long one client program may run before it is killed and fails.
+const RUN_LIMIT: Duration = Duration::from_secs(240);
+
+/// One client program at a time: their checks of wake-up latency must not
+/// share the machine's cores with another JVM or Go build.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn clients_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients")
+}
+
+fn skip(test: &str, reason: &str) {
+    refserver::skip_unless_required(test, reason, REQUIRE_CLIENTS_ENV);
+}
+
+/// The servers of one run, which the client program may stop or cut off.
+struct Servers {
+    running: Vec<Option<Subject>>,
+    password: Option<&'static str>,
+}
+
+impl Servers {
+    fn ports(&self) -> Vec<u16> {
+        self.running.iter().flatten().map(Subject::port).collect()
+    }
+
+    /// Carries out one control request and returns the answer line.
+    fn serve(&mut self, request: &str) -> String {
+        let (verb, index) = request.trim().split_once(' ').unwrap_or((request, ""));
+        let server = index
+            .parse::<usize>()
+            .ok()
+            .and_then(|i| self.running.get_mut(i));
+        match (verb, server) {
+            ("stop", Some(slot)) if slot.is_some() => {
+                // Down (its clients disconnected) before the program hears so.
+                drop(slot.take());
+                "stopped".into()
+            }
+            ("drop", Some(Some(subject))) => {
+                subject.drop_connections(self.password);
+                "dropped".into()
+            }
+            _ => format!("cannot {request:?}"),
+        }
+    }
+}
+
+/// Answers the control requests of whoever connects to `listener` until
+/// `child` exits or the run's limit passes.
+fn supervise(
+    child: &mut Child,
+    listener: &TcpListener,
+    servers: &mut Servers,
+) -> Result<ExitStatus, String> {
+    let deadline = Instant::now() + RUN_LIMIT;
+    loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            return Ok(status);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("killed after {}s", RUN_LIMIT.as_secs()));
+        }
+        match listener.accept() {
+            Ok((stream, _)) => answer(stream, servers),
+            Err(_) => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+}
+
+fn answer(stream: TcpStream, servers: &mut Servers) {
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut writer = stream.try_clone().expect("clone a control connection");
+    for line in BufReader::new(stream).lines() {
+        let Ok(line) = line else { break };
+        let reply = servers.serve(&line);
+        if writeln!(writer, "{reply}").is_err() {
+            break;
+        }
+    }
+}
+
+/// What a client program must print for its run to pass, and how to say
+/// what it did.
+type Judge<'a> = &'a dyn Fn(&Target, &str) -> Result<String, String>;
+
+/// Runs the program that `make` builds (given the servers' ports and the
+/// control port) against `count` fresh servers of each target, and fails
+/// unless it exits 0 and `judge` accepts its output.
+fn run_against_targets(
+    test: &str,
+    setup: Setup<'static>,
+    count: usize,
+    make: &dyn Fn(&Target, &[u16], u16) -> Command,
+    judge: Judge,
+) {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    for target in targets(test) {
+        let mut servers = Servers {
+            running: (0..count).map(|_| Some(target.start(setup))).collect(),
+            password: setup.password,
+        };
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a control port");
+        listener.set_nonblocking(true).unwrap();
+        let control = listener.local_addr().unwrap().port();
+        let mut command = make(&target, &servers.ports(), control);
+        command.env(CONTROL_PORT_ENV, control.to_string());
+        let started = Instant::now();
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{test}: cannot run {:?}: {e}", command.get_program()));
+        let out = collect(child.stdout.take().unwrap());
+        let err = collect(child.stderr.take().unwrap());
+        let status = supervise(&mut child, &listener, &mut servers);
+        let mut output = out.join().unwrap_or_default();
+        let err = err.join().unwrap_or_default();
+        if !err.trim().is_empty() {
+            output.push_str("--- stderr ---\n");
+            output.push_str(&err);
+        }
+        let elapsed = started.elapsed().as_secs_f64();
+        let verdict = match &status {
+            Ok(s) if s.success() => judge(&target, &output),
+            other => Err(format!("exit {other:?}")),
+        };
+        match verdict {
+            Ok(summary) => {
+                println!("--- {test} on {} ---\n{output}", target.name());
+                loud(&format!(
+                    "{test} on {}: {summary} ({elapsed:.1}s)",
+                    target.name()
+                ));
+            }
+            Err(why) => panic!(
+                "{test} against {} ({elapsed:.1}s): {why}; {}\n--- output ---\n{output}",
+                target.name(),
+                target.blame()
+            ),
+        }
+    }
+}
+
+fn collect(out: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = BufReader::new(out).read_to_string(&mut text);
+        text
+    })
+}
+
+// ---------------------------------------------------------------- Java
+
+/// The classpath of the built Java module (`mvn test-compile`, once per
+/// test binary), or why there is none.
+fn java_classpath() -> &'static Result<String, String> {
+    static CLASSPATH: OnceLock<Result<String, String>> = OnceLock::new();
+    CLASSPATH.get_or_init(|| {
+        let mvn = find_tool("mvn", "RLOCKD_MVN").ok_or("no `mvn` on PATH (or $RLOCKD_MVN)")?;
+        find_tool("java", "RLOCKD_JAVA").ok_or("no `java` on PATH (or $RLOCKD_JAVA)")?;
+        let module = clients_dir().join("java");
+        let built = Command::new(mvn)
+            .args(["-q", "-B", "test-compile"])
+            .current_dir(&module)
+            .output()
+            .map_err(|e| format!("cannot run mvn: {e}"))?;
+        if !built.status.success() {
+            return Err(format!(
+                "mvn test-compile failed in {}:\n{}{}",
+                module.display(),
+                String::from_utf8_lossy(&built.stdout),
+                String::from_utf8_lossy(&built.stderr)
+            ));
+        }
+        let deps = std::fs::read_to_string(module.join("target/test-classpath.txt"))
+            .map_err(|e| format!("no classpath file after mvn: {e}"))?;
+        Ok(format!(
+            "{}:{}",
+            module.join("target/test-classes").display(),
+            deps.trim()
+        ))
+    })
+}
+
+/// The count on one of the JUnit console launcher's summary lines, such as
+/// `[        11 tests successful      ]`.
+fn junit_count(output: &str, what: &str) -> Option<u64> {
+    output.lines().find_map(|line| {
+        let inner = line.trim().strip_prefix('[')?.strip_suffix(']')?.trim();
+        let (n, rest) = inner.split_once(' ')?;
+        (rest.trim() == what).then(|| n.parse().ok()).flatten()
+    })
+}
+
+/// A JUnit run passes with at least one test, none failed, and skips
+/// (aborted tests: a #12 command missing) only on rlockd.
+fn judge_junit(target: &Target, output: &str) -> Result<String, String> {
+    let count = |what| junit_count(output, what).ok_or(format!("no `{what}` line"));
+    let (found, passed, failed, aborted) = (
+        count("tests found")?,
+        count("tests successful")?,
+        count("tests failed")?,
+        count("tests aborted")?,
+    );
+    if found == 0 || failed > 0 || passed + aborted != found {
+        return Err(format!(
+            "{found} tests: {passed} passed, {failed} failed, {aborted} skipped"
+        ));
+    }
+    if aborted > 0 && matches!(target, Target::Redis(_)) {
+        return Err(format!(
+            "{aborted} skipped on redis-server, which has every command"
+        ));
+    }
+    Ok(format!(
+        "{passed} passed, {failed} failed, {aborted} skipped"
+    ))
+}
+
+/// Runs one JUnit class of `tests/clients/java` against `count` servers
+/// set up as `setup`.
+fn redisson(test: &str, class: &str, setup: Setup<'static>, count: usize) {
+    let classpath = match java_classpath() {
+        Ok(cp) => cp,
+        Err(why) => return skip(test, why),
+    };
+    let java = find_tool("java", "RLOCKD_JAVA").expect("java was found before");
+    let class = format!("rlockd.clients.{class}");
+    let make = |target: &Target, ports: &[u16], control: u16| {
+        let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
+        let mut command = Command::new(&java);
+        command
+            .arg(format!("-Drlockd.server={}", target.name()))
+            .arg(format!("-Drlockd.ports={}", ports.join(",")))
+            .arg(format!("-Drlockd.control={control}"));
+        if let Some(password) = setup.password {
+            command.arg(format!("-Drlockd.password={password}"));
+        }
+        command
+            .args(["-cp", classpath])
+            .arg("org.junit.platform.console.ConsoleLauncher")
+            .args(["execute", "--disable-banner", "--disable-ansi-colors"])
+            .args(["--details=tree", "--select-class", &class]);
+        command
+    };
+    run_against_targets(test, setup, count, &make, &judge_junit);
+}
+
+fn one_server() -> Setup<'static> {
+    Setup::default()
+}
+
+#[test]
+fn redisson_rlock() {
+    redisson("redisson_rlock", "LockTest", one_server(), 1);
+}
+
+#[test]
+fn redisson_synchronizers() {
+    redisson(
+        "redisson_synchronizers",
+        "SynchronizerTest",
+        one_server(),
+        1,
+    );
+}
+
+#[test]
+fn redisson_connections() {
+    redisson("redisson_connections", "ConnectionTest", one_server(), 1);
+}
+
+#[test]
+fn redisson_data_objects() {
+    redisson("redisson_data_objects", "DataObjectsTest", one_server(), 1);
+}
+
+#[test]
+fn redisson_jvm_processes() {
+    redisson("redisson_jvm_processes", "ProcessesTest", one_server(), 1);
+}
+
+#[test]
+fn redisson_password_and_database() {
+    let setup = Setup {
+        password: Some("s3cret pass"),
+        ..Setup::default()
+    };
+    redisson("redisson_password_and_database", "AuthDbTest", setup, 1);
+}
+
+#[test]
+fn redisson_redlock_three_servers() {
+    redisson(
+        "redisson_redlock_three_servers",
+        "RedLockTest",
+        one_server(),
+        3,
+    );
+}
+
+#[test]
+fn redisson_cluster() {
+    let setup = Setup {
+        cluster: true,
+        ..Setup::default()
+    };
+    redisson("redisson_cluster", "ClusterTest", setup, 1);
+}
+
+// ---------------------------------------------------------------- C++
+
+/// The seed's C++ client built with g++ and hiredis (once per test
+/// binary), or why it could not be.
+fn cpp_client() -> &'static Result<PathBuf, String> {
+    static CLIENT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    CLIENT.get_or_init(|| {
+        let gxx = find_tool("g++", "RLOCKD_CXX").ok_or("no `g++` on PATH (or $RLOCKD_CXX)")?;
+        let binary = Path::new(env!("CARGO_TARGET_TMPDIR")).join("dlock");
+        let built = Command::new(gxx)
+            .args([
+                "-std=c++17",
+                "-O2",
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "-pthread",
+                "-o",
+            ])
+            .arg(&binary)
+            .arg(clients_dir().join("cpp/dlock.cpp"))
+            .arg("-lhiredis")
+            .output()
+            .map_err(|e| format!("cannot run g++: {e}"))?;
+        if !built.status.success() {
+            return Err(format!(
+                "g++ could not build tests/clients/cpp/dlock.cpp (libhiredis-dev installed?):\n{}",
+                String::from_utf8_lossy(&built.stderr)
+            ));
+        }
+        Ok(binary)
+    })
+}
+
+/// A client program passes when it prints a `PASS` line.
+fn judge_pass_line(_: &Target, output: &str) -> Result<String, String> {
+    output
+        .lines()
+        .rfind(|l| l.starts_with("PASS "))
+        .map(str::to_string)
+        .ok_or_else(|| "no PASS line".to_string())
+}
+
+#[test]
+fn seed_cpp_client() {
+    let test = "seed_cpp_client";
+    let binary = match cpp_client() {
+        Ok(binary) => binary,
+        Err(why) => return skip(test, why),
+    };
+    let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/scripts");
+    let make = |_: &Target, ports: &[u16], _control: u16| {
+        let mut command = Command::new(binary);
+        command.arg(ports[0].to_string()).arg(&scripts);
+        command
+    };
+    run_against_targets(test, one_server(), 1, &make, &judge_pass_line);
+}
+
+// ---------------------------------------------------------------- Go
+
+/// A `go test -v` run passes with at least one test passed and skips (a
+/// #12 command missing) only on rlockd; `go test` itself exits non-zero on
+/// any failure.
+fn judge_go_test(target: &Target, output: &str) -> Result<String, String> {
+    let count = |mark: &str| {
+        output
+            .lines()
+            .filter(|l| l.trim_start().starts_with(mark))
+            .count()
+    };
+    let (passed, skipped) = (count("--- PASS"), count("--- SKIP"));
+    if passed == 0 {
+        return Err("no test passed".into());
+    }
+    if skipped > 0 && matches!(target, Target::Redis(_)) {
+        return Err(format!(
+            "{skipped} skipped on redis-server, which has every command"
+        ));
+    }
+    Ok(format!("{passed} passed, 0 failed, {skipped} skipped"))
+}
+
+/// Runs the Go tests matching `pattern` (`tests/clients/go`, modules from
+/// the Go proxy as pinned in go.sum) against `count` servers.
+fn go_clients(test: &str, pattern: &str, count: usize) {
+    let Some(go) = find_tool("go", "RLOCKD_GO") else {
+        return skip(test, "no `go` on PATH (or $RLOCKD_GO)");
+    };
+    let make = |target: &Target, ports: &[u16], _control: u16| {
+        let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
+        let mut command = Command::new(&go);
+        command
+            // go kills its test binary itself before the harness kills go,
+            // which would leave the binary holding the output pipe.
+            .args([
+                "test",
+                "-count=1",
+                "-v",
+                "-timeout=150s",
+                "-run",
+                pattern,
+                "./...",
+            ])
+            .current_dir(clients_dir().join("go"))
+            .env("RLOCKD_PORTS", ports.join(","))
+            .env("RLOCKD_SERVER", target.name());
+        command
+    };
+    run_against_targets(test, one_server(), count, &make, &judge_go_test);
+}
+
+#[test]
+fn go_redsync_redislock_and_handshake() {
+    go_clients(
+        "go_redsync_redislock_and_handshake",
+        "^(TestGoRedisHandshake|TestRedsyncMutex|TestRedsyncExpiry|TestRedislock)$",
+        1,
+    );
+}
+
+#[test]
+fn go_redsync_quorum_three_servers() {
+    go_clients("go_redsync_quorum_three_servers", "^TestRedsyncQuorum$", 3);
+}
