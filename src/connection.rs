@@ -256,7 +256,7 @@ impl Waiting<'_> {
 }
 
 /// Takes a finished wait off its keys' queues.
-fn forget_waiter(shared: &Shared, blocked: &Blocked) {
+pub(crate) fn forget_waiter(shared: &Shared, blocked: &Blocked) {
     let waiter = &blocked.waiter;
     let plan = LockPlan::for_keys(waiter.keys.iter().map(|k| &k[..]));
     // Behind a busy script the entries stay; whoever next queues on or

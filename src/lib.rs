@@ -18,6 +18,8 @@ pub mod config;
 pub mod connection;
 pub mod error;
 pub mod expiry;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod keyspace;
 pub mod protocol;
 pub mod pubsub;
