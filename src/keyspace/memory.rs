@@ -2,8 +2,9 @@
 //! layouts (object header, dict entry, sds strings, listpacks, quicklist
 //! nodes) and jemalloc's size classes, so that clients sizing objects see
 //! the numbers they would see on Redis. Small values (the lock family's
-//! keys) come out byte-exact; large hashes and sorted sets, whose Redis
-//! figure depends on sampling and random skiplist levels, are estimates.
+//! keys) and integer sets come out byte-exact; large hashes, sorted sets
+//! and hash-table sets, whose Redis figure depends on sampling, rehashing
+//! and random skiplist levels, are estimates.
 
 use bytes::Bytes;
 
