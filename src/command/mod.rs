@@ -15,6 +15,7 @@ mod multi;
 pub mod pubsub;
 mod scripting;
 mod server;
+mod sets;
 pub mod spec;
 mod strings;
 pub mod table;

@@ -4,13 +4,14 @@
 
 use super::pubsub;
 use super::spec::acl::{
-    self, CONNECTION, DANGEROUS, HASH, KEYSPACE, LIST, SCRIPTING, SORTEDSET, STRING, TRANSACTION,
+    self, CONNECTION, DANGEROUS, HASH, KEYSPACE, LIST, SCRIPTING, SET, SORTEDSET, STRING,
+    TRANSACTION,
 };
 use super::spec::flag::*;
 use super::spec::{CommandSpec as C, Group::*, KeySpec};
 use super::{
     blocking, cluster, connection as conn, expire, fixture, hashes, keys, lists, memory, multi,
-    scripting, server, strings, zsets,
+    scripting, server, sets, strings, zsets,
 };
 
 const RO: &[&str] = &["RO"];
@@ -31,6 +32,14 @@ const MOVE_KEYS: [KeySpec; 2] = [
     KeySpec::range(1, 0, 1, RW_ACCESS_DELETE),
     KeySpec::range(2, 0, 1, &["RW", "insert"]),
 ];
+
+/// A destination, then the source keys (SINTERSTORE and kin).
+const fn store_keys(dst: &'static [&'static str]) -> [KeySpec; 2] {
+    [
+        KeySpec::range(1, 0, 1, dst),
+        KeySpec::range(2, -1, 1, RO_ACCESS),
+    ]
+}
 
 const fn keys_all(flags: &'static [&'static str]) -> [KeySpec; 1] {
     [KeySpec::range(1, -1, 1, flags)]
@@ -665,6 +674,58 @@ pub static COMMANDS: &[C] = &[
     C::new("zrank", 3, SortedSet, zsets::zrank).flags(READ_FAST).acl(SORTEDSET).keys(&key1(RO_ACCESS))
         .syntax("key member")
         .doc("2.0.0", "Returns the rank of a sorted set member, lowest score first."),
+    // sets
+    C::new("sadd", -3, Set, sets::sadd).flags(WRITE_FAST).acl(SET).keys(&key1(&["RW", "insert"]))
+        .syntax("key member...")
+        .doc("1.0.0", "Adds members to a set; returns how many were new."),
+    C::new("srem", -3, Set, sets::srem).flags(WRITE | FAST).acl(SET).keys(&key1(&["RW", "delete"]))
+        .syntax("key member...")
+        .doc("1.0.0", "Removes members from a set; returns how many were there."),
+    C::new("smembers", 2, Set, sets::smembers).flags(READONLY).acl(SET).tips(NONDET_ORDER).keys(&key1(RO_ACCESS))
+        .syntax("key")
+        .doc("1.0.0", "Returns every member of a set."),
+    C::new("sismember", 3, Set, sets::sismember).flags(READ_FAST).acl(SET).keys(&key1(RO))
+        .syntax("key member")
+        .doc("1.0.0", "Tells whether a value is a member of a set."),
+    C::new("smismember", -3, Set, sets::smismember).flags(READ_FAST).acl(SET).keys(&key1(RO_ACCESS))
+        .syntax("key member...")
+        .doc("6.2.0", "Tells, for each of several values, whether it is a member of a set."),
+    C::new("scard", 2, Set, sets::scard).flags(READ_FAST).acl(SET).keys(&key1(RO))
+        .syntax("key")
+        .doc("1.0.0", "Returns the number of members of a set."),
+    C::new("spop", -2, Set, sets::spop).flags(WRITE | FAST).acl(SET).tips(NONDET).keys(&key1(RW_ACCESS_DELETE))
+        .syntax("key [count]")
+        .doc("1.0.0", "Removes and returns random members of a set."),
+    C::new("srandmember", -2, Set, sets::srandmember).flags(READONLY).acl(SET).tips(NONDET).keys(&key1(RO_ACCESS))
+        .syntax("key [count]")
+        .doc("1.0.0", "Returns random members of a set; a negative count may repeat them."),
+    C::new("smove", 4, Set, sets::smove).flags(WRITE | FAST).acl(SET).keys(&[KeySpec::range(1, 0, 1, RW_ACCESS_DELETE), KeySpec::range(2, 0, 1, &["RW", "insert"])])
+        .syntax("source destination member")
+        .doc("1.0.0", "Moves a member from one set to another."),
+    C::new("sinter", -2, Set, sets::sinter).flags(READONLY).acl(SET).tips(NONDET_ORDER).keys(&keys_all(RO_ACCESS))
+        .syntax("key...")
+        .doc("1.0.0", "Returns the members every given set has."),
+    C::new("sinterstore", -3, Set, sets::sinterstore).flags(WRITE | DENYOOM).acl(SET).keys(&store_keys(RW_UPDATE))
+        .syntax("destination key...")
+        .doc("1.0.0", "Stores the intersection of sets at a key; returns its size."),
+    C::new("sintercard", -3, Set, sets::sintercard).flags(READONLY).acl(SET).keys(&[KeySpec::keynum(1, RO_ACCESS)])
+        .syntax("numkeys key... [LIMIT limit]")
+        .doc("7.0.0", "Counts the members every given set has, stopping at a limit."),
+    C::new("sunion", -2, Set, sets::sunion).flags(READONLY).acl(SET).tips(NONDET_ORDER).keys(&keys_all(RO_ACCESS))
+        .syntax("key...")
+        .doc("1.0.0", "Returns the members of any of the given sets."),
+    C::new("sunionstore", -3, Set, sets::sunionstore).flags(WRITE | DENYOOM).acl(SET).keys(&store_keys(OW_UPDATE))
+        .syntax("destination key...")
+        .doc("1.0.0", "Stores the union of sets at a key; returns its size."),
+    C::new("sdiff", -2, Set, sets::sdiff).flags(READONLY).acl(SET).tips(NONDET_ORDER).keys(&keys_all(RO_ACCESS))
+        .syntax("key...")
+        .doc("1.0.0", "Returns the members of the first set that no other given set has."),
+    C::new("sdiffstore", -3, Set, sets::sdiffstore).flags(WRITE | DENYOOM).acl(SET).keys(&store_keys(OW_UPDATE))
+        .syntax("destination key...")
+        .doc("1.0.0", "Stores the difference of sets at a key; returns its size."),
+    C::new("sscan", -3, Set, sets::sscan).flags(READONLY).acl(SET).tips(NONDET).keys(&key1(RO_ACCESS))
+        .syntax("key cursor [MATCH pattern] [COUNT count]")
+        .doc("2.8.0", "Iterates over the members of a set with a cursor."),
     // transactions
     C::new("multi", 1, Transactions, multi::multi).flags(TX).acl(TRANSACTION)
         .doc("1.2.0", "Starts a transaction."),

@@ -2,12 +2,13 @@
 //! layouts (object header, dict entry, sds strings, listpacks, quicklist
 //! nodes) and jemalloc's size classes, so that clients sizing objects see
 //! the numbers they would see on Redis. Small values (the lock family's
-//! keys) come out byte-exact; large hashes and sorted sets, whose Redis
-//! figure depends on sampling and random skiplist levels, are estimates.
+//! keys) and integer sets come out byte-exact; large hashes, sorted sets
+//! and hash-table sets, whose Redis figure depends on sampling, rehashing
+//! and random skiplist levels, are estimates.
 
 use bytes::Bytes;
 
-use super::{HashValue, SortedSet, Value};
+use super::{HashValue, SetValue, SortedSet, Value};
 use crate::util::{format_double, parse_i64};
 
 const ROBJ: u64 = 16;
@@ -139,6 +140,18 @@ fn zset_value(z: &SortedSet) -> u64 {
     ROBJ + 16 + ZSET_SKIPLIST + dict(z.len()) + ZSET_HEADER_NODE + members
 }
 
+/// An intset is one allocation: an 8-byte header and the entries at its
+/// width; exact. A hash table set is estimated like a large hash, each
+/// member an sds key with no value (Redis's own figure samples members and
+/// depends on where an incremental rehash stands).
+fn set_value(s: &SetValue) -> u64 {
+    if let Some(width) = s.intset_width() {
+        return ROBJ + jemalloc(8 + s.len() as u64 * u64::from(width));
+    }
+    let members: u64 = s.members().iter().map(|m| DICT_ENTRY + sds(m.len())).sum();
+    ROBJ + dict(s.len()) + members
+}
+
 /// The bytes `key` holding `value` would take in Redis 7.0.
 pub fn usage(key: &[u8], value: &Value) -> u64 {
     let value = match value {
@@ -146,6 +159,7 @@ pub fn usage(key: &[u8], value: &Value) -> u64 {
         Value::Hash(h) => hash_value(h),
         Value::List(l) => list_value(l),
         Value::ZSet(z) => zset_value(z),
+        Value::Set(s) => set_value(s),
     };
     DICT_ENTRY + sds(key.len()) + value
 }

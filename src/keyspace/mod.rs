@@ -8,6 +8,7 @@ mod blocked;
 mod dbmap;
 mod hash;
 mod memory;
+mod set;
 mod slot;
 mod value;
 mod zset;
@@ -27,6 +28,7 @@ use dbmap::DbMap;
 
 pub use blocked::{End, Outcome, Waiter, Wanted};
 pub use memory::usage as memory_usage;
+pub use set::{INTSET_ENTRIES_MAX, SetValue};
 pub use value::{Entry, HASH_ORDERED_MAX, HashValue, Value};
 pub use zset::SortedSet;
 

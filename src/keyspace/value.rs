@@ -1,5 +1,5 @@
-//! Stored values. The type set is open: lists and sorted sets join it with
-//! the lock-family commands.
+//! Stored values. The type set is open: lists, sets and sorted sets join
+//! it with the lock-family commands.
 
 use std::num::NonZeroU64;
 
@@ -14,6 +14,8 @@ pub enum Value {
     List(std::collections::VecDeque<Bytes>),
     /// Boxed: a sorted set is large, and every entry pays for the largest kind.
     ZSet(Box<super::zset::SortedSet>),
+    /// Boxed for the same reason.
+    Set(Box<super::set::SetValue>),
 }
 
 impl Value {
@@ -23,6 +25,7 @@ impl Value {
             Value::Hash(_) => "hash",
             Value::List(_) => "list",
             Value::ZSet(_) => "zset",
+            Value::Set(_) => "set",
         }
     }
 

@@ -111,6 +111,12 @@ pub enum Event {
     Zincr,
     Zrem,
     Zremrangebyscore,
+    Sadd,
+    Srem,
+    Spop,
+    Sinterstore,
+    Sunionstore,
+    Sdiffstore,
 }
 
 impl Event {
@@ -141,6 +147,12 @@ impl Event {
             Event::Zincr => "zincr",
             Event::Zrem => "zrem",
             Event::Zremrangebyscore => "zremrangebyscore",
+            Event::Sadd => "sadd",
+            Event::Srem => "srem",
+            Event::Spop => "spop",
+            Event::Sinterstore => "sinterstore",
+            Event::Sunionstore => "sunionstore",
+            Event::Sdiffstore => "sdiffstore",
         }
     }
 
@@ -158,6 +170,12 @@ impl Event {
                 class::LIST
             }
             Event::Zadd | Event::Zincr | Event::Zrem | Event::Zremrangebyscore => class::ZSET,
+            Event::Sadd
+            | Event::Srem
+            | Event::Spop
+            | Event::Sinterstore
+            | Event::Sunionstore
+            | Event::Sdiffstore => class::SET,
         }
     }
 }

@@ -1,0 +1,413 @@
+//! Set commands: SADD, SREM, SMEMBERS, SISMEMBER, SMISMEMBER, SCARD, SPOP,
+//! SRANDMEMBER, SMOVE, SINTER/SINTERSTORE/SINTERCARD, SUNION/SUNIONSTORE,
+//! SDIFF/SDIFFSTORE, SSCAN.
+
+use bytes::Bytes;
+
+use super::Ctx;
+use super::keys::parse_scan;
+use crate::error::{CmdError, CmdResult};
+use crate::keyspace::{Db, SetValue, Ttl, Value};
+use crate::protocol::Reply;
+use crate::pubsub::Event;
+use crate::util::scan::{page, position_of};
+use crate::util::{glob_match, parse_cursor, parse_i64};
+
+/// The most members SRANDMEMBER with a negative count returns. Redis
+/// tries to send any number and runs out of memory; rlockd refuses.
+const RANDOM_REPEATS_MAX: u64 = 10_000_000;
+
+/// The set at `key` for reading: `None` if absent, WRONGTYPE if not a set.
+fn set_at<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<Option<&'d mut SetValue>> {
+    match db.get(key)? {
+        None => Ok(None),
+        Some(Value::Set(s)) => Ok(Some(s)),
+        Some(_) => Err(CmdError::WrongType),
+    }
+}
+
+fn set_for_write<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<Option<&'d mut SetValue>> {
+    match db.get_mut(key)? {
+        None => Ok(None),
+        Some(Value::Set(s)) => Ok(Some(s)),
+        Some(_) => Err(CmdError::WrongType),
+    }
+}
+
+fn members_reply(members: Vec<Bytes>) -> Reply {
+    Reply::Set(members.into_iter().map(Reply::Bulk).collect())
+}
+
+/// Deletes `key` if its set was emptied, raising `del` after the event
+/// that emptied it, as Redis does.
+fn drop_if_empty(db: &mut Db, key: &[u8]) -> CmdResult<()> {
+    if matches!(db.get_mut(key)?, Some(Value::Set(s)) if s.is_empty()) {
+        db.remove(key)?;
+        db.notify(key, Event::Del);
+    }
+    Ok(())
+}
+
+pub fn sadd(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let key = ctx.arg(1).clone();
+    let mut db = ctx.locked.db(ctx.client.db);
+    if set_for_write(&mut db, &key)?.is_none() {
+        let set = SetValue::for_first_member(&ctx.args[2]);
+        db.insert(&key, Value::Set(Box::new(set)), Ttl::Clear)?;
+    }
+    let Some(set) = set_for_write(&mut db, &key)? else {
+        return Err(CmdError::WrongType);
+    };
+    let added = ctx.args[2..].iter().filter(|m| set.insert(m)).count();
+    if added > 0 {
+        db.modified(&key, Event::Sadd)?;
+    }
+    Ok(Reply::Int(added as i64))
+}
+
+pub fn srem(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let key = ctx.arg(1).clone();
+    let mut db = ctx.locked.db(ctx.client.db);
+    let Some(set) = set_for_write(&mut db, &key)? else {
+        return Ok(Reply::Int(0));
+    };
+    let removed = ctx.args[2..].iter().filter(|m| set.remove(m)).count();
+    if removed > 0 {
+        db.modified(&key, Event::Srem)?;
+        drop_if_empty(&mut db, &key)?;
+    }
+    Ok(Reply::Int(removed as i64))
+}
+
+pub fn smembers(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let key = ctx.arg(1).clone();
+    let mut db = ctx.db();
+    Ok(members_reply(
+        set_at(&mut db, &key)?.map_or_else(Vec::new, |s| s.members()),
+    ))
+}
+
+pub fn sismember(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let (key, member) = (ctx.arg(1).clone(), ctx.arg(2).clone());
+    let mut db = ctx.db();
+    let found = set_at(&mut db, &key)?.is_some_and(|s| s.contains(&member));
+    Ok(Reply::Int(found as i64))
+}
+
+pub fn smismember(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let key = ctx.arg(1).clone();
+    let mut db = ctx.locked.db(ctx.client.db);
+    let set = set_at(&mut db, &key)?;
+    Ok(Reply::Array(
+        ctx.args[2..]
+            .iter()
+            .map(|m| Reply::Int(set.as_ref().is_some_and(|s| s.contains(m)) as i64))
+            .collect(),
+    ))
+}
+
+pub fn scard(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let key = ctx.arg(1).clone();
+    let mut db = ctx.db();
+    Ok(Reply::Int(
+        set_at(&mut db, &key)?.map_or(0, |s| s.len()) as i64
+    ))
+}
+
+/// A count that must not be negative (SPOP's).
+fn positive_count(arg: &[u8]) -> CmdResult<u64> {
+    parse_i64(arg)
+        .and_then(|n| u64::try_from(n).ok())
+        .ok_or_else(|| CmdError::other("ERR value is out of range, must be positive"))
+}
+
+pub fn spop(ctx: &mut Ctx) -> CmdResult<Reply> {
+    if ctx.args.len() > 3 {
+        return Err(CmdError::Syntax);
+    }
+    let count = ctx.args.get(2).map(|c| positive_count(c)).transpose()?;
+    let key = ctx.arg(1).clone();
+    let mut db = ctx.db();
+    let Some(set) = set_for_write(&mut db, &key)? else {
+        return Ok(match count {
+            None => Reply::Nil,
+            Some(_) => Reply::Set(Vec::new()),
+        });
+    };
+    let mut rng = rand::rng();
+    let reply = match count {
+        None => Reply::opt_bulk(set.pop_random(&mut rng)),
+        Some(0) => return Ok(Reply::Set(Vec::new())),
+        // The whole set goes, in its own order (numeric for an intset).
+        Some(n) if n >= set.len() as u64 => {
+            let all = std::mem::replace(set, SetValue::empty_ints());
+            members_reply(all.members())
+        }
+        Some(n) => members_reply((0..n).map_while(|_| set.pop_random(&mut rng)).collect()),
+    };
+    db.modified(&key, Event::Spop)?;
+    drop_if_empty(&mut db, &key)?;
+    Ok(reply)
+}
+
+pub fn srandmember(ctx: &mut Ctx) -> CmdResult<Reply> {
+    if ctx.args.len() > 3 {
+        return Err(CmdError::Syntax);
+    }
+    let count = match ctx.args.get(2) {
+        None => None,
+        Some(c) => match parse_i64(c).ok_or(CmdError::NotInteger)? {
+            i64::MIN => {
+                return Err(CmdError::other(
+                    "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+                ));
+            }
+            n => Some(n),
+        },
+    };
+    let key = ctx.arg(1).clone();
+    let mut db = ctx.db();
+    let set = set_at(&mut db, &key)?;
+    let mut rng = rand::rng();
+    let Some(count) = count else {
+        return Ok(Reply::opt_bulk(set.and_then(|s| s.random(&mut rng))));
+    };
+    let Some(set) = set else {
+        return Ok(Reply::Array(Vec::new()));
+    };
+    let picked = if count < 0 {
+        let repeats = count.unsigned_abs();
+        if repeats > RANDOM_REPEATS_MAX {
+            return Err(CmdError::other("ERR value is out of range"));
+        }
+        (0..repeats).filter_map(|_| set.random(&mut rng)).collect()
+    } else if count as u64 >= set.len() as u64 {
+        set.members()
+    } else {
+        set.sample(count as usize, &mut rng)
+    };
+    Ok(Reply::Array(picked.into_iter().map(Reply::Bulk).collect()))
+}
+
+pub fn smove(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let (src, dst, member) = (ctx.arg(1).clone(), ctx.arg(2).clone(), ctx.arg(3).clone());
+    let mut db = ctx.db();
+    if set_for_write(&mut db, &src)?.is_none() {
+        return Ok(Reply::Int(0));
+    }
+    let dst_exists = set_for_write(&mut db, &dst)?.is_some();
+    let Some(source) = set_for_write(&mut db, &src)? else {
+        return Ok(Reply::Int(0));
+    };
+    if src == dst {
+        return Ok(Reply::Int(source.contains(&member) as i64));
+    }
+    if !source.remove(&member) {
+        return Ok(Reply::Int(0));
+    }
+    db.modified(&src, Event::Srem)?;
+    drop_if_empty(&mut db, &src)?;
+    if !dst_exists {
+        let set = SetValue::for_first_member(&member);
+        db.insert(&dst, Value::Set(Box::new(set)), Ttl::Clear)?;
+    }
+    if let Some(target) = set_for_write(&mut db, &dst)?
+        && target.insert(&member)
+    {
+        db.modified(&dst, Event::Sadd)?;
+    }
+    Ok(Reply::Int(1))
+}
+
+/// The sets at `keys`, every key checked for its type first; a missing
+/// key reads as `None`.
+fn sources(db: &mut Db, keys: &[Bytes]) -> CmdResult<Vec<Option<SetValue>>> {
+    let mut sets = Vec::with_capacity(keys.len());
+    for key in keys {
+        sets.push(set_at(db, key)?.map(|s| (*s).clone()));
+    }
+    Ok(sets)
+}
+
+/// The members common to every set, in the order of the smallest one;
+/// at most `limit` of them.
+fn intersection(sets: &[Option<SetValue>], limit: usize) -> Vec<Bytes> {
+    let Some(mut sets) = sets.iter().map(Option::as_ref).collect::<Option<Vec<_>>>() else {
+        return Vec::new();
+    };
+    sets.sort_by_key(|s| s.len());
+    let Some((smallest, rest)) = sets.split_first() else {
+        return Vec::new();
+    };
+    smallest
+        .members()
+        .into_iter()
+        .filter(|m| rest.iter().all(|s| s.contains(m)))
+        .take(limit)
+        .collect()
+}
+
+fn union(sets: &[Option<SetValue>]) -> SetValue {
+    let all: Vec<Bytes> = sets.iter().flatten().flat_map(|s| s.members()).collect();
+    SetValue::collect(all.iter().map(|m| &m[..]))
+}
+
+fn difference(sets: &[Option<SetValue>]) -> SetValue {
+    let Some(Some(first)) = sets.first() else {
+        return SetValue::empty_ints();
+    };
+    let kept: Vec<Bytes> = first
+        .members()
+        .into_iter()
+        .filter(|m| !sets[1..].iter().flatten().any(|s| s.contains(m)))
+        .collect();
+    SetValue::collect(kept.iter().map(|m| &m[..]))
+}
+
+/// The three ways of combining sets.
+#[derive(Clone, Copy)]
+enum SetOp {
+    Inter,
+    Union,
+    Diff,
+}
+
+impl SetOp {
+    fn apply(self, sets: &[Option<SetValue>]) -> SetValue {
+        match self {
+            SetOp::Inter => {
+                let common = intersection(sets, usize::MAX);
+                SetValue::collect(common.iter().map(|m| &m[..]))
+            }
+            SetOp::Union => union(sets),
+            SetOp::Diff => difference(sets),
+        }
+    }
+
+    fn store_event(self) -> Event {
+        match self {
+            SetOp::Inter => Event::Sinterstore,
+            SetOp::Union => Event::Sunionstore,
+            SetOp::Diff => Event::Sdiffstore,
+        }
+    }
+}
+
+fn combine(ctx: &mut Ctx, op: SetOp) -> CmdResult<Reply> {
+    let mut db = ctx.locked.db(ctx.client.db);
+    let sets = sources(&mut db, &ctx.args[1..])?;
+    Ok(match op {
+        // Straight from the smallest set, never rebuilt as an intset.
+        SetOp::Inter => members_reply(intersection(&sets, usize::MAX)),
+        _ => members_reply(op.apply(&sets).members()),
+    })
+}
+
+fn combine_store(ctx: &mut Ctx, op: SetOp) -> CmdResult<Reply> {
+    let dst = ctx.arg(1).clone();
+    let mut db = ctx.locked.db(ctx.client.db);
+    let sets = sources(&mut db, &ctx.args[2..])?;
+    let result = op.apply(&sets);
+    let len = result.len();
+    if len == 0 {
+        if db.remove(&dst)?.is_some() {
+            db.modified(&dst, Event::Del)?;
+        }
+    } else {
+        db.insert(&dst, Value::Set(Box::new(result)), Ttl::Clear)?;
+        db.modified(&dst, op.store_event())?;
+    }
+    Ok(Reply::Int(len as i64))
+}
+
+pub fn sinter(ctx: &mut Ctx) -> CmdResult<Reply> {
+    combine(ctx, SetOp::Inter)
+}
+
+pub fn sunion(ctx: &mut Ctx) -> CmdResult<Reply> {
+    combine(ctx, SetOp::Union)
+}
+
+pub fn sdiff(ctx: &mut Ctx) -> CmdResult<Reply> {
+    combine(ctx, SetOp::Diff)
+}
+
+pub fn sinterstore(ctx: &mut Ctx) -> CmdResult<Reply> {
+    combine_store(ctx, SetOp::Inter)
+}
+
+pub fn sunionstore(ctx: &mut Ctx) -> CmdResult<Reply> {
+    combine_store(ctx, SetOp::Union)
+}
+
+pub fn sdiffstore(ctx: &mut Ctx) -> CmdResult<Reply> {
+    combine_store(ctx, SetOp::Diff)
+}
+
+pub fn sintercard(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let numkeys = parse_i64(ctx.arg(1))
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|n| *n > 0)
+        .ok_or_else(|| CmdError::other("ERR numkeys should be greater than 0"))?;
+    let after_keys = numkeys
+        .checked_add(2)
+        .filter(|end| *end <= ctx.args.len())
+        .ok_or_else(|| {
+            CmdError::other("ERR Number of keys can't be greater than number of args")
+        })?;
+    let mut limit = usize::MAX;
+    let mut at = after_keys;
+    while at < ctx.args.len() {
+        match ctx.args.get(at + 1) {
+            Some(value) if ctx.args[at].eq_ignore_ascii_case(b"limit") => {
+                limit = parse_i64(value)
+                    .and_then(|n| u64::try_from(n).ok())
+                    .ok_or_else(|| CmdError::other("ERR LIMIT can't be negative"))?
+                    .try_into()
+                    .unwrap_or(usize::MAX);
+                at += 2;
+            }
+            _ => return Err(CmdError::Syntax),
+        }
+    }
+    if limit == 0 {
+        limit = usize::MAX;
+    }
+    let mut db = ctx.locked.db(ctx.client.db);
+    let sets = sources(&mut db, &ctx.args[2..after_keys])?;
+    Ok(Reply::Int(intersection(&sets, limit).len() as i64))
+}
+
+pub fn sscan(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let empty = || Reply::Array(vec![Reply::bulk_str("0"), Reply::Array(Vec::new())]);
+    parse_cursor(ctx.arg(2)).ok_or_else(|| CmdError::other("ERR invalid cursor"))?;
+    let key = ctx.arg(1).clone();
+    let mut db = ctx.locked.db(ctx.client.db);
+    let Some(set) = set_at(&mut db, &key)? else {
+        return Ok(empty());
+    };
+    let opts = parse_scan(&ctx.args[2..], false)?;
+    // An intset comes back whole and in order, as Redis sends it.
+    let (members, next) = if set.is_intset() {
+        (set.members(), None)
+    } else {
+        page(
+            set.members().into_iter().map(|m| (position_of(&m), m)),
+            opts.cursor,
+            opts.count,
+        )
+    };
+    let items = members
+        .into_iter()
+        .filter(|m| {
+            opts.pattern
+                .as_ref()
+                .is_none_or(|p| glob_match(p, m, false))
+        })
+        .map(Reply::Bulk)
+        .collect();
+    Ok(Reply::Array(vec![
+        Reply::bulk_str(&next.unwrap_or(0).to_string()),
+        Reply::Array(items),
+    ]))
+}
