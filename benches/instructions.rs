@@ -41,7 +41,9 @@ fn drive(addr: SocketAddr, pairs: usize) -> io::Result<()> {
         let name = format!("lock:{}", i % 100);
         let channel = format!("redisson_lock__channel:{{{name}}}");
         conn.cmd(&["EVALSHA", &lock, "1", &name, "30000", OWNER])?;
-        match conn.cmd(&["EVALSHA", &unlock, "2", &name, &channel, "0", "30000", OWNER])? {
+        match conn.cmd(&[
+            "EVALSHA", &unlock, "2", &name, &channel, "0", "30000", OWNER,
+        ])? {
             Reply::Int(1) => {}
             other => return Err(io::Error::other(format!("unlock: {other:?}"))),
         }

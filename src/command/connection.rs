@@ -221,6 +221,9 @@ fn describe(shared: &Shared, handle: &ClientHandle) -> String {
         .map(|n| String::from_utf8_lossy(n).into_owned())
         .unwrap_or_default();
     let mut flags = String::new();
+    if info.monitor {
+        flags.push('O');
+    }
     if is_pubsub(&info) {
         flags.push('P');
     }

@@ -10,7 +10,7 @@ use super::spec::flag::*;
 use super::spec::{CommandSpec as C, Group::*, KeySpec};
 use super::{
     blocking, cluster, connection as conn, expire, fixture, hashes, keys, lists, memory, multi,
-    scripting, server, strings, zsets,
+    operator, scripting, server, strings, zsets,
 };
 
 const RO: &[&str] = &["RO"];
@@ -407,6 +407,8 @@ pub static COMMANDS: &[C] = &[
     C::new("shutdown", -1, Server, server::shutdown).flags(ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY)
         .syntax("[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]")
         .doc("1.0.0", "Stops the server gracefully: connections are closed, the process exits."),
+    C::new("monitor", 1, Server, operator::monitor).flags(ADMIN | NOSCRIPT | LOADING | STALE)
+        .doc("1.0.0", "Streams every command the server runs, as it runs it."),
     C::container("memory", Server, MEMORY_SUBS).doc("4.0.0", "Memory diagnostics."),
     C::new("wait", 3, Connection, blocking::wait).flags(NOSCRIPT).acl(CONNECTION).tips(&["request_policy:all_shards", "response_policy:agg_min"])
         .syntax("numreplicas timeout")
