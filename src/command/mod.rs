@@ -33,6 +33,7 @@ use crate::keyspace::{Db, LockPlan, Locked, slot_shard};
 use crate::protocol::Reply;
 use crate::pubsub::Origin;
 use crate::server::Shared;
+use crate::server::slowlog::Caller;
 pub use blocking::Blocked;
 pub use connection::REDIS_VERSION;
 pub use spec::{CommandSpec, flag};
@@ -274,12 +275,28 @@ pub fn execute(
         locked,
     };
     let result = handler(&mut ctx);
+    let took = started.elapsed();
+    // A command that blocked is logged by neither its first run nor its
+    // retries, as in Redis 7.0.
+    if !spec.has(flag::SKIP_SLOWLOG) && client.blocked.is_none() && shared.slowlog.is_slow(took) {
+        // Redis's script client has no address and no name.
+        let caller = if client.for_script {
+            Caller {
+                addr: "?:0".into(),
+                name: None,
+            }
+        } else {
+            Caller {
+                addr: client.handle.addr.to_string(),
+                name: client.handle.info.lock().name.clone(),
+            }
+        };
+        shared.slowlog.record(took, args, caller);
+    }
     if monitored && !spec.has(flag::SKIP_MONITOR) && !spec.has(flag::ADMIN) {
         feed_monitors(shared, client, args);
     }
-    shared
-        .stats
-        .record_call(id, started.elapsed(), result.is_err());
+    shared.stats.record_call(id, took, result.is_err());
     if let Err(e) = &result {
         shared.stats.record_error(e.code());
     }

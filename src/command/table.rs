@@ -115,6 +115,29 @@ static CLIENT_SUBS: &[C] = &[
         .doc("5.0.0", "Lists the CLIENT subcommands."),
 ];
 
+static SLOWLOG_SUBS: &[C] = &[
+    C::new("get", -2, Server, operator::slowlog_get)
+        .flags(ADMIN | LOADING | STALE)
+        .tips(&["request_policy:all_nodes", "nondeterministic_output"])
+        .syntax("[count]")
+        .doc("2.2.12", "Returns the slow log's newest entries."),
+    C::new("reset", 2, Server, operator::slowlog_reset)
+        .flags(ADMIN | LOADING | STALE)
+        .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
+        .doc("2.2.12", "Clears the slow log."),
+    C::new("len", 2, Server, operator::slowlog_len)
+        .flags(ADMIN | LOADING | STALE)
+        .tips(&[
+            "request_policy:all_nodes",
+            "response_policy:agg_sum",
+            "nondeterministic_output",
+        ])
+        .doc("2.2.12", "Returns the number of entries in the slow log."),
+    C::new("help", 2, Server, operator::slowlog_help)
+        .flags(LOADING | STALE)
+        .doc("6.2.0", "Lists the SLOWLOG subcommands."),
+];
+
 static CONFIG_SUBS: &[C] = &[
     C::new("get", -3, Server, server::config_get)
         .flags(ADMIN | CONN)
@@ -409,6 +432,7 @@ pub static COMMANDS: &[C] = &[
         .doc("1.0.0", "Stops the server gracefully: connections are closed, the process exits."),
     C::new("monitor", 1, Server, operator::monitor).flags(ADMIN | NOSCRIPT | LOADING | STALE)
         .doc("1.0.0", "Streams every command the server runs, as it runs it."),
+    C::container("slowlog", Server, SLOWLOG_SUBS).doc("2.2.12", "Reads and clears the log of slow commands."),
     C::container("memory", Server, MEMORY_SUBS).doc("4.0.0", "Memory diagnostics."),
     C::new("wait", 3, Connection, blocking::wait).flags(NOSCRIPT).acl(CONNECTION).tips(&["request_policy:all_shards", "response_policy:agg_min"])
         .syntax("numreplicas timeout")

@@ -88,7 +88,7 @@ fn line(db: usize, origin: Origin, args: &[Bytes]) -> Bytes {
 
 /// Which arguments carry a password: all of AUTH's, and the two after
 /// each AUTH option of HELLO (scanned as HELLO parses its options).
-fn secret_args(args: &[Bytes]) -> impl Fn(usize) -> bool + use<> {
+pub fn secret_args(args: &[Bytes]) -> impl Fn(usize) -> bool + use<> {
     let name = args[0].to_ascii_lowercase();
     let mut hidden = Vec::new();
     if name == b"auth" {
