@@ -28,6 +28,8 @@ pub struct Config {
     /// (negative: none do).
     pub slowlog_log_slower_than: i64,
     pub slowlog_max_len: i64,
+    /// Milliseconds; 0 turns latency monitoring off.
+    pub latency_monitor_threshold: i64,
     /// Ours: SCRIPT KILL also stops a script that has written, rolling its
     /// writes back; `no` answers `-UNKILLABLE` as Redis does.
     pub script_kill_rollback: bool,
@@ -63,6 +65,7 @@ impl Default for Config {
             lua_heap_limit: 128 * 1024 * 1024,
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,
+            latency_monitor_threshold: 0,
             script_kill_rollback: true,
             cluster_enabled: false,
             enable_clock_control: false,
@@ -285,6 +288,15 @@ pub static PARAMS: &[Param] = &[
         get: |c| c.slowlog_max_len.to_string(),
         set: Some(|c, v| {
             c.slowlog_max_len = parse_bounded(v, 0)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "latency-monitor-threshold",
+        alias: None,
+        get: |c| c.latency_monitor_threshold.to_string(),
+        set: Some(|c, v| {
+            c.latency_monitor_threshold = parse_bounded(v, 0)?;
             Ok(())
         }),
     },

@@ -1,5 +1,7 @@
 //! The operator's tools: MONITOR, SLOWLOG, LATENCY, DEBUG, LOLWUT.
 
+use bytes::Bytes;
+
 use super::Ctx;
 use super::connection::help_reply;
 use crate::error::{CmdError, CmdResult};
@@ -62,6 +64,60 @@ pub fn slowlog_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
             "    Return the length of the slowlog.",
             "RESET",
             "    Reset the slowlog.",
+        ],
+    ))
+}
+
+// LATENCY: rlockd records no latency events (it has no fork, no AOF, no
+// eviction cycles to time), so it answers as Redis does before any.
+
+pub fn latency_doctor(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let report = if ctx.shared.config.read().latency_monitor_threshold == 0 {
+        "I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Redis \
+         instance. You may use \"CONFIG SET latency-monitor-threshold <milliseconds>.\" in \
+         order to enable it. If we weren't in a deep space mission I'd suggest to take a look \
+         at https://redis.io/topics/latency-monitor.\n"
+    } else {
+        "Dave, no latency spike was observed during the lifetime of this Redis instance, not \
+         in the slightest bit. I honestly think you ought to sit down calmly, take a stress \
+         pill, and think things over.\n"
+    };
+    Ok(Reply::Verbatim(Bytes::from_static(report.as_bytes())))
+}
+
+pub fn latency_samples(_ctx: &mut Ctx) -> CmdResult<Reply> {
+    Ok(Reply::Array(Vec::new()))
+}
+
+pub fn latency_reset(_ctx: &mut Ctx) -> CmdResult<Reply> {
+    Ok(Reply::Int(0))
+}
+
+pub fn latency_graph(ctx: &mut Ctx) -> CmdResult<Reply> {
+    Err(CmdError::other(format!(
+        "ERR No samples available for event '{}'",
+        String::from_utf8_lossy(ctx.arg(2))
+    )))
+}
+
+pub fn latency_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
+    Ok(help_reply(
+        "LATENCY",
+        &[
+            "DOCTOR",
+            "    Return a human readable latency analysis report.",
+            "GRAPH <event>",
+            "    Return an ASCII latency graph for the <event> class.",
+            "HISTORY <event>",
+            "    Return time-latency samples for the <event> class.",
+            "LATEST",
+            "    Return the latest latency samples for all events.",
+            "RESET [<event> ...]",
+            "    Reset latency data of one or more <event> classes.",
+            "    (default: reset all data for all event classes)",
+            "HISTOGRAM [COMMAND ...]",
+            "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
+            "    If no commands are specified then all histograms are replied.",
         ],
     ))
 }

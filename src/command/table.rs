@@ -138,6 +138,50 @@ static SLOWLOG_SUBS: &[C] = &[
         .doc("6.2.0", "Lists the SLOWLOG subcommands."),
 ];
 
+const LATENCY_TIPS: &[&str] = &[
+    "nondeterministic_output",
+    "request_policy:all_nodes",
+    "response_policy:special",
+];
+
+static LATENCY_SUBS: &[C] = &[
+    C::new("doctor", 2, Server, operator::latency_doctor)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
+        .tips(LATENCY_TIPS)
+        .doc(
+            "2.8.13",
+            "Returns a human-readable latency analysis report.",
+        ),
+    C::new("graph", 3, Server, operator::latency_graph)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
+        .tips(LATENCY_TIPS)
+        .syntax("event")
+        .doc("2.8.13", "Returns a latency graph for an event."),
+    C::new("latest", 2, Server, operator::latency_samples)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
+        .tips(LATENCY_TIPS)
+        .doc(
+            "2.8.13",
+            "Returns the latest latency samples for all events.",
+        ),
+    C::new("help", 2, Server, operator::latency_help)
+        .flags(LOADING | STALE)
+        .doc("2.8.13", "Lists the LATENCY subcommands."),
+    C::new("history", 3, Server, operator::latency_samples)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
+        .tips(LATENCY_TIPS)
+        .syntax("event")
+        .doc("2.8.13", "Returns timestamp-latency samples for an event."),
+    C::new("reset", -2, Server, operator::latency_reset)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
+        .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
+        .syntax("[event...]")
+        .doc(
+            "2.8.13",
+            "Resets the latency data of events; returns how many were reset.",
+        ),
+];
+
 static CONFIG_SUBS: &[C] = &[
     C::new("get", -3, Server, server::config_get)
         .flags(ADMIN | CONN)
@@ -433,6 +477,7 @@ pub static COMMANDS: &[C] = &[
     C::new("monitor", 1, Server, operator::monitor).flags(ADMIN | NOSCRIPT | LOADING | STALE)
         .doc("1.0.0", "Streams every command the server runs, as it runs it."),
     C::container("slowlog", Server, SLOWLOG_SUBS).doc("2.2.12", "Reads and clears the log of slow commands."),
+    C::container("latency", Server, LATENCY_SUBS).doc("2.8.13", "Latency monitoring."),
     C::container("memory", Server, MEMORY_SUBS).doc("4.0.0", "Memory diagnostics."),
     C::new("wait", 3, Connection, blocking::wait).flags(NOSCRIPT).acl(CONNECTION).tips(&["request_policy:all_shards", "response_policy:agg_min"])
         .syntax("numreplicas timeout")
