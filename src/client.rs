@@ -36,6 +36,8 @@ pub struct ClientInfo {
     pub blocked: bool,
     /// READONLY in cluster mode (the `r` flag).
     pub readonly: bool,
+    /// In MONITOR mode.
+    pub monitor: bool,
     /// Channel, pattern and shard channel subscriptions.
     pub sub: usize,
     pub psub: usize,
@@ -189,6 +191,7 @@ impl Client {
     pub fn note_subscriptions(&self) {
         let mut info = self.handle.info.lock();
         (info.sub, info.psub, info.ssub) = self.pubsub.counts();
+        info.monitor = self.pubsub.monitoring();
     }
 
     pub fn note_command(&mut self, id: usize) {

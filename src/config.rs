@@ -24,6 +24,12 @@ pub struct Config {
     /// Most memory one Lua state may use, so a runaway script fails
     /// cleanly instead of exhausting the server.
     pub lua_heap_limit: u64,
+    /// Commands slower than this many microseconds enter the slow log
+    /// (negative: none do).
+    pub slowlog_log_slower_than: i64,
+    pub slowlog_max_len: i64,
+    /// Milliseconds; 0 turns latency monitoring off.
+    pub latency_monitor_threshold: i64,
     /// Ours: SCRIPT KILL also stops a script that has written, rolling its
     /// writes back; `no` answers `-UNKILLABLE` as Redis does.
     pub script_kill_rollback: bool,
@@ -57,6 +63,9 @@ impl Default for Config {
             client_output_buffer_limit:
                 "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60".into(),
             lua_heap_limit: 128 * 1024 * 1024,
+            slowlog_log_slower_than: 10_000,
+            slowlog_max_len: 128,
+            latency_monitor_threshold: 0,
             script_kill_rollback: true,
             cluster_enabled: false,
             enable_clock_control: false,
@@ -92,6 +101,20 @@ fn parse_yes_no(v: &str) -> Result<bool, String> {
 fn parse_num(v: &str) -> Result<u64, String> {
     v.parse::<u64>()
         .map_err(|_| "argument couldn't be parsed into an integer".into())
+}
+
+/// A signed integer within Redis's bounds for the parameter.
+fn parse_bounded(v: &str, min: i64) -> Result<i64, String> {
+    let n = v
+        .parse::<i64>()
+        .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+    if n < min {
+        return Err(format!(
+            "argument must be between {min} and {} inclusive",
+            i64::MAX
+        ));
+    }
+    Ok(n)
 }
 
 /// Memory sizes accept Redis's units (`1mb`, `2gb`, `100k`).
@@ -247,6 +270,33 @@ pub static PARAMS: &[Param] = &[
         get: |c| c.busy_reply_threshold.to_string(),
         set: Some(|c, v| {
             c.busy_reply_threshold = parse_num(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "slowlog-log-slower-than",
+        alias: None,
+        get: |c| c.slowlog_log_slower_than.to_string(),
+        set: Some(|c, v| {
+            c.slowlog_log_slower_than = parse_bounded(v, -1)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "slowlog-max-len",
+        alias: None,
+        get: |c| c.slowlog_max_len.to_string(),
+        set: Some(|c, v| {
+            c.slowlog_max_len = parse_bounded(v, 0)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "latency-monitor-threshold",
+        alias: None,
+        get: |c| c.latency_monitor_threshold.to_string(),
+        set: Some(|c, v| {
+            c.latency_monitor_threshold = parse_bounded(v, 0)?;
             Ok(())
         }),
     },

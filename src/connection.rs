@@ -146,9 +146,16 @@ async fn run(
                     }
                     // Messages that arrived meanwhile (a PUBLISH to one's
                     // own channel, earlier confirmations) go first, all
-                    // of them: the reply must not overtake any.
-                    output.take_mail(mail, client.protocol, false);
-                    reply.encode(client.protocol, &mut output.buf);
+                    // of them: the reply must not overtake any. A
+                    // monitor's own command's line follows its reply, as
+                    // in Redis.
+                    if client.pubsub.monitoring() {
+                        reply.encode(client.protocol, &mut output.buf);
+                        output.take_mail(mail, client.protocol, false);
+                    } else {
+                        output.take_mail(mail, client.protocol, false);
+                        reply.encode(client.protocol, &mut output.buf);
+                    }
                     // Subscriptions start once their confirmation is out.
                     client.pubsub.commit(&shared.pubsub);
                     if client.close_after_reply {

@@ -55,6 +55,9 @@ struct Directives {
     /// `@node`: this server's node id, port and cluster bus port, wherever
     /// they appear, read as `<myid>`, `<port>` and `<cport>`.
     node: bool,
+    /// `@monitor`: a MONITOR line's timestamp and client port read as
+    /// `<time>` and `<port>`.
+    monitor: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -144,6 +147,7 @@ fn parse_case_file(text: &str) -> Result<Vec<Step>, String> {
                 "send" => opts.send = true,
                 "recv" => opts.recv = true,
                 "node" => opts.node = true,
+                "monitor" => opts.monitor = true,
                 other => return Err(err(format!("unknown directive @{other}"))),
             }
         }
@@ -483,6 +487,29 @@ fn round(node: &mut Node, n: i64) {
     }
 }
 
+/// `+<secs>.<micros> [<db> <addr>] …` with the clock and the client's
+/// port hidden (a script's `[<db> lua]` keeps its bracket).
+fn hide_monitor_clock(node: &mut Node) {
+    let Node::Line(b'+', text) = node else {
+        return;
+    };
+    let (Some(open), Some(close)) = (
+        text.iter().position(|&b| b == b'['),
+        text.iter().position(|&b| b == b']'),
+    ) else {
+        return;
+    };
+    if close < open {
+        return;
+    }
+    let bracket = &text[open..close];
+    let shown = match bracket.iter().rposition(|&b| b == b':') {
+        Some(colon) => [&bracket[..=colon], b"<port>"].concat(),
+        None => bracket.to_vec(),
+    };
+    *text = [b"<time> ", &shown[..], &text[close..]].concat();
+}
+
 /// What `@node` hides: the server's own identity as a cluster node.
 #[derive(Debug, Clone, Default)]
 struct NodeFacts {
@@ -553,6 +580,7 @@ fn normalise(raw: &[u8], opts: &Directives, me: &NodeFacts) -> Vec<u8> {
         && !opts.sortpairs
         && !opts.shape
         && !opts.node
+        && !opts.monitor
         && opts.mask.is_empty()
         && opts.round.is_none();
     if plain {
@@ -561,6 +589,9 @@ fn normalise(raw: &[u8], opts: &Directives, me: &NodeFacts) -> Vec<u8> {
     let mut node = parse_reply(raw);
     if opts.node {
         me.hide(&mut node);
+    }
+    if opts.monitor {
+        hide_monitor_clock(&mut node);
     }
     if !opts.mask.is_empty() {
         mask(&mut node, &opts.mask);
@@ -1044,6 +1075,22 @@ mod harness {
                 &NodeFacts::default()
             ),
             b":-2\r\n"
+        );
+        assert_eq!(
+            normalise(
+                b"+1795573454.150192 [0 127.0.0.1:54914] \"set\" \"a]:\"\r\n",
+                &opts(|d| d.monitor = true),
+                &NodeFacts::default()
+            ),
+            b"+<time> [0 127.0.0.1:<port>] \"set\" \"a]:\"\r\n"
+        );
+        assert_eq!(
+            normalise(
+                b"+1.000001 [5 lua] \"get\"\r\n",
+                &opts(|d| d.monitor = true),
+                &NodeFacts::default()
+            ),
+            b"+<time> [5 lua] \"get\"\r\n"
         );
         let me = NodeFacts::new(7101, Some(b"ab12".to_vec()));
         let slots = b"*3\r\n:7101\r\n:71010\r\n$26\r\nab12 :7101@17101 x 0-16383\r\n";

@@ -221,6 +221,9 @@ fn describe(shared: &Shared, handle: &ClientHandle) -> String {
         .map(|n| String::from_utf8_lossy(n).into_owned())
         .unwrap_or_default();
     let mut flags = String::new();
+    if info.monitor {
+        flags.push('O');
+    }
     if is_pubsub(&info) {
         flags.push('P');
     }
@@ -420,7 +423,7 @@ pub fn help_reply(command: &str, lines: &[&str]) -> Reply {
     )];
     out.extend(lines.iter().map(|l| Reply::Status(l.to_string().into())));
     out.push(Reply::status("HELP"));
-    out.push(Reply::status("    Print this help."));
+    out.push(Reply::status("    Prints this help."));
     Reply::Array(out)
 }
 

@@ -1,11 +1,13 @@
-//! Keyspace commands: EXISTS, DEL, UNLINK, TYPE, KEYS, SCAN, RENAME, RANDOMKEY.
+//! Keyspace commands: EXISTS, DEL, UNLINK, TYPE, KEYS, SCAN, RENAME, RANDOMKEY,
+//! OBJECT.
 
 use bytes::Bytes;
 use rand::RngExt;
 
 use super::Ctx;
+use super::connection::help_reply;
 use crate::error::{CmdError, CmdResult};
-use crate::keyspace::{SHARDS, Ttl};
+use crate::keyspace::{HashValue, SHARDS, Ttl, Value};
 use crate::protocol::Reply;
 use crate::pubsub::Event;
 use crate::util::scan::{join_cursor, page, position_of, split_cursor};
@@ -175,4 +177,129 @@ pub fn randomkey(ctx: &mut Ctx) -> CmdResult<Reply> {
     }
     let pick = rand::rng().random_range(0..keys.len());
     Ok(Reply::Bulk(keys[pick].clone()))
+}
+
+/// Redis's name for how it would hold a value. A string's follows from its
+/// bytes (Redis's rules for values that SET stores; one that APPEND or
+/// SETRANGE grew would be `raw` there); hashes and sorted sets keep the
+/// compact-or-not state Redis's conversions would have left.
+fn encoding_name(value: &Value) -> &'static str {
+    match value {
+        Value::Str(s) if s.len() <= 20 && parse_i64(s).is_some() => "int",
+        Value::Str(s) if s.len() <= 44 => "embstr",
+        Value::Str(_) => "raw",
+        Value::Hash(h) if hash_is_listpack(h) => "listpack",
+        Value::Hash(_) => "hashtable",
+        // Redis 7.0 holds every list in a quicklist.
+        Value::List(_) => "quicklist",
+        Value::ZSet(z) if z.is_compact() => "listpack",
+        Value::ZSet(_) => "skiplist",
+        Value::Set(s) if s.is_intset() => "intset",
+        Value::Set(_) => "hashtable",
+    }
+}
+
+/// Redis 7.0 keeps a hash in a listpack up to 512 fields
+/// (`hash-max-listpack-entries`), each field and value at most 64 bytes;
+/// rlockd's own packed form stops earlier, at 128 fields.
+fn hash_is_listpack(hash: &HashValue) -> bool {
+    const LISTPACK_ENTRIES: usize = 512;
+    const LISTPACK_VALUE: usize = 64;
+    match hash {
+        HashValue::Packed(_) => true,
+        HashValue::Table(_) => {
+            hash.len() <= LISTPACK_ENTRIES
+                && hash
+                    .iter()
+                    .all(|(f, v)| f.len() <= LISTPACK_VALUE && v.len() <= LISTPACK_VALUE)
+        }
+    }
+}
+
+/// Runs `answer` on the key's value; a missing key is nil.
+fn object_lookup(
+    ctx: &mut Ctx,
+    answer: impl FnOnce(&Value) -> CmdResult<Reply>,
+) -> CmdResult<Reply> {
+    let key = ctx.arg(2).clone();
+    match ctx.db().get(&key)? {
+        Some(value) => answer(value),
+        None => Ok(Reply::Nil),
+    }
+}
+
+pub fn object_encoding(ctx: &mut Ctx) -> CmdResult<Reply> {
+    object_lookup(ctx, |v| Ok(Reply::bulk(encoding_name(v))))
+}
+
+pub fn object_refcount(ctx: &mut Ctx) -> CmdResult<Reply> {
+    // Redis shares the objects of the integers 0..9999 (refcount INT_MAX),
+    // unless an LRU or LFU policy needs each key's own access clock.
+    let shares = {
+        let config = ctx.shared.config.read();
+        config.maxmemory == 0 || !evicts_by_access(&config.maxmemory_policy)
+    };
+    object_lookup(ctx, |v| {
+        let shared = matches!(v, Value::Str(s) if s.len() <= 20
+            && parse_i64(s).is_some_and(|n| (0..10_000).contains(&n)));
+        Ok(Reply::Int(if shared && shares {
+            i64::from(i32::MAX)
+        } else {
+            1
+        }))
+    })
+}
+
+fn evicts_by_access(policy: &str) -> bool {
+    policy.contains("lru") || policy.contains("lfu")
+}
+
+const POLICY_SWITCH_NOTE: &str = "Please note that when switching between policies at runtime \
+                                  LRU and LFU data will take some time to adjust.";
+
+/// rlockd keeps no access clock per key: a key reads as just used.
+pub fn object_idletime(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let lfu = ctx.shared.config.read().maxmemory_policy.contains("lfu");
+    object_lookup(ctx, |_| {
+        if lfu {
+            return Err(CmdError::other(format!(
+                "ERR An LFU maxmemory policy is selected, idle time not tracked. {POLICY_SWITCH_NOTE}"
+            )));
+        }
+        Ok(Reply::Int(0))
+    })
+}
+
+/// rlockd counts no accesses: a key reads as new (Redis's initial
+/// LFU counter, 5).
+pub fn object_freq(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let lfu = ctx.shared.config.read().maxmemory_policy.contains("lfu");
+    object_lookup(ctx, |_| {
+        if !lfu {
+            return Err(CmdError::other(format!(
+                "ERR An LFU maxmemory policy is not selected, access frequency not tracked. {POLICY_SWITCH_NOTE}"
+            )));
+        }
+        Ok(Reply::Int(5))
+    })
+}
+
+pub fn object_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
+    Ok(help_reply(
+        "OBJECT",
+        &[
+            "ENCODING <key>",
+            "    Return the kind of internal representation used in order to store the value",
+            "    associated with a <key>.",
+            "FREQ <key>",
+            "    Return the access frequency index of the <key>. The returned integer is",
+            "    proportional to the logarithm of the recent access frequency of the key.",
+            "IDLETIME <key>",
+            "    Return the idle time of the <key>, that is the approximated number of",
+            "    seconds elapsed since the last access to the key.",
+            "REFCOUNT <key>",
+            "    Return the number of references of the value associated with the specified",
+            "    <key>.",
+        ],
+    ))
 }

@@ -12,6 +12,7 @@ mod keys;
 mod lists;
 mod memory;
 mod multi;
+mod operator;
 pub mod pubsub;
 mod scripting;
 mod server;
@@ -31,7 +32,9 @@ use crate::client::Client;
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Db, LockPlan, Locked, slot_shard};
 use crate::protocol::Reply;
+use crate::pubsub::Origin;
 use crate::server::Shared;
+use crate::server::slowlog::Caller;
 pub use blocking::Blocked;
 pub use connection::REDIS_VERSION;
 pub use spec::{CommandSpec, flag};
@@ -258,6 +261,13 @@ pub fn execute(
         return CmdError::WrongArity(spec.name.to_string()).into();
     };
     client.note_command(id);
+    // A blocking command run again after a wakeup was shown the first time.
+    let monitored = shared.pubsub.monitors.active() && client.retry_deadline.is_none();
+    // A script's line comes before the lines of the commands it runs;
+    // any other command's after it ran, with the database it left.
+    if monitored && spec.has(flag::SCRIPT) {
+        feed_monitors(shared, client, args);
+    }
     let started = Instant::now();
     let mut ctx = Ctx {
         args,
@@ -266,13 +276,42 @@ pub fn execute(
         locked,
     };
     let result = handler(&mut ctx);
-    shared
-        .stats
-        .record_call(id, started.elapsed(), result.is_err());
+    let took = started.elapsed();
+    // A command that blocked is logged by neither its first run nor its
+    // retries, as in Redis 7.0.
+    if !spec.has(flag::SKIP_SLOWLOG) && client.blocked.is_none() && shared.slowlog.is_slow(took) {
+        // Redis's script client has no address and no name.
+        let caller = if client.for_script {
+            Caller {
+                addr: "?:0".into(),
+                name: None,
+            }
+        } else {
+            Caller {
+                addr: client.handle.addr.to_string(),
+                name: client.handle.info.lock().name.clone(),
+            }
+        };
+        shared.slowlog.record(took, args, caller);
+    }
+    if monitored && !spec.has(flag::SKIP_MONITOR) && !spec.has(flag::ADMIN) {
+        feed_monitors(shared, client, args);
+    }
+    shared.stats.record_call(id, took, result.is_err());
     if let Err(e) = &result {
         shared.stats.record_error(e.code());
     }
     result.unwrap_or_else(Reply::Error)
+}
+
+/// Administrative commands are never shown, as in Redis.
+fn feed_monitors(shared: &Shared, client: &Client, args: &[Bytes]) {
+    let origin = if client.for_script {
+        Origin::Script
+    } else {
+        Origin::Client(&client.handle.addr)
+    };
+    shared.pubsub.monitors.feed(client.db, origin, args);
 }
 
 /// Whether a command line writes or may publish: what `CLIENT PAUSE

@@ -97,6 +97,7 @@ pub fn config_set(ctx: &mut Ctx) -> CmdResult<Reply> {
         set(&mut updated, &value).map_err(|why| failed(&why))?;
     }
     ctx.shared.pubsub.configure(&updated);
+    ctx.shared.slowlog.configure(&updated);
     *ctx.shared.config.write() = updated;
     ctx.shared.config_changes.send_modify(|n| *n += 1);
     Ok(Reply::OK)

@@ -11,7 +11,7 @@ use super::spec::flag::*;
 use super::spec::{CommandSpec as C, Group::*, KeySpec};
 use super::{
     blocking, cluster, connection as conn, expire, fixture, hashes, keys, lists, memory, multi,
-    scripting, server, sets, strings, zsets,
+    operator, scripting, server, sets, strings, zsets,
 };
 
 const RO: &[&str] = &["RO"];
@@ -124,6 +124,103 @@ static CLIENT_SUBS: &[C] = &[
         .doc("5.0.0", "Lists the CLIENT subcommands."),
 ];
 
+static SLOWLOG_SUBS: &[C] = &[
+    C::new("get", -2, Server, operator::slowlog_get)
+        .flags(ADMIN | LOADING | STALE)
+        .tips(&["request_policy:all_nodes", "nondeterministic_output"])
+        .syntax("[count]")
+        .doc("2.2.12", "Returns the slow log's newest entries."),
+    C::new("reset", 2, Server, operator::slowlog_reset)
+        .flags(ADMIN | LOADING | STALE)
+        .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
+        .doc("2.2.12", "Clears the slow log."),
+    C::new("len", 2, Server, operator::slowlog_len)
+        .flags(ADMIN | LOADING | STALE)
+        .tips(&[
+            "request_policy:all_nodes",
+            "response_policy:agg_sum",
+            "nondeterministic_output",
+        ])
+        .doc("2.2.12", "Returns the number of entries in the slow log."),
+    C::new("help", 2, Server, operator::slowlog_help)
+        .flags(LOADING | STALE)
+        .doc("6.2.0", "Lists the SLOWLOG subcommands."),
+];
+
+/// A LATENCY subcommand that reports.
+const fn latency_report(name: &'static str, arity: i32, handler: super::spec::Handler) -> C {
+    C::new(name, arity, Server, handler)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
+        .tips(&[
+            "nondeterministic_output",
+            "request_policy:all_nodes",
+            "response_policy:special",
+        ])
+}
+
+static LATENCY_SUBS: &[C] = &[
+    latency_report("doctor", 2, operator::latency_doctor).doc(
+        "2.8.13",
+        "Returns a human-readable latency analysis report.",
+    ),
+    latency_report("graph", 3, operator::latency_graph)
+        .syntax("event")
+        .doc("2.8.13", "Returns a latency graph for an event."),
+    latency_report("latest", 2, operator::latency_samples).doc(
+        "2.8.13",
+        "Returns the latest latency samples for all events.",
+    ),
+    C::new("help", 2, Server, operator::latency_help)
+        .flags(LOADING | STALE)
+        .doc("2.8.13", "Lists the LATENCY subcommands."),
+    latency_report("history", 3, operator::latency_samples)
+        .syntax("event")
+        .doc("2.8.13", "Returns timestamp-latency samples for an event."),
+    C::new("reset", -2, Server, operator::latency_reset)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
+        .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
+        .syntax("[event...]")
+        .doc(
+            "2.8.13",
+            "Resets the latency data of events; returns how many were reset.",
+        ),
+];
+
+const OBJECT_KEY: &[KeySpec] = &[KeySpec::range(2, 0, 1, RO)];
+
+/// An OBJECT subcommand that reads the key in argument 2.
+const fn object_key_sub(name: &'static str, handler: super::spec::Handler) -> C {
+    C::new(name, 3, Generic, handler)
+        .flags(READONLY)
+        .acl(KEYSPACE)
+        .tips(NONDET)
+        .keys(OBJECT_KEY)
+        .syntax("key")
+}
+
+static OBJECT_SUBS: &[C] = &[
+    object_key_sub("encoding", keys::object_encoding).doc(
+        "2.2.3",
+        "Returns the internal encoding Redis would use for a key's value.",
+    ),
+    object_key_sub("freq", keys::object_freq).doc(
+        "4.0.0",
+        "Returns a key's LFU access frequency (rlockd counts none: always 5).",
+    ),
+    object_key_sub("idletime", keys::object_idletime).doc(
+        "2.2.3",
+        "Returns the seconds since a key was last used (rlockd tracks none: always 0).",
+    ),
+    C::new("help", 2, Generic, keys::object_help)
+        .flags(LOADING | STALE)
+        .acl(KEYSPACE)
+        .doc("6.2.0", "Lists the OBJECT subcommands."),
+    object_key_sub("refcount", keys::object_refcount).doc(
+        "2.2.3",
+        "Returns the reference count Redis would report for a key's value.",
+    ),
+];
+
 static CONFIG_SUBS: &[C] = &[
     C::new("get", -3, Server, server::config_get)
         .flags(ADMIN | CONN)
@@ -192,7 +289,7 @@ const EVAL_FLAGS: u32 = NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | SC
 static MEMORY_SUBS: &[C] = &[
     C::new("usage", -3, Server, memory::usage)
         .flags(READONLY)
-        .keys(&[KeySpec::range(2, 0, 1, RO)])
+        .keys(OBJECT_KEY)
         .syntax("key [SAMPLES count]")
         .doc(
             "4.0.0",
@@ -416,6 +513,10 @@ pub static COMMANDS: &[C] = &[
     C::new("shutdown", -1, Server, server::shutdown).flags(ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY)
         .syntax("[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]")
         .doc("1.0.0", "Stops the server gracefully: connections are closed, the process exits."),
+    C::new("monitor", 1, Server, operator::monitor).flags(ADMIN | NOSCRIPT | LOADING | STALE)
+        .doc("1.0.0", "Streams every command the server runs, as it runs it."),
+    C::container("slowlog", Server, SLOWLOG_SUBS).doc("2.2.12", "Reads and clears the log of slow commands."),
+    C::container("latency", Server, LATENCY_SUBS).doc("2.8.13", "Latency monitoring."),
     C::container("memory", Server, MEMORY_SUBS).doc("4.0.0", "Memory diagnostics."),
     C::new("wait", 3, Connection, blocking::wait).flags(NOSCRIPT).acl(CONNECTION).tips(&["request_policy:all_shards", "response_policy:agg_min"])
         .syntax("numreplicas timeout")
@@ -433,6 +534,7 @@ pub static COMMANDS: &[C] = &[
     C::new("unlink", -2, Generic, keys::del).flags(WRITE | FAST).acl(KEYSPACE).tips(MULTI_SHARD_SUM).keys(&keys_all(RM_DELETE))
         .syntax("key...")
         .doc("4.0.0", "Deletes keys like DEL."),
+    C::container("object", Generic, OBJECT_SUBS).doc("2.2.3", "Inspects how a key's value is held."),
     C::new("type", 2, Generic, keys::type_).flags(READ_FAST).acl(KEYSPACE).keys(&key1(RO))
         .syntax("key")
         .doc("1.0.0", "Returns the type of the value at a key."),

@@ -13,6 +13,7 @@
 //! Frames are queued in their RESP2 form (`*3\r\n$7\r\nmessage…`); for a
 //! RESP3 client the connection writes `>` in place of the leading `*`.
 
+pub mod monitor;
 pub mod notify;
 
 use std::cell::RefCell;
@@ -28,6 +29,7 @@ use tokio::sync::mpsc;
 
 use crate::client::ClientHandle;
 use crate::util::glob_match;
+pub use monitor::{Monitors, Origin};
 pub use notify::Event;
 
 type Hasher = foldhash::fast::RandomState;
@@ -162,16 +164,20 @@ pub fn pubsub_limits(value: &str) -> Option<(u64, u64, u64)> {
 }
 
 thread_local! {
-    /// Messages published on this thread while a script runs: a script
-    /// that is rolled back (killed, or started over) must not have told
-    /// anyone anything, so its messages wait for it to commit.
-    static HELD: RefCell<Option<Vec<HeldMessage>>> = const { RefCell::new(None) };
+    /// What this thread publishes (and the MONITOR lines of the commands
+    /// it runs) while a script runs: a script that is rolled back (killed,
+    /// or started over) must not have told anyone anything, so all of it
+    /// waits for the script to commit.
+    static HELD: RefCell<Option<Vec<Held>>> = const { RefCell::new(None) };
 }
 
-struct HeldMessage {
-    sharded: bool,
-    channel: Bytes,
-    message: Bytes,
+enum Held {
+    Message {
+        sharded: bool,
+        channel: Bytes,
+        message: Bytes,
+    },
+    MonitorLine(Bytes),
 }
 
 /// Holds back what this thread publishes until `release` (delivered in
@@ -192,11 +198,17 @@ impl HeldMessages {
 
     /// Stops holding and delivers what was held.
     pub fn release(self, pubsub: &PubSub) {
-        for m in HELD.take().unwrap_or_default() {
-            if m.sharded {
-                pubsub.spublish(&m.channel, &m.message);
-            } else {
-                pubsub.publish(&m.channel, &m.message);
+        for held in HELD.take().unwrap_or_default() {
+            match held {
+                Held::Message {
+                    sharded: true,
+                    channel,
+                    message,
+                } => _ = pubsub.spublish(&channel, &message),
+                Held::Message {
+                    channel, message, ..
+                } => _ = pubsub.publish(&channel, &message),
+                Held::MonitorLine(line) => pubsub.monitors.deliver(&line),
             }
         }
     }
@@ -208,19 +220,27 @@ impl Drop for HeldMessages {
     }
 }
 
-/// Keeps the message for later if this thread holds its messages.
-fn held(sharded: bool, channel: &[u8], message: &[u8]) -> bool {
+/// Keeps `item` for later if this thread holds its messages.
+fn hold(item: impl FnOnce() -> Held) -> bool {
     HELD.with_borrow_mut(|held| match held {
         Some(held) => {
-            held.push(HeldMessage {
-                sharded,
-                channel: Bytes::copy_from_slice(channel),
-                message: Bytes::copy_from_slice(message),
-            });
+            held.push(item());
             true
         }
         None => false,
     })
+}
+
+fn held(sharded: bool, channel: &[u8], message: &[u8]) -> bool {
+    hold(|| Held::Message {
+        sharded,
+        channel: Bytes::copy_from_slice(channel),
+        message: Bytes::copy_from_slice(message),
+    })
+}
+
+fn hold_monitor_line(line: &Bytes) -> bool {
+    hold(|| Held::MonitorLine(line.clone()))
 }
 
 /// Every subscription of every client.
@@ -234,6 +254,7 @@ pub struct PubSub {
     /// The enabled `notify-keyspace-events` classes.
     events: AtomicU32,
     limits: Limits,
+    pub monitors: Monitors,
 }
 
 impl Default for PubSub {
@@ -251,6 +272,7 @@ impl PubSub {
             pattern_count: AtomicUsize::new(0),
             events: AtomicU32::new(0),
             limits: Limits::default(),
+            monitors: Monitors::default(),
         }
     }
 
@@ -498,6 +520,8 @@ pub struct Subscriptions {
     shard: IndexSet<Bytes, Hasher>,
     /// Subscribed to but not yet registered.
     pending: Vec<(Kind, Bytes)>,
+    /// In MONITOR mode.
+    monitoring: bool,
 }
 
 impl Subscriptions {
@@ -594,8 +618,27 @@ impl Subscriptions {
         }
     }
 
-    /// Drops every subscription without confirmations (RESET, disconnect).
+    pub fn monitoring(&self) -> bool {
+        self.monitoring
+    }
+
+    /// Enters MONITOR mode: every command's line comes to the mailbox.
+    pub fn monitor(&mut self, pubsub: &PubSub) {
+        if let Some(mailbox) = &self.mailbox {
+            pubsub.monitors.add(mailbox);
+            self.monitoring = true;
+        }
+    }
+
+    /// Drops every subscription without confirmations, and MONITOR mode
+    /// (RESET, disconnect).
     pub fn clear(&mut self, pubsub: &PubSub) {
+        if self.monitoring
+            && let Some(mailbox) = &self.mailbox
+        {
+            pubsub.monitors.remove(mailbox.id());
+            self.monitoring = false;
+        }
         for kind in [Kind::Channel, Kind::Pattern, Kind::Shard] {
             for name in self.names(kind) {
                 self.unsubscribe(pubsub, kind, &name);

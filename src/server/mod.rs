@@ -4,6 +4,7 @@
 mod fault;
 pub mod introspect;
 mod metrics;
+pub mod slowlog;
 mod state;
 
 use std::io;

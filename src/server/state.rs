@@ -97,6 +97,7 @@ pub struct Shared {
     pub config: RwLock<Config>,
     pub clients: DashMap<u64, Arc<ClientHandle>>,
     pub stats: Stats,
+    pub slowlog: super::slowlog::SlowLog,
     next_client_id: AtomicU64,
     pub started_ms: u64,
     pub run_id: String,
@@ -123,7 +124,10 @@ impl Shared {
         let pubsub = Arc::new(PubSub::new());
         pubsub.configure(&config);
         let cluster = config.cluster_enabled.then(ClusterNode::new);
+        let slowlog = super::slowlog::SlowLog::default();
+        slowlog.configure(&config);
         Shared {
+            slowlog,
             cluster,
             keyspace: Keyspace::with_events(config.databases, clock, pubsub.clone()),
             pubsub,

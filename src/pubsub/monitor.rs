@@ -1,0 +1,158 @@
+//! MONITOR: every command run, as one status line per command, sent to
+//! the clients that asked through the same mailboxes pub/sub messages
+//! use. With nobody monitoring, a command pays one relaxed atomic load.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use indexmap::IndexMap;
+use parking_lot::RwLock;
+
+use super::{Hasher, Mailbox};
+
+/// Who ran a command, as the line's bracket shows it.
+#[derive(Clone, Copy)]
+pub enum Origin<'o> {
+    Client(&'o SocketAddr),
+    /// A script's `redis.call`.
+    Script,
+}
+
+/// The clients in MONITOR mode, by client id.
+#[derive(Default)]
+pub struct Monitors {
+    count: AtomicUsize,
+    mailboxes: RwLock<IndexMap<u64, Arc<Mailbox>, Hasher>>,
+}
+
+impl Monitors {
+    /// Whether anyone monitors: the only cost of MONITOR to the hot path.
+    pub fn active(&self) -> bool {
+        self.count.load(Ordering::Relaxed) > 0
+    }
+
+    pub(super) fn add(&self, mailbox: &Arc<Mailbox>) {
+        let mut mailboxes = self.mailboxes.write();
+        mailboxes.insert(mailbox.id(), mailbox.clone());
+        self.count.store(mailboxes.len(), Ordering::Relaxed);
+    }
+
+    pub(super) fn remove(&self, id: u64) {
+        let mut mailboxes = self.mailboxes.write();
+        mailboxes.shift_remove(&id);
+        self.count.store(mailboxes.len(), Ordering::Relaxed);
+    }
+
+    /// Sends one command's line to every monitor (or holds it, while a
+    /// script that may still be rolled back runs on this thread).
+    pub fn feed(&self, db: usize, origin: Origin, args: &[Bytes]) {
+        let line = line(db, origin, args);
+        if !super::hold_monitor_line(&line) {
+            self.deliver(&line);
+        }
+    }
+
+    pub(super) fn deliver(&self, line: &Bytes) {
+        for mailbox in self.mailboxes.read().values() {
+            mailbox.push(line.clone());
+        }
+    }
+}
+
+/// `+<secs>.<micros> [<db> <addr>] "arg" …`, with passwords redacted.
+fn line(db: usize, origin: Origin, args: &[Bytes]) -> Bytes {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let mut out = format!("+{}.{:06} [{db} ", now.as_secs(), now.subsec_micros()).into_bytes();
+    match origin {
+        Origin::Client(addr) => out.extend_from_slice(addr.to_string().as_bytes()),
+        Origin::Script => out.extend_from_slice(b"lua"),
+    }
+    out.push(b']');
+    let secret = secret_args(args);
+    for (i, arg) in args.iter().enumerate() {
+        out.push(b' ');
+        if secret(i) {
+            out.extend_from_slice(b"\"(redacted)\"");
+        } else {
+            quote(&mut out, arg);
+        }
+    }
+    out.extend_from_slice(b"\r\n");
+    out.into()
+}
+
+/// Which arguments carry a password: all of AUTH's, and the two after
+/// each AUTH option of HELLO (scanned as HELLO parses its options).
+pub fn secret_args(args: &[Bytes]) -> impl Fn(usize) -> bool + use<> {
+    let name = args[0].to_ascii_lowercase();
+    let mut hidden = Vec::new();
+    if name == b"auth" {
+        hidden.extend(1..args.len());
+    } else if name == b"hello" {
+        let mut i = 2;
+        while i < args.len() {
+            let left = args.len() - i - 1;
+            if args[i].eq_ignore_ascii_case(b"auth") && left >= 2 {
+                hidden.extend([i + 1, i + 2]);
+                i += 3;
+            } else if args[i].eq_ignore_ascii_case(b"setname") && left >= 1 {
+                i += 2;
+            } else {
+                break;
+            }
+        }
+    }
+    move |i| hidden.contains(&i)
+}
+
+/// Redis's quoting of an argument: in double quotes, with `\` and `"`
+/// escaped, the usual C escapes, and `\xhh` for what is not printable.
+fn quote(out: &mut Vec<u8>, arg: &[u8]) {
+    out.push(b'"');
+    for &b in arg {
+        match b {
+            b'\\' | b'"' => out.extend_from_slice(&[b'\\', b]),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x07 => out.extend_from_slice(b"\\a"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x20..=0x7e => out.push(b),
+            _ => out.extend_from_slice(format!("\\x{b:02x}").as_bytes()),
+        }
+    }
+    out.push(b'"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shown(args: &[&[u8]]) -> String {
+        let args: Vec<Bytes> = args.iter().map(|a| Bytes::copy_from_slice(a)).collect();
+        let line = line(3, Origin::Script, &args);
+        let text = String::from_utf8(line.to_vec()).unwrap();
+        text.split_once(' ').unwrap().1.to_string()
+    }
+
+    #[test]
+    fn quoting_and_redaction() {
+        assert_eq!(
+            shown(&[b"set", b"a\"b\\c", b"\x01\n\xff\x07 ~"]),
+            "[3 lua] \"set\" \"a\\\"b\\\\c\" \"\\x01\\n\\xff\\a ~\"\r\n"
+        );
+        assert_eq!(
+            shown(&[b"AUTH", b"u", b"p"]),
+            "[3 lua] \"AUTH\" \"(redacted)\" \"(redacted)\"\r\n"
+        );
+        assert_eq!(
+            shown(&[b"hello", b"3", b"SETNAME", b"n", b"auth", b"u", b"p"]),
+            "[3 lua] \"hello\" \"3\" \"SETNAME\" \"n\" \"auth\" \"(redacted)\" \"(redacted)\"\r\n"
+        );
+    }
+}
