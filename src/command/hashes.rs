@@ -14,11 +14,10 @@ use crate::util::{format_human_double, glob_match, i64_bytes, parse_f64, parse_i
 
 /// The hash at `key` for reading: `None` if absent, WRONGTYPE if not a hash.
 fn hash_at<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<Option<&'d mut HashValue>> {
-    match db.get(key)? {
-        None => Ok(None),
-        Some(Value::Hash(h)) => Ok(Some(h)),
-        Some(_) => Err(CmdError::WrongType),
-    }
+    db.get_as(key, |v| match v {
+        Value::Hash(h) => Some(h),
+        _ => None,
+    })
 }
 
 /// The hash at `key` for writing, created empty if absent.

@@ -16,20 +16,18 @@ type List = VecDeque<Bytes>;
 
 /// The list at `key` for reading: `None` if absent, WRONGTYPE if not a list.
 fn list_at<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<Option<&'d mut List>> {
-    match db.get(key)? {
-        None => Ok(None),
-        Some(Value::List(l)) => Ok(Some(l)),
-        Some(_) => Err(CmdError::WrongType),
-    }
+    db.get_as(key, |v| match v {
+        Value::List(x) => Some(x),
+        _ => None,
+    })
 }
 
 /// The list at `key` for writing (no hit/miss accounting).
 fn list_for_write<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<Option<&'d mut List>> {
-    match db.get_mut(key)? {
-        None => Ok(None),
-        Some(Value::List(l)) => Ok(Some(l)),
-        Some(_) => Err(CmdError::WrongType),
-    }
+    db.get_mut_as(key, |v| match v {
+        Value::List(x) => Some(x),
+        _ => None,
+    })
 }
 
 fn int_arg(b: &[u8]) -> CmdResult<i64> {

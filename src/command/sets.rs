@@ -19,19 +19,17 @@ const RANDOM_REPEATS_MAX: u64 = 10_000_000;
 
 /// The set at `key` for reading: `None` if absent, WRONGTYPE if not a set.
 fn set_at<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<Option<&'d mut SetValue>> {
-    match db.get(key)? {
-        None => Ok(None),
-        Some(Value::Set(s)) => Ok(Some(s)),
-        Some(_) => Err(CmdError::WrongType),
-    }
+    db.get_as(key, |v| match v {
+        Value::Set(x) => Some(x),
+        _ => None,
+    })
 }
 
 fn set_for_write<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<Option<&'d mut SetValue>> {
-    match db.get_mut(key)? {
-        None => Ok(None),
-        Some(Value::Set(s)) => Ok(Some(s)),
-        Some(_) => Err(CmdError::WrongType),
-    }
+    db.get_mut_as(key, |v| match v {
+        Value::Set(x) => Some(x),
+        _ => None,
+    })
 }
 
 fn members_reply(members: Vec<Bytes>) -> Reply {

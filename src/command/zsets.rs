@@ -11,19 +11,17 @@ use crate::pubsub::Event;
 use crate::util::{parse_f64, parse_i64};
 
 fn zset_at<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<Option<&'d mut SortedSet>> {
-    match db.get(key)? {
-        None => Ok(None),
-        Some(Value::ZSet(z)) => Ok(Some(z)),
-        Some(_) => Err(CmdError::WrongType),
-    }
+    db.get_as(key, |v| match v {
+        Value::ZSet(x) => Some(x),
+        _ => None,
+    })
 }
 
 fn zset_for_write<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<Option<&'d mut SortedSet>> {
-    match db.get_mut(key)? {
-        None => Ok(None),
-        Some(Value::ZSet(z)) => Ok(Some(z)),
-        Some(_) => Err(CmdError::WrongType),
-    }
+    db.get_mut_as(key, |v| match v {
+        Value::ZSet(x) => Some(x),
+        _ => None,
+    })
 }
 
 fn syntax() -> CmdError {

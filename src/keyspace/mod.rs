@@ -640,6 +640,29 @@ impl Db<'_, '_> {
             .map(|e| &e.value))
     }
 
+    /// A read lookup of one kind of value: `None` if absent, WRONGTYPE if
+    /// the key holds another kind. `kind` picks the kind out of a value.
+    pub fn get_as<T>(
+        &mut self,
+        key: &[u8],
+        kind: fn(&mut Value) -> Option<&mut T>,
+    ) -> CmdResult<Option<&mut T>> {
+        self.get(key)?
+            .map(|v| kind(v).ok_or(CmdError::WrongType))
+            .transpose()
+    }
+
+    /// `get_as` for writing: no hit/miss accounting.
+    pub fn get_mut_as<T>(
+        &mut self,
+        key: &[u8],
+        kind: fn(&mut Value) -> Option<&mut T>,
+    ) -> CmdResult<Option<&mut T>> {
+        self.get_mut(key)?
+            .map(|v| kind(v).ok_or(CmdError::WrongType))
+            .transpose()
+    }
+
     /// A write lookup: no hit/miss accounting.
     pub fn get_mut(&mut self, key: &[u8]) -> CmdResult<Option<&mut Value>> {
         Ok(self.entry(key)?.map(|e| &mut e.value))
