@@ -88,7 +88,10 @@ async fn run(
         if input.capacity() - input.len() < READ_CHUNK / 4 {
             input.reserve(READ_CHUNK);
         }
+        // A killed client's pending requests are never run, even when they
+        // arrived in the same instant as the kill.
         let read = tokio::select! {
+            biased;
             _ = handle.killed() => return Ok(()),
             r = stream.read_buf(&mut input) => r?,
             Some(frame) = mail.recv() => {
@@ -110,6 +113,7 @@ async fn run(
         let mut closing = false;
         loop {
             match requests.next_request(&mut input, client.authenticated) {
+                Ok(Some(_)) if handle.is_killed() => return Ok(()),
                 Ok(Some(args)) => {
                     if shared.faults.holds_back(|| replicates(client, &args)) {
                         // What the pipeline answered so far goes out first.
