@@ -3,9 +3,10 @@
 //! clients work against it unchanged. There is no cluster bus: the node
 //! never meets another, and its topology never changes.
 
+use crate::context::Shared;
 use crate::error::CmdError;
 use crate::keyspace::{HASH_SLOTS, key_slot};
-use crate::server::{Shared, random_hex};
+use crate::util::random_hex;
 
 /// Redis puts the cluster bus this far above the client port.
 const BUS_PORT_OFFSET: u32 = 10_000;

@@ -11,14 +11,16 @@ use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::client::{Client, ClientHandle};
 use crate::command::pubsub::forget_subscriptions;
-use crate::command::{Blocked, dispatch, forget_transaction, replicates};
+use crate::command::{dispatch, forget_transaction, replicates};
+use crate::context::Client;
+use crate::context::Shared;
+use crate::context::client::Blocked;
 use crate::error::CmdError;
 use crate::keyspace::{LockPlan, Outcome};
+use crate::peer::ClientHandle;
 use crate::protocol::{Protocol, Reply, RequestParser};
 use crate::pubsub::{Mailbox, MailboxReceiver, write_frame};
-use crate::server::Shared;
 
 const READ_CHUNK: usize = 16 * 1024;
 /// Replies of a long pipeline are flushed at this size rather than held.

@@ -5,41 +5,16 @@
 //! keyspace to serve it (see `keyspace::blocked`), for its timeout, or for
 //! the client to go away.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
 use super::Ctx;
+use crate::context::client::Blocked;
 use crate::error::{CmdError, CmdResult};
-use crate::keyspace::{End, Outcome, Value, Waiter, Wanted};
+use crate::keyspace::{End, Value, Waiter, Wanted};
 use crate::protocol::Reply;
 use crate::util::{parse_f64, parse_i64};
-
-/// A client waiting on list keys, until `deadline` (`None`: for ever).
-pub struct Blocked {
-    pub waiter: Arc<Waiter>,
-    pub deadline: Option<Instant>,
-    /// What a timeout answers: BLPOP's nil array, BLMOVE's nil.
-    pub timeout_reply: Reply,
-}
-
-impl Blocked {
-    /// The reply for how the wait ended; `None` when the command must run
-    /// again (its element could not be handed over where it waited).
-    pub fn reply(&self, outcome: Outcome) -> Option<Reply> {
-        match outcome {
-            Outcome::Served { key, element } => Some(match self.waiter.wanted {
-                Wanted::Pop(_) => Reply::Array(vec![Reply::Bulk(key), Reply::Bulk(element)]),
-                Wanted::Move { .. } => Reply::Bulk(element),
-                Wanted::Time => self.timeout_reply.clone(),
-            }),
-            Outcome::Failed(e) => Some(Reply::Error(e)),
-            Outcome::Cancelled => Some(self.timeout_reply.clone()),
-            Outcome::Retry | Outcome::Waiting | Outcome::Serving => None,
-        }
-    }
-}
 
 /// A timeout of `ms` milliseconds; `None` for 0 (wait for ever). Redis
 /// 7.0 adds it to the current Unix time unchecked, and a sum past the

@@ -3,10 +3,11 @@
 use bytes::Bytes;
 
 use super::{Ctx, REGISTRY, multi};
-use crate::client::{Client, ClientHandle};
+use crate::context::Client;
+use crate::context::{PauseMode, Shared};
 use crate::error::{CmdError, CmdResult};
+use crate::peer::ClientHandle;
 use crate::protocol::{Protocol, Reply};
-use crate::server::{PauseMode, Shared};
 use crate::util::parse_i64;
 
 /// The Redis version rlockd answers as: clients gate features on it.
@@ -265,7 +266,7 @@ fn describe(shared: &Shared, handle: &ClientHandle) -> String {
 }
 
 /// Subscribed to anything: CLIENT LIST's `P` flag and `TYPE pubsub`.
-fn is_pubsub(info: &crate::client::ClientInfo) -> bool {
+fn is_pubsub(info: &crate::peer::ClientInfo) -> bool {
     info.sub + info.psub + info.ssub > 0
 }
 

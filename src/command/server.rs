@@ -10,11 +10,11 @@ use super::connection::{REDIS_VERSION, help_reply};
 use super::spec::{CommandSpec, KeySpec, acl, flag};
 use super::{Ctx, REGISTRY, docs};
 use crate::config::{find_param, get_matching};
+use crate::context::Shared;
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{ShardStats, flush_all};
 use crate::protocol::Reply;
 use crate::pubsub::Kind;
-use crate::server::Shared;
 
 pub fn dbsize(ctx: &mut Ctx) -> CmdResult<Reply> {
     let db = ctx.client.db;

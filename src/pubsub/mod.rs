@@ -27,7 +27,7 @@ use indexmap::{IndexMap, IndexSet};
 use parking_lot::RwLock;
 use tokio::sync::mpsc;
 
-use crate::client::ClientHandle;
+use crate::peer::ClientHandle;
 use crate::util::glob_match;
 pub use monitor::{Monitors, Origin};
 pub use notify::Event;

@@ -24,9 +24,9 @@ use dashmap::DashMap;
 use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
 use parking_lot::Mutex;
 
-use crate::client::Client;
 use crate::cluster::common_slot;
 use crate::command::{CommandSpec, Ctx, REGISTRY, execute, flag, lock_plan};
+use crate::context::Client;
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{LockPlan, key_shard};
 use crate::protocol::{Protocol, Reply};

@@ -16,8 +16,8 @@ use std::sync::LazyLock;
 use bytes::Bytes;
 
 use super::sha1_hex;
-use crate::client::Client;
 use crate::command::{Ctx, REGISTRY, execute};
+use crate::context::Client;
 use crate::keyspace::Value;
 use crate::protocol::Reply;
 use crate::util::parse_i64;
