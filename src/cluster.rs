@@ -3,7 +3,6 @@
 //! clients work against it unchanged. There is no cluster bus: the node
 //! never meets another, and its topology never changes.
 
-use crate::context::Shared;
 use crate::error::CmdError;
 use crate::keyspace::{HASH_SLOTS, key_slot};
 use crate::util::random_hex;
@@ -75,8 +74,8 @@ impl ClusterNode {
 }
 
 /// How HELLO and INFO name the server's mode.
-pub fn mode_name(shared: &Shared) -> &'static str {
-    if shared.cluster.is_some() {
+pub fn mode_name(node: Option<&ClusterNode>) -> &'static str {
+    if node.is_some() {
         "cluster"
     } else {
         "standalone"

@@ -7,11 +7,9 @@ use crate::context::Client;
 use crate::context::{PauseMode, Shared};
 use crate::error::{CmdError, CmdResult};
 use crate::peer::ClientHandle;
+use crate::protocol::REDIS_VERSION;
 use crate::protocol::{Protocol, Reply};
 use crate::util::parse_i64;
-
-/// The Redis version rlockd answers as: clients gate features on it.
-pub const REDIS_VERSION: &str = "7.0.15";
 
 pub fn ping(ctx: &mut Ctx) -> CmdResult<Reply> {
     if ctx.args.len() <= 2 && super::pubsub::in_subscribed_mode(ctx.client) {
@@ -123,7 +121,7 @@ pub fn hello(ctx: &mut Ctx) -> CmdResult<Reply> {
         (Reply::bulk_str("id"), Reply::Int(ctx.client.id as i64)),
         (
             Reply::bulk_str("mode"),
-            Reply::bulk_str(crate::cluster::mode_name(ctx.shared)),
+            Reply::bulk_str(crate::cluster::mode_name(ctx.shared.cluster.as_ref())),
         ),
         (Reply::bulk_str("role"), Reply::bulk_str("master")),
         (Reply::bulk_str("modules"), Reply::Array(Vec::new())),

@@ -35,7 +35,6 @@ use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Db, LockPlan, Locked, slot_shard};
 use crate::protocol::Reply;
 use crate::pubsub::Origin;
-pub use connection::REDIS_VERSION;
 pub use spec::{CommandSpec, flag};
 
 /// Every command and subcommand, numbered for per-command statistics.

@@ -6,13 +6,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 
-use super::connection::{REDIS_VERSION, help_reply};
+use super::connection::help_reply;
 use super::spec::{CommandSpec, KeySpec, acl, flag};
 use super::{Ctx, REGISTRY, docs};
 use crate::config::{find_param, get_matching};
 use crate::context::Shared;
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{ShardStats, flush_all};
+use crate::protocol::REDIS_VERSION;
 use crate::protocol::Reply;
 use crate::pubsub::Kind;
 
@@ -501,7 +502,10 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             line("redis_git_sha1", &"00000000");
             line("redis_git_dirty", &0);
             line("redis_build_id", &"0");
-            line("redis_mode", &crate::cluster::mode_name(shared));
+            line(
+                "redis_mode",
+                &crate::cluster::mode_name(shared.cluster.as_ref()),
+            );
             line("os", &std::env::consts::OS);
             line("arch_bits", &64);
             line("multiplexing_api", &"tokio");

@@ -12,9 +12,9 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
+use super::Event;
 use super::{Db, Locked, Ttl, Value, key_shard};
 use crate::error::CmdError;
-use crate::pubsub::Event;
 
 /// The end of a list an element is taken from or put on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

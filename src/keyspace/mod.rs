@@ -6,6 +6,7 @@
 
 mod blocked;
 mod dbmap;
+pub mod events;
 mod hash;
 mod memory;
 mod set;
@@ -23,8 +24,8 @@ use parking_lot::{Mutex, MutexGuard};
 use crate::clock::Clock;
 use crate::error::{CmdError, CmdResult};
 use crate::expiry::wheel::TimerWheel;
-use crate::pubsub::{Event, PubSub};
 use dbmap::DbMap;
+pub use events::Event;
 
 pub use blocked::{End, Outcome, Waiter, Wanted};
 pub use memory::usage as memory_usage;
@@ -153,7 +154,7 @@ impl Shard {
 
     /// Reclaims keys whose deadline has passed. Returns how many, and how
     /// late the latest of them was reclaimed (ms past its deadline).
-    fn expire_due(&mut self, now: u64, events: &PubSub) -> (u64, u64) {
+    fn expire_due(&mut self, now: u64, events: &dyn EventSink) -> (u64, u64) {
         self.sweep_wheel();
         let mut due = Vec::new();
         self.wheel.advance(now, |item| due.push(item));
@@ -194,7 +195,7 @@ pub struct Keyspace {
     databases: usize,
     clock: Arc<dyn Clock>,
     /// Where keyspace events (`notify-keyspace-events`) are published.
-    events: Arc<PubSub>,
+    events: Arc<dyn EventSink>,
     /// While set (ms since `epoch`, exclusive), nothing is reclaimed: keys
     /// past their deadline read as gone but stay stored, as Redis keeps
     /// them during CLIENT PAUSE. 0: not held.
@@ -203,6 +204,20 @@ pub struct Keyspace {
     /// How late (ms past its deadline) the last expiry pass that reclaimed
     /// anything reclaimed its latest key: how far active expiry trails.
     expiry_lag_ms: AtomicU64,
+}
+
+/// Where the keyspace sends the events it raises (keys expired, created,
+/// missed, and those commands raise through it): pub/sub, which sits above
+/// the keyspace, publishes them as keyspace notifications.
+pub trait EventSink: Send + Sync {
+    fn notify(&self, event: Event, db: usize, key: &[u8]);
+}
+
+/// A keyspace of its own (benches, unit tests) raises events to no one.
+struct NoEvents;
+
+impl EventSink for NoEvents {
+    fn notify(&self, _: Event, _: usize, _: &[u8]) {}
 }
 
 /// How long a command waits on a held shard before looking again whether
@@ -248,11 +263,15 @@ impl LockPlan {
 
 impl Keyspace {
     pub fn new(databases: usize, clock: Arc<dyn Clock>) -> Self {
-        Self::with_events(databases, clock, Arc::new(PubSub::new()))
+        Self::with_events(databases, clock, Arc::new(NoEvents))
     }
 
     /// A keyspace that publishes its keyspace events on `events`.
-    pub fn with_events(databases: usize, clock: Arc<dyn Clock>, events: Arc<PubSub>) -> Self {
+    pub fn with_events(
+        databases: usize,
+        clock: Arc<dyn Clock>,
+        events: Arc<dyn EventSink>,
+    ) -> Self {
         let now = clock.now_ms();
         Keyspace {
             shards: (0..SHARDS)
@@ -352,7 +371,7 @@ impl Keyspace {
                 let shard = if wait { Some(s.lock()) } else { s.try_lock() };
                 match shard {
                     Some(mut shard) if !shard.wheel.is_empty() => {
-                        shard.expire_due(now, &self.events)
+                        shard.expire_due(now, &*self.events)
                     }
                     _ => (0, 0),
                 }

@@ -168,7 +168,17 @@ unsafe fn run_command(state: *mut ffi::lua_State, nargs: c_int, scope: &mut Call
         let mut argv = std::mem::take(&mut scope.line);
         // SAFETY: `nargs` is the stack's height on entry.
         let args_ok = unsafe { read_args(state, nargs, &mut argv) };
-        let mut reply = super::call(scope, &argv, args_ok);
+        let mut reply = if !args_ok {
+            Reply::Error(CmdError::other(
+                "ERR Lua redis lib command arguments must be strings or integers",
+            ))
+        } else if argv.is_empty() {
+            Reply::Error(CmdError::other(
+                "ERR Please specify at least one argument for this redis lib call",
+            ))
+        } else {
+            scope.host.call(&argv, scope.resp3, scope.run)
+        };
         render_errors(&mut reply);
         scope.reply = reply;
         argv.clear();

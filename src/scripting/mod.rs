@@ -1,16 +1,14 @@
-//! Lua scripting with Redis 7.0's semantics.
+//! The Lua engine, with Redis 7.0's sandbox and libraries: a pool of Lua
+//! states, compiled scripts by SHA1, the instruction hook that notices long
+//! runs and SCRIPT KILL, and the conversions between Lua values and replies.
 //!
-//! A script runs on a Lua state taken from a pool, so scripts on unrelated
-//! keys run in parallel. It holds the shards of its declared keys for its
-//! whole run, which makes it atomic. A key it did not declare is taken
-//! when the script reaches it if that cannot deadlock; otherwise, if the
-//! script has not written yet, it starts over holding that shard too.
+//! It knows nothing of commands: a script's `redis.call` goes to the
+//! [`Host`] its caller (the EVAL family in the command layer) passes in.
 
 mod brackets;
 mod call;
 mod convert;
 mod libs;
-mod native;
 
 use std::any::Any;
 use std::cell::Cell;
@@ -24,13 +22,8 @@ use dashmap::DashMap;
 use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
 use parking_lot::Mutex;
 
-use crate::cluster::common_slot;
-use crate::command::{CommandSpec, Ctx, REGISTRY, execute, flag, lock_plan};
-use crate::context::Client;
 use crate::error::{CmdError, CmdResult};
-use crate::keyspace::{LockPlan, key_shard};
-use crate::protocol::{Protocol, Reply};
-use crate::pubsub::HeldMessages;
+use crate::protocol::Reply;
 use convert::lua_to_reply;
 
 const PRELUDE: &str = include_str!("prelude.lua");
@@ -63,6 +56,14 @@ pub struct RunState {
     kill_line: AtomicU64,
     /// The runtime worker running the script has handed its other work off.
     released: AtomicBool,
+}
+
+impl RunState {
+    /// The script is about to write: SCRIPT KILL now answers UNKILLABLE
+    /// (unless rollback is on).
+    pub fn mark_wrote(&self) {
+        self.wrote.store(true, Ordering::Release);
+    }
 }
 
 /// The run a Lua state is executing, where its hook and SCRIPT KILL find it.
@@ -120,7 +121,8 @@ fn release_worker() {
     }
 }
 
-struct Vm {
+/// A Lua state, lent to one script run at a time.
+pub struct Vm {
     lua: Lua,
     generation: u64,
     functions: HashMap<String, Function, foldhash::fast::RandomState>,
@@ -154,7 +156,7 @@ impl Vm {
         redis.set("pcall", unsafe {
             lua.create_c_function(call::redis_pcall)?
         })?;
-        redis.set("REDIS_VERSION", crate::command::REDIS_VERSION)?;
+        redis.set("REDIS_VERSION", crate::protocol::REDIS_VERSION)?;
         redis.set("REDIS_VERSION_NUM", 0x0007_000f)?;
         globals.set("redis", redis)?;
         let debug: Table = globals.get("debug")?;
@@ -213,7 +215,7 @@ impl Vm {
         CmdError::RawText(text.into())
     }
 
-    fn function(&mut self, sha: &str, body: &[u8]) -> CmdResult<Function> {
+    pub fn function(&mut self, sha: &str, body: &[u8]) -> CmdResult<Function> {
         if let Some(f) = self.functions.get(sha) {
             return Ok(f.clone());
         }
@@ -275,25 +277,33 @@ pub struct ScriptCounters {
 }
 
 /// How one attempt at running a script ended.
-enum Attempt {
+pub enum Attempt {
     Done(Reply),
-    /// It reached a shard it could not take without risking deadlock, or a
-    /// command that needs the whole keyspace: its changes are rolled back
-    /// and it runs again holding these too.
-    Retry(LockPlan),
-    /// SCRIPT KILL or a shutdown stopped it: its changes are rolled back.
+    /// SCRIPT KILL or a shutdown stopped it: its changes must be rolled back.
     Killed(CmdError),
 }
 
+/// Where a script's `redis.call` and `redis.pcall` go.
+pub trait Host {
+    /// Runs one command line for the script (at least one argument) and
+    /// answers its reply, in RESP3 if the script asked for it. A command
+    /// that writes marks `run` before it runs (SCRIPT KILL then refuses).
+    fn call(&mut self, argv: &[Bytes], resp3: bool, run: &RunState) -> Reply;
+}
+
+/// The keyspace's busy flags and the shards a run holds: raised once the
+/// run goes past the busy threshold, so that others answer `-BUSY`.
+pub struct BusyMarks {
+    pub flags: Arc<[AtomicBool]>,
+    pub held: Vec<usize>,
+}
+
 /// What `redis.call` works with during one attempt.
-struct CallScope<'s, 'c, 'a> {
-    ctx: &'s mut Ctx<'c, 'a>,
-    client: Client,
-    readonly: bool,
+struct CallScope<'s> {
+    host: &'s mut dyn Host,
     run: &'s RunState,
     /// Where the instruction hook finds the run.
     slot: &'s RunSlot,
-    retry: Option<LockPlan>,
     /// Follows `redis.setresp`.
     resp3: bool,
     /// The script's KEYS and ARGV.
@@ -347,7 +357,8 @@ impl ScriptEngine {
     pub fn check(&self, body: &Bytes) -> CmdResult<()> {
         let mut vm = self.take_vm()?;
         let result = vm.function(&sha1_hex(body), body).map(|_| ());
-        self.put_vm(vm);
+        // Compiling alone cannot fill the heap.
+        self.put_vm(vm, usize::MAX);
         result
     }
 
@@ -419,7 +430,8 @@ impl ScriptEngine {
         self.pool.lock().iter().map(|vm| vm.lua.used_memory()).sum()
     }
 
-    fn take_vm(&self) -> CmdResult<Vm> {
+    /// A Lua state for one run, from the pool or new.
+    pub fn take_vm(&self) -> CmdResult<Vm> {
         let generation = self.generation.load(Ordering::Acquire);
         let mut pool = self.pool.lock();
         while let Some(vm) = pool.pop() {
@@ -434,97 +446,32 @@ impl ScriptEngine {
         Ok(vm)
     }
 
-    fn put_vm(&self, vm: Vm) {
-        if vm.generation == self.generation.load(Ordering::Acquire) {
+    /// Gives a state back after a run. One left holding much of its heap
+    /// (a script ran out of memory) is collected, and dropped if that does
+    /// not free it.
+    pub fn put_vm(&self, vm: Vm, heap_limit: usize) {
+        let half = heap_limit / 2;
+        if vm.lua.used_memory() > half {
+            let _ = vm.lua.gc_collect();
+        }
+        if vm.lua.used_memory() <= half && vm.generation == self.generation.load(Ordering::Acquire)
+        {
             self.pool.lock().push(vm);
         }
     }
 
-    /// Runs a script for EVAL/EVALSHA with the declared keys' shards held
-    /// in `ctx.locked`.
-    pub fn run(
-        &self,
-        ctx: &mut Ctx,
-        sha: &str,
-        body: &[u8],
-        keys: &[Bytes],
-        argv: &[Bytes],
-        readonly: bool,
-    ) -> CmdResult<Reply> {
-        // A well-known lock script runs natively. Read-only runs refuse
-        // its writes and cluster mode checks each call's slot: both are
-        // Lua's to answer.
-        if !readonly
-            && ctx.shared.cluster.is_none()
-            && let Some(native) = native::find(sha)
-            && let Some(reply) = native(&mut native::NativeRun::new(ctx, keys, argv))
-        {
-            self.counters.runs.fetch_add(1, Ordering::Relaxed);
-            return Ok(reply);
-        }
-        let mut vm = self.take_vm()?;
-        let function = match vm.function(sha, body) {
-            Ok(f) => f,
-            Err(e) => {
-                self.put_vm(vm);
-                return Err(e);
-            }
-        };
-        let limits = {
-            let config = ctx.shared.config.read();
-            RunLimits {
-                readonly,
-                heap: config.lua_heap_limit as usize,
-                busy_ms: config.busy_reply_threshold,
-            }
-        };
-        self.counters.runs.fetch_add(1, Ordering::Relaxed);
-        let mut plan = LockPlan::for_keys(keys.iter().map(|k| &k[..]));
-        // What the script publishes (keyspace events included) reaches
-        // subscribers only once its writes are final.
-        let held = HeldMessages::hold();
-        let outcome = loop {
-            ctx.locked.begin_journal();
-            match self.attempt(&mut vm, &function, ctx, sha, keys, argv, limits) {
-                Ok(Attempt::Done(reply)) => break Ok(reply),
-                Ok(Attempt::Retry(more)) => {
-                    plan = plan.union(more);
-                    held.discard();
-                    if let Err(e) = ctx.locked.rollback().and_then(|_| ctx.locked.relock(&plan)) {
-                        break Err(e);
-                    }
-                }
-                Ok(Attempt::Killed(e)) => {
-                    held.discard();
-                    break ctx.locked.rollback().and(Err(e));
-                }
-                Err(e) => break Err(e),
-            }
-        };
-        ctx.locked.end_journal();
-        held.release(&ctx.shared.pubsub);
-        // A state left holding much of its heap (a script ran out of
-        // memory) is collected, and dropped if that does not free it.
-        let half = limits.heap / 2;
-        if vm.lua.used_memory() > half {
-            let _ = vm.lua.gc_collect();
-        }
-        if vm.lua.used_memory() <= half {
-            self.put_vm(vm);
-        }
-        outcome
-    }
-
+    /// Runs `function` once on `vm`, its `redis.call`s going to `host`.
     #[allow(clippy::too_many_arguments)]
-    fn attempt(
+    pub fn attempt(
         &self,
         vm: &mut Vm,
         function: &Function,
-        ctx: &mut Ctx,
+        host: &mut dyn Host,
         sha: &str,
         keys: &[Bytes],
         argv: &[Bytes],
         limits: RunLimits,
+        busy: BusyMarks,
     ) -> CmdResult<Attempt> {
         let lua_err = |e: mlua::Error| CmdError::other(format!("ERR Error running script: {e}"));
         let lua = &vm.lua;
@@ -541,19 +488,15 @@ impl ScriptEngine {
         *vm.slot.0.lock() = Some(ActiveRun {
             state: run.clone(),
             threshold: limits.busy_ms,
-            flags: ctx.shared.keyspace.busy_flags(),
-            held: ctx.locked.held(),
+            flags: busy.flags,
+            held: busy.held,
             counters: self.counters.clone(),
         });
 
-        let client = Client::for_script(ctx.client);
         let mut scope_state = CallScope {
-            ctx,
-            client,
-            readonly: limits.readonly,
+            host,
             run: &run,
             slot: &vm.slot,
-            retry: None,
             resp3: false,
             keys,
             args: argv,
@@ -586,9 +529,6 @@ impl ScriptEngine {
         if let Some(panic) = scope_state.panic.take() {
             std::panic::resume_unwind(panic);
         }
-        if let Some(plan) = scope_state.retry.take() {
-            return Ok(Attempt::Retry(plan));
-        }
         if run.killed.load(Ordering::Acquire) {
             return Ok(Attempt::Killed(CmdError::other(format!(
                 "ERR Script killed by user with SCRIPT KILL... script: {sha}, on @user_script:{}.",
@@ -607,11 +547,10 @@ impl ScriptEngine {
 
 /// What one script run is allowed, read from the config once per run.
 #[derive(Clone, Copy)]
-struct RunLimits {
-    readonly: bool,
-    heap: usize,
+pub struct RunLimits {
+    pub heap: usize,
     /// `busy-reply-threshold` in milliseconds.
-    busy_ms: u64,
+    pub busy_ms: u64,
 }
 
 /// The final error text of a failed script: the error's own text, then
@@ -650,71 +589,4 @@ fn script_error(value: &Value, sha: &str) -> CmdError {
         }
         _ => CmdError::Other(message),
     }
-}
-
-/// `redis.call` / `redis.pcall`: runs one command line for the script.
-/// `args_ok` is false if an argument was neither a string nor a number.
-fn call(scope: &mut CallScope, argv: &[Bytes], args_ok: bool) -> Reply {
-    let fail = |text: &str| Reply::Error(CmdError::other(text));
-    if scope.retry.is_some() {
-        return fail("ERR the script is being restarted");
-    }
-    if !args_ok {
-        return fail("ERR Lua redis lib command arguments must be strings or integers");
-    }
-    if argv.is_empty() {
-        return fail("ERR Please specify at least one argument for this redis lib call");
-    }
-    let Ok(id) = REGISTRY.resolve(scope.ctx.shared, argv) else {
-        return fail("ERR Unknown Redis command called from script");
-    };
-    let spec: &CommandSpec = REGISTRY.specs[id];
-    if !spec.arity_ok(argv.len()) {
-        return fail("ERR Wrong number of args calling Redis command from script");
-    }
-    if spec.has(flag::NOSCRIPT) {
-        return fail("ERR This Redis command is not allowed from script");
-    }
-    if spec.has(flag::WRITE) && scope.readonly {
-        return fail("ERR Write commands are not allowed from read-only scripts.");
-    }
-    if scope.ctx.shared.cluster.is_some() && common_slot(spec.routed_args(argv)).is_err() {
-        return fail(&CmdError::ScriptCrossSlot.to_string());
-    }
-    // Everything the command touches is taken before it runs.
-    let mut keys = spec.key_args(argv);
-    let ensured = match (keys.next(), keys.next()) {
-        // One key, the common case, needs no plan built.
-        (Some(key), None) if !spec.has(flag::WHOLE_KEYSPACE) && !spec.has(flag::SLOT_ARG) => {
-            scope.ctx.locked.ensure(&[key_shard(key)])
-        }
-        _ => match lock_plan(spec, argv) {
-            LockPlan::All if !scope.ctx.locked.holds_all() => Err(CmdError::ShardBusy),
-            LockPlan::Shards(shards) => scope.ctx.locked.ensure(&shards),
-            _ => Ok(()),
-        },
-    };
-    match ensured {
-        Ok(()) => {}
-        Err(CmdError::ShardBusy) => {
-            scope.retry = Some(lock_plan(spec, argv));
-            return fail("ERR the script is being restarted");
-        }
-        Err(e) => return fail(&e.to_string()),
-    }
-    if spec.has(flag::WRITE) {
-        scope.run.wrote.store(true, Ordering::Release);
-    }
-    scope.client.protocol = if scope.resp3 {
-        Protocol::Resp3
-    } else {
-        Protocol::Resp2
-    };
-    execute(
-        scope.ctx.shared,
-        &mut scope.client,
-        id,
-        argv,
-        scope.ctx.locked,
-    )
 }

@@ -1,5 +1,8 @@
 //! Scripting commands: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT.
 
+mod native;
+mod run;
+
 use std::borrow::Cow;
 
 use bytes::Bytes;
@@ -47,9 +50,7 @@ fn eval_generic(ctx: &mut Ctx, source: Source, readonly: bool) -> CmdResult<Repl
     };
     let split = 3 + numkeys as usize;
     let (keys, argv) = (&args[3..split], &args[split..]);
-    ctx.shared
-        .scripts
-        .run(ctx, &sha, &body, keys, argv, readonly)
+    run::run(ctx, &sha, &body, keys, argv, readonly)
 }
 
 pub fn eval(ctx: &mut Ctx) -> CmdResult<Reply> {
