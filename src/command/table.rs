@@ -303,6 +303,75 @@ static MEMORY_SUBS: &[C] = &[
         .doc("4.0.0", "Lists the MEMORY subcommands."),
 ];
 
+const ALL_SHARDS_ALL: &[&str] = &["request_policy:all_shards", "response_policy:all_succeeded"];
+
+static FUNCTION_SUBS: &[C] = &[
+    C::new("delete", 3, Scripting, scripting::function_delete)
+        .flags(WRITE | NOSCRIPT)
+        .acl(SCRIPTING)
+        .tips(ALL_SHARDS_ALL)
+        .syntax("library-name")
+        .doc("7.0.0", "Deletes a library and its functions."),
+    C::new("dump", 2, Scripting, scripting::function_dump)
+        .flags(NOSCRIPT)
+        .acl(SCRIPTING)
+        .doc(
+            "7.0.0",
+            "Returns every library as one payload for FUNCTION RESTORE.",
+        ),
+    C::new("flush", -2, Scripting, scripting::function_flush)
+        .flags(WRITE | NOSCRIPT)
+        .acl(SCRIPTING)
+        .tips(ALL_SHARDS_ALL)
+        .syntax("[ASYNC | SYNC]")
+        .doc("7.0.0", "Deletes every library."),
+    C::new("help", 2, Scripting, scripting::function_help)
+        .flags(LOADING | STALE)
+        .acl(SCRIPTING)
+        .doc("7.0.0", "Lists the FUNCTION subcommands."),
+    C::new("kill", 2, Scripting, scripting::function_kill)
+        .flags(NOSCRIPT | ALLOW_BUSY)
+        .acl(SCRIPTING)
+        .tips(&["request_policy:all_shards", "response_policy:one_succeeded"])
+        .doc(
+            "7.0.0",
+            "Stops a function running past the busy threshold, if it has not written.",
+        ),
+    C::new("list", -2, Scripting, scripting::function_list)
+        .flags(NOSCRIPT)
+        .acl(SCRIPTING)
+        .tips(NONDET_ORDER)
+        .syntax("[LIBRARYNAME library-name-pattern] [WITHCODE]")
+        .doc(
+            "7.0.0",
+            "Lists the libraries, their functions and optionally their code.",
+        ),
+    C::new("load", -3, Scripting, scripting::function_load)
+        .flags(WRITE | DENYOOM | NOSCRIPT)
+        .acl(SCRIPTING)
+        .tips(ALL_SHARDS_ALL)
+        .syntax("[REPLACE] function-code")
+        .doc("7.0.0", "Loads a library of functions; returns its name."),
+    C::new("restore", -3, Scripting, scripting::function_restore)
+        .flags(WRITE | DENYOOM | NOSCRIPT)
+        .acl(SCRIPTING)
+        .tips(ALL_SHARDS_ALL)
+        .syntax("serialized-value [FLUSH | APPEND | REPLACE]")
+        .doc("7.0.0", "Loads the libraries of a FUNCTION DUMP payload."),
+    C::new("stats", 2, Scripting, scripting::function_stats)
+        .flags(NOSCRIPT | ALLOW_BUSY)
+        .acl(SCRIPTING)
+        .tips(&[
+            "nondeterministic_output",
+            "request_policy:all_shards",
+            "response_policy:special",
+        ])
+        .doc(
+            "7.0.0",
+            "Tells which function is running past the busy threshold, and how many are loaded.",
+        ),
+];
+
 static SCRIPT_SUBS: &[C] = &[
     C::new("load", 3, Scripting, scripting::script_load)
         .flags(NOSCRIPT | STALE)
@@ -741,6 +810,13 @@ pub static COMMANDS: &[C] = &[
     C::new("evalsha_ro", -3, Scripting, scripting::evalsha_ro).flags(READONLY | EVAL_FLAGS).acl(SCRIPTING).keys(SCRIPT_KEYS_RO)
         .syntax("sha1 numkeys [key [key ...]] [arg [arg ...]]")
         .doc("7.0.0", "Runs a cached Lua script that may only read."),
+    C::new("fcall", -3, Scripting, scripting::fcall).flags(NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | SCRIPT).acl(SCRIPTING).keys(SCRIPT_KEYS_RW)
+        .syntax("function numkeys [key...] [arg...]")
+        .doc("7.0.0", "Runs a function of a loaded library."),
+    C::new("fcall_ro", -3, Scripting, scripting::fcall_ro).flags(READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | SCRIPT).acl(SCRIPTING).keys(SCRIPT_KEYS_RO)
+        .syntax("function numkeys [key...] [arg...]")
+        .doc("7.0.0", "Runs a function declared no-writes."),
+    C::container("function", Scripting, FUNCTION_SUBS).doc("7.0.0", "Manages function libraries."),
     C::container("script", Scripting, SCRIPT_SUBS).doc("2.6.0", "Manages the script cache."),
     // sorted sets
     C::new("zadd", -4, SortedSet, zsets::zadd).flags(WRITE_FAST).acl(SORTEDSET).keys(&key1(RW_UPDATE))

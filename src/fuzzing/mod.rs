@@ -24,6 +24,7 @@ use crate::context::Shared;
 use crate::peer::ClientHandle;
 use crate::protocol::{ProtocolError, Reply, RequestParser};
 use crate::pubsub::{Mailbox, MailboxReceiver};
+use crate::scripting::Runner;
 
 pub use script::generate as generate_script;
 
@@ -205,7 +206,7 @@ fn spawn_watchdog(shared: Weak<Shared>) {
     std::thread::spawn(move || {
         while let Some(shared) = shared.upgrade() {
             // Writes included: they are rolled back.
-            let _ = shared.scripts.kill(true);
+            let _ = shared.scripts.kill(true, Runner::Script);
             drop(shared);
             std::thread::sleep(WATCHDOG_EVERY);
         }

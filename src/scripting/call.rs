@@ -94,9 +94,12 @@ pub unsafe extern "C-unwind" fn set_args(state: *mut ffi::lua_State) -> c_int {
 /// script's pcall, but the sandbox's pcall, xpcall and coroutine.resume
 /// raise it again once the run is killed, and this hook keeps firing.
 unsafe extern "C-unwind" fn hook(state: *mut ffi::lua_State, ar: *mut ffi::lua_Debug) {
+    let mut message = c"Script killed by user with SCRIPT KILL...";
     let killed = with_active(|scope| {
         let Some(scope) = scope else {
-            return false;
+            // A library loading, not a run.
+            message = c"FUNCTION LOAD timeout";
+            return super::kill_requested();
         };
         if !scope.slot.check() {
             return false;
@@ -104,7 +107,10 @@ unsafe extern "C-unwind" fn hook(state: *mut ffi::lua_State, ar: *mut ffi::lua_D
         // The line reported is the script's own, not a sandbox helper's.
         unsafe {
             if ffi::lua_getinfo(state, c"Sl".as_ptr(), ar) != 0
-                && std::ffi::CStr::from_ptr((*ar).source) == c"@user_script"
+                && matches!(
+                    std::ffi::CStr::from_ptr((*ar).source).to_bytes(),
+                    b"@user_script" | b"@user_function"
+                )
             {
                 scope
                     .run
@@ -118,7 +124,7 @@ unsafe extern "C-unwind" fn hook(state: *mut ffi::lua_State, ar: *mut ffi::lua_D
         return;
     }
     unsafe {
-        ffi::lua_pushstring(state, c"Script killed by user with SCRIPT KILL...".as_ptr());
+        ffi::lua_pushstring(state, message.as_ptr());
         ffi::lua_error(state);
     }
 }

@@ -8,7 +8,9 @@
 mod brackets;
 mod call;
 mod convert;
+pub mod functions;
 mod libs;
+pub mod shebang;
 
 use std::any::Any;
 use std::cell::Cell;
@@ -56,6 +58,19 @@ pub struct RunState {
     kill_line: AtomicU64,
     /// The runtime worker running the script has handed its other work off.
     released: AtomicBool,
+    /// A script (SCRIPT KILL stops it) or a function (FUNCTION KILL).
+    runner: Runner,
+    /// The function's name and the command that called it (FUNCTION
+    /// STATS); empty for a script.
+    name: String,
+    command: Vec<Bytes>,
+}
+
+/// A function past the busy threshold, as FUNCTION STATS shows it.
+pub struct BusyFunction {
+    pub name: String,
+    pub command: Vec<Bytes>,
+    pub duration_ms: u64,
 }
 
 impl RunState {
@@ -129,7 +144,27 @@ pub struct Vm {
     ctx: Table,
     env: Table,
     run: Function,
+    run_function: Function,
+    /// Libraries loaded in this state: their load id and registered
+    /// functions by name.
+    libraries: HashMap<String, (u64, HashMap<String, Function>), foldhash::fast::RandomState>,
     slot: Arc<RunSlot>,
+}
+
+/// Which prelude runner a run goes through.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Runner {
+    /// EVAL: KEYS and ARGV as globals, errors named by the script's SHA1.
+    Script,
+    /// FCALL: keys and arguments as parameters, errors named by the function.
+    Function,
+}
+
+/// One function a library registered while loading.
+pub struct Registered {
+    pub name: String,
+    pub flags: shebang::ScriptFlags,
+    pub description: Option<String>,
 }
 
 impl Vm {
@@ -162,6 +197,18 @@ impl Vm {
         let debug: Table = globals.get("debug")?;
         let getinfo: Function = debug.get("getinfo")?;
         let ctx = lua.create_table()?;
+        let known_flags = lua.create_table()?;
+        for (_, name) in shebang::ScriptFlags::NAMED {
+            known_flags.raw_set(name, true)?;
+        }
+        ctx.raw_set("known_flags", known_flags)?;
+        ctx.raw_set(
+            "valid_name",
+            lua.create_function(|_, name: mlua::LuaString| {
+                Ok(std::str::from_utf8(&name.as_bytes()).is_ok_and(shebang::valid_name))
+            })?,
+        )?;
+        ctx.raw_set("name_rule", shebang::NAME_RULE.trim_start_matches("ERR "))?;
         // SAFETY: as above.
         ctx.raw_set("set_resp", unsafe {
             lua.create_c_function(call::set_resp)?
@@ -184,10 +231,10 @@ impl Vm {
         // (CVE-2025-49844: 5.1's parser does not anchor the one it makes).
         let name = "=prelude";
         let _anchor = lua.create_string(name)?;
-        let (env, run): (Table, Function) =
-            lua.load(PRELUDE)
-                .set_name(name)
-                .call((globals, getinfo, ctx.clone()))?;
+        let (env, run, run_function): (Table, Function, Function) = lua
+            .load(PRELUDE)
+            .set_name(name)
+            .call((globals, getinfo, ctx.clone()))?;
         let slot = Arc::new(RunSlot::default());
         Ok(Vm {
             lua,
@@ -196,18 +243,20 @@ impl Vm {
             ctx,
             env,
             run,
+            run_function,
+            libraries: HashMap::default(),
             slot,
         })
     }
 
     /// The compiler's message, fetched again from Lua as bytes: it may
     /// quote bytes of the script that are not UTF-8.
-    fn compile_error(&self, body: &[u8], e: mlua::Error) -> CmdError {
-        let mut text = b"ERR Error compiling script (new function): ".to_vec();
+    fn compile_error(&self, body: &[u8], e: mlua::Error, prefix: &str, chunk: &str) -> CmdError {
+        let mut text = prefix.as_bytes().to_vec();
         let raw = self
             .ctx
             .get::<Function>("compile_error")
-            .and_then(|f| f.call::<mlua::LuaString>(self.lua.create_string(body)?));
+            .and_then(|f| f.call::<mlua::LuaString>((self.lua.create_string(body)?, chunk)));
         match raw {
             Ok(message) => text.extend_from_slice(&message.as_bytes()),
             Err(_) => text.extend_from_slice(e.to_string().as_bytes()),
@@ -219,18 +268,134 @@ impl Vm {
         if let Some(f) = self.functions.get(sha) {
             return Ok(f.clone());
         }
-        let relevelled = brackets::relevel(body);
-        let f = self
-            .lua
-            .load(relevelled.as_deref().unwrap_or(body))
-            // A live string: the prelude holds it (CVE-2025-49844).
-            .set_name("@user_script")
-            .set_environment(self.env.clone())
-            .into_function()
-            .map_err(|e| self.compile_error(body, e))?;
+        let f = self.compile(
+            shebang::without_shebang(body),
+            "@user_script",
+            self.env.clone(),
+            "ERR Error compiling script (new function): ",
+        )?;
         self.functions.insert(sha.to_string(), f.clone());
         Ok(f)
     }
+
+    fn compile(
+        &self,
+        body: &[u8],
+        chunk: &str,
+        env: Table,
+        error_prefix: &str,
+    ) -> CmdResult<Function> {
+        let relevelled = brackets::relevel(body);
+        self.lua
+            .load(relevelled.as_deref().unwrap_or(body))
+            // A live string: the prelude holds it (CVE-2025-49844).
+            .set_name(chunk)
+            .set_environment(env)
+            .into_function()
+            .map_err(|e| self.compile_error(body, e, error_prefix, chunk))
+    }
+
+    /// Runs a library's code, which registers its functions; they are kept
+    /// in this state under `library` (load id `id`). Runs past
+    /// `LOAD_TIMEOUT` are stopped.
+    pub fn load_library(
+        &mut self,
+        library: &str,
+        id: u64,
+        code: &[u8],
+    ) -> CmdResult<Vec<Registered>> {
+        let env: Table = self.ctx.get("lib_env").map_err(lua_error)?;
+        let chunk = self.compile(
+            shebang::without_shebang(code),
+            "@user_function",
+            env,
+            "ERR Error compiling function: ",
+        )?;
+        let load: Function = self.ctx.get("load_library").map_err(lua_error)?;
+        LOAD_DEADLINE.set(Some(Instant::now() + LOAD_TIMEOUT));
+        let loaded = load.call::<(bool, Value)>(chunk);
+        LOAD_DEADLINE.set(None);
+        let (ok, result) = loaded.map_err(lua_error)?;
+        let (true, Value::Table(list)) = (ok, &result) else {
+            let text = match &result {
+                Value::String(s) => s.to_string_lossy(),
+                _ => "ERR the library failed to load".into(),
+            };
+            return Err(CmdError::Other(format!(
+                "ERR Error registering functions: {text}"
+            )));
+        };
+        let mut registered = Vec::new();
+        let mut callbacks = HashMap::new();
+        for entry in list.sequence_values::<Table>() {
+            let entry = entry.map_err(lua_error)?;
+            let name: String = entry.get("name").map_err(lua_error)?;
+            let mut flags = shebang::ScriptFlags::default();
+            for flag in entry
+                .get::<Table>("flags")
+                .map_err(lua_error)?
+                .sequence_values::<String>()
+            {
+                if let Some(f) = shebang::ScriptFlags::named(&flag.map_err(lua_error)?) {
+                    flags = flags.with(f);
+                }
+            }
+            callbacks.insert(name.clone(), entry.get("callback").map_err(lua_error)?);
+            registered.push(Registered {
+                name,
+                flags,
+                description: entry.get("description").map_err(lua_error)?,
+            });
+        }
+        if registered.is_empty() {
+            return Err(CmdError::other("ERR No functions registered"));
+        }
+        self.libraries.insert(library.to_string(), (id, callbacks));
+        Ok(registered)
+    }
+
+    /// Caps the state's heap for the run about to start.
+    pub fn set_heap_limit(&self, heap: usize) -> mlua::Result<usize> {
+        self.lua.set_memory_limit(heap)
+    }
+
+    /// A library's function, loading the library into this state first if
+    /// it has not seen this version of it.
+    pub fn library_function(
+        &mut self,
+        library: &functions::Library,
+        name: &str,
+    ) -> CmdResult<Function> {
+        let current = self
+            .libraries
+            .get(&library.name)
+            .is_some_and(|(id, _)| *id == library.id);
+        if !current {
+            self.load_library(&library.name, library.id, &library.code)?;
+        }
+        self.libraries
+            .get(&library.name)
+            .and_then(|(_, fns)| fns.get(name))
+            .cloned()
+            .ok_or_else(|| CmdError::other("ERR Function not found"))
+    }
+}
+
+fn lua_error(e: mlua::Error) -> CmdError {
+    CmdError::Other(format!("ERR {e}"))
+}
+
+/// How long a library's code may run while it loads, as in Redis.
+const LOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
+
+thread_local! {
+    /// When the library loading on this thread must stop.
+    static LOAD_DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// Whether a library loading on this thread has run out of time.
+fn load_expired() -> bool {
+    LOAD_DEADLINE.get().is_some_and(|at| Instant::now() >= at)
 }
 
 /// The prelude has checked the level and the argument count.
@@ -264,6 +429,8 @@ pub struct ScriptEngine {
     /// Every Lua state's run slot, for SCRIPT KILL.
     slots: Mutex<Vec<std::sync::Weak<RunSlot>>>,
     pub counters: Arc<ScriptCounters>,
+    /// FUNCTION LOAD's libraries.
+    pub libraries: parking_lot::RwLock<functions::Libraries>,
 }
 
 /// Script activity since startup, for the metrics endpoint.
@@ -281,6 +448,19 @@ pub enum Attempt {
     Done(Reply),
     /// SCRIPT KILL or a shutdown stopped it: its changes must be rolled back.
     Killed(CmdError),
+}
+
+/// What one run executes.
+#[derive(Clone, Copy)]
+pub struct Target<'t> {
+    pub function: &'t Function,
+    pub runner: Runner,
+    /// The script's SHA1 or the function's name, for error texts.
+    pub name: &'t str,
+    pub keys: &'t [Bytes],
+    pub args: &'t [Bytes],
+    /// The command line that started the run.
+    pub command: &'t [Bytes],
 }
 
 /// Where a script's `redis.call` and `redis.pcall` go.
@@ -341,7 +521,10 @@ pub(crate) fn kill_requested() -> bool {
     // The same check as the instruction hook's, which also notices a run
     // going past the busy threshold: a script spending all its time in one
     // library call must become killable too.
-    with_active(|scope| scope.is_some_and(|s| s.slot.check()))
+    with_active(|scope| match scope {
+        Some(s) => s.slot.check(),
+        None => load_expired(),
+    })
 }
 
 impl ScriptEngine {
@@ -355,6 +538,7 @@ impl ScriptEngine {
 
     /// Compiles without running, so SCRIPT LOAD reports syntax errors.
     pub fn check(&self, body: &Bytes) -> CmdResult<()> {
+        shebang::script_flags(body)?;
         let mut vm = self.take_vm()?;
         let result = vm.function(&sha1_hex(body), body).map(|_| ());
         // Compiling alone cannot fill the heap.
@@ -387,10 +571,11 @@ impl ScriptEngine {
             .collect()
     }
 
-    /// SCRIPT KILL: stops the scripts running past the busy threshold. One
-    /// that has written is rolled back, unless `rollback_writes` is off:
-    /// then, as in Redis, it cannot be killed.
-    pub fn kill(&self, rollback_writes: bool) -> CmdResult<()> {
+    /// SCRIPT KILL (`Runner::Script`) or FUNCTION KILL: stops the scripts
+    /// or functions running past the busy threshold. One that has written
+    /// is rolled back, unless `rollback_writes` is off: then, as in Redis,
+    /// it cannot be killed.
+    pub fn kill(&self, rollback_writes: bool, kind: Runner) -> CmdResult<()> {
         let busy: Vec<Arc<RunState>> = self
             .running()
             .into_iter()
@@ -401,6 +586,16 @@ impl ScriptEngine {
                 "NOTBUSY No scripts in execution right now.",
             ));
         }
+        let (busy, others): (Vec<_>, Vec<_>) = busy.into_iter().partition(|r| r.runner == kind);
+        if busy.is_empty() {
+            let other = match others.first().map(|r| r.runner) {
+                Some(Runner::Function) => "FUNCTION KILL",
+                _ => "SCRIPT KILL",
+            };
+            return Err(CmdError::Other(format!(
+                "BUSY Redis is busy running a script. You can only call {other} or SHUTDOWN NOSAVE."
+            )));
+        }
         if !rollback_writes && busy.iter().any(|r| r.wrote.load(Ordering::Acquire)) {
             return Err(CmdError::other(
                 "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.",
@@ -409,6 +604,26 @@ impl ScriptEngine {
         busy.iter()
             .for_each(|r| r.killed.store(true, Ordering::Release));
         Ok(())
+    }
+
+    /// The function running past the busy threshold, for FUNCTION STATS;
+    /// an error if a script (not a function) is.
+    pub fn busy_function(&self) -> CmdResult<Option<BusyFunction>> {
+        let busy: Vec<Arc<RunState>> = self
+            .running()
+            .into_iter()
+            .filter(|r| r.busy.load(Ordering::Acquire))
+            .collect();
+        if busy.iter().any(|r| r.runner == Runner::Script) {
+            return Err(CmdError::other(
+                "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
+            ));
+        }
+        Ok(busy.first().map(|r| BusyFunction {
+            name: r.name.clone(),
+            command: r.command.clone(),
+            duration_ms: r.started.elapsed().as_millis() as u64,
+        }))
     }
 
     /// Stops every script in progress, rolling back what it wrote: the
@@ -423,6 +638,25 @@ impl ScriptEngine {
     pub fn cached(&self) -> (usize, usize) {
         let bytes = self.bodies.iter().map(|b| b.key().len() + b.len()).sum();
         (self.bodies.len(), bytes)
+    }
+
+    /// Loads a library's code in a Lua state (at most `heap` bytes of it)
+    /// and answers the library with what it registered, not yet added.
+    pub fn prepare_library(&self, code: Bytes, heap: usize) -> CmdResult<functions::Library> {
+        let name = shebang::library_name(&code)?;
+        let id = self.libraries.read().next_id();
+        let mut vm = self.take_vm()?;
+        let _ = vm.lua.set_memory_limit(heap);
+        let loaded = vm.load_library(&name, id, &code);
+        self.put_vm(vm, heap);
+        let mut functions = loaded?;
+        functions.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(functions::Library {
+            name,
+            code,
+            id,
+            functions,
+        })
     }
 
     /// Heap used by the idle Lua states, for INFO memory.
@@ -465,17 +699,20 @@ impl ScriptEngine {
     pub fn attempt(
         &self,
         vm: &mut Vm,
-        function: &Function,
+        target: &Target,
         host: &mut dyn Host,
-        sha: &str,
-        keys: &[Bytes],
-        argv: &[Bytes],
         limits: RunLimits,
         busy: BusyMarks,
     ) -> CmdResult<Attempt> {
+        let Target {
+            function,
+            runner,
+            name: sha,
+            keys,
+            args: argv,
+            ..
+        } = *target;
         let lua_err = |e: mlua::Error| CmdError::other(format!("ERR Error running script: {e}"));
-        let lua = &vm.lua;
-        let _ = lua.set_memory_limit(limits.heap);
 
         let run = Arc::new(RunState {
             started: Instant::now(),
@@ -484,6 +721,15 @@ impl ScriptEngine {
             wrote: AtomicBool::new(false),
             kill_line: AtomicU64::new(0),
             released: AtomicBool::new(false),
+            runner,
+            name: match runner {
+                Runner::Function => sha.to_string(),
+                Runner::Script => String::new(),
+            },
+            command: match runner {
+                Runner::Function => target.command.to_vec(),
+                Runner::Script => Vec::new(),
+            },
         });
         *vm.slot.0.lock() = Some(ActiveRun {
             state: run.clone(),
@@ -508,8 +754,12 @@ impl ScriptEngine {
         // script runs, and only then: it is cleared before `scope_state`
         // is used again here.
         let outer = ACTIVE.replace((&mut scope_state as *mut CallScope).cast());
+        let run_with = match runner {
+            Runner::Script => &vm.run,
+            Runner::Function => &vm.run_function,
+        };
         let result: mlua::Result<Reply> =
-            vm.run
+            run_with
                 .call::<(bool, Value)>(function.clone())
                 .map(|(ok, value)| {
                     if ok {

@@ -6,6 +6,7 @@
 //! taken when the script reaches it if that cannot deadlock; otherwise, if
 //! the script has not written yet, it starts over holding that shard too.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
@@ -18,23 +19,74 @@ use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{LockPlan, key_shard};
 use crate::protocol::{Protocol, Reply};
 use crate::pubsub::HeldMessages;
-use crate::scripting::{Attempt, BusyMarks, Host, RunLimits, RunState};
+use crate::scripting::functions::Library;
+use crate::scripting::shebang::ScriptFlags;
+use crate::scripting::{Attempt, BusyMarks, Host, RunLimits, RunState, Runner, Target};
 
-/// Runs a script with the declared keys' shards held in `ctx.locked`.
-pub(super) fn run(
+/// What runs: an EVAL script or a library's function.
+pub(crate) enum Code<'c> {
+    Script {
+        sha: &'c str,
+        body: &'c [u8],
+    },
+    Function {
+        library: Arc<Library>,
+        name: &'c str,
+    },
+}
+
+/// How a run may behave, from the command and the script's flags.
+#[derive(Clone, Copy)]
+pub(crate) struct Mode {
+    /// EVAL_RO, FCALL_RO, or a `no-writes` script.
+    pub readonly: bool,
+    /// `allow-cross-slot-keys`: calls in cluster mode may mix slots.
+    pub cross_slot: bool,
+}
+
+impl Mode {
+    /// The mode for a run by a `_RO` command (`ro`) of code declaring
+    /// `flags` (`None`: an EVAL script without a shebang).
+    pub fn new(ctx: &Ctx, ro: bool, flags: Option<ScriptFlags>) -> CmdResult<Mode> {
+        let Some(flags) = flags else {
+            return Ok(Mode {
+                readonly: ro,
+                cross_slot: false,
+            });
+        };
+        if ro && !flags.has(ScriptFlags::NO_WRITES) {
+            return Err(CmdError::other(
+                "ERR Can not execute a script with write flag using *_ro command.",
+            ));
+        }
+        if ctx.shared.cluster.is_some() && flags.has(ScriptFlags::NO_CLUSTER) {
+            return Err(CmdError::other(
+                "ERR Can not run script on cluster, 'no-cluster' flag is set.",
+            ));
+        }
+        Ok(Mode {
+            readonly: flags.has(ScriptFlags::NO_WRITES),
+            cross_slot: flags.has(ScriptFlags::ALLOW_CROSS_SLOT),
+        })
+    }
+}
+
+/// Runs a script or function with the declared keys' shards held in
+/// `ctx.locked`.
+pub(crate) fn run(
     ctx: &mut Ctx,
-    sha: &str,
-    body: &[u8],
+    code: Code,
     keys: &[Bytes],
     argv: &[Bytes],
-    readonly: bool,
+    mode: Mode,
 ) -> CmdResult<Reply> {
     let shared = ctx.shared;
     let engine = &shared.scripts;
     // A well-known lock script runs natively. Read-only runs refuse its
     // writes and cluster mode checks each call's slot: both are Lua's to
     // answer.
-    if !readonly
+    if let Code::Script { sha, .. } = code
+        && !mode.readonly
         && shared.cluster.is_none()
         && let Some(native) = native::find(sha)
         && let Some(reply) = native(&mut NativeRun::new(ctx, keys, argv))
@@ -50,12 +102,27 @@ pub(super) fn run(
         }
     };
     let mut vm = engine.take_vm()?;
-    let function = match vm.function(sha, body) {
+    let _ = vm.set_heap_limit(limits.heap);
+    let (compiled, runner, name) = match &code {
+        Code::Script { sha, body } => (vm.function(sha, body), Runner::Script, *sha),
+        Code::Function { library, name } => {
+            (vm.library_function(library, name), Runner::Function, *name)
+        }
+    };
+    let function = match compiled {
         Ok(f) => f,
         Err(e) => {
             engine.put_vm(vm, limits.heap);
             return Err(e);
         }
+    };
+    let target = Target {
+        function: &function,
+        runner,
+        name,
+        keys,
+        args: argv,
+        command: ctx.args,
     };
     engine.counters.runs.fetch_add(1, Ordering::Relaxed);
     let mut plan = LockPlan::for_keys(keys.iter().map(|k| &k[..]));
@@ -72,12 +139,10 @@ pub(super) fn run(
         let mut calls = ScriptCalls {
             ctx: &mut *ctx,
             client,
-            readonly,
+            mode,
             retry: None,
         };
-        let attempt = engine.attempt(
-            &mut vm, &function, &mut calls, sha, keys, argv, limits, busy,
-        );
+        let attempt = engine.attempt(&mut vm, &target, &mut calls, limits, busy);
         // It reached a shard it could not take without risking deadlock,
         // or a command that needs the whole keyspace: its changes are
         // rolled back and it runs again holding these too.
@@ -109,7 +174,7 @@ pub(super) fn run(
 struct ScriptCalls<'s, 'c, 'a> {
     ctx: &'s mut Ctx<'c, 'a>,
     client: Client,
-    readonly: bool,
+    mode: Mode,
     /// Set once a call needs shards the run does not hold.
     retry: Option<LockPlan>,
 }
@@ -130,10 +195,13 @@ impl Host for ScriptCalls<'_, '_, '_> {
         if spec.has(flag::NOSCRIPT) {
             return fail("ERR This Redis command is not allowed from script");
         }
-        if spec.has(flag::WRITE) && self.readonly {
+        if spec.has(flag::WRITE) && self.mode.readonly {
             return fail("ERR Write commands are not allowed from read-only scripts.");
         }
-        if self.ctx.shared.cluster.is_some() && common_slot(spec.routed_args(argv)).is_err() {
+        if self.ctx.shared.cluster.is_some()
+            && !self.mode.cross_slot
+            && common_slot(spec.routed_args(argv)).is_err()
+        {
             return fail(&CmdError::ScriptCrossSlot.to_string());
         }
         // Everything the command touches is taken before it runs.
