@@ -358,7 +358,7 @@ end
 local function strict(t)
   return setmetatable(t, {
     __index = function(_, name)
-      nonexistent(name, 2)
+      nonexistent(name, 3)
     end,
     __newindex = readonly_error,
     __metatable = false,
@@ -489,7 +489,7 @@ local LIB_ENV = setmetatable({}, {
       value = rawget(G, name)
     end
     if value == nil then
-      nonexistent(name, 2)
+      nonexistent(name, 3)
     end
     return value
   end,

@@ -152,7 +152,7 @@ pub fn function_list(ctx: &mut Ctx) -> CmdResult<Reply> {
                         ),
                         (
                             Reply::bulk_str("flags"),
-                            Reply::Set(f.flags.names().map(Reply::bulk_str).collect()),
+                            Reply::Set(f.flags.names().map(Reply::status).collect()),
                         ),
                     ])
                 })
@@ -194,9 +194,10 @@ pub fn function_restore(ctx: &mut Ctx) -> CmdResult<Reply> {
         }
     };
     if ctx.args.len() > 4 {
-        return Err(CmdError::other(
-            "ERR unknown subcommand or wrong number of arguments for 'restore'. Try FUNCTION HELP.",
-        ));
+        return Err(CmdError::Other(format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try FUNCTION HELP.",
+            String::from_utf8_lossy(&ctx.args[1])
+        )));
     }
     let engine = &ctx.shared.scripts;
     let heap = heap_limit(ctx);
