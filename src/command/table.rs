@@ -636,6 +636,21 @@ pub static COMMANDS: &[C] = &[
     C::new("append", 3, String, strings::append).flags(WRITE_FAST).acl(STRING).keys(&key1(&["RW", "insert"]))
         .syntax("key value")
         .doc("2.0.0", "Appends to a string value; returns the new length."),
+    C::new("substr", 4, String, strings::substr).flags(READONLY).acl(STRING).keys(&key1(RO_ACCESS))
+        .syntax("key start end")
+        .doc("1.0.0", "Returns a substring of a string value (GETRANGE's old name)."),
+    C::new("setrange", 4, String, strings::setrange).flags(WRITE | DENYOOM).acl(STRING).keys(&key1(RW_UPDATE))
+        .syntax("key offset value")
+        .doc("2.2.0", "Overwrites part of a string value from an offset; returns the new length."),
+    C::new("getex", -2, String, strings::getex).flags(WRITE | FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
+        .syntax("key [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | PERSIST]")
+        .doc("6.2.0", "Returns a string value and sets or clears its time to live."),
+    C::new("incrbyfloat", 3, String, strings::incrbyfloat).flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
+        .syntax("key increment")
+        .doc("2.6.0", "Adds a floating point number to a string value."),
+    C::new("lcs", -3, String, strings::lcs).flags(READONLY).acl(STRING).keys(&[KeySpec::range(1, 1, 1, RO_ACCESS)])
+        .syntax("key1 key2 [LEN] [IDX] [MINMATCHLEN min-match-len] [WITHMATCHLEN]")
+        .doc("7.0.0", "Returns the longest common subsequence of two strings, its length or its matches."),
     C::new("strlen", 2, String, strings::strlen).flags(READ_FAST).acl(STRING).keys(&key1(RO))
         .syntax("key")
         .doc("2.2.0", "Returns the length of a string value."),
