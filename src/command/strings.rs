@@ -13,7 +13,7 @@ use crate::pubsub::Event;
 use crate::util::{format_human_double, i64_bytes, parse_f64, parse_i64};
 
 /// The string at `key`: `None` if absent, WRONGTYPE if another type.
-fn string_at(db: &mut Db, key: &[u8]) -> CmdResult<Option<Bytes>> {
+pub(super) fn string_at(db: &mut Db, key: &[u8]) -> CmdResult<Option<Bytes>> {
     match db.get(key)? {
         None => Ok(None),
         Some(Value::Str(s)) => Ok(Some(s.clone())),
@@ -414,12 +414,13 @@ pub(super) fn check_string_size(len: u64) -> CmdResult<()> {
 /// Changes the string at `key` in place, zero-padded to at least `min_len`
 /// bytes first, and creates it if absent. Returns what `edit` returns.
 /// The buffer is reused when nothing else holds it (a pending reply or a
-/// transaction's journal does, and then it is copied).
+/// transaction's journal does, and then it is copied); growth that cannot
+/// be allocated is an error, never an abort.
 pub(super) fn edit_string<T>(
     db: &mut Db,
     key: &[u8],
     min_len: usize,
-    edit: impl FnOnce(&mut BytesMut) -> T,
+    edit: impl FnOnce(&mut Vec<u8>) -> T,
 ) -> CmdResult<T> {
     let current = match db.get_mut(key)? {
         None => None,
@@ -427,19 +428,19 @@ pub(super) fn edit_string<T>(
         Some(_) => return Err(CmdError::WrongType),
     };
     let existed = current.is_some();
-    let mut buf = BytesMut::from(current.unwrap_or_default());
-    if buf.len() < min_len {
-        buf.resize(min_len, 0);
-    }
-    let out = edit(&mut buf);
+    let mut buf = Vec::from(current.unwrap_or_default());
+    let grown = buf
+        .try_reserve_exact(min_len.saturating_sub(buf.len()))
+        .map(|()| buf.resize(buf.len().max(min_len), 0));
+    let out = grown.is_ok().then(|| edit(&mut buf));
     if existed {
         if let Some(Value::Str(s)) = db.get_mut(key)? {
-            *s = buf.freeze();
+            *s = Bytes::from(buf);
         }
-    } else {
-        db.insert(key, Value::Str(buf.freeze()), Ttl::Clear)?;
+    } else if out.is_some() {
+        db.insert(key, Value::Str(Bytes::from(buf)), Ttl::Clear)?;
     }
-    Ok(out)
+    out.ok_or_else(|| CmdError::other("OOM command not allowed when used memory > 'maxmemory'."))
 }
 
 /// SETRANGE: overwrites the string from `offset`, zero-padding a gap; an
