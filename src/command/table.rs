@@ -715,6 +715,15 @@ pub static COMMANDS: &[C] = &[
     C::new("hincrbyfloat", 4, Hash, hashes::hincrbyfloat).flags(WRITE_FAST).acl(HASH).keys(&key1(RW_ACCESS_UPDATE))
         .syntax("key field increment")
         .doc("2.6.0", "Adds a floating point number to a hash field."),
+    C::new("hmset", -4, Hash, hashes::hmset).flags(WRITE_FAST).acl(HASH).keys(&key1(RW_UPDATE))
+        .syntax("key (field value)...")
+        .doc("2.0.0", "Sets fields of a hash (HSET's old form, answering OK)."),
+    C::new("hstrlen", 3, Hash, hashes::hstrlen).flags(READ_FAST).acl(HASH).keys(&key1(RO))
+        .syntax("key field")
+        .doc("3.2.0", "Returns the length of a hash field's value."),
+    C::new("hrandfield", -2, Hash, hashes::hrandfield).flags(READONLY).acl(HASH).tips(NONDET).keys(&key1(RO_ACCESS))
+        .syntax("key [count [WITHVALUES]]")
+        .doc("6.2.0", "Returns random fields of a hash, with their values if asked; a negative count may repeat them."),
     C::new("hscan", -3, Hash, hashes::hscan).flags(READONLY).acl(HASH).tips(NONDET).keys(&key1(RO_ACCESS))
         .syntax("key cursor [MATCH pattern] [COUNT count]")
         .doc("2.8.0", "Iterates over the fields of a hash with a cursor."),
