@@ -1,13 +1,15 @@
 //! Hash commands: HSET, HSETNX, HGET, HMGET, HGETALL, HDEL, HEXISTS, HLEN,
-//! HKEYS, HVALS, HINCRBY, HINCRBYFLOAT, HSCAN.
+//! HKEYS, HVALS, HINCRBY, HINCRBYFLOAT, HSCAN, HMSET, HSTRLEN, HRANDFIELD.
 
 use bytes::Bytes;
+use rand::RngExt;
 
 use super::Ctx;
 use super::keys::parse_scan;
+use super::sets::{RANDOM_REPEATS_MAX, count_out_of_range};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Db, HASH_ORDERED_MAX, HashValue, Ttl, Value};
-use crate::protocol::Reply;
+use crate::protocol::{Protocol, Reply};
 use crate::pubsub::Event;
 use crate::util::scan::{page, position_of};
 use crate::util::{format_human_double, glob_match, i64_bytes, parse_f64, parse_i64};
@@ -232,4 +234,84 @@ pub fn hscan(ctx: &mut Ctx) -> CmdResult<Reply> {
         Reply::bulk_str(&cursor.to_string()),
         Reply::Array(items),
     ]))
+}
+
+/// HMSET: HSET's old form, answering OK.
+pub fn hmset(ctx: &mut Ctx) -> CmdResult<Reply> {
+    if !ctx.args.len().is_multiple_of(2) {
+        return Err(CmdError::WrongArity("hmset".into()));
+    }
+    hset(ctx)?;
+    Ok(Reply::OK)
+}
+
+pub fn hstrlen(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let (key, field) = (ctx.arg(1).clone(), ctx.arg(2).clone());
+    let mut db = ctx.db();
+    let len = hash_at(&mut db, &key)?.and_then(|h| h.get(&field).map(<[u8]>::len));
+    Ok(Reply::Int(len.unwrap_or(0) as i64))
+}
+
+/// HRANDFIELD's count, checked as Redis checks it before the key is read.
+fn random_count(ctx: &Ctx) -> CmdResult<Option<(i64, bool)>> {
+    let Some(raw) = ctx.args.get(2) else {
+        return Ok(None);
+    };
+    let count = parse_i64(raw).ok_or(CmdError::NotInteger)?;
+    if count == i64::MIN {
+        return Err(count_out_of_range());
+    }
+    let with_values = match ctx.args.get(3) {
+        None => false,
+        Some(opt) if ctx.args.len() == 4 && opt.eq_ignore_ascii_case(b"WITHVALUES") => true,
+        Some(_) => return Err(CmdError::Syntax),
+    };
+    if with_values && !(-i64::MAX / 2..=i64::MAX / 2).contains(&count) {
+        return Err(CmdError::other("ERR value is out of range"));
+    }
+    Ok(Some((count, with_values)))
+}
+
+/// HRANDFIELD: one random field, or `count` of them: distinct for a
+/// positive count (the whole hash, in order, when it asks for as many),
+/// repeating for a negative one. RESP3 pairs a field with its value.
+pub fn hrandfield(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let count = random_count(ctx)?;
+    let resp3 = ctx.client.protocol == Protocol::Resp3;
+    let key = ctx.arg(1).clone();
+    let mut db = ctx.db();
+    let hash = hash_at(&mut db, &key)?;
+    let mut rng = rand::rng();
+    let Some((count, with_values)) = count else {
+        return Ok(Reply::opt_bulk(hash.and_then(|h| {
+            let i = rng.random_range(0..h.len().max(1));
+            h.iter().nth(i).map(|(f, _)| copy(f))
+        })));
+    };
+    let Some(hash) = hash.filter(|_| count != 0) else {
+        return Ok(Reply::Array(Vec::new()));
+    };
+    let pairs: Vec<(&[u8], &[u8])> = hash.iter().collect();
+    let picks: Vec<usize> = if count < 0 || count == 1 {
+        let repeats = count.unsigned_abs();
+        if repeats > RANDOM_REPEATS_MAX {
+            return Err(CmdError::other("ERR value is out of range"));
+        }
+        (0..repeats)
+            .map(|_| rng.random_range(0..pairs.len()))
+            .collect()
+    } else if count as u64 >= pairs.len() as u64 {
+        (0..pairs.len()).collect()
+    } else {
+        rand::seq::index::sample(&mut rng, pairs.len(), count as usize).into_vec()
+    };
+    let mut out = Vec::with_capacity(picks.len() * (1 + with_values as usize));
+    for (field, value) in picks.into_iter().map(|i| pairs[i]) {
+        match (with_values, resp3) {
+            (false, _) => out.push(bulk(field)),
+            (true, false) => out.extend([bulk(field), bulk(value)]),
+            (true, true) => out.push(Reply::Array(vec![bulk(field), bulk(value)])),
+        }
+    }
+    Ok(Reply::Array(out))
 }

@@ -1,6 +1,7 @@
 //! The command layer: the table, lookup, argument checks, and execution of
 //! one command against the shards its keys live in.
 
+mod bitmaps;
 mod blocking;
 mod cluster;
 mod connection;

@@ -13,9 +13,16 @@ use crate::pubsub::Event;
 use crate::util::scan::{page, position_of};
 use crate::util::{glob_match, parse_cursor, parse_i64};
 
-/// The most members SRANDMEMBER with a negative count returns. Redis
+/// The most members SRANDMEMBER (and HRANDFIELD) with a negative count returns. Redis
 /// tries to send any number and runs out of memory; rlockd refuses.
-const RANDOM_REPEATS_MAX: u64 = 10_000_000;
+pub(super) const RANDOM_REPEATS_MAX: u64 = 10_000_000;
+
+/// A random-member count of -2^63, which has no positive counterpart.
+pub(super) fn count_out_of_range() -> CmdError {
+    CmdError::other(
+        "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+    )
+}
 
 /// The set at `key` for reading: `None` if absent, WRONGTYPE if not a set.
 fn set_at<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<Option<&'d mut SetValue>> {
@@ -155,11 +162,7 @@ pub fn srandmember(ctx: &mut Ctx) -> CmdResult<Reply> {
     let count = match ctx.args.get(2) {
         None => None,
         Some(c) => match parse_i64(c).ok_or(CmdError::NotInteger)? {
-            i64::MIN => {
-                return Err(CmdError::other(
-                    "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
-                ));
-            }
+            i64::MIN => return Err(count_out_of_range()),
             n => Some(n),
         },
     };

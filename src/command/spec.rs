@@ -77,6 +77,8 @@ pub mod acl {
     pub const LIST: u32 = 1 << 5;
     pub const HASH: u32 = 1 << 6;
     pub const STRING: u32 = 1 << 7;
+    pub const BITMAP: u32 = 1 << 8;
+    pub const HYPERLOGLOG: u32 = 1 << 9;
     pub const PUBSUB: u32 = 1 << 12;
     pub const ADMIN: u32 = 1 << 13;
     pub const FAST: u32 = 1 << 14;
@@ -96,6 +98,8 @@ pub mod acl {
         (LIST, "@list"),
         (HASH, "@hash"),
         (STRING, "@string"),
+        (BITMAP, "@bitmap"),
+        (HYPERLOGLOG, "@hyperloglog"),
         (PUBSUB, "@pubsub"),
         (ADMIN, "@admin"),
         (FAST, "@fast"),
@@ -115,6 +119,8 @@ pub enum Group {
     Cluster,
     Generic,
     String,
+    Bitmap,
+    Hyperloglog,
     Hash,
     List,
     Set,
@@ -132,6 +138,8 @@ impl Group {
             Group::Cluster => "cluster",
             Group::Generic => "generic",
             Group::String => "string",
+            Group::Bitmap => "bitmap",
+            Group::Hyperloglog => "hyperloglog",
             Group::Hash => "hash",
             Group::List => "list",
             Group::Set => "set",

@@ -1,5 +1,5 @@
-//! String commands: GET, SET and its variants, MGET, MSET, MSETNX,
-//! counters, APPEND, STRLEN, GETRANGE.
+//! String commands: GET, SET and its variants, GETEX, MGET, MSET, MSETNX,
+//! counters, INCRBYFLOAT, APPEND, STRLEN, GETRANGE/SUBSTR, SETRANGE, LCS.
 
 use bytes::{Bytes, BytesMut};
 
@@ -10,10 +10,10 @@ use crate::keyspace::{Db, Ttl, Value};
 use crate::protocol::Reply;
 use crate::protocol::parse::MAX_BULK_LEN;
 use crate::pubsub::Event;
-use crate::util::{i64_bytes, parse_i64};
+use crate::util::{format_human_double, i64_bytes, parse_f64, parse_i64};
 
 /// The string at `key`: `None` if absent, WRONGTYPE if another type.
-fn string_at(db: &mut Db, key: &[u8]) -> CmdResult<Option<Bytes>> {
+pub(super) fn string_at(db: &mut Db, key: &[u8]) -> CmdResult<Option<Bytes>> {
     match db.get(key)? {
         None => Ok(None),
         Some(Value::Str(s)) => Ok(Some(s.clone())),
@@ -50,18 +50,23 @@ struct SetOptions {
     expire: Option<(Unit, Base, Bytes)>,
 }
 
+/// The unit and base an expiry option (EX, PX, EXAT, PXAT) names.
+fn expiry_option(upper: &[u8]) -> Option<(Unit, Base)> {
+    match upper {
+        b"EX" => Some((Unit::Seconds, Base::Relative)),
+        b"PX" => Some((Unit::Millis, Base::Relative)),
+        b"EXAT" => Some((Unit::Seconds, Base::Absolute)),
+        b"PXAT" => Some((Unit::Millis, Base::Absolute)),
+        _ => None,
+    }
+}
+
 fn parse_set_options(args: &[Bytes]) -> CmdResult<SetOptions> {
     let mut o = SetOptions::default();
     let mut i = 0;
     while i < args.len() {
         let opt = args[i].to_ascii_uppercase();
-        let timed = match &opt[..] {
-            b"EX" => Some((Unit::Seconds, Base::Relative)),
-            b"PX" => Some((Unit::Millis, Base::Relative)),
-            b"EXAT" => Some((Unit::Seconds, Base::Absolute)),
-            b"PXAT" => Some((Unit::Millis, Base::Absolute)),
-            _ => None,
-        };
+        let timed = expiry_option(&opt);
         match &opt[..] {
             b"NX" if !o.xx => o.nx = true,
             b"XX" if !o.nx => o.xx = true,
@@ -322,4 +327,339 @@ pub fn getrange(ctx: &mut Ctx) -> CmdResult<Reply> {
     } else {
         value.slice(start as usize..=end as usize)
     }))
+}
+
+/// SUBSTR is GETRANGE's old name.
+pub fn substr(ctx: &mut Ctx) -> CmdResult<Reply> {
+    getrange(ctx)
+}
+
+/// What GETEX does to the key's time to live.
+enum GetexTtl {
+    Untouched,
+    Persist,
+    Expire(Unit, Base, Bytes),
+}
+
+/// GETEX's options: one kind of expiry (repeatable, the last wins) or
+/// PERSIST, never both.
+fn parse_getex_options(args: &[Bytes]) -> CmdResult<GetexTtl> {
+    let mut ttl = GetexTtl::Untouched;
+    let mut i = 0;
+    while i < args.len() {
+        let opt = args[i].to_ascii_uppercase();
+        ttl = match (expiry_option(&opt), &ttl) {
+            (None, GetexTtl::Untouched | GetexTtl::Persist) if opt == b"PERSIST" => {
+                GetexTtl::Persist
+            }
+            (Some((unit, base)), GetexTtl::Untouched) if i + 1 < args.len() => {
+                i += 1;
+                GetexTtl::Expire(unit, base, args[i].clone())
+            }
+            (Some(kind), GetexTtl::Expire(u, b, _)) if kind == (*u, *b) && i + 1 < args.len() => {
+                i += 1;
+                GetexTtl::Expire(kind.0, kind.1, args[i].clone())
+            }
+            _ => return Err(CmdError::Syntax),
+        };
+        i += 1;
+    }
+    Ok(ttl)
+}
+
+/// GETEX: GET that also sets or clears the time to live. The key is looked
+/// up before the expiry is checked, so a missing key answers nil whatever
+/// the time given.
+pub fn getex(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let ttl = parse_getex_options(&ctx.args[2..])?;
+    let now = ctx.now();
+    let key = ctx.arg(1).clone();
+    let mut db = ctx.db();
+    let Some(value) = string_at(&mut db, &key)? else {
+        return Ok(Reply::Nil);
+    };
+    match ttl {
+        GetexTtl::Untouched => {}
+        GetexTtl::Expire(unit, base, raw) => {
+            let at = expiry_deadline(&raw, unit, base, now, "getex")?;
+            // Only an absolute time can already be past.
+            if base == Base::Absolute && at <= now {
+                db.remove(&key)?;
+                db.modified(&key, Event::Del)?;
+            } else {
+                db.set_expire(&key, Some(at))?;
+                db.modified(&key, Event::Expire)?;
+            }
+        }
+        GetexTtl::Persist => {
+            if db.entry(&key)?.is_some_and(|e| e.expire_at().is_some()) {
+                db.set_expire(&key, None)?;
+                db.modified(&key, Event::Persist)?;
+            }
+        }
+    }
+    Ok(Reply::Bulk(value))
+}
+
+/// Refuses a string that would grow past the largest bulk Redis accepts.
+pub(super) fn check_string_size(len: u64) -> CmdResult<()> {
+    if len > MAX_BULK_LEN as u64 {
+        return Err(CmdError::other(
+            "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
+        ));
+    }
+    Ok(())
+}
+
+/// Changes the string at `key` in place, zero-padded to at least `min_len`
+/// bytes first, and creates it if absent. Returns what `edit` returns.
+/// The buffer is reused when nothing else holds it (a pending reply or a
+/// transaction's journal does, and then it is copied); growth that cannot
+/// be allocated is an error, never an abort.
+pub(super) fn edit_string<T>(
+    db: &mut Db,
+    key: &[u8],
+    min_len: usize,
+    edit: impl FnOnce(&mut Vec<u8>) -> T,
+) -> CmdResult<T> {
+    let current = match db.get_mut(key)? {
+        None => None,
+        Some(Value::Str(s)) => Some(std::mem::take(s)),
+        Some(_) => return Err(CmdError::WrongType),
+    };
+    let existed = current.is_some();
+    let mut buf = Vec::from(current.unwrap_or_default());
+    let grown = buf
+        .try_reserve_exact(min_len.saturating_sub(buf.len()))
+        .map(|()| buf.resize(buf.len().max(min_len), 0));
+    let out = grown.is_ok().then(|| edit(&mut buf));
+    if existed {
+        if let Some(Value::Str(s)) = db.get_mut(key)? {
+            *s = Bytes::from(buf);
+        }
+    } else if out.is_some() {
+        db.insert(key, Value::Str(Bytes::from(buf)), Ttl::Clear)?;
+    }
+    out.ok_or_else(|| CmdError::other("OOM command not allowed when used memory > 'maxmemory'."))
+}
+
+/// SETRANGE: overwrites the string from `offset`, zero-padding a gap; an
+/// empty value changes nothing (and creates nothing).
+pub fn setrange(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let offset = parse_i64(ctx.arg(2)).ok_or(CmdError::NotInteger)?;
+    let offset =
+        usize::try_from(offset).map_err(|_| CmdError::other("ERR offset is out of range"))?;
+    let (key, patch) = (ctx.arg(1).clone(), ctx.arg(3).clone());
+    let mut db = ctx.db();
+    let current_len = string_for_write(&mut db, &key)?.map(|s| s.len());
+    if patch.is_empty() {
+        return Ok(Reply::Int(current_len.unwrap_or(0) as i64));
+    }
+    check_string_size(offset as u64 + patch.len() as u64)?;
+    let end = offset + patch.len();
+    let len = edit_string(&mut db, &key, end, |buf| {
+        buf[offset..end].copy_from_slice(&patch);
+        buf.len()
+    })?;
+    db.modified(&key, Event::Setrange)?;
+    Ok(Reply::Int(len as i64))
+}
+
+/// INCRBYFLOAT: the stored value is checked before the increment, and the
+/// result kept in the human form (no exponent), TTL untouched.
+pub fn incrbyfloat(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let (key, raw_delta) = (ctx.arg(1).clone(), ctx.arg(2).clone());
+    let mut db = ctx.db();
+    let current = match string_for_write(&mut db, &key)? {
+        None => 0.0,
+        Some(s) => parse_f64(&s).ok_or(CmdError::NotFloat)?,
+    };
+    let delta = parse_f64(&raw_delta).ok_or(CmdError::NotFloat)?;
+    let next = current + delta;
+    if !next.is_finite() {
+        return Err(CmdError::IncrNanOrInf);
+    }
+    let text = Bytes::from(format_human_double(next));
+    db.insert(&key, Value::Str(text.clone()), Ttl::Keep)?;
+    db.modified(&key, Event::Incrbyfloat)?;
+    Ok(Reply::Bulk(text))
+}
+
+#[derive(Default)]
+struct LcsOptions {
+    len: bool,
+    idx: bool,
+    with_match_len: bool,
+    min_match_len: u64,
+}
+
+fn parse_lcs_options(args: &[Bytes]) -> CmdResult<LcsOptions> {
+    let mut o = LcsOptions::default();
+    let mut i = 0;
+    while i < args.len() {
+        match &args[i].to_ascii_uppercase()[..] {
+            b"IDX" => o.idx = true,
+            b"LEN" => o.len = true,
+            b"WITHMATCHLEN" => o.with_match_len = true,
+            b"MINMATCHLEN" if i + 1 < args.len() => {
+                i += 1;
+                let n = parse_i64(&args[i]).ok_or(CmdError::NotInteger)?;
+                o.min_match_len = n.max(0) as u64;
+            }
+            _ => return Err(CmdError::Syntax),
+        }
+        i += 1;
+    }
+    if o.idx && o.len {
+        return Err(CmdError::other(
+            "ERR If you want both the length and indexes, please just use IDX.",
+        ));
+    }
+    Ok(o)
+}
+
+/// LCS: the longest common subsequence of two strings, its length, or the
+/// matching ranges (newest first, as Redis walks its table backwards).
+pub fn lcs(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let (ka, kb) = (ctx.arg(1).clone(), ctx.arg(2).clone());
+    let mut db = ctx.db();
+    let strings = |db: &mut Db, key: &[u8]| match db.get(key)? {
+        None => Ok(Bytes::new()),
+        Some(Value::Str(s)) => Ok(s.clone()),
+        Some(_) => Err(CmdError::other(
+            "ERR The specified keys must contain string values",
+        )),
+    };
+    let a = strings(&mut db, &ka)?;
+    let b = strings(&mut db, &kb)?;
+    let opts = parse_lcs_options(&ctx.args[3..])?;
+    let table = LcsTable::build(&a, &b)?;
+    let total = table.at(a.len(), b.len()) as i64;
+    if opts.len {
+        return Ok(Reply::Int(total));
+    }
+    let walk = table.walk(&a, &b);
+    if !opts.idx {
+        return Ok(Reply::Bulk(walk.common.into()));
+    }
+    let matches = walk
+        .ranges
+        .iter()
+        .filter(|r| r.len() >= opts.min_match_len)
+        .map(|r| {
+            let mut item = vec![
+                Reply::Array(vec![Reply::Int(r.a.0 as i64), Reply::Int(r.a.1 as i64)]),
+                Reply::Array(vec![Reply::Int(r.b.0 as i64), Reply::Int(r.b.1 as i64)]),
+            ];
+            if opts.with_match_len {
+                item.push(Reply::Int(r.len() as i64));
+            }
+            Reply::Array(item)
+        })
+        .collect();
+    Ok(Reply::Map(vec![
+        (Reply::bulk_str("matches"), Reply::Array(matches)),
+        (Reply::bulk_str("len"), Reply::Int(total)),
+    ]))
+}
+
+/// The dynamic-programming table of LCS: cell (i, j) holds the length of
+/// the longest common subsequence of `a[..i]` and `b[..j]`.
+struct LcsTable {
+    cells: Vec<u32>,
+    width: usize,
+}
+
+/// One run of matching bytes: inclusive index ranges in each string.
+struct LcsRange {
+    a: (usize, usize),
+    b: (usize, usize),
+}
+
+impl LcsRange {
+    fn len(&self) -> u64 {
+        (self.a.1 - self.a.0 + 1) as u64
+    }
+}
+
+struct LcsWalk {
+    common: Vec<u8>,
+    ranges: Vec<LcsRange>,
+}
+
+impl LcsTable {
+    /// Refuses, as Redis does, a table larger than the largest bulk string,
+    /// and reports an allocation that fails instead of aborting.
+    fn build(a: &[u8], b: &[u8]) -> CmdResult<LcsTable> {
+        let width = b.len() + 1;
+        let cells = (a.len() as u64 + 1).saturating_mul(width as u64);
+        if cells.saturating_mul(4) > MAX_BULK_LEN as u64 {
+            return Err(CmdError::other(
+                "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len",
+            ));
+        }
+        let mut table = Vec::new();
+        table.try_reserve_exact(cells as usize).map_err(|_| {
+            CmdError::other("ERR Insufficient memory, failed allocating transient memory for LCS")
+        })?;
+        table.resize(cells as usize, 0u32);
+        for i in 1..=a.len() {
+            for j in 1..width {
+                table[i * width + j] = if a[i - 1] == b[j - 1] {
+                    table[(i - 1) * width + j - 1] + 1
+                } else {
+                    table[(i - 1) * width + j].max(table[i * width + j - 1])
+                };
+            }
+        }
+        Ok(LcsTable {
+            cells: table,
+            width,
+        })
+    }
+
+    fn at(&self, i: usize, j: usize) -> u32 {
+        self.cells[i * self.width + j]
+    }
+
+    /// Walks back from the last cell, preferring to drop a byte of `b` on
+    /// a tie, as Redis does: the common bytes and the runs of matches.
+    fn walk(&self, a: &[u8], b: &[u8]) -> LcsWalk {
+        let mut common = vec![0u8; self.at(a.len(), b.len()) as usize];
+        let mut fill = common.len();
+        let mut ranges = Vec::new();
+        let mut run: Option<LcsRange> = None;
+        let (mut i, mut j) = (a.len(), b.len());
+        while i > 0 && j > 0 {
+            if a[i - 1] == b[j - 1] {
+                fill -= 1;
+                common[fill] = a[i - 1];
+                i -= 1;
+                j -= 1;
+                match &mut run {
+                    Some(r) => {
+                        r.a.0 = i;
+                        r.b.0 = j;
+                    }
+                    None => {
+                        run = Some(LcsRange {
+                            a: (i, i),
+                            b: (j, j),
+                        })
+                    }
+                }
+                if i == 0 || j == 0 {
+                    ranges.extend(run.take());
+                }
+            } else {
+                if self.at(i - 1, j) > self.at(i, j - 1) {
+                    i -= 1;
+                } else {
+                    j -= 1;
+                }
+                ranges.extend(run.take());
+            }
+        }
+        LcsWalk { common, ranges }
+    }
 }

@@ -4,14 +4,14 @@
 
 use super::pubsub;
 use super::spec::acl::{
-    self, CONNECTION, DANGEROUS, HASH, KEYSPACE, LIST, SCRIPTING, SET, SORTEDSET, STRING,
+    self, BITMAP, CONNECTION, DANGEROUS, HASH, KEYSPACE, LIST, SCRIPTING, SET, SORTEDSET, STRING,
     TRANSACTION,
 };
 use super::spec::flag::*;
 use super::spec::{CommandSpec as C, Group::*, KeySpec};
 use super::{
-    blocking, cluster, connection as conn, expire, fixture, hashes, keys, lists, memory, multi,
-    operator, scripting, server, sets, strings, zsets,
+    bitmaps, blocking, cluster, connection as conn, expire, fixture, hashes, keys, lists, memory,
+    multi, operator, scripting, server, sets, strings, zsets,
 };
 
 const RO: &[&str] = &["RO"];
@@ -705,9 +705,48 @@ pub static COMMANDS: &[C] = &[
     C::new("append", 3, String, strings::append).flags(WRITE_FAST).acl(STRING).keys(&key1(&["RW", "insert"]))
         .syntax("key value")
         .doc("2.0.0", "Appends to a string value; returns the new length."),
+    C::new("substr", 4, String, strings::substr).flags(READONLY).acl(STRING).keys(&key1(RO_ACCESS))
+        .syntax("key start end")
+        .doc("1.0.0", "Returns a substring of a string value (GETRANGE's old name)."),
+    C::new("setrange", 4, String, strings::setrange).flags(WRITE | DENYOOM).acl(STRING).keys(&key1(RW_UPDATE))
+        .syntax("key offset value")
+        .doc("2.2.0", "Overwrites part of a string value from an offset; returns the new length."),
+    C::new("getex", -2, String, strings::getex).flags(WRITE | FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
+        .syntax("key [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | PERSIST]")
+        .doc("6.2.0", "Returns a string value and sets or clears its time to live."),
+    C::new("incrbyfloat", 3, String, strings::incrbyfloat).flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
+        .syntax("key increment")
+        .doc("2.6.0", "Adds a floating point number to a string value."),
+    C::new("lcs", -3, String, strings::lcs).flags(READONLY).acl(STRING).keys(&[KeySpec::range(1, 1, 1, RO_ACCESS)])
+        .syntax("key1 key2 [LEN] [IDX] [MINMATCHLEN min-match-len] [WITHMATCHLEN]")
+        .doc("7.0.0", "Returns the longest common subsequence of two strings, its length or its matches."),
     C::new("strlen", 2, String, strings::strlen).flags(READ_FAST).acl(STRING).keys(&key1(RO))
         .syntax("key")
         .doc("2.2.0", "Returns the length of a string value."),
+    // bitmaps
+    C::new("setbit", 4, Bitmap, bitmaps::setbit).flags(WRITE | DENYOOM).acl(BITMAP).keys(&key1(RW_ACCESS_UPDATE))
+        .syntax("key offset value")
+        .doc("2.2.0", "Sets or clears the bit at an offset of a string; returns the bit's old value."),
+    C::new("getbit", 3, Bitmap, bitmaps::getbit).flags(READ_FAST).acl(BITMAP).keys(&key1(RO_ACCESS))
+        .syntax("key offset")
+        .doc("2.2.0", "Returns the bit at an offset of a string."),
+    C::new("bitcount", -2, Bitmap, bitmaps::bitcount).flags(READONLY).acl(BITMAP).keys(&key1(RO_ACCESS))
+        .syntax("key [start end [BYTE | BIT]]")
+        .doc("2.6.0", "Counts the set bits of a string, or of a range of it."),
+    C::new("bitpos", -3, Bitmap, bitmaps::bitpos).flags(READONLY).acl(BITMAP).keys(&key1(RO_ACCESS))
+        .syntax("key bit [start [end [BYTE | BIT]]]")
+        .doc("2.8.7", "Returns the position of the first set or clear bit of a string, or of a range of it."),
+    C::new("bitop", -4, Bitmap, bitmaps::bitop).flags(WRITE | DENYOOM).acl(BITMAP)
+        .keys(&[KeySpec::range(2, 0, 1, OW_UPDATE), KeySpec::range(3, -1, 1, RO_ACCESS)])
+        .syntax("operation destkey key...")
+        .doc("2.6.0", "Stores the AND, OR, XOR or NOT of strings at a key; returns its length."),
+    C::new("bitfield", -2, Bitmap, bitmaps::bitfield).flags(WRITE | DENYOOM).acl(BITMAP)
+        .keys(&key1(&["RW", "access", "update", "variable_flags"]))
+        .syntax("key [GET encoding offset | [OVERFLOW (WRAP | SAT | FAIL)] (SET encoding offset value | INCRBY encoding offset increment)...]")
+        .doc("3.2.0", "Reads, writes and adds to integer fields of any width at any bit offset of a string."),
+    C::new("bitfield_ro", -2, Bitmap, bitmaps::bitfield_ro).flags(READ_FAST).acl(BITMAP).keys(&key1(RO_ACCESS))
+        .syntax("key [GET encoding offset...]")
+        .doc("6.0.0", "Reads integer fields of a string (BITFIELD's GET only)."),
     // hashes
     C::new("hset", -4, Hash, hashes::hset).flags(WRITE_FAST).acl(HASH).keys(&key1(RW_UPDATE))
         .syntax("key (field value)...")
@@ -745,6 +784,15 @@ pub static COMMANDS: &[C] = &[
     C::new("hincrbyfloat", 4, Hash, hashes::hincrbyfloat).flags(WRITE_FAST).acl(HASH).keys(&key1(RW_ACCESS_UPDATE))
         .syntax("key field increment")
         .doc("2.6.0", "Adds a floating point number to a hash field."),
+    C::new("hmset", -4, Hash, hashes::hmset).flags(WRITE_FAST).acl(HASH).keys(&key1(RW_UPDATE))
+        .syntax("key (field value)...")
+        .doc("2.0.0", "Sets fields of a hash (HSET's old form, answering OK)."),
+    C::new("hstrlen", 3, Hash, hashes::hstrlen).flags(READ_FAST).acl(HASH).keys(&key1(RO))
+        .syntax("key field")
+        .doc("3.2.0", "Returns the length of a hash field's value."),
+    C::new("hrandfield", -2, Hash, hashes::hrandfield).flags(READONLY).acl(HASH).tips(NONDET).keys(&key1(RO_ACCESS))
+        .syntax("key [count [WITHVALUES]]")
+        .doc("6.2.0", "Returns random fields of a hash, with their values if asked; a negative count may repeat them."),
     C::new("hscan", -3, Hash, hashes::hscan).flags(READONLY).acl(HASH).tips(NONDET).keys(&key1(RO_ACCESS))
         .syntax("key cursor [MATCH pattern] [COUNT count]")
         .doc("2.8.0", "Iterates over the fields of a hash with a cursor."),

@@ -97,6 +97,10 @@ pub enum Event {
     Set,
     Incrby,
     Append,
+    Setrange,
+    Incrbyfloat,
+    Setbit,
+    Pfadd,
     Hset,
     Hdel,
     Hincrby,
@@ -133,6 +137,10 @@ impl Event {
             Event::Set => "set",
             Event::Incrby => "incrby",
             Event::Append => "append",
+            Event::Setrange => "setrange",
+            Event::Incrbyfloat => "incrbyfloat",
+            Event::Setbit => "setbit",
+            Event::Pfadd => "pfadd",
             Event::Hset => "hset",
             Event::Hdel => "hdel",
             Event::Hincrby => "hincrby",
@@ -164,7 +172,13 @@ impl Event {
             Event::Expired => class::EXPIRED,
             Event::New => class::NEW,
             Event::KeyMiss => class::KEY_MISS,
-            Event::Set | Event::Incrby | Event::Append => class::STRING,
+            Event::Set
+            | Event::Incrby
+            | Event::Append
+            | Event::Setrange
+            | Event::Incrbyfloat
+            | Event::Setbit
+            | Event::Pfadd => class::STRING,
             Event::Hset | Event::Hdel | Event::Hincrby | Event::Hincrbyfloat => class::HASH,
             Event::Lpush | Event::Rpush | Event::Lpop | Event::Rpop | Event::Lrem | Event::Lset => {
                 class::LIST

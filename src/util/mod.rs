@@ -1,6 +1,7 @@
 //! Number parsing and formatting with Redis's exact rules, and glob matching.
 
 pub mod alloc;
+pub mod bits;
 mod glob;
 pub mod scan;
 
