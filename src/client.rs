@@ -13,7 +13,7 @@ use tokio::sync::Notify;
 
 use crate::command::Blocked;
 use crate::error::CmdError;
-use crate::keyspace::WatchFlag;
+use crate::keyspace::{Waiter, WatchFlag};
 use crate::protocol::{Protocol, Reply};
 use crate::pubsub::Subscriptions;
 
@@ -34,6 +34,9 @@ pub struct ClientInfo {
     pub no_evict: bool,
     /// Waiting in a blocking command.
     pub blocked: bool,
+    /// The wait of a blocking command on keys or time, for CLIENT UNBLOCK
+    /// (none while held by CLIENT PAUSE).
+    pub waiter: Option<Arc<Waiter>>,
     /// READONLY in cluster mode (the `r` flag).
     pub readonly: bool,
     /// In MONITOR mode.

@@ -5,6 +5,7 @@ use bytes::Bytes;
 use super::{Ctx, REGISTRY, multi};
 use crate::client::{Client, ClientHandle};
 use crate::error::{CmdError, CmdResult};
+use crate::keyspace::Outcome;
 use crate::protocol::{Protocol, Reply};
 use crate::server::{PauseMode, Shared};
 use crate::util::parse_i64;
@@ -458,6 +459,41 @@ pub fn client_unpause(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::OK)
 }
 
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR]: ends another client's blocking
+/// command as if it timed out, or with an error. A client held by CLIENT
+/// PAUSE waits on no keys and is not unblocked (Redis 7.0.15 crashes there).
+pub fn client_unblock(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let id = parse_i64(ctx.arg(2)).ok_or(CmdError::NotInteger)?;
+    let with_error = match ctx.args {
+        [_, _, _] => false,
+        [_, _, _, reason] if reason.eq_ignore_ascii_case(b"timeout") => false,
+        [_, _, _, reason] if reason.eq_ignore_ascii_case(b"error") => true,
+        [_, _, _, _] => {
+            return Err(CmdError::other(
+                "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
+            ));
+        }
+        _ => {
+            return Err(CmdError::other(format!(
+                "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
+                String::from_utf8_lossy(ctx.arg(1))
+            )));
+        }
+    };
+    let waiter = u64::try_from(id)
+        .ok()
+        .and_then(|id| ctx.shared.clients.get(&id))
+        .and_then(|c| c.info.lock().waiter.clone());
+    let end = if with_error {
+        Outcome::Failed(CmdError::other(
+            "UNBLOCKED client unblocked via CLIENT UNBLOCK",
+        ))
+    } else {
+        Outcome::Cancelled
+    };
+    Ok(Reply::Int(waiter.is_some_and(|w| w.interrupt(end)) as i64))
+}
+
 pub fn client_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(help_reply(
         "CLIENT",
@@ -482,6 +518,8 @@ pub fn client_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
             "    Hold back every client's commands, or only writes, for <timeout> ms.",
             "UNPAUSE",
             "    End a pause now.",
+            "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+            "    Unblock the specified blocked client.",
         ],
     ))
 }

@@ -118,6 +118,11 @@ static CLIENT_SUBS: &[C] = &[
         .flags(ADMIN | NOSCRIPT | LOADING | STALE)
         .acl(CONNECTION)
         .doc("6.2.0", "Ends a CLIENT PAUSE at once."),
+    C::new("unblock", -3, Connection, conn::client_unblock)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
+        .acl(CONNECTION)
+        .syntax("client-id [TIMEOUT | ERROR]")
+        .doc("5.0.0", "Ends another client's blocking command, as a timeout or an error."),
     C::new("help", 2, Connection, conn::client_help)
         .flags(LOADING | STALE)
         .acl(CONNECTION)
@@ -710,6 +715,24 @@ pub static COMMANDS: &[C] = &[
     C::new("lpos", -3, List, lists::lpos).flags(READONLY).acl(LIST).keys(&key1(RO_ACCESS))
         .syntax("key element [RANK rank] [COUNT num-matches] [MAXLEN len]")
         .doc("6.0.6", "Returns the positions of elements equal to a value in a list."),
+    C::new("rpushx", -3, List, lists::rpushx).flags(WRITE_FAST).acl(LIST).keys(&key1(&["RW", "insert"]))
+        .syntax("key element...")
+        .doc("2.2.0", "Appends elements to a list only if it exists; returns the new length."),
+    C::new("lpushx", -3, List, lists::lpushx).flags(WRITE_FAST).acl(LIST).keys(&key1(&["RW", "insert"]))
+        .syntax("key element...")
+        .doc("2.2.0", "Prepends elements to a list only if it exists; returns the new length."),
+    C::new("linsert", 5, List, lists::linsert).flags(WRITE | DENYOOM).acl(LIST).keys(&key1(&["RW", "insert"]))
+        .syntax("key (BEFORE | AFTER) pivot element")
+        .doc("2.2.0", "Inserts an element before or after the first one equal to a pivot."),
+    C::new("ltrim", 4, List, lists::ltrim).flags(WRITE).acl(LIST).keys(&key1(RW_DELETE))
+        .syntax("key start stop")
+        .doc("1.0.0", "Keeps only a range of a list's elements."),
+    C::new("lmpop", -4, List, blocking::lmpop).flags(WRITE).acl(LIST).keys(&[KeySpec::keynum(1, RW_ACCESS_DELETE)])
+        .syntax("numkeys key... (LEFT | RIGHT) [COUNT count]")
+        .doc("7.0.0", "Pops elements from the first non-empty list of several."),
+    C::new("blmpop", -5, List, blocking::blmpop).flags(WRITE | BLOCKING).acl(LIST).keys(&[KeySpec::keynum(2, RW_ACCESS_DELETE)])
+        .syntax("timeout numkeys key... (LEFT | RIGHT) [COUNT count]")
+        .doc("7.0.0", "Pops elements like LMPOP, waiting for a list up to a timeout."),
     C::new("lmove", 5, List, blocking::lmove).flags(WRITE | DENYOOM).acl(LIST).keys(&MOVE_KEYS)
         .syntax("source destination (LEFT | RIGHT) (LEFT | RIGHT)")
         .doc("6.2.0", "Moves an element from one end of a list to an end of another, and returns it."),
@@ -776,6 +799,18 @@ pub static COMMANDS: &[C] = &[
     C::new("zrank", 3, SortedSet, zsets::zrank).flags(READ_FAST).acl(SORTEDSET).keys(&key1(RO_ACCESS))
         .syntax("key member")
         .doc("2.0.0", "Returns the rank of a sorted set member, lowest score first."),
+    C::new("zmpop", -4, SortedSet, blocking::zmpop).flags(WRITE).acl(SORTEDSET).keys(&[KeySpec::keynum(1, RW_ACCESS_DELETE)])
+        .syntax("numkeys key... (MIN | MAX) [COUNT count]")
+        .doc("7.0.0", "Pops the lowest or highest members of the first non-empty sorted set of several."),
+    C::new("bzpopmin", -3, SortedSet, blocking::bzpopmin).flags(WRITE | NOSCRIPT | FAST | BLOCKING).acl(SORTEDSET).keys(&[KeySpec::range(1, -2, 1, RW_ACCESS_DELETE)])
+        .syntax("key... timeout")
+        .doc("5.0.0", "Pops the lowest-scored member of the first non-empty sorted set, waiting for one up to a timeout."),
+    C::new("bzpopmax", -3, SortedSet, blocking::bzpopmax).flags(WRITE | NOSCRIPT | FAST | BLOCKING).acl(SORTEDSET).keys(&[KeySpec::range(1, -2, 1, RW_ACCESS_DELETE)])
+        .syntax("key... timeout")
+        .doc("5.0.0", "Pops the highest-scored member of the first non-empty sorted set, waiting for one up to a timeout."),
+    C::new("bzmpop", -5, SortedSet, blocking::bzmpop).flags(WRITE | BLOCKING).acl(SORTEDSET).keys(&[KeySpec::keynum(2, RW_ACCESS_DELETE)])
+        .syntax("timeout numkeys key... (MIN | MAX) [COUNT count]")
+        .doc("7.0.0", "Pops members like ZMPOP, waiting for a sorted set up to a timeout."),
     // sets
     C::new("sadd", -3, Set, sets::sadd).flags(WRITE_FAST).acl(SET).keys(&key1(&["RW", "insert"]))
         .syntax("key member...")
