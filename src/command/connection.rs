@@ -428,6 +428,14 @@ pub fn help_reply(command: &str, lines: &[&str]) -> Reply {
     Reply::Array(out)
 }
 
+/// What Redis answers a CLIENT subcommand given too many arguments.
+fn client_sub_arity(ctx: &Ctx) -> CmdError {
+    CmdError::other(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
+        String::from_utf8_lossy(ctx.arg(1))
+    ))
+}
+
 /// CLIENT PAUSE timeout [WRITE|ALL]: checks in Redis 7.0's order (the mode,
 /// then the timeout), so a line with both wrong gets the same error.
 pub fn client_pause(ctx: &mut Ctx) -> CmdResult<Reply> {
@@ -440,12 +448,7 @@ pub fn client_pause(ctx: &mut Ctx) -> CmdResult<Reply> {
                 "ERR CLIENT PAUSE mode must be WRITE or ALL",
             ));
         }
-        _ => {
-            return Err(CmdError::other(format!(
-                "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
-                String::from_utf8_lossy(ctx.arg(1))
-            )));
-        }
+        _ => return Err(client_sub_arity(ctx)),
     };
     let ms = parse_i64(ctx.arg(2))
         .ok_or_else(|| CmdError::other("ERR timeout is not an integer or out of range"))?;
@@ -473,12 +476,7 @@ pub fn client_unblock(ctx: &mut Ctx) -> CmdResult<Reply> {
                 "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
             ));
         }
-        _ => {
-            return Err(CmdError::other(format!(
-                "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
-                String::from_utf8_lossy(ctx.arg(1))
-            )));
-        }
+        _ => return Err(client_sub_arity(ctx)),
     };
     let waiter = u64::try_from(id)
         .ok()
