@@ -211,6 +211,7 @@ impl Waiting<'_> {
         let handle = client.handle.clone();
         handle.info.lock().blocked = true;
         let result = loop {
+            handle.info.lock().waiter = Some(blocked.waiter.clone());
             let outcome = self.wait_once(&handle, &blocked).await;
             forget_waiter(self.shared, &blocked);
             let Some(outcome) = outcome else {
@@ -229,7 +230,11 @@ impl Waiting<'_> {
                 None => break Ok(Some(reply)),
             }
         };
-        handle.info.lock().blocked = false;
+        {
+            let mut info = handle.info.lock();
+            info.blocked = false;
+            info.waiter = None;
+        }
         result
     }
 

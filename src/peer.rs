@@ -4,11 +4,14 @@
 //! of the client's state.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
+
+use crate::keyspace::Waiter;
 
 /// What other clients may read about a client, updated as it runs commands.
 #[derive(Debug, Clone, Default)]
@@ -27,6 +30,9 @@ pub struct ClientInfo {
     pub no_evict: bool,
     /// Waiting in a blocking command.
     pub blocked: bool,
+    /// The wait of a blocking command on keys or time, for CLIENT UNBLOCK
+    /// (none while held by CLIENT PAUSE).
+    pub waiter: Option<Arc<Waiter>>,
     /// READONLY in cluster mode (the `r` flag).
     pub readonly: bool,
     /// In MONITOR mode.

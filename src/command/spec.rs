@@ -353,12 +353,14 @@ impl CommandSpec {
     }
 
     /// The legacy (first, last, step) triple of COMMAND INFO.
+    /// Only range specs count: ZUNIONSTORE's destination gives `1 1 1`.
     pub fn legacy_key_range(&self) -> (i32, i32, i32) {
-        let Some(first) = self.keys.first().filter(|_| !self.movable_keys()) else {
+        let ranges = || self.keys.iter().filter(|k| !k.keynum);
+        let Some(first) = ranges().next() else {
             return (0, 0, 0);
         };
         let mut last = first.begin + first.last.max(0);
-        for spec in self.keys {
+        for spec in ranges() {
             if spec.last < 0 {
                 return (first.begin, spec.last, first.step);
             }

@@ -41,6 +41,12 @@ const fn store_keys(dst: &'static [&'static str]) -> [KeySpec; 2] {
     ]
 }
 
+/// A destination, then `numkeys` source keys (ZUNIONSTORE and kin).
+const ZSTORE_KEYS: [KeySpec; 2] = [
+    KeySpec::range(1, 0, 1, OW_UPDATE),
+    KeySpec::keynum(2, RO_ACCESS),
+];
+
 const fn keys_all(flags: &'static [&'static str]) -> [KeySpec; 1] {
     [KeySpec::range(1, -1, 1, flags)]
 }
@@ -118,6 +124,11 @@ static CLIENT_SUBS: &[C] = &[
         .flags(ADMIN | NOSCRIPT | LOADING | STALE)
         .acl(CONNECTION)
         .doc("6.2.0", "Ends a CLIENT PAUSE at once."),
+    C::new("unblock", -3, Connection, conn::client_unblock)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
+        .acl(CONNECTION)
+        .syntax("client-id [TIMEOUT | ERROR]")
+        .doc("5.0.0", "Ends another client's blocking command, as a timeout or an error."),
     C::new("help", 2, Connection, conn::client_help)
         .flags(LOADING | STALE)
         .acl(CONNECTION)
@@ -827,6 +838,24 @@ pub static COMMANDS: &[C] = &[
     C::new("lpos", -3, List, lists::lpos).flags(READONLY).acl(LIST).keys(&key1(RO_ACCESS))
         .syntax("key element [RANK rank] [COUNT num-matches] [MAXLEN len]")
         .doc("6.0.6", "Returns the positions of elements equal to a value in a list."),
+    C::new("rpushx", -3, List, lists::rpushx).flags(WRITE_FAST).acl(LIST).keys(&key1(&["RW", "insert"]))
+        .syntax("key element...")
+        .doc("2.2.0", "Appends elements to a list only if it exists; returns the new length."),
+    C::new("lpushx", -3, List, lists::lpushx).flags(WRITE_FAST).acl(LIST).keys(&key1(&["RW", "insert"]))
+        .syntax("key element...")
+        .doc("2.2.0", "Prepends elements to a list only if it exists; returns the new length."),
+    C::new("linsert", 5, List, lists::linsert).flags(WRITE | DENYOOM).acl(LIST).keys(&key1(&["RW", "insert"]))
+        .syntax("key (BEFORE | AFTER) pivot element")
+        .doc("2.2.0", "Inserts an element before or after the first one equal to a pivot."),
+    C::new("ltrim", 4, List, lists::ltrim).flags(WRITE).acl(LIST).keys(&key1(RW_DELETE))
+        .syntax("key start stop")
+        .doc("1.0.0", "Keeps only a range of a list's elements."),
+    C::new("lmpop", -4, List, blocking::lmpop).flags(WRITE).acl(LIST).keys(&[KeySpec::keynum(1, RW_ACCESS_DELETE)])
+        .syntax("numkeys key... (LEFT | RIGHT) [COUNT count]")
+        .doc("7.0.0", "Pops elements from the first non-empty list of several."),
+    C::new("blmpop", -5, List, blocking::blmpop).flags(WRITE | BLOCKING).acl(LIST).keys(&[KeySpec::keynum(2, RW_ACCESS_DELETE)])
+        .syntax("timeout numkeys key... (LEFT | RIGHT) [COUNT count]")
+        .doc("7.0.0", "Pops elements like LMPOP, waiting for a list up to a timeout."),
     C::new("lmove", 5, List, blocking::lmove).flags(WRITE | DENYOOM).acl(LIST).keys(&MOVE_KEYS)
         .syntax("source destination (LEFT | RIGHT) (LEFT | RIGHT)")
         .doc("6.2.0", "Moves an element from one end of a list to an end of another, and returns it."),
@@ -900,6 +929,79 @@ pub static COMMANDS: &[C] = &[
     C::new("zrank", 3, SortedSet, zsets::zrank).flags(READ_FAST).acl(SORTEDSET).keys(&key1(RO_ACCESS))
         .syntax("key member")
         .doc("2.0.0", "Returns the rank of a sorted set member, lowest score first."),
+    C::new("zrevrange", -4, SortedSet, zsets::zrevrange).flags(READONLY).acl(SORTEDSET).keys(&key1(RO_ACCESS))
+        .syntax("key start stop [WITHSCORES]")
+        .doc("1.2.0", "Returns a range of sorted set members by rank, highest score first."),
+    C::new("zrevrangebyscore", -4, SortedSet, zsets::zrevrangebyscore).flags(READONLY).acl(SORTEDSET).keys(&key1(RO_ACCESS))
+        .syntax("key max min [WITHSCORES] [LIMIT offset count]")
+        .doc("2.2.0", "Returns the members of a sorted set with scores in a range, highest first."),
+    C::new("zrangebylex", -4, SortedSet, zsets::zrangebylex).flags(READONLY).acl(SORTEDSET).keys(&key1(RO_ACCESS))
+        .syntax("key min max [LIMIT offset count]")
+        .doc("2.8.9", "Returns the members of a sorted set in a lexicographical range."),
+    C::new("zrevrangebylex", -4, SortedSet, zsets::zrevrangebylex).flags(READONLY).acl(SORTEDSET).keys(&key1(RO_ACCESS))
+        .syntax("key max min [LIMIT offset count]")
+        .doc("2.8.9", "Returns the members of a sorted set in a lexicographical range, in reverse."),
+    C::new("zrangestore", -5, SortedSet, zsets::zrangestore).flags(WRITE | DENYOOM).acl(SORTEDSET)
+        .keys(&[KeySpec::range(1, 0, 1, OW_UPDATE), KeySpec::range(2, 0, 1, RO_ACCESS)])
+        .syntax("dst src min max [BYSCORE | BYLEX] [REV] [LIMIT offset count]")
+        .doc("6.2.0", "Stores a range of a sorted set in another key."),
+    C::new("zlexcount", 4, SortedSet, zsets::zlexcount).flags(READ_FAST).acl(SORTEDSET).keys(&key1(RO_ACCESS))
+        .syntax("key min max")
+        .doc("2.8.9", "Counts the members of a sorted set in a lexicographical range."),
+    C::new("zrevrank", 3, SortedSet, zsets::zrevrank).flags(READ_FAST).acl(SORTEDSET).keys(&key1(RO_ACCESS))
+        .syntax("key member")
+        .doc("2.0.0", "Returns the rank of a sorted set member, highest score first."),
+    C::new("zremrangebyrank", 4, SortedSet, zsets::zremrangebyrank).flags(WRITE).acl(SORTEDSET).keys(&key1(RW_DELETE))
+        .syntax("key start stop")
+        .doc("2.0.0", "Removes the members of a sorted set in a range of ranks."),
+    C::new("zremrangebylex", 4, SortedSet, zsets::zremrangebylex).flags(WRITE).acl(SORTEDSET).keys(&key1(RW_DELETE))
+        .syntax("key min max")
+        .doc("2.8.9", "Removes the members of a sorted set in a lexicographical range."),
+    C::new("zpopmin", -2, SortedSet, zsets::zpopmin).flags(WRITE | FAST).acl(SORTEDSET).keys(&key1(RW_ACCESS_DELETE))
+        .syntax("key [count]")
+        .doc("5.0.0", "Removes and returns the lowest-scored members of a sorted set."),
+    C::new("zpopmax", -2, SortedSet, zsets::zpopmax).flags(WRITE | FAST).acl(SORTEDSET).keys(&key1(RW_ACCESS_DELETE))
+        .syntax("key [count]")
+        .doc("5.0.0", "Removes and returns the highest-scored members of a sorted set."),
+    C::new("zunion", -3, SortedSet, zsets::zunion).flags(READONLY).acl(SORTEDSET).keys(&[KeySpec::keynum(1, RO_ACCESS)])
+        .syntax("numkeys key... [WEIGHTS weight...] [AGGREGATE (SUM | MIN | MAX)] [WITHSCORES]")
+        .doc("6.2.0", "Returns the union of sorted sets (and sets)."),
+    C::new("zinter", -3, SortedSet, zsets::zinter).flags(READONLY).acl(SORTEDSET).keys(&[KeySpec::keynum(1, RO_ACCESS)])
+        .syntax("numkeys key... [WEIGHTS weight...] [AGGREGATE (SUM | MIN | MAX)] [WITHSCORES]")
+        .doc("6.2.0", "Returns the intersection of sorted sets (and sets)."),
+    C::new("zdiff", -3, SortedSet, zsets::zdiff).flags(READONLY).acl(SORTEDSET).keys(&[KeySpec::keynum(1, RO_ACCESS)])
+        .syntax("numkeys key... [WITHSCORES]")
+        .doc("6.2.0", "Returns the members of the first sorted set that are in none of the others."),
+    C::new("zunionstore", -4, SortedSet, zsets::zunionstore).flags(WRITE | DENYOOM).acl(SORTEDSET).keys(&ZSTORE_KEYS)
+        .syntax("destination numkeys key... [WEIGHTS weight...] [AGGREGATE (SUM | MIN | MAX)]")
+        .doc("2.0.0", "Stores the union of sorted sets (and sets) in a key."),
+    C::new("zinterstore", -4, SortedSet, zsets::zinterstore).flags(WRITE | DENYOOM).acl(SORTEDSET).keys(&ZSTORE_KEYS)
+        .syntax("destination numkeys key... [WEIGHTS weight...] [AGGREGATE (SUM | MIN | MAX)]")
+        .doc("2.0.0", "Stores the intersection of sorted sets (and sets) in a key."),
+    C::new("zdiffstore", -4, SortedSet, zsets::zdiffstore).flags(WRITE | DENYOOM).acl(SORTEDSET).keys(&ZSTORE_KEYS)
+        .syntax("destination numkeys key...")
+        .doc("6.2.0", "Stores the difference of sorted sets in a key."),
+    C::new("zintercard", -3, SortedSet, zsets::zintercard).flags(READONLY).acl(SORTEDSET).keys(&[KeySpec::keynum(1, RO_ACCESS)])
+        .syntax("numkeys key... [LIMIT limit]")
+        .doc("7.0.0", "Counts the members common to sorted sets, up to a limit."),
+    C::new("zrandmember", -2, SortedSet, zsets::zrandmember).flags(READONLY).acl(SORTEDSET).tips(NONDET).keys(&key1(RO_ACCESS))
+        .syntax("key [count [WITHSCORES]]")
+        .doc("6.2.0", "Returns random members of a sorted set."),
+    C::new("zscan", -3, SortedSet, zsets::zscan).flags(READONLY).acl(SORTEDSET).tips(NONDET).keys(&key1(RO_ACCESS))
+        .syntax("key cursor [MATCH pattern] [COUNT count]")
+        .doc("2.8.0", "Iterates over the members and scores of a sorted set."),
+    C::new("zmpop", -4, SortedSet, blocking::zmpop).flags(WRITE).acl(SORTEDSET).keys(&[KeySpec::keynum(1, RW_ACCESS_DELETE)])
+        .syntax("numkeys key... (MIN | MAX) [COUNT count]")
+        .doc("7.0.0", "Pops the lowest or highest members of the first non-empty sorted set of several."),
+    C::new("bzpopmin", -3, SortedSet, blocking::bzpopmin).flags(WRITE | NOSCRIPT | FAST | BLOCKING).acl(SORTEDSET).keys(&[KeySpec::range(1, -2, 1, RW_ACCESS_DELETE)])
+        .syntax("key... timeout")
+        .doc("5.0.0", "Pops the lowest-scored member of the first non-empty sorted set, waiting for one up to a timeout."),
+    C::new("bzpopmax", -3, SortedSet, blocking::bzpopmax).flags(WRITE | NOSCRIPT | FAST | BLOCKING).acl(SORTEDSET).keys(&[KeySpec::range(1, -2, 1, RW_ACCESS_DELETE)])
+        .syntax("key... timeout")
+        .doc("5.0.0", "Pops the highest-scored member of the first non-empty sorted set, waiting for one up to a timeout."),
+    C::new("bzmpop", -5, SortedSet, blocking::bzmpop).flags(WRITE | BLOCKING).acl(SORTEDSET).keys(&[KeySpec::keynum(2, RW_ACCESS_DELETE)])
+        .syntax("timeout numkeys key... (MIN | MAX) [COUNT count]")
+        .doc("7.0.0", "Pops members like ZMPOP, waiting for a sorted set up to a timeout."),
     // sets
     C::new("sadd", -3, Set, sets::sadd).flags(WRITE_FAST).acl(SET).keys(&key1(&["RW", "insert"]))
         .syntax("key member...")

@@ -8,7 +8,7 @@ use std::time::Instant;
 use bytes::Bytes;
 
 use crate::error::CmdError;
-use crate::keyspace::{Outcome, Waiter, Wanted, WatchFlag};
+use crate::keyspace::{Outcome, Taken, Waiter, WatchFlag};
 use crate::peer::ClientHandle;
 use crate::protocol::{Protocol, Reply};
 use crate::pubsub::Subscriptions;
@@ -123,24 +123,26 @@ impl Client {
     }
 }
 
-/// A client waiting on list keys, until `deadline` (`None`: for ever).
+/// A client waiting on keys, until `deadline` (`None`: for ever).
 pub struct Blocked {
     pub waiter: Arc<Waiter>,
     pub deadline: Option<Instant>,
-    /// What a timeout answers: BLPOP's nil array, BLMOVE's nil.
+    /// What a timeout answers: BLPOP's nil array, WAIT's 0.
     pub timeout_reply: Reply,
+    /// How the command answers what it was handed.
+    pub served_reply: ServedReply,
 }
+
+/// Builds a blocking command's reply from the key it was served from and
+/// what it took there.
+pub type ServedReply = fn(Bytes, Taken) -> Reply;
 
 impl Blocked {
     /// The reply for how the wait ended; `None` when the command must run
     /// again (its element could not be handed over where it waited).
     pub fn reply(&self, outcome: Outcome) -> Option<Reply> {
         match outcome {
-            Outcome::Served { key, element } => Some(match self.waiter.wanted {
-                Wanted::Pop(_) => Reply::Array(vec![Reply::Bulk(key), Reply::Bulk(element)]),
-                Wanted::Move { .. } => Reply::Bulk(element),
-                Wanted::Time => self.timeout_reply.clone(),
-            }),
+            Outcome::Served { key, taken } => Some((self.served_reply)(key, taken)),
             Outcome::Failed(e) => Some(Reply::Error(e)),
             Outcome::Cancelled => Some(self.timeout_reply.clone()),
             Outcome::Retry | Outcome::Waiting | Outcome::Serving => None,

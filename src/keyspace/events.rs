@@ -111,10 +111,20 @@ pub enum Event {
     Rpop,
     Lrem,
     Lset,
+    Linsert,
+    Ltrim,
     Zadd,
     Zincr,
     Zrem,
     Zremrangebyscore,
+    Zremrangebyrank,
+    Zremrangebylex,
+    Zpopmin,
+    Zpopmax,
+    Zunionstore,
+    Zinterstore,
+    Zdiffstore,
+    Zrangestore,
     Sadd,
     Srem,
     Spop,
@@ -151,10 +161,20 @@ impl Event {
             Event::Rpop => "rpop",
             Event::Lrem => "lrem",
             Event::Lset => "lset",
+            Event::Linsert => "linsert",
+            Event::Ltrim => "ltrim",
             Event::Zadd => "zadd",
             Event::Zincr => "zincr",
             Event::Zrem => "zrem",
             Event::Zremrangebyscore => "zremrangebyscore",
+            Event::Zremrangebyrank => "zremrangebyrank",
+            Event::Zremrangebylex => "zremrangebylex",
+            Event::Zpopmin => "zpopmin",
+            Event::Zpopmax => "zpopmax",
+            Event::Zunionstore => "zunionstore",
+            Event::Zinterstore => "zinterstore",
+            Event::Zdiffstore => "zdiffstore",
+            Event::Zrangestore => "zrangestore",
             Event::Sadd => "sadd",
             Event::Srem => "srem",
             Event::Spop => "spop",
@@ -180,10 +200,26 @@ impl Event {
             | Event::Setbit
             | Event::Pfadd => class::STRING,
             Event::Hset | Event::Hdel | Event::Hincrby | Event::Hincrbyfloat => class::HASH,
-            Event::Lpush | Event::Rpush | Event::Lpop | Event::Rpop | Event::Lrem | Event::Lset => {
-                class::LIST
-            }
-            Event::Zadd | Event::Zincr | Event::Zrem | Event::Zremrangebyscore => class::ZSET,
+            Event::Lpush
+            | Event::Rpush
+            | Event::Lpop
+            | Event::Rpop
+            | Event::Lrem
+            | Event::Lset
+            | Event::Linsert
+            | Event::Ltrim => class::LIST,
+            Event::Zadd
+            | Event::Zincr
+            | Event::Zrem
+            | Event::Zremrangebyscore
+            | Event::Zremrangebyrank
+            | Event::Zremrangebylex
+            | Event::Zpopmin
+            | Event::Zpopmax
+            | Event::Zunionstore
+            | Event::Zinterstore
+            | Event::Zdiffstore
+            | Event::Zrangestore => class::ZSET,
             Event::Sadd
             | Event::Srem
             | Event::Spop

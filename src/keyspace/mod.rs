@@ -27,7 +27,7 @@ use crate::expiry::wheel::TimerWheel;
 use dbmap::DbMap;
 pub use events::Event;
 
-pub use blocked::{End, Outcome, Waiter, Wanted};
+pub use blocked::{End, Outcome, Taken, Waiter, Wanted, ZEnd};
 pub use memory::usage as memory_usage;
 pub use set::{INTSET_ENTRIES_MAX, SetValue};
 pub use value::{Entry, HASH_ORDERED_MAX, HashValue, Value};
@@ -707,12 +707,13 @@ impl Db<'_, '_> {
         if let Some(at) = expire_at.filter(|at| Some(*at) != previous) {
             shard.schedule(db, key, at);
         }
-        let is_list = matches!(value, Value::List(_));
+        // A waiter may be owed the new value (BLPOP, BZPOPMIN…).
+        let may_serve = matches!(value, Value::List(_) | Value::ZSet(_));
         shard.dbs[db].insert(key, Entry::new(value, expire_at));
         if existing.is_none() {
             self.locked.ks.events.notify(Event::New, db, key);
         }
-        if is_list {
+        if may_serve {
             self.signal_ready(key)?;
         }
         Ok(())
