@@ -117,6 +117,11 @@ pub enum Event {
     Sinterstore,
     Sunionstore,
     Sdiffstore,
+    CopyTo,
+    MoveFrom,
+    MoveTo,
+    Restore,
+    Sortstore,
 }
 
 impl Event {
@@ -153,22 +158,37 @@ impl Event {
             Event::Sinterstore => "sinterstore",
             Event::Sunionstore => "sunionstore",
             Event::Sdiffstore => "sdiffstore",
+            Event::CopyTo => "copy_to",
+            Event::MoveFrom => "move_from",
+            Event::MoveTo => "move_to",
+            Event::Restore => "restore",
+            Event::Sortstore => "sortstore",
         }
     }
 
     pub fn class(self) -> u32 {
         match self {
-            Event::Del | Event::Expire | Event::Persist | Event::RenameFrom | Event::RenameTo => {
-                class::GENERIC
-            }
+            Event::Del
+            | Event::Expire
+            | Event::Persist
+            | Event::RenameFrom
+            | Event::RenameTo
+            | Event::CopyTo
+            | Event::MoveFrom
+            | Event::MoveTo
+            | Event::Restore => class::GENERIC,
             Event::Expired => class::EXPIRED,
             Event::New => class::NEW,
             Event::KeyMiss => class::KEY_MISS,
             Event::Set | Event::Incrby | Event::Append => class::STRING,
             Event::Hset | Event::Hdel | Event::Hincrby | Event::Hincrbyfloat => class::HASH,
-            Event::Lpush | Event::Rpush | Event::Lpop | Event::Rpop | Event::Lrem | Event::Lset => {
-                class::LIST
-            }
+            Event::Lpush
+            | Event::Rpush
+            | Event::Lpop
+            | Event::Rpop
+            | Event::Lrem
+            | Event::Lset
+            | Event::Sortstore => class::LIST,
             Event::Zadd | Event::Zincr | Event::Zrem | Event::Zremrangebyscore => class::ZSET,
             Event::Sadd
             | Event::Srem
