@@ -1,5 +1,5 @@
 //! Keyspace commands: EXISTS, TOUCH, DEL, UNLINK, TYPE, KEYS, SCAN, RENAME,
-//! RENAMENX, COPY, MOVE, SWAPDB, RANDOMKEY, OBJECT.
+//! RENAMENX, COPY, MOVE, SWAPDB, RANDOMKEY, DUMP, RESTORE, OBJECT.
 
 use bytes::Bytes;
 use rand::RngExt;
@@ -7,6 +7,7 @@ use rand::RngExt;
 use super::Ctx;
 use super::connection::help_reply;
 use crate::error::{CmdError, CmdResult};
+use crate::keyspace::dump::{self, DumpError};
 use crate::keyspace::{HashValue, SHARDS, Ttl, Value};
 use crate::protocol::Reply;
 use crate::pubsub::Event;
@@ -293,6 +294,94 @@ pub fn swapdb(ctx: &mut Ctx) -> CmdResult<Reply> {
         parse_int(ctx.arg(2)).ok_or_else(|| CmdError::other("ERR invalid second DB index"))?;
     let (a, b) = (db_index(ctx, first)?, db_index(ctx, second)?);
     ctx.locked.swap_dbs(a, b)?;
+    Ok(Reply::OK)
+}
+
+pub fn dump(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let key = ctx.arg(1).clone();
+    Ok(Reply::opt_bulk(
+        ctx.db().get(&key)?.map(|v| dump::dump(v).into()),
+    ))
+}
+
+/// RESTORE's options. IDLETIME and FREQ are checked and then dropped:
+/// rlockd keeps no access clock.
+struct RestoreOptions {
+    replace: bool,
+    absolute_ttl: bool,
+}
+
+fn parse_restore_options(args: &[Bytes]) -> CmdResult<RestoreOptions> {
+    let mut opts = RestoreOptions {
+        replace: false,
+        absolute_ttl: false,
+    };
+    let (mut idle, mut freq) = (false, false);
+    let mut i = 0;
+    while i < args.len() {
+        let more = i + 1 < args.len();
+        match &args[i].to_ascii_lowercase()[..] {
+            b"replace" => opts.replace = true,
+            b"absttl" => opts.absolute_ttl = true,
+            b"idletime" if more && !freq => {
+                let n = parse_i64(&args[i + 1]).ok_or(CmdError::NotInteger)?;
+                if n < 0 {
+                    return Err(CmdError::other("ERR Invalid IDLETIME value, must be >= 0"));
+                }
+                idle = true;
+                i += 1;
+            }
+            b"freq" if more && !idle => {
+                let n = parse_i64(&args[i + 1]).ok_or(CmdError::NotInteger)?;
+                if !(0..=255).contains(&n) {
+                    return Err(CmdError::other(
+                        "ERR Invalid FREQ value, must be >= 0 and <= 255",
+                    ));
+                }
+                freq = true;
+                i += 1;
+            }
+            _ => return Err(CmdError::Syntax),
+        }
+        i += 1;
+    }
+    Ok(opts)
+}
+
+pub fn restore(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let opts = parse_restore_options(&ctx.args[4..])?;
+    let key = ctx.arg(1).clone();
+    let now = ctx.now();
+    let mut db = ctx.db();
+    if !opts.replace && db.exists(&key)? {
+        return Err(CmdError::other("BUSYKEY Target key name already exists."));
+    }
+    let ttl = parse_i64(&ctx.args[2]).ok_or(CmdError::NotInteger)?;
+    if ttl < 0 {
+        return Err(CmdError::other("ERR Invalid TTL value, must be >= 0"));
+    }
+    let value = dump::restore(&ctx.args[3]).map_err(|e| {
+        CmdError::other(match e {
+            DumpError::VersionOrChecksum => "ERR DUMP payload version or checksum are wrong",
+            DumpError::BadFormat => "ERR Bad data format",
+        })
+    })?;
+    let mut db = ctx.db();
+    let replaced = opts.replace && db.remove(&key)?.is_some();
+    let deadline = match ttl {
+        0 => None,
+        t if opts.absolute_ttl => Some(t as u64),
+        t => Some((t as u64).saturating_add(now)),
+    };
+    if deadline.is_some_and(|at| at <= now) {
+        // Already past: the key is only deleted, if it was there.
+        if replaced {
+            db.modified(&key, Event::Del)?;
+        }
+        return Ok(Reply::OK);
+    }
+    db.insert(&key, value, deadline.map_or(Ttl::Clear, Ttl::At))?;
+    db.modified(&key, Event::Restore)?;
     Ok(Reply::OK)
 }
 

@@ -32,6 +32,7 @@ pub mod flag {
     pub const SKIP_MONITOR: u32 = 1 << 16;
     /// Derived for COMMAND INFO from keynum key specs; never declared.
     pub const MOVABLE_KEYS: u32 = 1 << 17;
+    pub const ASKING: u32 = 1 << 18;
     /// Ours, not reported: exists only on a server started with
     /// `enable-clock-control`; elsewhere it is an unknown command.
     pub const CLOCK_CONTROL: u32 = 1 << 28;
@@ -57,6 +58,7 @@ pub mod flag {
         (STALE, "stale"),
         (SKIP_MONITOR, "skip_monitor"),
         (SKIP_SLOWLOG, "skip_slowlog"),
+        (ASKING, "asking"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
         (NO_MANDATORY_KEYS, "no_mandatory_keys"),

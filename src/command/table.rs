@@ -197,6 +197,9 @@ const SORT_STORE_KEY: KeySpec = KeySpec::unknown(
     "STORE's destination: the option may appear anywhere in the arguments.",
 );
 
+const RESTORE_SYNTAX: &str =
+    "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]";
+
 const OBJECT_KEY: &[KeySpec] = &[KeySpec::range(2, 0, 1, RO)];
 
 /// An OBJECT subcommand that reads the key in argument 2.
@@ -586,6 +589,15 @@ pub static COMMANDS: &[C] = &[
         .keys(&[KeySpec::range(1, 0, 1, RO_ACCESS), SORT_PATTERN_KEYS])
         .syntax("key [BY pattern] [LIMIT offset count] [GET pattern]... [ASC | DESC] [ALPHA]")
         .doc("7.0.0", "Sorts like SORT, without STORE."),
+    C::new("dump", 2, Generic, keys::dump).flags(READONLY).acl(KEYSPACE).tips(NONDET).keys(&key1(RO_ACCESS))
+        .syntax("key")
+        .doc("2.6.0", "Serialises a key's value in rlockd's own format, for RESTORE."),
+    C::new("restore", -4, Generic, keys::restore).flags(WRITE | DENYOOM).acl(KEYSPACE | DANGEROUS).keys(&key1(OW_UPDATE))
+        .syntax(RESTORE_SYNTAX)
+        .doc("2.6.0", "Creates a key from a DUMP payload, refusing damaged or foreign payloads."),
+    C::new("restore-asking", -4, Server, keys::restore).flags(WRITE | DENYOOM | ASKING).acl(KEYSPACE | DANGEROUS).keys(&key1(OW_UPDATE))
+        .syntax(RESTORE_SYNTAX)
+        .doc("3.0.0", "RESTORE as a cluster migration sends it."),
     C::new("randomkey", 1, Generic, keys::randomkey).flags(READONLY | WHOLE_KEYSPACE).acl(KEYSPACE)
         .tips(&["request_policy:all_shards", "nondeterministic_output"])
         .doc("1.0.0", "Returns a random key."),

@@ -6,6 +6,7 @@
 
 mod blocked;
 mod dbmap;
+pub mod dump;
 mod hash;
 mod memory;
 mod set;
