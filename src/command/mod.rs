@@ -18,6 +18,7 @@ pub mod pubsub;
 mod scripting;
 mod server;
 mod sets;
+mod sort;
 pub mod spec;
 mod strings;
 pub mod table;

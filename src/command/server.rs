@@ -148,7 +148,9 @@ fn kv(key: &str, value: Reply) -> (Reply, Reply) {
 }
 
 fn find_keys(k: &KeySpec) -> Reply {
-    let (kind, spec) = if k.keynum {
+    let (kind, spec) = if k.unknown {
+        ("unknown", Vec::new())
+    } else if k.keynum {
         (
             "keynum",
             vec![
@@ -173,6 +175,18 @@ fn find_keys(k: &KeySpec) -> Reply {
     ])
 }
 
+fn begin_search(k: &KeySpec) -> Reply {
+    let (kind, spec) = if k.unknown {
+        ("unknown", Vec::new())
+    } else {
+        ("index", vec![kv("index", Reply::Int(k.begin as i64))])
+    };
+    Reply::Map(vec![
+        kv("type", Reply::bulk_str(kind)),
+        kv("spec", Reply::Map(spec)),
+    ])
+}
+
 /// One COMMAND INFO entry, in Redis 7.0's ten-field layout.
 fn command_entry(spec: &CommandSpec, full_name: &str) -> Reply {
     let (first, last, step) = spec.legacy_key_range();
@@ -180,23 +194,22 @@ fn command_entry(spec: &CommandSpec, full_name: &str) -> Reply {
         .keys
         .iter()
         .map(|k| {
-            Reply::Map(vec![
-                kv(
-                    "flags",
-                    Reply::Set(k.flags.iter().map(|f| Reply::Status((*f).into())).collect()),
-                ),
-                kv(
-                    "begin_search",
-                    Reply::Map(vec![
-                        kv("type", Reply::bulk_str("index")),
+            let notes = (!k.notes.is_empty()).then(|| kv("notes", Reply::bulk_str(k.notes)));
+            Reply::Map(
+                notes
+                    .into_iter()
+                    .chain([
                         kv(
-                            "spec",
-                            Reply::Map(vec![kv("index", Reply::Int(k.begin as i64))]),
+                            "flags",
+                            Reply::Set(
+                                k.flags.iter().map(|f| Reply::Status((*f).into())).collect(),
+                            ),
                         ),
-                    ]),
-                ),
-                kv("find_keys", find_keys(k)),
-            ])
+                        kv("begin_search", begin_search(k)),
+                        kv("find_keys", find_keys(k)),
+                    ])
+                    .collect(),
+            )
         })
         .collect();
     let subs = spec

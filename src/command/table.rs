@@ -11,7 +11,7 @@ use super::spec::flag::*;
 use super::spec::{CommandSpec as C, Group::*, KeySpec};
 use super::{
     bitmaps, blocking, cluster, connection as conn, expire, fixture, hashes, keys, lists, memory,
-    multi, operator, scripting, server, sets, strings, zsets,
+    multi, operator, scripting, server, sets, sort, strings, zsets,
 };
 
 const RO: &[&str] = &["RO"];
@@ -196,6 +196,20 @@ static LATENCY_SUBS: &[C] = &[
             "Resets the latency data of events; returns how many were reset.",
         ),
 ];
+
+/// SORT's BY and GET patterns name keys built from the elements it sorts.
+const SORT_PATTERN_KEYS: KeySpec = KeySpec::unknown(
+    RO_ACCESS,
+    "BY and GET patterns: the key names are made from the sorted elements, so no argument position holds them.",
+);
+/// STORE may come anywhere among SORT's options.
+const SORT_STORE_KEY: KeySpec = KeySpec::unknown(
+    OW_UPDATE,
+    "STORE's destination: the option may appear anywhere in the arguments.",
+);
+
+const RESTORE_SYNTAX: &str =
+    "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]";
 
 const OBJECT_KEY: &[KeySpec] = &[KeySpec::range(2, 0, 1, RO)];
 
@@ -630,6 +644,40 @@ pub static COMMANDS: &[C] = &[
         .keys(&[KeySpec::range(1, 0, 1, &["RW", "access", "delete"]), KeySpec::range(2, 0, 1, OW_UPDATE)])
         .syntax("key newkey")
         .doc("1.0.0", "Renames a key, replacing any key of the new name."),
+    C::new("renamenx", 3, Generic, keys::renamenx).flags(WRITE | FAST).acl(KEYSPACE)
+        .keys(&[KeySpec::range(1, 0, 1, RW_ACCESS_DELETE), KeySpec::range(2, 0, 1, &["OW", "insert"])])
+        .syntax("key newkey")
+        .doc("1.0.0", "Renames a key only if no key has the new name."),
+    C::new("copy", -3, Generic, keys::copy).flags(WRITE | DENYOOM).acl(KEYSPACE)
+        .keys(&[KeySpec::range(1, 0, 1, RO_ACCESS), KeySpec::range(2, 0, 1, OW_UPDATE)])
+        .syntax("source destination [DB destination-db] [REPLACE]")
+        .doc("6.2.0", "Copies a key's value and time to live to another key, possibly in another database."),
+    C::new("move", 3, Generic, keys::move_).flags(WRITE | FAST).acl(KEYSPACE).keys(&key1(RW_ACCESS_UPDATE))
+        .syntax("key db")
+        .doc("1.0.0", "Moves a key to another database, unless a key of that name is there."),
+    C::new("touch", -2, Generic, keys::exists).flags(READ_FAST).acl(KEYSPACE).tips(MULTI_SHARD_SUM).keys(&keys_all(RO))
+        .syntax("key...")
+        .doc("3.2.1", "Counts how many of the given keys exist, as an access to each."),
+    C::new("swapdb", 3, Server, keys::swapdb).flags(WRITE | FAST | WHOLE_KEYSPACE).acl(KEYSPACE | DANGEROUS)
+        .syntax("index1 index2")
+        .doc("4.0.0", "Swaps the contents of two databases."),
+    C::new("sort", -2, Generic, sort::sort).flags(WRITE | DENYOOM | WHOLE_KEYSPACE).acl(SET | SORTEDSET | LIST | DANGEROUS)
+        .keys(&[KeySpec::range(1, 0, 1, RO_ACCESS), SORT_PATTERN_KEYS, SORT_STORE_KEY])
+        .syntax("key [BY pattern] [LIMIT offset count] [GET pattern]... [ASC | DESC] [ALPHA] [STORE destination]")
+        .doc("1.0.0", "Sorts the elements of a list, set or sorted set, optionally by or with other keys' values, and returns or stores them."),
+    C::new("sort_ro", -2, Generic, sort::sort_ro).flags(READONLY | WHOLE_KEYSPACE).acl(SET | SORTEDSET | LIST | DANGEROUS)
+        .keys(&[KeySpec::range(1, 0, 1, RO_ACCESS), SORT_PATTERN_KEYS])
+        .syntax("key [BY pattern] [LIMIT offset count] [GET pattern]... [ASC | DESC] [ALPHA]")
+        .doc("7.0.0", "Sorts like SORT, without STORE."),
+    C::new("dump", 2, Generic, keys::dump).flags(READONLY).acl(KEYSPACE).tips(NONDET).keys(&key1(RO_ACCESS))
+        .syntax("key")
+        .doc("2.6.0", "Serialises a key's value in rlockd's own format, for RESTORE."),
+    C::new("restore", -4, Generic, keys::restore).flags(WRITE | DENYOOM).acl(KEYSPACE | DANGEROUS).keys(&key1(OW_UPDATE))
+        .syntax(RESTORE_SYNTAX)
+        .doc("2.6.0", "Creates a key from a DUMP payload, refusing damaged or foreign payloads."),
+    C::new("restore-asking", -4, Server, keys::restore).flags(WRITE | DENYOOM | ASKING).acl(KEYSPACE | DANGEROUS).keys(&key1(OW_UPDATE))
+        .syntax(RESTORE_SYNTAX)
+        .doc("3.0.0", "RESTORE as a cluster migration sends it."),
     C::new("randomkey", 1, Generic, keys::randomkey).flags(READONLY | WHOLE_KEYSPACE).acl(KEYSPACE)
         .tips(&["request_policy:all_shards", "nondeterministic_output"])
         .doc("1.0.0", "Returns a random key."),

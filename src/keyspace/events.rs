@@ -131,6 +131,11 @@ pub enum Event {
     Sinterstore,
     Sunionstore,
     Sdiffstore,
+    CopyTo,
+    MoveFrom,
+    MoveTo,
+    Restore,
+    Sortstore,
 }
 
 impl Event {
@@ -181,14 +186,25 @@ impl Event {
             Event::Sinterstore => "sinterstore",
             Event::Sunionstore => "sunionstore",
             Event::Sdiffstore => "sdiffstore",
+            Event::CopyTo => "copy_to",
+            Event::MoveFrom => "move_from",
+            Event::MoveTo => "move_to",
+            Event::Restore => "restore",
+            Event::Sortstore => "sortstore",
         }
     }
 
     pub fn class(self) -> u32 {
         match self {
-            Event::Del | Event::Expire | Event::Persist | Event::RenameFrom | Event::RenameTo => {
-                class::GENERIC
-            }
+            Event::Del
+            | Event::Expire
+            | Event::Persist
+            | Event::RenameFrom
+            | Event::RenameTo
+            | Event::CopyTo
+            | Event::MoveFrom
+            | Event::MoveTo
+            | Event::Restore => class::GENERIC,
             Event::Expired => class::EXPIRED,
             Event::New => class::NEW,
             Event::KeyMiss => class::KEY_MISS,
@@ -207,7 +223,8 @@ impl Event {
             | Event::Lrem
             | Event::Lset
             | Event::Linsert
-            | Event::Ltrim => class::LIST,
+            | Event::Ltrim
+            | Event::Sortstore => class::LIST,
             Event::Zadd
             | Event::Zincr
             | Event::Zrem

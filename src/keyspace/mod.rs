@@ -6,6 +6,7 @@
 
 mod blocked;
 mod dbmap;
+pub mod dump;
 pub mod events;
 mod hash;
 mod memory;
@@ -597,6 +598,70 @@ impl<'a> Locked<'a> {
 
     pub fn shards(&mut self) -> impl Iterator<Item = &mut Shard> {
         self.guards.iter_mut().map(|(_, g)| &mut **g)
+    }
+
+    /// SWAPDB: databases `a` and `b` trade contents in every shard (the
+    /// plan must hold them all). A WATCH on a key that exists on either
+    /// side is broken, and clients waiting on a key that now holds
+    /// elements are served, as Redis does.
+    pub fn swap_dbs(&mut self, a: usize, b: usize) -> CmdResult<()> {
+        if a == b {
+            return Ok(());
+        }
+        if self.journal.is_some() {
+            // Each key's prior state on both sides, so a rolled-back
+            // script puts every key back where it was.
+            let keys: Vec<Bytes> = self
+                .shards()
+                .flat_map(|s| {
+                    [a, b]
+                        .into_iter()
+                        .flat_map(|db| s.dbs[db].iter().map(|(k, _)| Bytes::copy_from_slice(k)))
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            for key in &keys {
+                self.record(a, key)?;
+                self.record(b, key)?;
+            }
+        }
+        let mut waited = Vec::new();
+        for shard in self.shards() {
+            shard.dbs.swap(a, b);
+            for db in [a, b] {
+                // The wheel names keys by their old map's hash.
+                let due: Vec<(Bytes, u64)> = shard.dbs[db]
+                    .iter()
+                    .filter_map(|(k, e)| Some((Bytes::copy_from_slice(k), e.expire_at()?)))
+                    .collect();
+                for (key, at) in due {
+                    shard.schedule(db, &key, at);
+                }
+            }
+            let dbs = &shard.dbs;
+            for ((wdb, key), flags) in &shard.watched {
+                let wdb = *wdb as usize;
+                if (wdb == a || wdb == b)
+                    && (dbs[a].get(key).is_some() || dbs[b].get(key).is_some())
+                {
+                    flags.iter().for_each(|f| f.mark());
+                }
+            }
+            waited.extend(
+                shard
+                    .blocked
+                    .keys()
+                    .filter(|(db, _)| *db as usize == a || *db as usize == b)
+                    .cloned(),
+            );
+        }
+        if let Some(shard) = self.shards().next() {
+            shard.stats.dirty += 1;
+        }
+        for (db, key) in waited {
+            self.db(db as usize).signal_ready(&key)?;
+        }
+        Ok(())
     }
 
     pub fn db(&mut self, index: usize) -> Db<'_, 'a> {
