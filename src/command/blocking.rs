@@ -1,5 +1,6 @@
 //! Moving and blocking list commands: LMOVE, RPOPLPUSH, BLPOP, BRPOP,
-//! BLMOVE, BRPOPLPUSH; and WAIT / WAITAOF, which block on time alone. A blocking command that finds nothing queues a
+//! BLMOVE, BRPOPLPUSH; and WAIT / WAITAOF, which block on time alone.
+//! (XREAD and XREADGROUP block through `block` too.) A blocking command that finds nothing queues a
 //! waiter on its keys (under their shard locks, so no push can slip in
 //! between) and leaves it on the client; the connection then waits for the
 //! keyspace to serve it (see `keyspace::blocked`), for its timeout, or for
@@ -32,8 +33,15 @@ impl Blocked {
             Outcome::Served { key, element } => Some(match self.waiter.wanted {
                 Wanted::Pop(_) => Reply::Array(vec![Reply::Bulk(key), Reply::Bulk(element)]),
                 Wanted::Move { .. } => Reply::Bulk(element),
-                Wanted::Time => self.timeout_reply.clone(),
+                Wanted::Time | Wanted::Stream(_) => self.timeout_reply.clone(),
             }),
+            Outcome::Streamed { key, entries } => {
+                let resp3 = matches!(&self.waiter.wanted, Wanted::Stream(w) if w.resp3);
+                Some(super::streams::read_reply(
+                    vec![(key, super::streams::entries_reply(entries))],
+                    resp3,
+                ))
+            }
             Outcome::Failed(e) => Some(Reply::Error(e)),
             Outcome::Cancelled => Some(self.timeout_reply.clone()),
             Outcome::Retry | Outcome::Waiting | Outcome::Serving => None,
@@ -52,7 +60,7 @@ fn deadline_after(ms: u64) -> Option<Duration> {
 }
 
 /// Parses a timeout in whole milliseconds (WAIT, WAITAOF).
-fn timeout_ms_arg(arg: &[u8]) -> CmdResult<Option<Duration>> {
+pub(super) fn timeout_ms_arg(arg: &[u8]) -> CmdResult<Option<Duration>> {
     let ms = parse_i64(arg)
         .ok_or_else(|| CmdError::other("ERR timeout is not an integer or out of range"))?;
     if ms < 0 {
@@ -127,13 +135,13 @@ pub fn rpoplpush(ctx: &mut Ctx) -> CmdResult<Reply> {
 
 /// Whether this client may wait: not inside EXEC or a script, where a
 /// blocking command answers at once as if it had timed out.
-fn may_block(ctx: &Ctx) -> bool {
+pub(super) fn may_block(ctx: &Ctx) -> bool {
     !ctx.client.for_script && !ctx.client.in_exec
 }
 
 /// Queues a waiter on `keys` and leaves it on the client for the
 /// connection to wait on. The reply returned is never sent.
-fn block(
+pub(super) fn block(
     ctx: &mut Ctx,
     keys: Vec<Bytes>,
     wanted: Wanted,

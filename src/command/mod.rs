@@ -18,6 +18,7 @@ mod scripting;
 mod server;
 mod sets;
 pub mod spec;
+mod streams;
 mod strings;
 pub mod table;
 mod zsets;

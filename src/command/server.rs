@@ -162,9 +162,26 @@ fn find_keys(k: &KeySpec) -> Reply {
             vec![
                 kv("lastkey", Reply::Int(k.last as i64)),
                 kv("keystep", Reply::Int(k.step as i64)),
-                kv("limit", Reply::Int(0)),
+                kv("limit", Reply::Int(if k.keyword.is_some() { 2 } else { 0 })),
             ],
         )
+    };
+    Reply::Map(vec![
+        kv("type", Reply::bulk_str(kind)),
+        kv("spec", Reply::Map(spec)),
+    ])
+}
+
+fn begin_search(k: &KeySpec) -> Reply {
+    let (kind, spec) = match k.keyword {
+        Some(word) => (
+            "keyword",
+            vec![
+                kv("keyword", Reply::bulk_str(word)),
+                kv("startfrom", Reply::Int(k.begin as i64)),
+            ],
+        ),
+        None => ("index", vec![kv("index", Reply::Int(k.begin as i64))]),
     };
     Reply::Map(vec![
         kv("type", Reply::bulk_str(kind)),
@@ -179,23 +196,17 @@ fn command_entry(spec: &CommandSpec, full_name: &str) -> Reply {
         .keys
         .iter()
         .map(|k| {
-            Reply::Map(vec![
-                kv(
-                    "flags",
-                    Reply::Set(k.flags.iter().map(|f| Reply::Status((*f).into())).collect()),
-                ),
-                kv(
-                    "begin_search",
-                    Reply::Map(vec![
-                        kv("type", Reply::bulk_str("index")),
-                        kv(
-                            "spec",
-                            Reply::Map(vec![kv("index", Reply::Int(k.begin as i64))]),
-                        ),
-                    ]),
-                ),
+            let notes = (!k.notes.is_empty()).then(|| kv("notes", Reply::bulk_str(k.notes)));
+            let flags = kv(
+                "flags",
+                Reply::Set(k.flags.iter().map(|f| Reply::Status((*f).into())).collect()),
+            );
+            let fields = notes.into_iter().chain([
+                flags,
+                kv("begin_search", begin_search(k)),
                 kv("find_keys", find_keys(k)),
-            ])
+            ]);
+            Reply::Map(fields.collect())
         })
         .collect();
     let subs = spec

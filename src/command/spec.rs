@@ -77,6 +77,7 @@ pub mod acl {
     pub const LIST: u32 = 1 << 5;
     pub const HASH: u32 = 1 << 6;
     pub const STRING: u32 = 1 << 7;
+    pub const STREAM: u32 = 1 << 11;
     pub const PUBSUB: u32 = 1 << 12;
     pub const ADMIN: u32 = 1 << 13;
     pub const FAST: u32 = 1 << 14;
@@ -96,6 +97,7 @@ pub mod acl {
         (LIST, "@list"),
         (HASH, "@hash"),
         (STRING, "@string"),
+        (STREAM, "@stream"),
         (PUBSUB, "@pubsub"),
         (ADMIN, "@admin"),
         (FAST, "@fast"),
@@ -119,6 +121,7 @@ pub enum Group {
     List,
     Set,
     SortedSet,
+    Stream,
     Transactions,
     Scripting,
     Pubsub,
@@ -136,6 +139,7 @@ impl Group {
             Group::List => "list",
             Group::Set => "set",
             Group::SortedSet => "sorted-set",
+            Group::Stream => "stream",
             Group::Transactions => "transactions",
             Group::Scripting => "scripting",
             Group::Pubsub => "pubsub",
@@ -153,6 +157,11 @@ pub struct KeySpec {
     pub last: i32,
     pub step: i32,
     pub keynum: bool,
+    /// Keys start after this word, searched for from `begin`, and take
+    /// half of what follows it (XREAD's `STREAMS key... id...`).
+    pub keyword: Option<&'static str>,
+    /// A remark COMMAND INFO shows with the spec.
+    pub notes: &'static str,
 }
 
 impl KeySpec {
@@ -163,7 +172,32 @@ impl KeySpec {
             last,
             step,
             keynum: false,
+            keyword: None,
+            notes: "",
         }
+    }
+
+    /// `... KEYWORD key... arg...`: the keys are the first half of what
+    /// follows the keyword.
+    pub const fn after_keyword(
+        keyword: &'static str,
+        startfrom: i32,
+        flags: &'static [&'static str],
+    ) -> Self {
+        KeySpec {
+            flags,
+            begin: startfrom,
+            last: -1,
+            step: 1,
+            keynum: false,
+            keyword: Some(keyword),
+            notes: "",
+        }
+    }
+
+    pub const fn with_notes(mut self, notes: &'static str) -> Self {
+        self.notes = notes;
+        self
     }
 
     /// A spec that marks arguments in key positions that are not keys
@@ -180,6 +214,8 @@ impl KeySpec {
             last: 0,
             step: 1,
             keynum: true,
+            keyword: None,
+            notes: "",
         }
     }
 
@@ -194,6 +230,11 @@ impl KeySpec {
                 .ok()
                 .filter(|n| *n > 0 && begin + n < argc)?;
             return Some((begin + 1, begin + count));
+        }
+        if let Some(word) = self.keyword {
+            let at = (begin..argc).find(|&i| args[i].eq_ignore_ascii_case(word.as_bytes()))?;
+            let keys = (argc - at - 1) / 2;
+            return (keys > 0).then_some((at + 1, at + keys));
         }
         let last = if self.last >= 0 {
             begin + self.last as usize
@@ -341,7 +382,7 @@ impl CommandSpec {
     }
 
     pub fn movable_keys(&self) -> bool {
-        self.keys.iter().any(|k| k.keynum)
+        self.keys.iter().any(|k| k.keynum || k.keyword.is_some())
     }
 
     /// The legacy (first, last, step) triple of COMMAND INFO.

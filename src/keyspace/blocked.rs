@@ -12,6 +12,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
+use super::stream::{GroupRead, ReadEntry, StreamId};
 use super::{Db, Locked, Ttl, Value, key_shard};
 use crate::error::CmdError;
 use crate::pubsub::Event;
@@ -63,6 +64,27 @@ pub enum Wanted {
     /// WAIT / WAITAOF: nothing; only the timeout ends the wait (rlockd has
     /// no replicas or log to wait for).
     Time,
+    /// XREAD / XREADGROUP: entries added to a stream.
+    Stream(Box<StreamWait>),
+}
+
+/// What a blocked stream read waits for.
+#[derive(Debug, Clone)]
+pub struct StreamWait {
+    /// For each of the waiter's keys, the id the entries must come after
+    /// (unused for a group read, which reads past the group's last id).
+    pub after: Vec<StreamId>,
+    /// At most this many entries (0: all).
+    pub count: usize,
+    pub group: Option<GroupRead>,
+    /// The reply's shape: a map in RESP3.
+    pub resp3: bool,
+}
+
+impl Wanted {
+    fn is_list(&self) -> bool {
+        matches!(self, Wanted::Pop(_) | Wanted::Move { .. })
+    }
 }
 
 /// How a wait ended, as seen by the blocked connection.
@@ -75,6 +97,11 @@ pub enum Outcome {
     Served {
         key: Bytes,
         element: Bytes,
+    },
+    /// A stream read served with the entries of one key.
+    Streamed {
+        key: Bytes,
+        entries: Vec<ReadEntry>,
     },
     /// Served with an error (BLMOVE whose destination is not a list).
     Failed(CmdError),
@@ -204,24 +231,95 @@ impl Db<'_, '_> {
         Ok(())
     }
 
-    /// The oldest waiter on `key` still waiting, claimed for serving.
+    /// The oldest list waiter on `key` still waiting, claimed for serving.
     fn claim_waiter(&mut self, key: &Bytes) -> Result<Option<Arc<Waiter>>, CmdError> {
         let k = (self.index as u32, key.clone());
         let shard = self.locked.shard(key_shard(key))?;
         let Some(queue) = shard.blocked.get_mut(&k) else {
             return Ok(None);
         };
-        let mut claimed = None;
-        while let Some(waiter) = queue.pop_front() {
-            if waiter.claim() {
-                claimed = Some(waiter);
-                break;
-            }
-        }
+        queue.retain(|w| w.is_waiting());
+        let at = queue.iter().position(|w| w.wanted.is_list() && w.claim());
+        let claimed = at.and_then(|at| queue.remove(at));
         if queue.is_empty() {
             shard.blocked.remove(&k);
         }
         Ok(claimed)
+    }
+
+    /// The stream readers waiting on `key`, oldest first.
+    fn stream_waiters(&mut self, key: &Bytes) -> Result<Vec<Arc<Waiter>>, CmdError> {
+        let k = (self.index as u32, key.clone());
+        let shard = self.locked.shard(key_shard(key))?;
+        Ok(shard.blocked.get(&k).map_or_else(Vec::new, |queue| {
+            queue
+                .iter()
+                .filter(|w| matches!(w.wanted, Wanted::Stream(_)) && w.is_waiting())
+                .cloned()
+                .collect()
+        }))
+    }
+
+    /// Serves every stream reader on `key` that can now be answered, in
+    /// arrival order: a group read takes entries past the group's last id
+    /// (so a second reader of the group usually finds none left); a group
+    /// or stream that is gone answers its readers with an error.
+    fn serve_stream_readers(&mut self, key: &Bytes) -> Result<(), CmdError> {
+        let now = self.now();
+        for waiter in self.stream_waiters(key)? {
+            let Wanted::Stream(wait) = &waiter.wanted else {
+                continue;
+            };
+            let Some(at) = waiter.keys.iter().position(|k| k == key) else {
+                continue;
+            };
+            let stream = match self.get_mut(key)? {
+                Some(Value::Stream(s)) => Some(s),
+                _ => None,
+            };
+            let top = stream.as_ref().and_then(|s| s.last()).map(|(id, _)| id);
+            // What the reader must be past: `None` when it is owed an error.
+            let past = match (&stream, &wait.group) {
+                (None, None) => continue,
+                (Some(_), None) => Some(wait.after[at]),
+                (None, Some(_)) => None,
+                (Some(s), Some(read)) => s.groups.get(&read.group).map(|g| g.last_id),
+            };
+            if past.is_some_and(|past| top.is_none_or(|top| top <= past)) {
+                continue;
+            }
+            if !waiter.claim() {
+                continue;
+            }
+            let outcome = match (stream, &wait.group) {
+                (None, _) => {
+                    Outcome::Failed(CmdError::other("UNBLOCKED the stream key no longer exists"))
+                }
+                (Some(stream), None) => Outcome::Streamed {
+                    key: key.clone(),
+                    entries: stream.read_after(wait.after[at], wait.count),
+                },
+                (Some(stream), Some(read)) => match stream.groups.get_mut(&read.group) {
+                    None => Outcome::Failed(CmdError::other(
+                        "NOGROUP the consumer group this client was blocked on no longer exists",
+                    )),
+                    Some(group) => {
+                        let (consumer, created) = group.consumer(&read.consumer, now);
+                        consumer.seen_time = now;
+                        let entries = stream.deliver_new(read, wait.count, now);
+                        if created {
+                            self.notify(key, Event::XgroupCreateConsumer);
+                        }
+                        Outcome::Streamed {
+                            key: key.clone(),
+                            entries,
+                        }
+                    }
+                },
+            };
+            waiter.finish(outcome);
+        }
+        Ok(())
     }
 
     /// Takes an element off the list at `key`, deleting the list once it is
@@ -273,6 +371,10 @@ impl Locked<'_> {
     pub(super) fn serve_ready(&mut self) {
         while let Some((db, key)) = self.ready.pop() {
             let mut db = self.db(db);
+            if !matches!(db.peek(&key), Ok(Some(Value::List(_)))) {
+                let _ = db.serve_stream_readers(&key);
+                continue;
+            }
             loop {
                 let has_elements =
                     matches!(db.get_mut(&key), Ok(Some(Value::List(l))) if !l.is_empty());
@@ -293,8 +395,8 @@ impl Locked<'_> {
 fn serve_one(db: &mut Db, key: &Bytes, wanted: &Wanted) -> Outcome {
     let result = match wanted {
         Wanted::Pop(end) => db.pop_list(key, *end),
-        // Queued on no key, so never served.
-        Wanted::Time => return Outcome::Cancelled,
+        // Queued on no key (WAIT), or never claimed here (streams).
+        Wanted::Time | Wanted::Stream(_) => return Outcome::Cancelled,
         Wanted::Move { from, dest, to } => {
             // The destination may live in a shard the command does not
             // hold, and taking it here could only be tried.

@@ -10,6 +10,7 @@ mod hash;
 mod memory;
 mod set;
 mod slot;
+mod stream;
 mod value;
 mod zset;
 
@@ -26,9 +27,10 @@ use crate::expiry::wheel::TimerWheel;
 use crate::pubsub::{Event, PubSub};
 use dbmap::DbMap;
 
-pub use blocked::{End, Outcome, Waiter, Wanted};
+pub use blocked::{End, Outcome, StreamWait, Waiter, Wanted};
 pub use memory::usage as memory_usage;
 pub use set::{INTSET_ENTRIES_MAX, SetValue};
+pub use stream::{ENTRIES_READ_UNKNOWN, Group, GroupRead, ReadEntry, Stream, StreamId, Trim};
 pub use value::{Entry, HASH_ORDERED_MAX, HashValue, Value};
 pub use zset::SortedSet;
 
@@ -705,7 +707,12 @@ impl Db<'_, '_> {
         }
         let db = self.index;
         let shard = self.locked.shard(key_shard(key))?;
-        Ok(shard.dbs[db].remove(key).map(|e| e.value))
+        let removed = shard.dbs[db].remove(key).map(|e| e.value);
+        // Group readers blocked on a stream learn that it is gone.
+        if matches!(removed, Some(Value::Stream(_))) {
+            self.signal_ready(key)?;
+        }
+        Ok(removed)
     }
 
     /// Sets or clears the deadline of an existing key; false if there is none.
@@ -729,6 +736,13 @@ impl Db<'_, '_> {
         shard.stats.dirty += 1;
         shard.touch_watchers(db, key);
         self.notify(key, event);
+        Ok(())
+    }
+
+    /// Counts a change Redis does not show WATCHers (a consumer group's
+    /// bookkeeping).
+    pub fn dirtied(&mut self, key: &[u8]) -> CmdResult<()> {
+        self.locked.shard(key_shard(key))?.stats.dirty += 1;
         Ok(())
     }
 

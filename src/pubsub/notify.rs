@@ -117,6 +117,15 @@ pub enum Event {
     Sinterstore,
     Sunionstore,
     Sdiffstore,
+    Xadd,
+    Xtrim,
+    Xdel,
+    Xsetid,
+    XgroupCreate,
+    XgroupCreateConsumer,
+    XgroupDelConsumer,
+    XgroupDestroy,
+    XgroupSetid,
 }
 
 impl Event {
@@ -153,6 +162,15 @@ impl Event {
             Event::Sinterstore => "sinterstore",
             Event::Sunionstore => "sunionstore",
             Event::Sdiffstore => "sdiffstore",
+            Event::Xadd => "xadd",
+            Event::Xtrim => "xtrim",
+            Event::Xdel => "xdel",
+            Event::Xsetid => "xsetid",
+            Event::XgroupCreate => "xgroup-create",
+            Event::XgroupCreateConsumer => "xgroup-createconsumer",
+            Event::XgroupDelConsumer => "xgroup-delconsumer",
+            Event::XgroupDestroy => "xgroup-destroy",
+            Event::XgroupSetid => "xgroup-setid",
         }
     }
 
@@ -176,6 +194,15 @@ impl Event {
             | Event::Sinterstore
             | Event::Sunionstore
             | Event::Sdiffstore => class::SET,
+            Event::Xadd
+            | Event::Xtrim
+            | Event::Xdel
+            | Event::Xsetid
+            | Event::XgroupCreate
+            | Event::XgroupCreateConsumer
+            | Event::XgroupDelConsumer
+            | Event::XgroupDestroy
+            | Event::XgroupSetid => class::STREAM,
         }
     }
 }
