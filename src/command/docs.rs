@@ -111,6 +111,18 @@ pub fn word_type(word: &str, float: bool) -> ArgType {
     }
 }
 
+/// The names Redis's docs give tokens that are symbols (XADD's `*`, `=`
+/// and `~`, XGROUP's `$`).
+fn symbol_token_name(word: &str) -> Option<&'static str> {
+    match word {
+        "*" => Some("auto-id"),
+        "=" => Some("equal"),
+        "~" => Some("approximately"),
+        "$" => Some("new-id"),
+        _ => None,
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Tok<'a> {
     Word(&'a str),
@@ -270,6 +282,14 @@ impl<'a> Parser<'a> {
             })
         } else if has_upper {
             let mut arg = Arg::new(word.to_ascii_lowercase(), ArgType::PureToken);
+            arg.token = Some(word.to_string());
+            Ok(Item {
+                arg,
+                bare_token: true,
+                labelable: false,
+            })
+        } else if let Some(name) = symbol_token_name(word) {
+            let mut arg = Arg::new(name.to_string(), ArgType::PureToken);
             arg.token = Some(word.to_string());
             Ok(Item {
                 arg,

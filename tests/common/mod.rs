@@ -4,7 +4,7 @@
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use redis::aio::MultiplexedConnection;
 use rlockd::{Server, ServerHandle};
@@ -43,6 +43,28 @@ pub async fn cmd<T: redis::FromRedisValue>(
         c.arg(*a);
     }
     c.query_async(con).await
+}
+
+/// Polls until `n` clients are blocked, so a test pushes only once its
+/// waiters are queued.
+pub async fn until_blocked(c: &mut MultiplexedConnection, n: usize) {
+    let start = Instant::now();
+    loop {
+        let info: String = cmd(c, &["INFO", "clients"]).await.unwrap();
+        let blocked = info
+            .lines()
+            .find_map(|l| l.strip_prefix("blocked_clients:"))
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .expect("INFO clients has blocked_clients");
+        if blocked == n {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "expected {n} blocked clients, INFO says {blocked}"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
 }
 
 /// The error text a command gets, for asserting Redis's exact wording.
