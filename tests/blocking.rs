@@ -9,7 +9,6 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use common::{cmd, connect, connect_url, start, until_blocked};
-use redis::aio::MultiplexedConnection;
 use rlockd::ServerHandle;
 
 const WAIT: Duration = Duration::from_secs(10);
