@@ -280,16 +280,11 @@ impl<'a> Parser<'a> {
                 bare_token: false,
                 labelable: true,
             })
-        } else if has_upper {
-            let mut arg = Arg::new(word.to_ascii_lowercase(), ArgType::PureToken);
-            arg.token = Some(word.to_string());
-            Ok(Item {
-                arg,
-                bare_token: true,
-                labelable: false,
-            })
-        } else if let Some(name) = symbol_token_name(word) {
-            let mut arg = Arg::new(name.to_string(), ArgType::PureToken);
+        } else if let Some(name) = has_upper
+            .then(|| word.to_ascii_lowercase())
+            .or_else(|| symbol_token_name(word).map(str::to_string))
+        {
+            let mut arg = Arg::new(name, ArgType::PureToken);
             arg.token = Some(word.to_string());
             Ok(Item {
                 arg,
