@@ -1,6 +1,7 @@
 //! Moving, multi-key popping and blocking commands: LMOVE, RPOPLPUSH,
 //! LMPOP, ZMPOP, BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, BZPOPMIN,
-//! BZPOPMAX, BZMPOP; and WAIT / WAITAOF, which block on time alone. A blocking command that finds nothing queues a
+//! BZPOPMAX, BZMPOP; and WAIT / WAITAOF, which block on time alone.
+//! (XREAD and XREADGROUP block through `block` too.) A blocking command that finds nothing queues a
 //! waiter on its keys (under their shard locks, so no push can slip in
 //! between) and leaves it on the client; the connection then waits for the
 //! keyspace to serve it (see `keyspace::blocked`), for its timeout, or for
@@ -29,6 +30,8 @@ fn taken_items(taken: Taken, nested: bool) -> Vec<Reply> {
             .into_iter()
             .flat_map(|(m, s)| [Reply::Bulk(m), Reply::Double(s)])
             .collect(),
+        // Stream reads build their own replies (see `streams`).
+        Taken::Stream(_) => Vec::new(),
     }
 }
 
@@ -67,7 +70,7 @@ fn deadline_after(ms: u64) -> Option<Duration> {
 }
 
 /// Parses a timeout in whole milliseconds (WAIT, WAITAOF).
-fn timeout_ms_arg(arg: &[u8]) -> CmdResult<Option<Duration>> {
+pub(super) fn timeout_ms_arg(arg: &[u8]) -> CmdResult<Option<Duration>> {
     let ms = parse_i64(arg)
         .ok_or_else(|| CmdError::other("ERR timeout is not an integer or out of range"))?;
     if ms < 0 {
@@ -142,13 +145,13 @@ pub fn rpoplpush(ctx: &mut Ctx) -> CmdResult<Reply> {
 
 /// Whether this client may wait: not inside EXEC or a script, where a
 /// blocking command answers at once as if it had timed out.
-fn may_block(ctx: &Ctx) -> bool {
+pub(super) fn may_block(ctx: &Ctx) -> bool {
     !ctx.client.for_script && !ctx.client.in_exec
 }
 
 /// Queues a waiter on `keys` and leaves it on the client for the
 /// connection to wait on. The reply returned is never sent.
-fn block(
+pub(super) fn block(
     ctx: &mut Ctx,
     keys: Vec<Bytes>,
     wanted: Wanted,

@@ -112,6 +112,18 @@ pub fn word_type(word: &str, float: bool) -> ArgType {
     }
 }
 
+/// The names Redis's docs give tokens that are symbols (XADD's `*`, `=`
+/// and `~`, XGROUP's `$`).
+fn symbol_token_name(word: &str) -> Option<&'static str> {
+    match word {
+        "*" => Some("auto-id"),
+        "=" => Some("equal"),
+        "~" => Some("approximately"),
+        "$" => Some("new-id"),
+        _ => None,
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Tok<'a> {
     Word(&'a str),
@@ -269,8 +281,11 @@ impl<'a> Parser<'a> {
                 bare_token: false,
                 labelable: true,
             })
-        } else if has_upper {
-            let mut arg = Arg::new(word.to_ascii_lowercase(), ArgType::PureToken);
+        } else if let Some(name) = has_upper
+            .then(|| word.to_ascii_lowercase())
+            .or_else(|| symbol_token_name(word).map(str::to_string))
+        {
+            let mut arg = Arg::new(name, ArgType::PureToken);
             arg.token = Some(word.to_string());
             Ok(Item {
                 arg,

@@ -420,6 +420,7 @@ fn encoding_name(value: &Value) -> &'static str {
         Value::ZSet(_) => "skiplist",
         Value::Set(s) if s.is_intset() => "intset",
         Value::Set(_) => "hashtable",
+        Value::Stream(_) => "stream",
     }
 }
 

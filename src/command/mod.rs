@@ -20,6 +20,7 @@ mod server;
 mod sets;
 mod sort;
 pub mod spec;
+mod streams;
 mod strings;
 pub mod table;
 mod zsets;

@@ -165,7 +165,7 @@ fn find_keys(k: &KeySpec) -> Reply {
             vec![
                 kv("lastkey", Reply::Int(k.last as i64)),
                 kv("keystep", Reply::Int(k.step as i64)),
-                kv("limit", Reply::Int(0)),
+                kv("limit", Reply::Int(if k.keyword.is_some() { 2 } else { 0 })),
             ],
         )
     };
@@ -178,6 +178,14 @@ fn find_keys(k: &KeySpec) -> Reply {
 fn begin_search(k: &KeySpec) -> Reply {
     let (kind, spec) = if k.unknown {
         ("unknown", Vec::new())
+    } else if let Some(word) = k.keyword {
+        (
+            "keyword",
+            vec![
+                kv("keyword", Reply::bulk_str(word)),
+                kv("startfrom", Reply::Int(k.begin as i64)),
+            ],
+        )
     } else {
         ("index", vec![kv("index", Reply::Int(k.begin as i64))])
     };
@@ -195,21 +203,16 @@ fn command_entry(spec: &CommandSpec, full_name: &str) -> Reply {
         .iter()
         .map(|k| {
             let notes = (!k.notes.is_empty()).then(|| kv("notes", Reply::bulk_str(k.notes)));
-            Reply::Map(
-                notes
-                    .into_iter()
-                    .chain([
-                        kv(
-                            "flags",
-                            Reply::Set(
-                                k.flags.iter().map(|f| Reply::Status((*f).into())).collect(),
-                            ),
-                        ),
-                        kv("begin_search", begin_search(k)),
-                        kv("find_keys", find_keys(k)),
-                    ])
-                    .collect(),
-            )
+            let flags = kv(
+                "flags",
+                Reply::Set(k.flags.iter().map(|f| Reply::Status((*f).into())).collect()),
+            );
+            let fields = notes.into_iter().chain([
+                flags,
+                kv("begin_search", begin_search(k)),
+                kv("find_keys", find_keys(k)),
+            ]);
+            Reply::Map(fields.collect())
         })
         .collect();
     let subs = spec

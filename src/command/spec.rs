@@ -81,6 +81,7 @@ pub mod acl {
     pub const STRING: u32 = 1 << 7;
     pub const BITMAP: u32 = 1 << 8;
     pub const HYPERLOGLOG: u32 = 1 << 9;
+    pub const STREAM: u32 = 1 << 11;
     pub const PUBSUB: u32 = 1 << 12;
     pub const ADMIN: u32 = 1 << 13;
     pub const FAST: u32 = 1 << 14;
@@ -102,6 +103,7 @@ pub mod acl {
         (STRING, "@string"),
         (BITMAP, "@bitmap"),
         (HYPERLOGLOG, "@hyperloglog"),
+        (STREAM, "@stream"),
         (PUBSUB, "@pubsub"),
         (ADMIN, "@admin"),
         (FAST, "@fast"),
@@ -127,6 +129,7 @@ pub enum Group {
     List,
     Set,
     SortedSet,
+    Stream,
     Transactions,
     Scripting,
     Pubsub,
@@ -146,6 +149,7 @@ impl Group {
             Group::List => "list",
             Group::Set => "set",
             Group::SortedSet => "sorted-set",
+            Group::Stream => "stream",
             Group::Transactions => "transactions",
             Group::Scripting => "scripting",
             Group::Pubsub => "pubsub",
@@ -166,7 +170,10 @@ pub struct KeySpec {
     /// Keys the arguments cannot locate (SORT's BY/GET patterns, its STORE
     /// anywhere in the line): reported, but never read from a command line.
     pub unknown: bool,
-    /// Why the spec is as it is, for COMMAND INFO; empty if nothing to say.
+    /// Keys start after this word, searched for from `begin`, and take
+    /// half of what follows it (XREAD's `STREAMS key... id...`).
+    pub keyword: Option<&'static str>,
+    /// A remark COMMAND INFO shows with the spec.
     pub notes: &'static str,
 }
 
@@ -179,6 +186,7 @@ impl KeySpec {
             step,
             keynum: false,
             unknown: false,
+            keyword: None,
             notes: "",
         }
     }
@@ -192,8 +200,33 @@ impl KeySpec {
             step: 1,
             keynum: false,
             unknown: true,
+            keyword: None,
             notes,
         }
+    }
+
+    /// `... KEYWORD key... arg...`: the keys are the first half of what
+    /// follows the keyword.
+    pub const fn after_keyword(
+        keyword: &'static str,
+        startfrom: i32,
+        flags: &'static [&'static str],
+    ) -> Self {
+        KeySpec {
+            flags,
+            begin: startfrom,
+            last: -1,
+            step: 1,
+            keynum: false,
+            unknown: false,
+            keyword: Some(keyword),
+            notes: "",
+        }
+    }
+
+    pub const fn with_notes(mut self, notes: &'static str) -> Self {
+        self.notes = notes;
+        self
     }
 
     /// A spec that marks arguments in key positions that are not keys
@@ -211,6 +244,7 @@ impl KeySpec {
             step: 1,
             keynum: true,
             unknown: false,
+            keyword: None,
             notes: "",
         }
     }
@@ -229,6 +263,11 @@ impl KeySpec {
                 .ok()
                 .filter(|n| *n > 0 && begin + n < argc)?;
             return Some((begin + 1, begin + count));
+        }
+        if let Some(word) = self.keyword {
+            let at = (begin..argc).find(|&i| args[i].eq_ignore_ascii_case(word.as_bytes()))?;
+            let keys = (argc - at - 1) / 2;
+            return (keys > 0).then_some((at + 1, at + keys));
         }
         let last = if self.last >= 0 {
             begin + self.last as usize
@@ -376,13 +415,18 @@ impl CommandSpec {
     }
 
     pub fn movable_keys(&self) -> bool {
-        self.keys.iter().any(|k| k.keynum || k.unknown)
+        self.keys
+            .iter()
+            .any(|k| k.keynum || k.unknown || k.keyword.is_some())
     }
 
     /// The legacy (first, last, step) triple of COMMAND INFO, from the
     /// specs that are plain ranges.
     pub fn legacy_key_range(&self) -> (i32, i32, i32) {
-        let mut ranges = self.keys.iter().filter(|k| !k.keynum && !k.unknown);
+        let mut ranges = self
+            .keys
+            .iter()
+            .filter(|k| !k.keynum && !k.unknown && k.keyword.is_none());
         let Some(first) = ranges.next() else {
             return (0, 0, 0);
         };

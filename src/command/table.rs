@@ -4,14 +4,14 @@
 
 use super::pubsub;
 use super::spec::acl::{
-    self, BITMAP, CONNECTION, DANGEROUS, HASH, KEYSPACE, LIST, SCRIPTING, SET, SORTEDSET, STRING,
-    TRANSACTION,
+    self, BITMAP, CONNECTION, DANGEROUS, HASH, KEYSPACE, LIST, SCRIPTING, SET, SORTEDSET, STREAM,
+    STRING, TRANSACTION,
 };
 use super::spec::flag::*;
 use super::spec::{CommandSpec as C, Group::*, KeySpec};
 use super::{
     bitmaps, blocking, cluster, connection as conn, expire, fixture, hashes, keys, lists, memory,
-    multi, operator, scripting, server, sets, sort, strings, zsets,
+    multi, operator, scripting, server, sets, sort, streams, strings, zsets,
 };
 
 const RO: &[&str] = &["RO"];
@@ -210,6 +210,99 @@ const SORT_STORE_KEY: KeySpec = KeySpec::unknown(
 
 const RESTORE_SYNTAX: &str =
     "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]";
+
+/// An XGROUP subcommand on the key in argument 2.
+const fn xgroup_sub(
+    name: &'static str,
+    arity: i32,
+    handler: super::spec::Handler,
+    keys: &'static [KeySpec],
+) -> C {
+    C::new(name, arity, Stream, handler)
+        .flags(WRITE)
+        .acl(STREAM)
+        .keys(keys)
+}
+
+const XGROUP_INSERT: &[KeySpec] = &[KeySpec::range(2, 0, 1, &["RW", "insert"])];
+
+static XGROUP_SUBS: &[C] = &[
+    xgroup_sub("create", -5, streams::xgroup_create, XGROUP_INSERT)
+        .flags(WRITE | DENYOOM)
+        .syntax("key group (id | $) [MKSTREAM] [ENTRIESREAD entries-read]")
+        .doc("5.0.0", "Creates a consumer group on a stream."),
+    xgroup_sub(
+        "setid",
+        -5,
+        streams::xgroup_setid,
+        &[KeySpec::range(2, 0, 1, RW_UPDATE)],
+    )
+    .syntax("key group (id | $) [ENTRIESREAD entries-read]")
+    .doc("5.0.0", "Moves a consumer group's last delivered id."),
+    xgroup_sub(
+        "destroy",
+        4,
+        streams::xgroup_destroy,
+        &[KeySpec::range(2, 0, 1, RW_DELETE)],
+    )
+    .syntax("key group")
+    .doc("5.0.0", "Deletes a consumer group."),
+    xgroup_sub(
+        "createconsumer",
+        5,
+        streams::xgroup_createconsumer,
+        XGROUP_INSERT,
+    )
+    .flags(WRITE | DENYOOM)
+    .syntax("key group consumer")
+    .doc("6.2.0", "Adds a consumer to a consumer group."),
+    xgroup_sub(
+        "delconsumer",
+        5,
+        streams::xgroup_delconsumer,
+        &[KeySpec::range(2, 0, 1, RW_DELETE)],
+    )
+    .syntax("key group consumer")
+    .doc(
+        "5.0.0",
+        "Removes a consumer from a consumer group; returns how many entries it had pending.",
+    ),
+    C::new("help", 2, Stream, streams::xgroup_help)
+        .flags(LOADING | STALE)
+        .acl(STREAM)
+        .doc("5.0.0", "Lists the XGROUP subcommands."),
+];
+
+const XINFO_KEY: &[KeySpec] = &[KeySpec::range(2, 0, 1, RO_ACCESS)];
+
+static XINFO_SUBS: &[C] = &[
+    C::new("stream", -3, Stream, streams::xinfo_stream)
+        .flags(READONLY)
+        .acl(STREAM)
+        .keys(XINFO_KEY)
+        .syntax("key [FULL [COUNT count]]")
+        .doc(
+            "5.0.0",
+            "Describes a stream, or (FULL) its entries, groups and consumers too.",
+        ),
+    C::new("groups", 3, Stream, streams::xinfo_groups)
+        .flags(READONLY)
+        .acl(STREAM)
+        .keys(XINFO_KEY)
+        .syntax("key")
+        .doc("5.0.0", "Describes the consumer groups of a stream."),
+    C::new("consumers", 4, Stream, streams::xinfo_consumers)
+        .flags(READONLY)
+        .acl(STREAM)
+        .tips(NONDET)
+        .keys(XINFO_KEY)
+        .syntax("key group")
+        .doc("5.0.0", "Describes the consumers of a consumer group."),
+    C::new("help", 2, Stream, streams::xinfo_help)
+        .flags(LOADING | STALE)
+        .acl(STREAM)
+        .doc("5.0.0", "Lists the XINFO subcommands."),
+];
 
 const OBJECT_KEY: &[KeySpec] = &[KeySpec::range(2, 0, 1, RO)];
 
@@ -1102,6 +1195,51 @@ pub static COMMANDS: &[C] = &[
     C::new("sscan", -3, Set, sets::sscan).flags(READONLY).acl(SET).tips(NONDET).keys(&key1(RO_ACCESS))
         .syntax("key cursor [MATCH pattern] [COUNT count]")
         .doc("2.8.0", "Iterates over the members of a set with a cursor."),
+    // streams
+    C::new("xadd", -5, Stream, streams::xadd).flags(WRITE_FAST).acl(STREAM).tips(NONDET)
+        .keys(&[KeySpec::range(1, 0, 1, RW_UPDATE).with_notes("UPDATE instead of INSERT because of the optional trimming feature")])
+        .syntax("key [NOMKSTREAM] [(MAXLEN | MINID) [= | ~] threshold [LIMIT count]] (* | id) (field value)...")
+        .doc("5.0.0", "Appends an entry to a stream, making the stream if needed; returns its id."),
+    C::new("xlen", 2, Stream, streams::xlen).flags(READ_FAST).acl(STREAM).keys(&key1(RO))
+        .syntax("key")
+        .doc("5.0.0", "Returns the number of entries in a stream."),
+    C::new("xrange", -4, Stream, streams::xrange).flags(READONLY).acl(STREAM).keys(&key1(RO_ACCESS))
+        .syntax("key start end [COUNT count]")
+        .doc("5.0.0", "Returns the entries of a stream between two ids, oldest first."),
+    C::new("xrevrange", -4, Stream, streams::xrevrange).flags(READONLY).acl(STREAM).keys(&key1(RO_ACCESS))
+        .syntax("key end start [COUNT count]")
+        .doc("5.0.0", "Returns the entries of a stream between two ids, newest first."),
+    C::new("xdel", -3, Stream, streams::xdel).flags(WRITE | FAST).acl(STREAM).keys(&key1(RW_DELETE))
+        .syntax("key id...")
+        .doc("5.0.0", "Deletes entries of a stream by id; returns how many existed."),
+    C::new("xtrim", -4, Stream, streams::xtrim).flags(WRITE).acl(STREAM).tips(NONDET).keys(&key1(RW_DELETE))
+        .syntax("key (MAXLEN | MINID) [= | ~] threshold [LIMIT count]")
+        .doc("5.0.0", "Removes a stream's oldest entries down to a length or up to an id."),
+    C::new("xsetid", -3, Stream, streams::xsetid).flags(WRITE_FAST).acl(STREAM).keys(&key1(RW_UPDATE))
+        .syntax("key last-id [ENTRIESADDED entries-added] [MAXDELETEDID max-deleted-id]")
+        .doc("5.0.0", "Sets a stream's last generated id and counters."),
+    C::new("xread", -4, Stream, streams::xread).flags(READONLY | BLOCKING).acl(STREAM)
+        .keys(&[KeySpec::after_keyword("STREAMS", 1, RO_ACCESS)])
+        .syntax("[COUNT count] [BLOCK milliseconds] STREAMS (key... id...)")
+        .doc("5.0.0", "Returns entries past given ids from several streams, waiting for some up to a timeout."),
+    C::new("xreadgroup", -7, Stream, streams::xreadgroup).flags(WRITE | BLOCKING).acl(STREAM)
+        .keys(&[KeySpec::after_keyword("STREAMS", 4, RO_ACCESS)])
+        .syntax("GROUP (group consumer) [COUNT count] [BLOCK milliseconds] [NOACK] STREAMS (key... id...)")
+        .doc("5.0.0", "Reads entries for a consumer of a group, new ones or its own pending ones, waiting up to a timeout."),
+    C::new("xack", -4, Stream, streams::xack).flags(WRITE | FAST).acl(STREAM).keys(&key1(RW_UPDATE))
+        .syntax("key group id...")
+        .doc("5.0.0", "Acknowledges entries pending in a consumer group; returns how many were pending."),
+    C::new("xpending", -3, Stream, streams::xpending).flags(READONLY).acl(STREAM).tips(NONDET).keys(&key1(RO_ACCESS))
+        .syntax("key group [[IDLE min-idle-time] start end count [consumer]]")
+        .doc("5.0.0", "Describes the entries pending in a consumer group."),
+    C::new("xclaim", -6, Stream, streams::xclaim).flags(WRITE | FAST).acl(STREAM).tips(NONDET).keys(&key1(RW_UPDATE))
+        .syntax("key group consumer min-idle-time id... [IDLE ms] [TIME unix-time-milliseconds] [RETRYCOUNT count] [FORCE] [JUSTID] [LASTID lastid]")
+        .doc("5.0.0", "Gives pending entries idle long enough to another consumer."),
+    C::new("xautoclaim", -6, Stream, streams::xautoclaim).flags(WRITE | FAST).acl(STREAM).tips(NONDET).keys(&key1(RW_DELETE))
+        .syntax("key group consumer min-idle-time start [COUNT count] [JUSTID]")
+        .doc("6.2.0", "Gives pending entries idle long enough to another consumer, scanning from an id."),
+    C::container("xgroup", Stream, XGROUP_SUBS).doc("5.0.0", "Manages consumer groups."),
+    C::container("xinfo", Stream, XINFO_SUBS).doc("5.0.0", "Describes streams, consumer groups and consumers."),
     // transactions
     C::new("multi", 1, Transactions, multi::multi).flags(TX).acl(TRANSACTION)
         .doc("1.2.0", "Starts a transaction."),

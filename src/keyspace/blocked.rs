@@ -14,6 +14,7 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 use super::Event;
+use super::stream::{GroupRead, ReadEntry, StreamId};
 use super::{Db, Locked, Ttl, Value, key_shard};
 use crate::error::CmdError;
 
@@ -82,6 +83,21 @@ pub enum Wanted {
     /// WAIT / WAITAOF: nothing; only the timeout ends the wait (rlockd has
     /// no replicas or log to wait for).
     Time,
+    /// XREAD / XREADGROUP: entries added to a stream.
+    Stream(Box<StreamWait>),
+}
+
+/// What a blocked stream read waits for.
+#[derive(Debug, Clone)]
+pub struct StreamWait {
+    /// For each of the waiter's keys, the id the entries must come after
+    /// (unused for a group read, which reads past the group's last id).
+    pub after: Vec<StreamId>,
+    /// At most this many entries (0: all).
+    pub count: usize,
+    pub group: Option<GroupRead>,
+    /// The reply's shape: a map in RESP3.
+    pub resp3: bool,
 }
 
 impl Wanted {
@@ -99,6 +115,8 @@ impl Wanted {
 pub enum Taken {
     List(Vec<Bytes>),
     ZSet(Vec<(Bytes, f64)>),
+    /// A stream read's entries of one key.
+    Stream(Vec<ReadEntry>),
 }
 
 /// How a wait ended, as seen by the blocked connection.
@@ -282,6 +300,81 @@ impl Db<'_, '_> {
         Ok(claimed)
     }
 
+    /// The stream readers waiting on `key`, oldest first.
+    fn stream_waiters(&mut self, key: &Bytes) -> Result<Vec<Arc<Waiter>>, CmdError> {
+        let k = (self.index as u32, key.clone());
+        let shard = self.locked.shard(key_shard(key))?;
+        Ok(shard.blocked.get(&k).map_or_else(Vec::new, |queue| {
+            queue
+                .iter()
+                .filter(|w| matches!(w.wanted, Wanted::Stream(_)) && w.is_waiting())
+                .cloned()
+                .collect()
+        }))
+    }
+
+    /// Serves every stream reader on `key` that can now be answered, in
+    /// arrival order: a group read takes entries past the group's last id
+    /// (so a second reader of the group usually finds none left); a group
+    /// or stream that is gone answers its readers with an error.
+    fn serve_stream_readers(&mut self, key: &Bytes) -> Result<(), CmdError> {
+        let now = self.now();
+        for waiter in self.stream_waiters(key)? {
+            let Wanted::Stream(wait) = &waiter.wanted else {
+                continue;
+            };
+            let Some(at) = waiter.keys.iter().position(|k| k == key) else {
+                continue;
+            };
+            let stream = match self.get_mut(key)? {
+                Some(Value::Stream(s)) => Some(s),
+                _ => None,
+            };
+            let top = stream.as_ref().and_then(|s| s.last()).map(|(id, _)| id);
+            // What the reader must be past: `None` when it is owed an error.
+            let past = match (&stream, &wait.group) {
+                (None, None) => continue,
+                (Some(_), None) => Some(wait.after[at]),
+                (None, Some(_)) => None,
+                (Some(s), Some(read)) => s.groups.get(&read.group).map(|g| g.last_id),
+            };
+            if past.is_some_and(|past| top.is_none_or(|top| top <= past)) {
+                continue;
+            }
+            if !waiter.claim() {
+                continue;
+            }
+            let outcome = match (stream, &wait.group) {
+                (None, _) => {
+                    Outcome::Failed(CmdError::other("UNBLOCKED the stream key no longer exists"))
+                }
+                (Some(stream), None) => Outcome::Served {
+                    key: key.clone(),
+                    taken: Taken::Stream(stream.read_after(wait.after[at], wait.count)),
+                },
+                (Some(stream), Some(read)) => match stream.groups.get_mut(&read.group) {
+                    None => Outcome::Failed(CmdError::other(
+                        "NOGROUP the consumer group this client was blocked on no longer exists",
+                    )),
+                    Some(group) => {
+                        let (consumer, created) = group.consumer(&read.consumer, now);
+                        consumer.seen_time = now;
+                        let entries = stream.deliver_new(read, wait.count, now);
+                        if created {
+                            self.notify(key, Event::XgroupCreateConsumer);
+                        }
+                        Outcome::Served {
+                            key: key.clone(),
+                            taken: Taken::Stream(entries),
+                        }
+                    }
+                },
+            };
+            waiter.finish(outcome);
+        }
+        Ok(())
+    }
+
     /// Takes an element off the list at `key`, deleting the list once it is
     /// empty; `None` if there is no list there (or nothing in it).
     pub fn pop_list(&mut self, key: &[u8], end: End) -> Result<Option<Bytes>, CmdError> {
@@ -374,6 +467,10 @@ impl Locked<'_> {
     pub(super) fn serve_ready(&mut self) {
         while let Some((db, key)) = self.ready.pop() {
             let mut db = self.db(db);
+            if !matches!(db.peek(&key), Ok(Some(Value::List(_) | Value::ZSet(_)))) {
+                let _ = db.serve_stream_readers(&key);
+                continue;
+            }
             loop {
                 let serves: fn(&Wanted) -> bool = match db.get_mut(&key) {
                     Ok(Some(Value::List(l))) if !l.is_empty() => Wanted::takes_list,
@@ -395,8 +492,8 @@ fn serve_one(db: &mut Db, key: &Bytes, wanted: &Wanted) -> Outcome {
     let result = match wanted {
         Wanted::List { end, count } => db.pop_list_many(key, *end, *count).map(Taken::List),
         Wanted::ZSet { end, count } => db.pop_zset(key, *end, *count).map(Taken::ZSet),
-        // Queued on no key, so never served.
-        Wanted::Time => return Outcome::Cancelled,
+        // Queued on no key (WAIT), or never claimed here (streams).
+        Wanted::Time | Wanted::Stream(_) => return Outcome::Cancelled,
         Wanted::Move { from, dest, to } => {
             // The destination may live in a shard the command does not
             // hold, and taking it here could only be tried.

@@ -13,6 +13,7 @@ use std::collections::VecDeque;
 
 use bytes::Bytes;
 
+use super::stream::{Consumer, Group, Pending, Stream, StreamId};
 use super::{HashValue, SetValue, SortedSet, Value};
 
 /// Far from Redis's RDB versions (single digits and tens), so a Redis
@@ -28,6 +29,7 @@ mod tag {
     pub const SET: u8 = 2;
     pub const ZSET: u8 = 3;
     pub const HASH: u8 = 4;
+    pub const STREAM: u8 = 5;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +70,10 @@ pub fn dump(value: &Value) -> Vec<u8> {
                 out.bytes(field);
                 out.bytes(value);
             }
+        }
+        Value::Stream(stream) => {
+            out.byte(tag::STREAM);
+            dump_stream(&mut out, stream);
         }
     }
     let mut payload = out.0;
@@ -137,9 +143,96 @@ fn decode_value(r: &mut Reader) -> Option<Value> {
             }
             Value::Hash(hash)
         }
+        tag::STREAM => Value::Stream(Box::new(decode_stream(r)?)),
         _ => return None,
     };
     Some(value)
+}
+
+/// A stream: its entries, its counters, and each group with its pending
+/// entries and consumers. Restored, its entries fill fresh nodes, as after
+/// a Redis RESTORE.
+fn dump_stream(out: &mut Writer, stream: &Stream) {
+    out.len(stream.len());
+    for (id, fields) in stream.range(StreamId::ZERO, StreamId::MAX, false) {
+        out.id(id);
+        out.all(fields.iter().map(|f| f.as_ref()));
+    }
+    out.id(stream.last_id);
+    out.id(stream.max_deleted);
+    out.u64(stream.entries_added);
+    out.len(stream.groups.len());
+    for (name, group) in &stream.groups {
+        out.bytes(name);
+        out.id(group.last_id);
+        out.u64(group.entries_read as u64);
+        out.len(group.pending.len());
+        for (id, p) in &group.pending {
+            out.id(*id);
+            out.bytes(&p.consumer);
+            out.u64(p.delivery_time);
+            out.u64(p.delivery_count);
+        }
+        out.len(group.consumers.len());
+        for (name, consumer) in &group.consumers {
+            out.bytes(name);
+            out.u64(consumer.seen_time);
+        }
+    }
+}
+
+fn decode_stream(r: &mut Reader) -> Option<Stream> {
+    let mut stream = Stream::default();
+    let n = r.count_any(17)?;
+    let mut previous = None;
+    for _ in 0..n {
+        let id = r.id()?;
+        if previous.is_some_and(|p| p >= id) {
+            return None;
+        }
+        previous = Some(id);
+        let fields = r.count(1)?;
+        if fields == 0 || fields % 2 != 0 {
+            return None;
+        }
+        let fields = (0..fields)
+            .map(|_| r.bytes().map(Bytes::copy_from_slice))
+            .collect::<Option<Vec<_>>>()?;
+        stream.append(id, fields);
+    }
+    stream.last_id = r.id()?;
+    if previous.is_some_and(|p| p > stream.last_id) {
+        return None;
+    }
+    stream.max_deleted = r.id()?;
+    stream.entries_added = r.u64()?;
+    for _ in 0..r.count_any(1)? {
+        let name = Bytes::copy_from_slice(r.bytes()?);
+        let mut group = Group::new(r.id()?, r.u64()? as i64);
+        for _ in 0..r.count_any(1)? {
+            let id = r.id()?;
+            let pending = Pending {
+                consumer: Bytes::copy_from_slice(r.bytes()?),
+                delivery_time: r.u64()?,
+                delivery_count: r.u64()?,
+            };
+            group.pending.insert(id, pending);
+        }
+        for _ in 0..r.count_any(1)? {
+            let name = Bytes::copy_from_slice(r.bytes()?);
+            let consumer = Consumer {
+                seen_time: r.u64()?,
+                pending: Default::default(),
+            };
+            group.consumers.insert(name, consumer);
+        }
+        // Each pending entry belongs to a consumer of its group.
+        for (id, p) in &group.pending {
+            group.consumers.get_mut(&p.consumer)?.pending.insert(*id);
+        }
+        stream.groups.insert(name, group);
+    }
+    Some(stream)
 }
 
 struct Writer(Vec<u8>);
@@ -160,6 +253,15 @@ impl Writer {
     fn bytes(&mut self, b: &[u8]) {
         self.len(b.len());
         self.0.extend_from_slice(b);
+    }
+
+    fn u64(&mut self, n: u64) {
+        self.0.extend_from_slice(&n.to_le_bytes());
+    }
+
+    fn id(&mut self, id: StreamId) {
+        self.u64(id.ms);
+        self.u64(id.seq);
     }
 
     fn all<'b>(&mut self, items: impl ExactSizeIterator<Item = &'b [u8]>) {
@@ -184,6 +286,17 @@ impl<'p> Reader<'p> {
         Some(head)
     }
 
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    fn id(&mut self) -> Option<StreamId> {
+        Some(StreamId {
+            ms: self.u64()?,
+            seq: self.u64()?,
+        })
+    }
+
     fn varint(&mut self) -> Option<usize> {
         let mut n: u64 = 0;
         for shift in (0..64).step_by(7) {
@@ -204,8 +317,13 @@ impl<'p> Reader<'p> {
     /// A non-zero element count, each element at least `min_size` bytes:
     /// a count the remaining bytes cannot hold is refused up front.
     fn count(&mut self, min_size: usize) -> Option<usize> {
+        self.count_any(min_size).filter(|&n| n > 0)
+    }
+
+    /// A count that may be 0 (a stream may be empty, have no groups…).
+    fn count_any(&mut self, min_size: usize) -> Option<usize> {
         let n = self.varint()?;
-        (n > 0 && n <= self.0.len() / min_size).then_some(n)
+        (n <= self.0.len() / min_size).then_some(n)
     }
 }
 

@@ -136,6 +136,15 @@ pub enum Event {
     MoveTo,
     Restore,
     Sortstore,
+    Xadd,
+    Xtrim,
+    Xdel,
+    Xsetid,
+    XgroupCreate,
+    XgroupCreateConsumer,
+    XgroupDelConsumer,
+    XgroupDestroy,
+    XgroupSetid,
 }
 
 impl Event {
@@ -191,6 +200,15 @@ impl Event {
             Event::MoveTo => "move_to",
             Event::Restore => "restore",
             Event::Sortstore => "sortstore",
+            Event::Xadd => "xadd",
+            Event::Xtrim => "xtrim",
+            Event::Xdel => "xdel",
+            Event::Xsetid => "xsetid",
+            Event::XgroupCreate => "xgroup-create",
+            Event::XgroupCreateConsumer => "xgroup-createconsumer",
+            Event::XgroupDelConsumer => "xgroup-delconsumer",
+            Event::XgroupDestroy => "xgroup-destroy",
+            Event::XgroupSetid => "xgroup-setid",
         }
     }
 
@@ -243,6 +261,15 @@ impl Event {
             | Event::Sinterstore
             | Event::Sunionstore
             | Event::Sdiffstore => class::SET,
+            Event::Xadd
+            | Event::Xtrim
+            | Event::Xdel
+            | Event::Xsetid
+            | Event::XgroupCreate
+            | Event::XgroupCreateConsumer
+            | Event::XgroupDelConsumer
+            | Event::XgroupDestroy
+            | Event::XgroupSetid => class::STREAM,
         }
     }
 }

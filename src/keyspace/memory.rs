@@ -160,6 +160,7 @@ pub fn usage(key: &[u8], value: &Value) -> u64 {
         Value::List(l) => list_value(l),
         Value::ZSet(z) => zset_value(z),
         Value::Set(s) => set_value(s),
+        Value::Stream(s) => ROBJ + s.approx_bytes(),
     };
     DICT_ENTRY + sds(key.len()) + value
 }

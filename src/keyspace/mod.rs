@@ -12,6 +12,7 @@ mod hash;
 mod memory;
 mod set;
 mod slot;
+mod stream;
 mod value;
 mod zset;
 
@@ -28,9 +29,10 @@ use crate::expiry::wheel::TimerWheel;
 use dbmap::DbMap;
 pub use events::Event;
 
-pub use blocked::{End, Outcome, Taken, Waiter, Wanted, ZEnd};
+pub use blocked::{End, Outcome, StreamWait, Taken, Waiter, Wanted, ZEnd};
 pub use memory::usage as memory_usage;
 pub use set::{INTSET_ENTRIES_MAX, SetValue};
+pub use stream::{ENTRIES_READ_UNKNOWN, Group, GroupRead, ReadEntry, Stream, StreamId, Trim};
 pub use value::{Entry, HASH_ORDERED_MAX, HashValue, Value};
 pub use zset::SortedSet;
 
@@ -790,7 +792,12 @@ impl Db<'_, '_> {
         }
         let db = self.index;
         let shard = self.locked.shard(key_shard(key))?;
-        Ok(shard.dbs[db].remove(key).map(|e| e.value))
+        let removed = shard.dbs[db].remove(key).map(|e| e.value);
+        // Group readers blocked on a stream learn that it is gone.
+        if matches!(removed, Some(Value::Stream(_))) {
+            self.signal_ready(key)?;
+        }
+        Ok(removed)
     }
 
     /// Sets or clears the deadline of an existing key; false if there is none.
@@ -814,6 +821,13 @@ impl Db<'_, '_> {
         shard.stats.dirty += 1;
         shard.touch_watchers(db, key);
         self.notify(key, event);
+        Ok(())
+    }
+
+    /// Counts a change Redis does not show WATCHers (a consumer group's
+    /// bookkeeping).
+    pub fn dirtied(&mut self, key: &[u8]) -> CmdResult<()> {
+        self.locked.shard(key_shard(key))?.stats.dirty += 1;
         Ok(())
     }
 

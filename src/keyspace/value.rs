@@ -16,6 +16,8 @@ pub enum Value {
     ZSet(Box<super::zset::SortedSet>),
     /// Boxed for the same reason.
     Set(Box<super::set::SetValue>),
+    /// Boxed for the same reason.
+    Stream(Box<super::stream::Stream>),
 }
 
 impl Value {
@@ -26,6 +28,7 @@ impl Value {
             Value::List(_) => "list",
             Value::ZSet(_) => "zset",
             Value::Set(_) => "set",
+            Value::Stream(_) => "stream",
         }
     }
 
