@@ -4,14 +4,14 @@
 
 use super::pubsub;
 use super::spec::acl::{
-    self, BITMAP, CONNECTION, DANGEROUS, HASH, KEYSPACE, LIST, SCRIPTING, SET, SORTEDSET, STRING,
-    TRANSACTION,
+    self, BITMAP, CONNECTION, DANGEROUS, HASH, HYPERLOGLOG, KEYSPACE, LIST, SCRIPTING, SET,
+    SORTEDSET, STRING, TRANSACTION,
 };
 use super::spec::flag::*;
 use super::spec::{CommandSpec as C, Group::*, KeySpec};
 use super::{
-    bitmaps, blocking, cluster, connection as conn, expire, fixture, hashes, keys, lists, memory,
-    multi, operator, scripting, server, sets, strings, zsets,
+    bitmaps, blocking, cluster, connection as conn, expire, fixture, hashes, hyperloglog, keys,
+    lists, memory, multi, operator, scripting, server, sets, strings, zsets,
 };
 
 const RO: &[&str] = &["RO"];
@@ -678,6 +678,23 @@ pub static COMMANDS: &[C] = &[
     C::new("bitfield_ro", -2, Bitmap, bitmaps::bitfield_ro).flags(READ_FAST).acl(BITMAP).keys(&key1(RO_ACCESS))
         .syntax("key [GET encoding offset...]")
         .doc("6.0.0", "Reads integer fields of a string (BITFIELD's GET only)."),
+    // hyperloglog
+    C::new("pfadd", -2, Hyperloglog, hyperloglog::pfadd).flags(WRITE_FAST).acl(HYPERLOGLOG).keys(&key1(&["RW", "insert"]))
+        .syntax("key [element...]")
+        .doc("2.8.9", "Adds elements to a HyperLogLog; returns 1 if its estimate may have changed."),
+    C::new("pfcount", -2, Hyperloglog, hyperloglog::pfcount).flags(READONLY | MAY_REPLICATE).acl(HYPERLOGLOG).keys(&keys_all(&["RW", "access"]))
+        .syntax("key...")
+        .doc("2.8.9", "Returns the estimated number of distinct elements of HyperLogLogs (of their union)."),
+    C::new("pfmerge", -2, Hyperloglog, hyperloglog::pfmerge).flags(WRITE | DENYOOM).acl(HYPERLOGLOG)
+        .keys(&[KeySpec::range(1, 0, 1, &["RW", "access", "insert"]), KeySpec::range(2, -1, 1, RO_ACCESS)])
+        .syntax("destkey [sourcekey...]")
+        .doc("2.8.9", "Stores the union of HyperLogLogs at a key."),
+    C::new("pfdebug", 3, Hyperloglog, hyperloglog::pfdebug).flags(WRITE | DENYOOM | ADMIN).acl(HYPERLOGLOG)
+        .keys(&[KeySpec::range(2, 0, 1, &["RW", "access"])])
+        .syntax("subcommand key")
+        .doc("2.8.9", "Shows or changes a HyperLogLog's internals (GETREG, DECODE, ENCODING, TODENSE)."),
+    C::new("pfselftest", 1, Hyperloglog, hyperloglog::pfselftest).flags(ADMIN).acl(HYPERLOGLOG)
+        .doc("2.8.9", "Checks the HyperLogLog implementation."),
     // hashes
     C::new("hset", -4, Hash, hashes::hset).flags(WRITE_FAST).acl(HASH).keys(&key1(RW_UPDATE))
         .syntax("key (field value)...")

@@ -675,7 +675,8 @@ fn call(scope: &mut CallScope, argv: &[Bytes], args_ok: bool) -> Reply {
     if spec.has(flag::NOSCRIPT) {
         return fail("ERR This Redis command is not allowed from script");
     }
-    if spec.has(flag::WRITE) && scope.readonly {
+    // Redis counts commands that may replicate (PUBLISH, PFCOUNT) as writes here.
+    if (spec.has(flag::WRITE) || spec.has(flag::MAY_REPLICATE)) && scope.readonly {
         return fail("ERR Write commands are not allowed from read-only scripts.");
     }
     if scope.ctx.shared.cluster.is_some() && common_slot(spec.routed_args(argv)).is_err() {
