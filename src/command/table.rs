@@ -649,7 +649,7 @@ pub static COMMANDS: &[C] = &[
         .syntax("key increment")
         .doc("2.6.0", "Adds a floating point number to a string value."),
     C::new("lcs", -3, String, strings::lcs).flags(READONLY).acl(STRING).keys(&[KeySpec::range(1, 1, 1, RO_ACCESS)])
-        .syntax("key1 key2 [LEN] [IDX] [MINMATCHLEN min-match-len] [WITHMATCHLEN]")
+        .syntax("key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]")
         .doc("7.0.0", "Returns the longest common subsequence of two strings, its length or its matches."),
     C::new("strlen", 2, String, strings::strlen).flags(READ_FAST).acl(STRING).keys(&key1(RO))
         .syntax("key")
@@ -673,10 +673,10 @@ pub static COMMANDS: &[C] = &[
         .doc("2.6.0", "Stores the AND, OR, XOR or NOT of strings at a key; returns its length."),
     C::new("bitfield", -2, Bitmap, bitmaps::bitfield).flags(WRITE | DENYOOM).acl(BITMAP)
         .keys(&key1(&["RW", "access", "update", "variable_flags"]))
-        .syntax("key [GET encoding offset | [OVERFLOW (WRAP | SAT | FAIL)] (SET encoding offset value | INCRBY encoding offset increment)...]")
+        .syntax("key [GET (encoding offset) | ([OVERFLOW (WRAP | SAT | FAIL)] (SET (encoding offset value) | INCRBY (encoding offset increment)))]...")
         .doc("3.2.0", "Reads, writes and adds to integer fields of any width at any bit offset of a string."),
     C::new("bitfield_ro", -2, Bitmap, bitmaps::bitfield_ro).flags(READ_FAST).acl(BITMAP).keys(&key1(RO_ACCESS))
-        .syntax("key [GET encoding offset...]")
+        .syntax("key [GET (encoding offset)]...")
         .doc("6.0.0", "Reads integer fields of a string (BITFIELD's GET only)."),
     // hyperloglog
     C::new("pfadd", -2, Hyperloglog, hyperloglog::pfadd).flags(WRITE_FAST).acl(HYPERLOGLOG).keys(&key1(&["RW", "insert"]))
@@ -687,7 +687,7 @@ pub static COMMANDS: &[C] = &[
         .doc("2.8.9", "Returns the estimated number of distinct elements of HyperLogLogs (of their union)."),
     C::new("pfmerge", -2, Hyperloglog, hyperloglog::pfmerge).flags(WRITE | DENYOOM).acl(HYPERLOGLOG)
         .keys(&[KeySpec::range(1, 0, 1, &["RW", "access", "insert"]), KeySpec::range(2, -1, 1, RO_ACCESS)])
-        .syntax("destkey [sourcekey...]")
+        .syntax("destkey sourcekey...")
         .doc("2.8.9", "Stores the union of HyperLogLogs at a key."),
     C::new("pfdebug", 3, Hyperloglog, hyperloglog::pfdebug).flags(WRITE | DENYOOM | ADMIN).acl(HYPERLOGLOG)
         .keys(&[KeySpec::range(2, 0, 1, &["RW", "access"])])
