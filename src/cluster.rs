@@ -5,7 +5,7 @@
 
 use crate::error::CmdError;
 use crate::keyspace::{HASH_SLOTS, key_slot};
-use crate::server::{Shared, random_hex};
+use crate::util::random_hex;
 
 /// Redis puts the cluster bus this far above the client port.
 const BUS_PORT_OFFSET: u32 = 10_000;
@@ -74,8 +74,8 @@ impl ClusterNode {
 }
 
 /// How HELLO and INFO name the server's mode.
-pub fn mode_name(shared: &Shared) -> &'static str {
-    if shared.cluster.is_some() {
+pub fn mode_name(node: Option<&ClusterNode>) -> &'static str {
+    if node.is_some() {
         "cluster"
     } else {
         "standalone"

@@ -306,13 +306,13 @@ pub static PARAMS: &[Param] = &[
         // Kept as given (`A` does not include `n`, yet Redis prints
         // `A` alone when both are on), reported in Redis's spelling.
         get: |c| {
-            crate::pubsub::notify::render_flags(
-                crate::pubsub::notify::parse_flags(&c.notify_keyspace_events).unwrap_or(0),
+            crate::keyspace::events::render_flags(
+                crate::keyspace::events::parse_flags(&c.notify_keyspace_events).unwrap_or(0),
             )
         },
         set: Some(|c, v| {
-            crate::pubsub::notify::parse_flags(v)
-                .ok_or_else(|| crate::pubsub::notify::INVALID_FLAGS.to_string())?;
+            crate::keyspace::events::parse_flags(v)
+                .ok_or_else(|| crate::keyspace::events::INVALID_FLAGS.to_string())?;
             c.notify_keyspace_events = v.to_string();
             Ok(())
         }),

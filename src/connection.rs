@@ -11,14 +11,16 @@ use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::client::{Client, ClientHandle};
 use crate::command::pubsub::forget_subscriptions;
-use crate::command::{Blocked, dispatch, forget_transaction, replicates};
+use crate::command::{dispatch, forget_transaction, replicates};
+use crate::context::Client;
+use crate::context::Shared;
+use crate::context::client::Blocked;
 use crate::error::CmdError;
 use crate::keyspace::{LockPlan, Outcome};
+use crate::peer::ClientHandle;
 use crate::protocol::{Protocol, Reply, RequestParser};
 use crate::pubsub::{Mailbox, MailboxReceiver, write_frame};
-use crate::server::Shared;
 
 const READ_CHUNK: usize = 16 * 1024;
 /// Replies of a long pipeline are flushed at this size rather than held.
@@ -209,6 +211,7 @@ impl Waiting<'_> {
         let handle = client.handle.clone();
         handle.info.lock().blocked = true;
         let result = loop {
+            handle.info.lock().waiter = Some(blocked.waiter.clone());
             let outcome = self.wait_once(&handle, &blocked).await;
             forget_waiter(self.shared, &blocked);
             let Some(outcome) = outcome else {
@@ -227,7 +230,11 @@ impl Waiting<'_> {
                 None => break Ok(Some(reply)),
             }
         };
-        handle.info.lock().blocked = false;
+        {
+            let mut info = handle.info.lock();
+            info.blocked = false;
+            info.waiter = None;
+        }
         result
     }
 

@@ -10,17 +10,18 @@
 //! # }
 //! ```
 
-pub mod client;
 pub mod clock;
 pub mod cluster;
 pub mod command;
 pub mod config;
 pub mod connection;
+pub mod context;
 pub mod error;
 pub mod expiry;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod keyspace;
+pub mod peer;
 pub mod protocol;
 pub mod pubsub;
 pub mod scripting;

@@ -8,33 +8,8 @@ mod common;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use common::{cmd, connect, connect_url, start};
-use redis::aio::MultiplexedConnection;
+use common::{WAIT, cmd, connect, connect_url, start, until_blocked};
 use rlockd::ServerHandle;
-
-const WAIT: Duration = Duration::from_secs(10);
-
-/// Polls until `n` clients are blocked, so a test pushes only once its
-/// waiters are queued.
-async fn until_blocked(c: &mut MultiplexedConnection, n: usize) {
-    let start = Instant::now();
-    loop {
-        let info: String = cmd(c, &["INFO", "clients"]).await.unwrap();
-        let blocked = info
-            .lines()
-            .find_map(|l| l.strip_prefix("blocked_clients:"))
-            .and_then(|v| v.trim().parse::<usize>().ok())
-            .expect("INFO clients has blocked_clients");
-        if blocked == n {
-            return;
-        }
-        assert!(
-            start.elapsed() < WAIT,
-            "expected {n} blocked clients, INFO says {blocked}"
-        );
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
-}
 
 async fn blpop(server: &ServerHandle, keys: &[&str], timeout: &str) -> Option<(String, String)> {
     let mut c = connect(server).await;

@@ -1,44 +1,59 @@
-//! Moving and blocking list commands: LMOVE, RPOPLPUSH, BLPOP, BRPOP,
-//! BLMOVE, BRPOPLPUSH; and WAIT / WAITAOF, which block on time alone. A blocking command that finds nothing queues a
+//! Moving, multi-key popping and blocking commands: LMOVE, RPOPLPUSH,
+//! LMPOP, ZMPOP, BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, BZPOPMIN,
+//! BZPOPMAX, BZMPOP; and WAIT / WAITAOF, which block on time alone. A blocking command that finds nothing queues a
 //! waiter on its keys (under their shard locks, so no push can slip in
 //! between) and leaves it on the client; the connection then waits for the
 //! keyspace to serve it (see `keyspace::blocked`), for its timeout, or for
 //! the client to go away.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
 use super::Ctx;
+use crate::context::client::{Blocked, ServedReply};
 use crate::error::{CmdError, CmdResult};
-use crate::keyspace::{End, Outcome, Value, Waiter, Wanted};
+use crate::keyspace::{End, Taken, Value, Waiter, Wanted, ZEnd};
 use crate::protocol::Reply;
 use crate::util::{parse_f64, parse_i64};
 
-/// A client waiting on list keys, until `deadline` (`None`: for ever).
-pub struct Blocked {
-    pub waiter: Arc<Waiter>,
-    pub deadline: Option<Instant>,
-    /// What a timeout answers: BLPOP's nil array, BLMOVE's nil.
-    pub timeout_reply: Reply,
+/// Members as the popping commands send them: each member, then its score.
+fn taken_items(taken: Taken, nested: bool) -> Vec<Reply> {
+    match taken {
+        Taken::List(elements) => elements.into_iter().map(Reply::Bulk).collect(),
+        Taken::ZSet(members) if nested => members
+            .into_iter()
+            .map(|(m, s)| Reply::Array(vec![Reply::Bulk(m), Reply::Double(s)]))
+            .collect(),
+        Taken::ZSet(members) => members
+            .into_iter()
+            .flat_map(|(m, s)| [Reply::Bulk(m), Reply::Double(s)])
+            .collect(),
+    }
 }
 
-impl Blocked {
-    /// The reply for how the wait ended; `None` when the command must run
-    /// again (its element could not be handed over where it waited).
-    pub fn reply(&self, outcome: Outcome) -> Option<Reply> {
-        match outcome {
-            Outcome::Served { key, element } => Some(match self.waiter.wanted {
-                Wanted::Pop(_) => Reply::Array(vec![Reply::Bulk(key), Reply::Bulk(element)]),
-                Wanted::Move { .. } => Reply::Bulk(element),
-                Wanted::Time => self.timeout_reply.clone(),
-            }),
-            Outcome::Failed(e) => Some(Reply::Error(e)),
-            Outcome::Cancelled => Some(self.timeout_reply.clone()),
-            Outcome::Retry | Outcome::Waiting | Outcome::Serving => None,
-        }
-    }
+/// BLPOP's `[key, element]` and BZPOPMIN's `[key, member, score]`.
+fn key_then_items(key: Bytes, taken: Taken) -> Reply {
+    let mut out = vec![Reply::Bulk(key)];
+    out.extend(taken_items(taken, false));
+    Reply::Array(out)
+}
+
+/// The MPOP family's `[key, [item...]]`, each sorted set member as a
+/// `[member, score]` pair (in RESP2 too).
+pub fn key_and_items(key: Bytes, taken: Taken) -> Reply {
+    Reply::Array(vec![
+        Reply::Bulk(key),
+        Reply::Array(taken_items(taken, true)),
+    ])
+}
+
+/// BLMOVE's element alone.
+fn element_only(_key: Bytes, taken: Taken) -> Reply {
+    taken_items(taken, false)
+        .into_iter()
+        .next()
+        .unwrap_or(Reply::Nil)
 }
 
 /// A timeout of `ms` milliseconds; `None` for 0 (wait for ever). Redis
@@ -138,7 +153,7 @@ fn block(
     keys: Vec<Bytes>,
     wanted: Wanted,
     timeout: Option<Duration>,
-    timeout_reply: Reply,
+    (timeout_reply, served_reply): (Reply, ServedReply),
 ) -> CmdResult<Reply> {
     let waiter = Waiter::new(ctx.client.db, keys, wanted);
     let mut db = ctx.db();
@@ -159,39 +174,71 @@ fn block(
         waiter,
         deadline,
         timeout_reply: timeout_reply.clone(),
+        served_reply,
     });
     Ok(timeout_reply)
 }
 
-fn blocking_pop(ctx: &mut Ctx, end: End) -> CmdResult<Reply> {
+/// BLPOP, BRPOP, BZPOPMIN, BZPOPMAX: `key... timeout`, one item.
+fn blocking_single(ctx: &mut Ctx, wanted: Wanted) -> CmdResult<Reply> {
     let timeout = timeout_arg(ctx.arg(ctx.args.len() - 1))?;
-    let keys = &ctx.args[1..ctx.args.len() - 1];
-    let mut db = ctx.locked.db(ctx.client.db);
-    for key in keys {
-        match db.get(key)? {
-            Some(Value::List(l)) if !l.is_empty() => {}
-            Some(Value::List(_)) | None => continue,
-            Some(_) => return Err(CmdError::WrongType),
-        }
-        let element = db.pop_list(key, end)?;
-        return Ok(Reply::Array(vec![
-            Reply::Bulk(key.clone()),
-            Reply::opt_bulk(element),
-        ]));
+    let keys = ctx.args[1..ctx.args.len() - 1].to_vec();
+    pop_or_block(ctx, keys, wanted, timeout, key_then_items)
+}
+
+/// Pops what `wanted` asks from the first of `keys` that has something
+/// (WRONGTYPE if a key before it holds another type), else blocks on
+/// them all. Inside EXEC or a script it answers a nil array at once.
+fn pop_or_block(
+    ctx: &mut Ctx,
+    keys: Vec<Bytes>,
+    wanted: Wanted,
+    timeout: Option<Duration>,
+    served_reply: ServedReply,
+) -> CmdResult<Reply> {
+    if let Some((key, taken)) = pop_first(ctx, &keys, &wanted)? {
+        return Ok(served_reply(key, taken));
     }
     if !may_block(ctx) {
         return Ok(Reply::NilArray);
     }
-    let keys = keys.to_vec();
-    block(ctx, keys, Wanted::Pop(end), timeout, Reply::NilArray)
+    block(ctx, keys, wanted, timeout, (Reply::NilArray, served_reply))
+}
+
+/// Takes what `wanted` asks from the first of `keys` holding its type;
+/// WRONGTYPE if a key before that holds another type.
+fn pop_first(ctx: &mut Ctx, keys: &[Bytes], wanted: &Wanted) -> CmdResult<Option<(Bytes, Taken)>> {
+    let mut db = ctx.db();
+    for key in keys {
+        let taken = match (db.get(key)?, wanted) {
+            (None, _) => continue,
+            (Some(Value::List(_)), Wanted::List { end, count }) => {
+                Taken::List(db.pop_list_many(key, *end, *count)?)
+            }
+            (Some(Value::ZSet(_)), Wanted::ZSet { end, count }) => {
+                Taken::ZSet(db.pop_zset(key, *end, *count)?)
+            }
+            _ => return Err(CmdError::WrongType),
+        };
+        return Ok(Some((key.clone(), taken)));
+    }
+    Ok(None)
 }
 
 pub fn blpop(ctx: &mut Ctx) -> CmdResult<Reply> {
-    blocking_pop(ctx, End::Left)
+    let wanted = Wanted::List {
+        end: End::Left,
+        count: 1,
+    };
+    blocking_single(ctx, wanted)
 }
 
 pub fn brpop(ctx: &mut Ctx) -> CmdResult<Reply> {
-    blocking_pop(ctx, End::Right)
+    let wanted = Wanted::List {
+        end: End::Right,
+        count: 1,
+    };
+    blocking_single(ctx, wanted)
 }
 
 fn blocking_move(ctx: &mut Ctx, from: End, to: End, timeout_at: usize) -> CmdResult<Reply> {
@@ -209,7 +256,13 @@ fn blocking_move(ctx: &mut Ctx, from: End, to: End, timeout_at: usize) -> CmdRes
     }
     let wanted = Wanted::Move { from, dest, to };
     // Redis answers a timed-out BLMOVE with a nil array, like BLPOP.
-    block(ctx, vec![source], wanted, timeout, Reply::NilArray)
+    block(
+        ctx,
+        vec![source],
+        wanted,
+        timeout,
+        (Reply::NilArray, element_only),
+    )
 }
 
 pub fn blmove(ctx: &mut Ctx) -> CmdResult<Reply> {
@@ -229,7 +282,14 @@ pub fn wait(ctx: &mut Ctx) -> CmdResult<Reply> {
     if wanted <= 0 || !may_block(ctx) {
         return Ok(Reply::Int(0));
     }
-    block(ctx, Vec::new(), Wanted::Time, timeout, Reply::Int(0))
+    // Never served (no keys), so the served reply is never built.
+    block(
+        ctx,
+        Vec::new(),
+        Wanted::Time,
+        timeout,
+        (Reply::Int(0), element_only),
+    )
 }
 
 /// WAITAOF numlocal numreplicas timeout (Redis 7.2; Redisson probes it):
@@ -257,5 +317,100 @@ pub fn waitaof(ctx: &mut Ctx) -> CmdResult<Reply> {
     if replicas == 0 || !may_block(ctx) {
         return Ok(none);
     }
-    block(ctx, Vec::new(), Wanted::Time, timeout, none)
+    block(ctx, Vec::new(), Wanted::Time, timeout, (none, element_only))
+}
+
+/// `numkeys key... (LEFT|RIGHT|MIN|MAX) [COUNT count]`, as the MPOP family
+/// takes it from argument `at`: the keys and what to take from them.
+fn mpop_args(ctx: &Ctx, at: usize, zset: bool) -> CmdResult<(Vec<Bytes>, Wanted)> {
+    let numkeys = parse_i64(ctx.arg(at))
+        .filter(|n| *n > 0)
+        .ok_or_else(|| CmdError::other("ERR numkeys should be greater than 0"))?;
+    let where_at = usize::try_from(numkeys)
+        .ok()
+        .and_then(|n| n.checked_add(at + 1))
+        .filter(|w| *w < ctx.args.len())
+        .ok_or(CmdError::Syntax)?;
+    let side = &ctx.args[where_at];
+    let mut count = None;
+    let mut j = where_at + 1;
+    while j < ctx.args.len() {
+        match ctx.args.get(j + 1) {
+            Some(value) if count.is_none() && ctx.args[j].eq_ignore_ascii_case(b"count") => {
+                count = Some(
+                    parse_i64(value)
+                        .filter(|n| *n > 0)
+                        .ok_or_else(|| CmdError::other("ERR count should be greater than 0"))?,
+                );
+                j += 2;
+            }
+            _ => return Err(CmdError::Syntax),
+        }
+    }
+    let count = usize::try_from(count.unwrap_or(1)).unwrap_or(usize::MAX);
+    let wanted = if zset {
+        let end = if side.eq_ignore_ascii_case(b"min") {
+            ZEnd::Min
+        } else if side.eq_ignore_ascii_case(b"max") {
+            ZEnd::Max
+        } else {
+            return Err(CmdError::Syntax);
+        };
+        Wanted::ZSet { end, count }
+    } else {
+        Wanted::List {
+            end: end_arg(side)?,
+            count,
+        }
+    };
+    Ok((ctx.args[at + 1..where_at].to_vec(), wanted))
+}
+
+/// LMPOP / ZMPOP: the first key that has something, or a nil array.
+fn mpop(ctx: &mut Ctx, zset: bool) -> CmdResult<Reply> {
+    let (keys, wanted) = mpop_args(ctx, 1, zset)?;
+    Ok(match pop_first(ctx, &keys, &wanted)? {
+        Some((key, taken)) => key_and_items(key, taken),
+        None => Reply::NilArray,
+    })
+}
+
+/// BLMPOP / BZMPOP: like the MPOP, waiting for a key up to the timeout.
+fn blocking_mpop(ctx: &mut Ctx, zset: bool) -> CmdResult<Reply> {
+    // Redis 7.0 reads the timeout after the other arguments.
+    let (keys, wanted) = mpop_args(ctx, 2, zset)?;
+    let timeout = timeout_arg(ctx.arg(1))?;
+    pop_or_block(ctx, keys, wanted, timeout, key_and_items)
+}
+
+pub fn lmpop(ctx: &mut Ctx) -> CmdResult<Reply> {
+    mpop(ctx, false)
+}
+
+pub fn zmpop(ctx: &mut Ctx) -> CmdResult<Reply> {
+    mpop(ctx, true)
+}
+
+pub fn blmpop(ctx: &mut Ctx) -> CmdResult<Reply> {
+    blocking_mpop(ctx, false)
+}
+
+pub fn bzmpop(ctx: &mut Ctx) -> CmdResult<Reply> {
+    blocking_mpop(ctx, true)
+}
+
+pub fn bzpopmin(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let wanted = Wanted::ZSet {
+        end: ZEnd::Min,
+        count: 1,
+    };
+    blocking_single(ctx, wanted)
+}
+
+pub fn bzpopmax(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let wanted = Wanted::ZSet {
+        end: ZEnd::Max,
+        count: 1,
+    };
+    blocking_single(ctx, wanted)
 }

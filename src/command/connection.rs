@@ -3,14 +3,14 @@
 use bytes::Bytes;
 
 use super::{Ctx, REGISTRY, multi};
-use crate::client::{Client, ClientHandle};
+use crate::context::Client;
+use crate::context::{PauseMode, Shared};
 use crate::error::{CmdError, CmdResult};
+use crate::keyspace::Outcome;
+use crate::peer::ClientHandle;
+use crate::protocol::REDIS_VERSION;
 use crate::protocol::{Protocol, Reply};
-use crate::server::{PauseMode, Shared};
 use crate::util::parse_i64;
-
-/// The Redis version rlockd answers as: clients gate features on it.
-pub const REDIS_VERSION: &str = "7.0.15";
 
 pub fn ping(ctx: &mut Ctx) -> CmdResult<Reply> {
     if ctx.args.len() <= 2 && super::pubsub::in_subscribed_mode(ctx.client) {
@@ -122,7 +122,7 @@ pub fn hello(ctx: &mut Ctx) -> CmdResult<Reply> {
         (Reply::bulk_str("id"), Reply::Int(ctx.client.id as i64)),
         (
             Reply::bulk_str("mode"),
-            Reply::bulk_str(crate::cluster::mode_name(ctx.shared)),
+            Reply::bulk_str(crate::cluster::mode_name(ctx.shared.cluster.as_ref())),
         ),
         (Reply::bulk_str("role"), Reply::bulk_str("master")),
         (Reply::bulk_str("modules"), Reply::Array(Vec::new())),
@@ -265,7 +265,7 @@ fn describe(shared: &Shared, handle: &ClientHandle) -> String {
 }
 
 /// Subscribed to anything: CLIENT LIST's `P` flag and `TYPE pubsub`.
-fn is_pubsub(info: &crate::client::ClientInfo) -> bool {
+fn is_pubsub(info: &crate::peer::ClientInfo) -> bool {
     info.sub + info.psub + info.ssub > 0
 }
 
@@ -427,6 +427,14 @@ pub fn help_reply(command: &str, lines: &[&str]) -> Reply {
     Reply::Array(out)
 }
 
+/// What Redis answers a CLIENT subcommand given too many arguments.
+fn client_sub_arity(ctx: &Ctx) -> CmdError {
+    CmdError::other(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
+        String::from_utf8_lossy(ctx.arg(1))
+    ))
+}
+
 /// CLIENT PAUSE timeout [WRITE|ALL]: checks in Redis 7.0's order (the mode,
 /// then the timeout), so a line with both wrong gets the same error.
 pub fn client_pause(ctx: &mut Ctx) -> CmdResult<Reply> {
@@ -439,12 +447,7 @@ pub fn client_pause(ctx: &mut Ctx) -> CmdResult<Reply> {
                 "ERR CLIENT PAUSE mode must be WRITE or ALL",
             ));
         }
-        _ => {
-            return Err(CmdError::other(format!(
-                "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
-                String::from_utf8_lossy(ctx.arg(1))
-            )));
-        }
+        _ => return Err(client_sub_arity(ctx)),
     };
     let ms = parse_i64(ctx.arg(2))
         .ok_or_else(|| CmdError::other("ERR timeout is not an integer or out of range"))?;
@@ -456,6 +459,36 @@ pub fn client_pause(ctx: &mut Ctx) -> CmdResult<Reply> {
 pub fn client_unpause(ctx: &mut Ctx) -> CmdResult<Reply> {
     ctx.shared.unpause();
     Ok(Reply::OK)
+}
+
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR]: ends another client's blocking
+/// command as if it timed out, or with an error. A client held by CLIENT
+/// PAUSE waits on no keys and is not unblocked (Redis 7.0.15 crashes there).
+pub fn client_unblock(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let id = parse_i64(ctx.arg(2)).ok_or(CmdError::NotInteger)?;
+    let with_error = match ctx.args {
+        [_, _, _] => false,
+        [_, _, _, reason] if reason.eq_ignore_ascii_case(b"timeout") => false,
+        [_, _, _, reason] if reason.eq_ignore_ascii_case(b"error") => true,
+        [_, _, _, _] => {
+            return Err(CmdError::other(
+                "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
+            ));
+        }
+        _ => return Err(client_sub_arity(ctx)),
+    };
+    let waiter = u64::try_from(id)
+        .ok()
+        .and_then(|id| ctx.shared.clients.get(&id))
+        .and_then(|c| c.info.lock().waiter.clone());
+    let end = if with_error {
+        Outcome::Failed(CmdError::other(
+            "UNBLOCKED client unblocked via CLIENT UNBLOCK",
+        ))
+    } else {
+        Outcome::Cancelled
+    };
+    Ok(Reply::Int(waiter.is_some_and(|w| w.interrupt(end)) as i64))
 }
 
 pub fn client_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
@@ -482,6 +515,8 @@ pub fn client_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
             "    Hold back every client's commands, or only writes, for <timeout> ms.",
             "UNPAUSE",
             "    End a pause now.",
+            "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+            "    Unblock the specified blocked client.",
         ],
     ))
 }

@@ -6,9 +6,9 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use super::Ctx;
 use crate::clock::{Clock, ManualClock};
+use crate::context::introspect::{held_locks, waiters};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
-use crate::server::introspect::{held_locks, waiters};
 use crate::util::parse_u64;
 
 fn manual_clock<'a>(ctx: &Ctx<'a, '_>) -> &'a ManualClock {

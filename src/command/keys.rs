@@ -1,5 +1,5 @@
-//! Keyspace commands: EXISTS, DEL, UNLINK, TYPE, KEYS, SCAN, RENAME, RANDOMKEY,
-//! OBJECT.
+//! Keyspace commands: EXISTS, TOUCH, DEL, UNLINK, TYPE, KEYS, SCAN, RENAME,
+//! RENAMENX, COPY, MOVE, SWAPDB, RANDOMKEY, DUMP, RESTORE, OBJECT.
 
 use bytes::Bytes;
 use rand::RngExt;
@@ -7,6 +7,7 @@ use rand::RngExt;
 use super::Ctx;
 use super::connection::help_reply;
 use crate::error::{CmdError, CmdResult};
+use crate::keyspace::dump::{self, DumpError};
 use crate::keyspace::{HashValue, SHARDS, Ttl, Value};
 use crate::protocol::Reply;
 use crate::pubsub::Event;
@@ -145,19 +146,242 @@ pub fn scan(ctx: &mut Ctx) -> CmdResult<Reply> {
 }
 
 pub fn rename(ctx: &mut Ctx) -> CmdResult<Reply> {
+    rename_key(ctx, false)
+}
+
+pub fn renamenx(ctx: &mut Ctx) -> CmdResult<Reply> {
+    rename_key(ctx, true)
+}
+
+/// RENAME, or with `nx` RENAMENX (which answers 0 instead of overwriting).
+fn rename_key(ctx: &mut Ctx, nx: bool) -> CmdResult<Reply> {
+    let done = |moved: bool| match (nx, moved) {
+        (false, _) => Reply::OK,
+        (true, moved) => Reply::Int(moved as i64),
+    };
     let (src, dst) = (ctx.arg(1).clone(), ctx.arg(2).clone());
     let mut db = ctx.locked.db(ctx.client.db);
     let Some(entry) = db.entry(&src)? else {
         return Err(CmdError::NoSuchKey);
     };
     if src == dst {
-        return Ok(Reply::OK);
+        return Ok(done(false));
     }
     let ttl = entry.expire_at().map_or(Ttl::Clear, Ttl::At);
+    if db.exists(&dst)? {
+        if nx {
+            return Ok(done(false));
+        }
+        // Redis deletes the old key first, so the new one raises `new`.
+        db.remove(&dst)?;
+    }
     let value = db.remove(&src)?.ok_or(CmdError::NoSuchKey)?;
     db.insert(&dst, value, ttl)?;
     db.modified(&src, Event::RenameFrom)?;
     db.modified(&dst, Event::RenameTo)?;
+    Ok(done(true))
+}
+
+/// A database index given as an argument: one of ours, or an error.
+fn db_index(ctx: &Ctx, n: i64) -> CmdResult<usize> {
+    usize::try_from(n)
+        .ok()
+        .filter(|&n| n < ctx.shared.keyspace.databases())
+        .ok_or(CmdError::DbIndexOutOfRange)
+}
+
+/// Redis reads these database indexes as a C `int`.
+fn parse_int(arg: &[u8]) -> Option<i64> {
+    parse_i64(arg).filter(|n| i32::try_from(*n).is_ok())
+}
+
+fn not_in_cluster(ctx: &Ctx, refusal: &str) -> CmdResult<()> {
+    match ctx.shared.cluster {
+        Some(_) => Err(CmdError::other(format!("ERR {refusal}"))),
+        None => Ok(()),
+    }
+}
+
+const SAME_OBJECT: &str = "ERR source and destination objects are the same";
+
+pub fn copy(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let (src, dst) = (ctx.arg(1).clone(), ctx.arg(2).clone());
+    let src_db = ctx.client.db;
+    let mut dst_db = src_db;
+    let mut replace = false;
+    let mut i = 3;
+    while i < ctx.args.len() {
+        match &ctx.args[i].to_ascii_lowercase()[..] {
+            b"replace" => replace = true,
+            b"db" if i + 1 < ctx.args.len() => {
+                let n = parse_i64(&ctx.args[i + 1]).ok_or(CmdError::NotInteger)?;
+                dst_db = db_index(ctx, n)?;
+                i += 1;
+            }
+            _ => return Err(CmdError::Syntax),
+        }
+        i += 1;
+    }
+    if dst_db != 0 {
+        not_in_cluster(
+            ctx,
+            "Copying to another database is not allowed in cluster mode",
+        )?;
+    }
+    if src_db == dst_db && src == dst {
+        return Err(CmdError::other(SAME_OBJECT));
+    }
+    let mut db = ctx.locked.db(src_db);
+    let Some(value) = db.get(&src)?.cloned() else {
+        return Ok(Reply::Int(0));
+    };
+    let ttl = db
+        .entry(&src)?
+        .and_then(|e| e.expire_at())
+        .map_or(Ttl::Clear, Ttl::At);
+    let mut db = ctx.locked.db(dst_db);
+    if db.exists(&dst)? {
+        if !replace {
+            return Ok(Reply::Int(0));
+        }
+        db.remove(&dst)?;
+    }
+    db.insert(&dst, value, ttl)?;
+    db.modified(&dst, Event::CopyTo)?;
+    Ok(Reply::Int(1))
+}
+
+pub fn move_(ctx: &mut Ctx) -> CmdResult<Reply> {
+    not_in_cluster(ctx, "MOVE is not allowed in cluster mode")?;
+    let key = ctx.arg(1).clone();
+    let n = parse_i64(ctx.arg(2)).ok_or(CmdError::NotInteger)?;
+    if i32::try_from(n).is_err() {
+        return Err(CmdError::other(
+            "ERR value is out of range, value must between -2147483648 and 2147483647",
+        ));
+    }
+    let (src_db, dst_db) = (ctx.client.db, db_index(ctx, n)?);
+    if src_db == dst_db {
+        return Err(CmdError::other(SAME_OBJECT));
+    }
+    let Some(ttl) = ctx
+        .locked
+        .db(src_db)
+        .entry(&key)?
+        .map(|e| e.expire_at().map_or(Ttl::Clear, Ttl::At))
+    else {
+        return Ok(Reply::Int(0));
+    };
+    if ctx.locked.db(dst_db).exists(&key)? {
+        return Ok(Reply::Int(0));
+    }
+    let value = ctx
+        .locked
+        .db(src_db)
+        .remove(&key)?
+        .ok_or(CmdError::NoSuchKey)?;
+    ctx.locked.db(dst_db).insert(&key, value, ttl)?;
+    ctx.locked.db(src_db).modified(&key, Event::MoveFrom)?;
+    ctx.locked.db(dst_db).modified(&key, Event::MoveTo)?;
+    Ok(Reply::Int(1))
+}
+
+pub fn swapdb(ctx: &mut Ctx) -> CmdResult<Reply> {
+    not_in_cluster(ctx, "SWAPDB is not allowed in cluster mode")?;
+    let first =
+        parse_int(ctx.arg(1)).ok_or_else(|| CmdError::other("ERR invalid first DB index"))?;
+    let second =
+        parse_int(ctx.arg(2)).ok_or_else(|| CmdError::other("ERR invalid second DB index"))?;
+    let (a, b) = (db_index(ctx, first)?, db_index(ctx, second)?);
+    ctx.locked.swap_dbs(a, b)?;
+    Ok(Reply::OK)
+}
+
+pub fn dump(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let key = ctx.arg(1).clone();
+    Ok(Reply::opt_bulk(
+        ctx.db().get(&key)?.map(|v| dump::dump(v).into()),
+    ))
+}
+
+/// RESTORE's options. IDLETIME and FREQ are checked and then dropped:
+/// rlockd keeps no access clock.
+struct RestoreOptions {
+    replace: bool,
+    absolute_ttl: bool,
+}
+
+fn parse_restore_options(args: &[Bytes]) -> CmdResult<RestoreOptions> {
+    let mut opts = RestoreOptions {
+        replace: false,
+        absolute_ttl: false,
+    };
+    let (mut idle, mut freq) = (false, false);
+    let mut i = 0;
+    while i < args.len() {
+        let more = i + 1 < args.len();
+        match &args[i].to_ascii_lowercase()[..] {
+            b"replace" => opts.replace = true,
+            b"absttl" => opts.absolute_ttl = true,
+            b"idletime" if more && !freq => {
+                let n = parse_i64(&args[i + 1]).ok_or(CmdError::NotInteger)?;
+                if n < 0 {
+                    return Err(CmdError::other("ERR Invalid IDLETIME value, must be >= 0"));
+                }
+                idle = true;
+                i += 1;
+            }
+            b"freq" if more && !idle => {
+                let n = parse_i64(&args[i + 1]).ok_or(CmdError::NotInteger)?;
+                if !(0..=255).contains(&n) {
+                    return Err(CmdError::other(
+                        "ERR Invalid FREQ value, must be >= 0 and <= 255",
+                    ));
+                }
+                freq = true;
+                i += 1;
+            }
+            _ => return Err(CmdError::Syntax),
+        }
+        i += 1;
+    }
+    Ok(opts)
+}
+
+pub fn restore(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let opts = parse_restore_options(&ctx.args[4..])?;
+    let key = ctx.arg(1).clone();
+    let now = ctx.now();
+    let mut db = ctx.db();
+    if !opts.replace && db.exists(&key)? {
+        return Err(CmdError::other("BUSYKEY Target key name already exists."));
+    }
+    let ttl = parse_i64(&ctx.args[2]).ok_or(CmdError::NotInteger)?;
+    if ttl < 0 {
+        return Err(CmdError::other("ERR Invalid TTL value, must be >= 0"));
+    }
+    let value = dump::restore(&ctx.args[3]).map_err(|e| {
+        CmdError::other(match e {
+            DumpError::VersionOrChecksum => "ERR DUMP payload version or checksum are wrong",
+            DumpError::BadFormat => "ERR Bad data format",
+        })
+    })?;
+    let mut db = ctx.db();
+    let replaced = opts.replace && db.remove(&key)?.is_some();
+    let deadline = match ttl {
+        0 => None,
+        t if opts.absolute_ttl => Some(t as u64),
+        t => Some((t as u64).saturating_add(now)),
+    };
+    if deadline.is_some_and(|at| at <= now) {
+        // Already past: the key is only deleted, if it was there.
+        if replaced {
+            db.modified(&key, Event::Del)?;
+        }
+        return Ok(Reply::OK);
+    }
+    db.insert(&key, value, deadline.map_or(Ttl::Clear, Ttl::At))?;
+    db.modified(&key, Event::Restore)?;
     Ok(Reply::OK)
 }
 

@@ -1,5 +1,5 @@
-//! List commands (non-blocking): RPUSH, LPUSH, LPOP, RPOP, LINDEX, LRANGE,
-//! LLEN, LREM, LSET, LPOS.
+//! List commands (non-blocking): RPUSH, LPUSH, RPUSHX, LPUSHX, LPOP, RPOP,
+//! LINDEX, LRANGE, LLEN, LREM, LSET, LPOS, LINSERT, LTRIM.
 
 use std::collections::VecDeque;
 
@@ -62,10 +62,15 @@ fn after_removal(db: &mut Db, key: &[u8], event: Event) -> CmdResult<()> {
     Ok(())
 }
 
-fn push(ctx: &mut Ctx, front: bool) -> CmdResult<Reply> {
+/// Pushes the arguments after the key; with `existing_only` (LPUSHX,
+/// RPUSHX) a missing key stays missing and the reply is 0.
+fn push(ctx: &mut Ctx, front: bool, existing_only: bool) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
     let mut db = ctx.locked.db(ctx.client.db);
     if list_for_write(&mut db, &key)?.is_none() {
+        if existing_only {
+            return Ok(Reply::Int(0));
+        }
         db.insert(&key, Value::List(List::new()), Ttl::Clear)?;
     }
     let Some(list) = list_for_write(&mut db, &key)? else {
@@ -86,11 +91,19 @@ fn push(ctx: &mut Ctx, front: bool) -> CmdResult<Reply> {
 }
 
 pub fn rpush(ctx: &mut Ctx) -> CmdResult<Reply> {
-    push(ctx, false)
+    push(ctx, false, false)
 }
 
 pub fn lpush(ctx: &mut Ctx) -> CmdResult<Reply> {
-    push(ctx, true)
+    push(ctx, true, false)
+}
+
+pub fn rpushx(ctx: &mut Ctx) -> CmdResult<Reply> {
+    push(ctx, false, true)
+}
+
+pub fn lpushx(ctx: &mut Ctx) -> CmdResult<Reply> {
+    push(ctx, true, true)
 }
 
 fn pop(ctx: &mut Ctx, front: bool, name: &str) -> CmdResult<Reply> {
@@ -313,4 +326,45 @@ pub fn lpos(ctx: &mut Ctx) -> CmdResult<Reply> {
         Some(_) => Reply::Array(found.into_iter().map(Reply::Int).collect()),
         None => found.first().map_or(Reply::Nil, |&i| Reply::Int(i)),
     })
+}
+
+pub fn linsert(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let after = match ctx.arg(2) {
+        w if w.eq_ignore_ascii_case(b"after") => true,
+        w if w.eq_ignore_ascii_case(b"before") => false,
+        _ => return Err(CmdError::Syntax),
+    };
+    let (key, pivot, element) = (ctx.arg(1).clone(), ctx.arg(3).clone(), ctx.arg(4).clone());
+    let mut db = ctx.db();
+    let Some(list) = list_for_write(&mut db, &key)? else {
+        return Ok(Reply::Int(0));
+    };
+    let Some(at) = list.iter().position(|e| *e == pivot) else {
+        return Ok(Reply::Int(-1));
+    };
+    list.insert(at + after as usize, element);
+    let len = list.len() as i64;
+    db.modified(&key, Event::Linsert)?;
+    Ok(Reply::Int(len))
+}
+
+pub fn ltrim(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let start = int_arg(ctx.arg(2))?;
+    let stop = int_arg(ctx.arg(3))?;
+    let key = ctx.arg(1).clone();
+    let mut db = ctx.db();
+    let Some(list) = list_for_write(&mut db, &key)? else {
+        return Ok(Reply::OK);
+    };
+    let len = list.len() as i64;
+    let start = if start < 0 { start + len } else { start }.max(0);
+    let stop = if stop < 0 { stop + len } else { stop };
+    if start > stop || start >= len {
+        list.clear();
+    } else {
+        list.truncate(stop.min(len - 1) as usize + 1);
+        list.drain(..start as usize);
+    }
+    after_removal(&mut db, &key, Event::Ltrim)?;
+    Ok(Reply::OK)
 }

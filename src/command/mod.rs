@@ -19,6 +19,7 @@ pub mod pubsub;
 mod scripting;
 mod server;
 mod sets;
+mod sort;
 pub mod spec;
 mod strings;
 pub mod table;
@@ -30,15 +31,13 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
-use crate::client::Client;
+use crate::context::Client;
+use crate::context::Shared;
+use crate::context::slowlog::Caller;
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Db, LockPlan, Locked, slot_shard};
 use crate::protocol::Reply;
 use crate::pubsub::Origin;
-use crate::server::Shared;
-use crate::server::slowlog::Caller;
-pub use blocking::Blocked;
-pub use connection::REDIS_VERSION;
 pub use spec::{CommandSpec, flag};
 
 /// Every command and subcommand, numbered for per-command statistics.

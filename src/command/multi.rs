@@ -9,12 +9,12 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::{CommandSpec, Ctx, REGISTRY, execute, flag, lock_plan};
-use crate::client::{Client, WatchState};
 use crate::cluster::common_slot;
+use crate::context::Shared;
+use crate::context::{Client, WatchState};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{LockPlan, Locked, WatchFlag};
 use crate::protocol::Reply;
-use crate::server::Shared;
 
 /// Commands that act on the transaction itself rather than being queued.
 pub fn runs_inside_multi(spec: &CommandSpec) -> bool {

@@ -10,11 +10,11 @@ use bytes::Bytes;
 
 use super::Ctx;
 use super::connection::help_reply;
-use crate::client::Client;
+use crate::context::Client;
+use crate::context::Shared;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::{Protocol, Reply};
 use crate::pubsub::{Kind, confirmation};
-use crate::server::Shared;
 
 /// Commands a RESP2 client may send while subscribed.
 pub fn allowed_while_subscribed(full_name: &str) -> bool {

@@ -6,15 +6,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 
-use super::connection::{REDIS_VERSION, help_reply};
+use super::connection::help_reply;
 use super::spec::{CommandSpec, KeySpec, acl, flag};
 use super::{Ctx, REGISTRY, docs};
 use crate::config::{find_param, get_matching};
+use crate::context::Shared;
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{ShardStats, flush_all};
+use crate::protocol::REDIS_VERSION;
 use crate::protocol::Reply;
 use crate::pubsub::Kind;
-use crate::server::Shared;
 
 pub fn dbsize(ctx: &mut Ctx) -> CmdResult<Reply> {
     let db = ctx.client.db;
@@ -147,7 +148,9 @@ fn kv(key: &str, value: Reply) -> (Reply, Reply) {
 }
 
 fn find_keys(k: &KeySpec) -> Reply {
-    let (kind, spec) = if k.keynum {
+    let (kind, spec) = if k.unknown {
+        ("unknown", Vec::new())
+    } else if k.keynum {
         (
             "keynum",
             vec![
@@ -172,6 +175,18 @@ fn find_keys(k: &KeySpec) -> Reply {
     ])
 }
 
+fn begin_search(k: &KeySpec) -> Reply {
+    let (kind, spec) = if k.unknown {
+        ("unknown", Vec::new())
+    } else {
+        ("index", vec![kv("index", Reply::Int(k.begin as i64))])
+    };
+    Reply::Map(vec![
+        kv("type", Reply::bulk_str(kind)),
+        kv("spec", Reply::Map(spec)),
+    ])
+}
+
 /// One COMMAND INFO entry, in Redis 7.0's ten-field layout.
 fn command_entry(spec: &CommandSpec, full_name: &str) -> Reply {
     let (first, last, step) = spec.legacy_key_range();
@@ -179,23 +194,22 @@ fn command_entry(spec: &CommandSpec, full_name: &str) -> Reply {
         .keys
         .iter()
         .map(|k| {
-            Reply::Map(vec![
-                kv(
-                    "flags",
-                    Reply::Set(k.flags.iter().map(|f| Reply::Status((*f).into())).collect()),
-                ),
-                kv(
-                    "begin_search",
-                    Reply::Map(vec![
-                        kv("type", Reply::bulk_str("index")),
+            let notes = (!k.notes.is_empty()).then(|| kv("notes", Reply::bulk_str(k.notes)));
+            Reply::Map(
+                notes
+                    .into_iter()
+                    .chain([
                         kv(
-                            "spec",
-                            Reply::Map(vec![kv("index", Reply::Int(k.begin as i64))]),
+                            "flags",
+                            Reply::Set(
+                                k.flags.iter().map(|f| Reply::Status((*f).into())).collect(),
+                            ),
                         ),
-                    ]),
-                ),
-                kv("find_keys", find_keys(k)),
-            ])
+                        kv("begin_search", begin_search(k)),
+                        kv("find_keys", find_keys(k)),
+                    ])
+                    .collect(),
+            )
         })
         .collect();
     let subs = spec
@@ -501,7 +515,10 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             line("redis_git_sha1", &"00000000");
             line("redis_git_dirty", &0);
             line("redis_build_id", &"0");
-            line("redis_mode", &crate::cluster::mode_name(shared));
+            line(
+                "redis_mode",
+                &crate::cluster::mode_name(shared.cluster.as_ref()),
+            );
             line("os", &std::env::consts::OS);
             line("arch_bits", &64);
             line("multiplexing_api", &"tokio");

@@ -32,6 +32,7 @@ pub mod flag {
     pub const SKIP_MONITOR: u32 = 1 << 16;
     /// Derived for COMMAND INFO from keynum key specs; never declared.
     pub const MOVABLE_KEYS: u32 = 1 << 17;
+    pub const ASKING: u32 = 1 << 18;
     /// Ours, not reported: exists only on a server started with
     /// `enable-clock-control`; elsewhere it is an unknown command.
     pub const CLOCK_CONTROL: u32 = 1 << 28;
@@ -57,6 +58,7 @@ pub mod flag {
         (STALE, "stale"),
         (SKIP_MONITOR, "skip_monitor"),
         (SKIP_SLOWLOG, "skip_slowlog"),
+        (ASKING, "asking"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
         (NO_MANDATORY_KEYS, "no_mandatory_keys"),
@@ -161,6 +163,11 @@ pub struct KeySpec {
     pub last: i32,
     pub step: i32,
     pub keynum: bool,
+    /// Keys the arguments cannot locate (SORT's BY/GET patterns, its STORE
+    /// anywhere in the line): reported, but never read from a command line.
+    pub unknown: bool,
+    /// Why the spec is as it is, for COMMAND INFO; empty if nothing to say.
+    pub notes: &'static str,
 }
 
 impl KeySpec {
@@ -171,6 +178,21 @@ impl KeySpec {
             last,
             step,
             keynum: false,
+            unknown: false,
+            notes: "",
+        }
+    }
+
+    /// Keys found only by running the command (see `unknown`).
+    pub const fn unknown(flags: &'static [&'static str], notes: &'static str) -> Self {
+        KeySpec {
+            flags,
+            begin: 0,
+            last: 0,
+            step: 1,
+            keynum: false,
+            unknown: true,
+            notes,
         }
     }
 
@@ -188,12 +210,17 @@ impl KeySpec {
             last: 0,
             step: 1,
             keynum: true,
+            unknown: false,
+            notes: "",
         }
     }
 
     /// The first and last key index in `args`; `None` if there are no keys
     /// (too few arguments, or a count that does not fit).
     fn span(&self, args: &[Bytes]) -> Option<(usize, usize)> {
+        if self.unknown {
+            return None;
+        }
         let argc = args.len();
         let begin = self.begin as usize;
         if self.keynum {
@@ -349,16 +376,18 @@ impl CommandSpec {
     }
 
     pub fn movable_keys(&self) -> bool {
-        self.keys.iter().any(|k| k.keynum)
+        self.keys.iter().any(|k| k.keynum || k.unknown)
     }
 
-    /// The legacy (first, last, step) triple of COMMAND INFO.
+    /// The legacy (first, last, step) triple of COMMAND INFO, from the
+    /// specs that are plain ranges.
     pub fn legacy_key_range(&self) -> (i32, i32, i32) {
-        let Some(first) = self.keys.first().filter(|_| !self.movable_keys()) else {
+        let mut ranges = self.keys.iter().filter(|k| !k.keynum && !k.unknown);
+        let Some(first) = ranges.next() else {
             return (0, 0, 0);
         };
         let mut last = first.begin + first.last.max(0);
-        for spec in self.keys {
+        for spec in std::iter::once(first).chain(ranges) {
             if spec.last < 0 {
                 return (first.begin, spec.last, first.step);
             }

@@ -11,7 +11,7 @@ use super::spec::flag::*;
 use super::spec::{CommandSpec as C, Group::*, KeySpec};
 use super::{
     bitmaps, blocking, cluster, connection as conn, expire, fixture, hashes, hyperloglog, keys,
-    lists, memory, multi, operator, scripting, server, sets, strings, zsets,
+    lists, memory, multi, operator, scripting, server, sets, sort, strings, zsets,
 };
 
 const RO: &[&str] = &["RO"];
@@ -40,6 +40,12 @@ const fn store_keys(dst: &'static [&'static str]) -> [KeySpec; 2] {
         KeySpec::range(2, -1, 1, RO_ACCESS),
     ]
 }
+
+/// A destination, then `numkeys` source keys (ZUNIONSTORE and kin).
+const ZSTORE_KEYS: [KeySpec; 2] = [
+    KeySpec::range(1, 0, 1, OW_UPDATE),
+    KeySpec::keynum(2, RO_ACCESS),
+];
 
 const fn keys_all(flags: &'static [&'static str]) -> [KeySpec; 1] {
     [KeySpec::range(1, -1, 1, flags)]
@@ -118,6 +124,11 @@ static CLIENT_SUBS: &[C] = &[
         .flags(ADMIN | NOSCRIPT | LOADING | STALE)
         .acl(CONNECTION)
         .doc("6.2.0", "Ends a CLIENT PAUSE at once."),
+    C::new("unblock", -3, Connection, conn::client_unblock)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
+        .acl(CONNECTION)
+        .syntax("client-id [TIMEOUT | ERROR]")
+        .doc("5.0.0", "Ends another client's blocking command, as a timeout or an error."),
     C::new("help", 2, Connection, conn::client_help)
         .flags(LOADING | STALE)
         .acl(CONNECTION)
@@ -185,6 +196,20 @@ static LATENCY_SUBS: &[C] = &[
             "Resets the latency data of events; returns how many were reset.",
         ),
 ];
+
+/// SORT's BY and GET patterns name keys built from the elements it sorts.
+const SORT_PATTERN_KEYS: KeySpec = KeySpec::unknown(
+    RO_ACCESS,
+    "BY and GET patterns: the key names are made from the sorted elements, so no argument position holds them.",
+);
+/// STORE may come anywhere among SORT's options.
+const SORT_STORE_KEY: KeySpec = KeySpec::unknown(
+    OW_UPDATE,
+    "STORE's destination: the option may appear anywhere in the arguments.",
+);
+
+const RESTORE_SYNTAX: &str =
+    "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]";
 
 const OBJECT_KEY: &[KeySpec] = &[KeySpec::range(2, 0, 1, RO)];
 
@@ -301,6 +326,75 @@ static MEMORY_SUBS: &[C] = &[
     C::new("help", 2, Server, memory::help)
         .flags(LOADING | STALE)
         .doc("4.0.0", "Lists the MEMORY subcommands."),
+];
+
+const ALL_SHARDS_ALL: &[&str] = &["request_policy:all_shards", "response_policy:all_succeeded"];
+
+static FUNCTION_SUBS: &[C] = &[
+    C::new("delete", 3, Scripting, scripting::function_delete)
+        .flags(WRITE | NOSCRIPT)
+        .acl(SCRIPTING)
+        .tips(ALL_SHARDS_ALL)
+        .syntax("library-name")
+        .doc("7.0.0", "Deletes a library and its functions."),
+    C::new("dump", 2, Scripting, scripting::function_dump)
+        .flags(NOSCRIPT)
+        .acl(SCRIPTING)
+        .doc(
+            "7.0.0",
+            "Returns every library as one payload for FUNCTION RESTORE.",
+        ),
+    C::new("flush", -2, Scripting, scripting::function_flush)
+        .flags(WRITE | NOSCRIPT)
+        .acl(SCRIPTING)
+        .tips(ALL_SHARDS_ALL)
+        .syntax("[ASYNC | SYNC]")
+        .doc("7.0.0", "Deletes every library."),
+    C::new("help", 2, Scripting, scripting::function_help)
+        .flags(LOADING | STALE)
+        .acl(SCRIPTING)
+        .doc("7.0.0", "Lists the FUNCTION subcommands."),
+    C::new("kill", 2, Scripting, scripting::function_kill)
+        .flags(NOSCRIPT | ALLOW_BUSY)
+        .acl(SCRIPTING)
+        .tips(&["request_policy:all_shards", "response_policy:one_succeeded"])
+        .doc(
+            "7.0.0",
+            "Stops a function running past the busy threshold, if it has not written.",
+        ),
+    C::new("list", -2, Scripting, scripting::function_list)
+        .flags(NOSCRIPT)
+        .acl(SCRIPTING)
+        .tips(NONDET_ORDER)
+        .syntax("[LIBRARYNAME library-name-pattern] [WITHCODE]")
+        .doc(
+            "7.0.0",
+            "Lists the libraries, their functions and optionally their code.",
+        ),
+    C::new("load", -3, Scripting, scripting::function_load)
+        .flags(WRITE | DENYOOM | NOSCRIPT)
+        .acl(SCRIPTING)
+        .tips(ALL_SHARDS_ALL)
+        .syntax("[REPLACE] function-code")
+        .doc("7.0.0", "Loads a library of functions; returns its name."),
+    C::new("restore", -3, Scripting, scripting::function_restore)
+        .flags(WRITE | DENYOOM | NOSCRIPT)
+        .acl(SCRIPTING)
+        .tips(ALL_SHARDS_ALL)
+        .syntax("serialized-value [FLUSH | APPEND | REPLACE]")
+        .doc("7.0.0", "Loads the libraries of a FUNCTION DUMP payload."),
+    C::new("stats", 2, Scripting, scripting::function_stats)
+        .flags(NOSCRIPT | ALLOW_BUSY)
+        .acl(SCRIPTING)
+        .tips(&[
+            "nondeterministic_output",
+            "request_policy:all_shards",
+            "response_policy:special",
+        ])
+        .doc(
+            "7.0.0",
+            "Tells which function is running past the busy threshold, and how many are loaded.",
+        ),
 ];
 
 static SCRIPT_SUBS: &[C] = &[
@@ -550,6 +644,40 @@ pub static COMMANDS: &[C] = &[
         .keys(&[KeySpec::range(1, 0, 1, &["RW", "access", "delete"]), KeySpec::range(2, 0, 1, OW_UPDATE)])
         .syntax("key newkey")
         .doc("1.0.0", "Renames a key, replacing any key of the new name."),
+    C::new("renamenx", 3, Generic, keys::renamenx).flags(WRITE | FAST).acl(KEYSPACE)
+        .keys(&[KeySpec::range(1, 0, 1, RW_ACCESS_DELETE), KeySpec::range(2, 0, 1, &["OW", "insert"])])
+        .syntax("key newkey")
+        .doc("1.0.0", "Renames a key only if no key has the new name."),
+    C::new("copy", -3, Generic, keys::copy).flags(WRITE | DENYOOM).acl(KEYSPACE)
+        .keys(&[KeySpec::range(1, 0, 1, RO_ACCESS), KeySpec::range(2, 0, 1, OW_UPDATE)])
+        .syntax("source destination [DB destination-db] [REPLACE]")
+        .doc("6.2.0", "Copies a key's value and time to live to another key, possibly in another database."),
+    C::new("move", 3, Generic, keys::move_).flags(WRITE | FAST).acl(KEYSPACE).keys(&key1(RW_ACCESS_UPDATE))
+        .syntax("key db")
+        .doc("1.0.0", "Moves a key to another database, unless a key of that name is there."),
+    C::new("touch", -2, Generic, keys::exists).flags(READ_FAST).acl(KEYSPACE).tips(MULTI_SHARD_SUM).keys(&keys_all(RO))
+        .syntax("key...")
+        .doc("3.2.1", "Counts how many of the given keys exist, as an access to each."),
+    C::new("swapdb", 3, Server, keys::swapdb).flags(WRITE | FAST | WHOLE_KEYSPACE).acl(KEYSPACE | DANGEROUS)
+        .syntax("index1 index2")
+        .doc("4.0.0", "Swaps the contents of two databases."),
+    C::new("sort", -2, Generic, sort::sort).flags(WRITE | DENYOOM | WHOLE_KEYSPACE).acl(SET | SORTEDSET | LIST | DANGEROUS)
+        .keys(&[KeySpec::range(1, 0, 1, RO_ACCESS), SORT_PATTERN_KEYS, SORT_STORE_KEY])
+        .syntax("key [BY pattern] [LIMIT offset count] [GET pattern]... [ASC | DESC] [ALPHA] [STORE destination]")
+        .doc("1.0.0", "Sorts the elements of a list, set or sorted set, optionally by or with other keys' values, and returns or stores them."),
+    C::new("sort_ro", -2, Generic, sort::sort_ro).flags(READONLY | WHOLE_KEYSPACE).acl(SET | SORTEDSET | LIST | DANGEROUS)
+        .keys(&[KeySpec::range(1, 0, 1, RO_ACCESS), SORT_PATTERN_KEYS])
+        .syntax("key [BY pattern] [LIMIT offset count] [GET pattern]... [ASC | DESC] [ALPHA]")
+        .doc("7.0.0", "Sorts like SORT, without STORE."),
+    C::new("dump", 2, Generic, keys::dump).flags(READONLY).acl(KEYSPACE).tips(NONDET).keys(&key1(RO_ACCESS))
+        .syntax("key")
+        .doc("2.6.0", "Serialises a key's value in rlockd's own format, for RESTORE."),
+    C::new("restore", -4, Generic, keys::restore).flags(WRITE | DENYOOM).acl(KEYSPACE | DANGEROUS).keys(&key1(OW_UPDATE))
+        .syntax(RESTORE_SYNTAX)
+        .doc("2.6.0", "Creates a key from a DUMP payload, refusing damaged or foreign payloads."),
+    C::new("restore-asking", -4, Server, keys::restore).flags(WRITE | DENYOOM | ASKING).acl(KEYSPACE | DANGEROUS).keys(&key1(OW_UPDATE))
+        .syntax(RESTORE_SYNTAX)
+        .doc("3.0.0", "RESTORE as a cluster migration sends it."),
     C::new("randomkey", 1, Generic, keys::randomkey).flags(READONLY | WHOLE_KEYSPACE).acl(KEYSPACE)
         .tips(&["request_policy:all_shards", "nondeterministic_output"])
         .doc("1.0.0", "Returns a random key."),
@@ -775,6 +903,24 @@ pub static COMMANDS: &[C] = &[
     C::new("lpos", -3, List, lists::lpos).flags(READONLY).acl(LIST).keys(&key1(RO_ACCESS))
         .syntax("key element [RANK rank] [COUNT num-matches] [MAXLEN len]")
         .doc("6.0.6", "Returns the positions of elements equal to a value in a list."),
+    C::new("rpushx", -3, List, lists::rpushx).flags(WRITE_FAST).acl(LIST).keys(&key1(&["RW", "insert"]))
+        .syntax("key element...")
+        .doc("2.2.0", "Appends elements to a list only if it exists; returns the new length."),
+    C::new("lpushx", -3, List, lists::lpushx).flags(WRITE_FAST).acl(LIST).keys(&key1(&["RW", "insert"]))
+        .syntax("key element...")
+        .doc("2.2.0", "Prepends elements to a list only if it exists; returns the new length."),
+    C::new("linsert", 5, List, lists::linsert).flags(WRITE | DENYOOM).acl(LIST).keys(&key1(&["RW", "insert"]))
+        .syntax("key (BEFORE | AFTER) pivot element")
+        .doc("2.2.0", "Inserts an element before or after the first one equal to a pivot."),
+    C::new("ltrim", 4, List, lists::ltrim).flags(WRITE).acl(LIST).keys(&key1(RW_DELETE))
+        .syntax("key start stop")
+        .doc("1.0.0", "Keeps only a range of a list's elements."),
+    C::new("lmpop", -4, List, blocking::lmpop).flags(WRITE).acl(LIST).keys(&[KeySpec::keynum(1, RW_ACCESS_DELETE)])
+        .syntax("numkeys key... (LEFT | RIGHT) [COUNT count]")
+        .doc("7.0.0", "Pops elements from the first non-empty list of several."),
+    C::new("blmpop", -5, List, blocking::blmpop).flags(WRITE | BLOCKING).acl(LIST).keys(&[KeySpec::keynum(2, RW_ACCESS_DELETE)])
+        .syntax("timeout numkeys key... (LEFT | RIGHT) [COUNT count]")
+        .doc("7.0.0", "Pops elements like LMPOP, waiting for a list up to a timeout."),
     C::new("lmove", 5, List, blocking::lmove).flags(WRITE | DENYOOM).acl(LIST).keys(&MOVE_KEYS)
         .syntax("source destination (LEFT | RIGHT) (LEFT | RIGHT)")
         .doc("6.2.0", "Moves an element from one end of a list to an end of another, and returns it."),
@@ -806,6 +952,13 @@ pub static COMMANDS: &[C] = &[
     C::new("evalsha_ro", -3, Scripting, scripting::evalsha_ro).flags(READONLY | EVAL_FLAGS).acl(SCRIPTING).keys(SCRIPT_KEYS_RO)
         .syntax("sha1 numkeys [key [key ...]] [arg [arg ...]]")
         .doc("7.0.0", "Runs a cached Lua script that may only read."),
+    C::new("fcall", -3, Scripting, scripting::fcall).flags(NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | SCRIPT).acl(SCRIPTING).keys(SCRIPT_KEYS_RW)
+        .syntax("function numkeys [key...] [arg...]")
+        .doc("7.0.0", "Runs a function of a loaded library."),
+    C::new("fcall_ro", -3, Scripting, scripting::fcall_ro).flags(READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | SCRIPT).acl(SCRIPTING).keys(SCRIPT_KEYS_RO)
+        .syntax("function numkeys [key...] [arg...]")
+        .doc("7.0.0", "Runs a function declared no-writes."),
+    C::container("function", Scripting, FUNCTION_SUBS).doc("7.0.0", "Manages function libraries."),
     C::container("script", Scripting, SCRIPT_SUBS).doc("2.6.0", "Manages the script cache."),
     // sorted sets
     C::new("zadd", -4, SortedSet, zsets::zadd).flags(WRITE_FAST).acl(SORTEDSET).keys(&key1(RW_UPDATE))
@@ -841,6 +994,79 @@ pub static COMMANDS: &[C] = &[
     C::new("zrank", 3, SortedSet, zsets::zrank).flags(READ_FAST).acl(SORTEDSET).keys(&key1(RO_ACCESS))
         .syntax("key member")
         .doc("2.0.0", "Returns the rank of a sorted set member, lowest score first."),
+    C::new("zrevrange", -4, SortedSet, zsets::zrevrange).flags(READONLY).acl(SORTEDSET).keys(&key1(RO_ACCESS))
+        .syntax("key start stop [WITHSCORES]")
+        .doc("1.2.0", "Returns a range of sorted set members by rank, highest score first."),
+    C::new("zrevrangebyscore", -4, SortedSet, zsets::zrevrangebyscore).flags(READONLY).acl(SORTEDSET).keys(&key1(RO_ACCESS))
+        .syntax("key max min [WITHSCORES] [LIMIT offset count]")
+        .doc("2.2.0", "Returns the members of a sorted set with scores in a range, highest first."),
+    C::new("zrangebylex", -4, SortedSet, zsets::zrangebylex).flags(READONLY).acl(SORTEDSET).keys(&key1(RO_ACCESS))
+        .syntax("key min max [LIMIT offset count]")
+        .doc("2.8.9", "Returns the members of a sorted set in a lexicographical range."),
+    C::new("zrevrangebylex", -4, SortedSet, zsets::zrevrangebylex).flags(READONLY).acl(SORTEDSET).keys(&key1(RO_ACCESS))
+        .syntax("key max min [LIMIT offset count]")
+        .doc("2.8.9", "Returns the members of a sorted set in a lexicographical range, in reverse."),
+    C::new("zrangestore", -5, SortedSet, zsets::zrangestore).flags(WRITE | DENYOOM).acl(SORTEDSET)
+        .keys(&[KeySpec::range(1, 0, 1, OW_UPDATE), KeySpec::range(2, 0, 1, RO_ACCESS)])
+        .syntax("dst src min max [BYSCORE | BYLEX] [REV] [LIMIT offset count]")
+        .doc("6.2.0", "Stores a range of a sorted set in another key."),
+    C::new("zlexcount", 4, SortedSet, zsets::zlexcount).flags(READ_FAST).acl(SORTEDSET).keys(&key1(RO_ACCESS))
+        .syntax("key min max")
+        .doc("2.8.9", "Counts the members of a sorted set in a lexicographical range."),
+    C::new("zrevrank", 3, SortedSet, zsets::zrevrank).flags(READ_FAST).acl(SORTEDSET).keys(&key1(RO_ACCESS))
+        .syntax("key member")
+        .doc("2.0.0", "Returns the rank of a sorted set member, highest score first."),
+    C::new("zremrangebyrank", 4, SortedSet, zsets::zremrangebyrank).flags(WRITE).acl(SORTEDSET).keys(&key1(RW_DELETE))
+        .syntax("key start stop")
+        .doc("2.0.0", "Removes the members of a sorted set in a range of ranks."),
+    C::new("zremrangebylex", 4, SortedSet, zsets::zremrangebylex).flags(WRITE).acl(SORTEDSET).keys(&key1(RW_DELETE))
+        .syntax("key min max")
+        .doc("2.8.9", "Removes the members of a sorted set in a lexicographical range."),
+    C::new("zpopmin", -2, SortedSet, zsets::zpopmin).flags(WRITE | FAST).acl(SORTEDSET).keys(&key1(RW_ACCESS_DELETE))
+        .syntax("key [count]")
+        .doc("5.0.0", "Removes and returns the lowest-scored members of a sorted set."),
+    C::new("zpopmax", -2, SortedSet, zsets::zpopmax).flags(WRITE | FAST).acl(SORTEDSET).keys(&key1(RW_ACCESS_DELETE))
+        .syntax("key [count]")
+        .doc("5.0.0", "Removes and returns the highest-scored members of a sorted set."),
+    C::new("zunion", -3, SortedSet, zsets::zunion).flags(READONLY).acl(SORTEDSET).keys(&[KeySpec::keynum(1, RO_ACCESS)])
+        .syntax("numkeys key... [WEIGHTS weight...] [AGGREGATE (SUM | MIN | MAX)] [WITHSCORES]")
+        .doc("6.2.0", "Returns the union of sorted sets (and sets)."),
+    C::new("zinter", -3, SortedSet, zsets::zinter).flags(READONLY).acl(SORTEDSET).keys(&[KeySpec::keynum(1, RO_ACCESS)])
+        .syntax("numkeys key... [WEIGHTS weight...] [AGGREGATE (SUM | MIN | MAX)] [WITHSCORES]")
+        .doc("6.2.0", "Returns the intersection of sorted sets (and sets)."),
+    C::new("zdiff", -3, SortedSet, zsets::zdiff).flags(READONLY).acl(SORTEDSET).keys(&[KeySpec::keynum(1, RO_ACCESS)])
+        .syntax("numkeys key... [WITHSCORES]")
+        .doc("6.2.0", "Returns the members of the first sorted set that are in none of the others."),
+    C::new("zunionstore", -4, SortedSet, zsets::zunionstore).flags(WRITE | DENYOOM).acl(SORTEDSET).keys(&ZSTORE_KEYS)
+        .syntax("destination numkeys key... [WEIGHTS weight...] [AGGREGATE (SUM | MIN | MAX)]")
+        .doc("2.0.0", "Stores the union of sorted sets (and sets) in a key."),
+    C::new("zinterstore", -4, SortedSet, zsets::zinterstore).flags(WRITE | DENYOOM).acl(SORTEDSET).keys(&ZSTORE_KEYS)
+        .syntax("destination numkeys key... [WEIGHTS weight...] [AGGREGATE (SUM | MIN | MAX)]")
+        .doc("2.0.0", "Stores the intersection of sorted sets (and sets) in a key."),
+    C::new("zdiffstore", -4, SortedSet, zsets::zdiffstore).flags(WRITE | DENYOOM).acl(SORTEDSET).keys(&ZSTORE_KEYS)
+        .syntax("destination numkeys key...")
+        .doc("6.2.0", "Stores the difference of sorted sets in a key."),
+    C::new("zintercard", -3, SortedSet, zsets::zintercard).flags(READONLY).acl(SORTEDSET).keys(&[KeySpec::keynum(1, RO_ACCESS)])
+        .syntax("numkeys key... [LIMIT limit]")
+        .doc("7.0.0", "Counts the members common to sorted sets, up to a limit."),
+    C::new("zrandmember", -2, SortedSet, zsets::zrandmember).flags(READONLY).acl(SORTEDSET).tips(NONDET).keys(&key1(RO_ACCESS))
+        .syntax("key [count [WITHSCORES]]")
+        .doc("6.2.0", "Returns random members of a sorted set."),
+    C::new("zscan", -3, SortedSet, zsets::zscan).flags(READONLY).acl(SORTEDSET).tips(NONDET).keys(&key1(RO_ACCESS))
+        .syntax("key cursor [MATCH pattern] [COUNT count]")
+        .doc("2.8.0", "Iterates over the members and scores of a sorted set."),
+    C::new("zmpop", -4, SortedSet, blocking::zmpop).flags(WRITE).acl(SORTEDSET).keys(&[KeySpec::keynum(1, RW_ACCESS_DELETE)])
+        .syntax("numkeys key... (MIN | MAX) [COUNT count]")
+        .doc("7.0.0", "Pops the lowest or highest members of the first non-empty sorted set of several."),
+    C::new("bzpopmin", -3, SortedSet, blocking::bzpopmin).flags(WRITE | NOSCRIPT | FAST | BLOCKING).acl(SORTEDSET).keys(&[KeySpec::range(1, -2, 1, RW_ACCESS_DELETE)])
+        .syntax("key... timeout")
+        .doc("5.0.0", "Pops the lowest-scored member of the first non-empty sorted set, waiting for one up to a timeout."),
+    C::new("bzpopmax", -3, SortedSet, blocking::bzpopmax).flags(WRITE | NOSCRIPT | FAST | BLOCKING).acl(SORTEDSET).keys(&[KeySpec::range(1, -2, 1, RW_ACCESS_DELETE)])
+        .syntax("key... timeout")
+        .doc("5.0.0", "Pops the highest-scored member of the first non-empty sorted set, waiting for one up to a timeout."),
+    C::new("bzmpop", -5, SortedSet, blocking::bzmpop).flags(WRITE | BLOCKING).acl(SORTEDSET).keys(&[KeySpec::keynum(2, RW_ACCESS_DELETE)])
+        .syntax("timeout numkeys key... (MIN | MAX) [COUNT count]")
+        .doc("7.0.0", "Pops members like ZMPOP, waiting for a sorted set up to a timeout."),
     // sets
     C::new("sadd", -3, Set, sets::sadd).flags(WRITE_FAST).acl(SET).keys(&key1(&["RW", "insert"]))
         .syntax("key member...")

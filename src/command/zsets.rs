@@ -1,14 +1,22 @@
 //! Sorted set commands: ZADD, ZINCRBY, ZSCORE, ZMSCORE, ZREM, ZCARD, ZCOUNT,
-//! ZRANGE, ZRANGEBYSCORE, ZREMRANGEBYSCORE, ZRANK.
+//! ZLEXCOUNT, ZRANGE and its older forms (ZRANGEBYSCORE, ZRANGEBYLEX,
+//! ZREV*), ZRANGESTORE, ZREMRANGEBY{SCORE,RANK,LEX}, ZRANK, ZREVRANK,
+//! ZPOPMIN, ZPOPMAX, ZUNION/ZINTER/ZDIFF and their STORE forms,
+//! ZINTERCARD, ZRANDMEMBER, ZSCAN. The MPOP and blocking pops live in
+//! `blocking`.
 
 use bytes::Bytes;
 
+use rand::RngExt;
+
 use super::Ctx;
+use super::keys::parse_scan;
 use crate::error::{CmdError, CmdResult};
-use crate::keyspace::{Db, SortedSet, Ttl, Value};
+use crate::keyspace::{Db, SortedSet, Ttl, Value, ZEnd};
 use crate::protocol::{Protocol, Reply};
 use crate::pubsub::Event;
-use crate::util::{parse_f64, parse_i64};
+use crate::util::scan::{page, position_of};
+use crate::util::{format_double, glob_match, parse_cursor, parse_f64, parse_i64};
 
 fn zset_at<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<Option<&'d mut SortedSet>> {
     db.get_as(key, |v| match v {
@@ -377,26 +385,121 @@ enum RangeBy {
     Lex,
 }
 
-pub fn zrange(ctx: &mut Ctx) -> CmdResult<Reply> {
-    zrange_generic(ctx, None)
+/// A parsed range: ranks, scores or members.
+enum Span {
+    Rank(i64, i64),
+    Score(ScoreRange),
+    Lex(LexBound, LexBound),
 }
 
-pub fn zrangebyscore(ctx: &mut Ctx) -> CmdResult<Reply> {
-    zrange_generic(ctx, Some(RangeBy::Score))
+impl Span {
+    fn parse(by: RangeBy, lo: &[u8], hi: &[u8]) -> CmdResult<Span> {
+        Ok(match by {
+            RangeBy::Rank => Span::Rank(parse_long(lo)?, parse_long(hi)?),
+            RangeBy::Score => Span::Score(ScoreRange::parse(lo, hi)?),
+            RangeBy::Lex => match (LexBound::parse(lo), LexBound::parse(hi)) {
+                (Some(a), Some(b)) => Span::Lex(a, b),
+                _ => {
+                    return Err(CmdError::other(
+                        "ERR min or max not valid string range item",
+                    ));
+                }
+            },
+        })
+    }
 }
 
-fn zrange_generic(ctx: &mut Ctx, fixed: Option<RangeBy>) -> CmdResult<Reply> {
-    let mut by = fixed;
-    let mut rev = if fixed.is_some() { Some(false) } else { None };
+/// A ZRANGE-family query: the span, its direction and LIMIT.
+struct RangeQuery {
+    span: Span,
+    rev: bool,
+    offset: i64,
+    limit: i64,
+}
+
+impl RangeQuery {
+    /// The whole span, ascending (ZREMRANGEBY*, ZLEXCOUNT).
+    fn all(span: Span) -> RangeQuery {
+        RangeQuery {
+            span,
+            rev: false,
+            offset: 0,
+            limit: -1,
+        }
+    }
+
+    /// The members the query selects, in the order it returns them.
+    fn select(&self, zset: &SortedSet) -> Vec<(Bytes, f64)> {
+        let len = zset.len() as i64;
+        let rev = self.rev;
+        let ordered: Box<dyn Iterator<Item = (&Bytes, f64)>> = if rev {
+            Box::new(zset.iter().rev())
+        } else {
+            Box::new(zset.iter())
+        };
+        let window = limit_window(self.offset, self.limit, len);
+        match &self.span {
+            Span::Rank(start, end) => {
+                let start = if *start < 0 { start + len } else { *start }.max(0);
+                let end = if *end < 0 { end + len } else { *end };
+                if start > end || start >= len {
+                    return Vec::new();
+                }
+                let end = end.min(len - 1);
+                ordered
+                    .skip(start as usize)
+                    .take((end - start + 1) as usize)
+                    .map(|(m, s)| (m.clone(), s))
+                    .collect()
+            }
+            Span::Score(range) => {
+                // Walking down from the top, the first member in range is
+                // the first at or below max.
+                let starts = |_: &Bytes, s: f64| {
+                    if rev {
+                        range.below_max(s)
+                    } else {
+                        range.above_min(s)
+                    }
+                };
+                walk_range(ordered, starts, |_, s| range.contains(s), window)
+            }
+            Span::Lex(min, max) => {
+                let starts = |m: &Bytes, _: f64| {
+                    if rev {
+                        max.at_or_before_max(m)
+                    } else {
+                        min.at_or_after_min(m)
+                    }
+                };
+                let inside = |m: &Bytes, _: f64| min.at_or_after_min(m) && max.at_or_before_max(m);
+                walk_range(ordered, starts, inside, window)
+            }
+        }
+    }
+}
+
+/// Parses ZRANGE's arguments with the source key at `at`: the range, then
+/// options. `fixed` is the older commands' set kind and direction;
+/// ZRANGESTORE (`store`) takes no WITHSCORES. Returns the query and
+/// whether scores were asked for.
+fn parse_range(
+    args: &[Bytes],
+    at: usize,
+    fixed: Option<(RangeBy, bool)>,
+    store: bool,
+) -> CmdResult<(RangeQuery, bool)> {
+    let mut by = fixed.map(|(by, _)| by);
+    let mut rev = fixed.map(|(_, rev)| rev);
     let (mut with_scores, mut offset, mut limit) = (false, 0i64, -1i64);
-    let mut j = 4;
-    while j < ctx.args.len() {
-        let left = ctx.args.len() - j - 1;
-        match ctx.args[j].to_ascii_lowercase().as_slice() {
-            b"withscores" => with_scores = true,
+    let mut j = at + 3;
+    while j < args.len() {
+        let left = args.len() - j - 1;
+        match args[j].to_ascii_lowercase().as_slice() {
+            b"withscores" if !store => with_scores = true,
             b"limit" if left >= 2 => {
-                offset = parse_long(&ctx.args[j + 1])?;
-                limit = parse_long(&ctx.args[j + 2])?;
+                offset = parse_long(&args[j + 1])?;
+                limit = parse_long(&args[j + 2])?;
                 j += 2;
             }
             b"rev" if rev.is_none() => rev = Some(true),
@@ -418,89 +521,85 @@ fn zrange_generic(ctx: &mut Ctx, fixed: Option<RangeBy>) -> CmdResult<Reply> {
             "ERR syntax error, WITHSCORES not supported in combination with BYLEX",
         ));
     }
-    let (mut lo, mut hi) = (ctx.arg(2).clone(), ctx.arg(3).clone());
+    let (mut lo, mut hi) = (&args[at + 1], &args[at + 2]);
     if rev && by != RangeBy::Rank {
         std::mem::swap(&mut lo, &mut hi);
     }
-    enum Parsed {
-        Rank(i64, i64),
-        Score(ScoreRange),
-        Lex(LexBound, LexBound),
-    }
-    let parsed = match by {
-        RangeBy::Rank => Parsed::Rank(parse_long(&lo)?, parse_long(&hi)?),
-        RangeBy::Score => Parsed::Score(ScoreRange::parse(&lo, &hi)?),
-        RangeBy::Lex => match (LexBound::parse(&lo), LexBound::parse(&hi)) {
-            (Some(a), Some(b)) => Parsed::Lex(a, b),
-            _ => {
-                return Err(CmdError::other(
-                    "ERR min or max not valid string range item",
-                ));
-            }
-        },
+    let span = Span::parse(by, lo, hi)?;
+    let query = RangeQuery {
+        span,
+        rev,
+        offset,
+        limit,
     };
+    Ok((query, with_scores))
+}
+
+pub fn zrange(ctx: &mut Ctx) -> CmdResult<Reply> {
+    zrange_generic(ctx, None)
+}
+
+pub fn zrangebyscore(ctx: &mut Ctx) -> CmdResult<Reply> {
+    zrange_generic(ctx, Some((RangeBy::Score, false)))
+}
+
+pub fn zrevrangebyscore(ctx: &mut Ctx) -> CmdResult<Reply> {
+    zrange_generic(ctx, Some((RangeBy::Score, true)))
+}
+
+pub fn zrangebylex(ctx: &mut Ctx) -> CmdResult<Reply> {
+    zrange_generic(ctx, Some((RangeBy::Lex, false)))
+}
+
+pub fn zrevrangebylex(ctx: &mut Ctx) -> CmdResult<Reply> {
+    zrange_generic(ctx, Some((RangeBy::Lex, true)))
+}
+
+pub fn zrevrange(ctx: &mut Ctx) -> CmdResult<Reply> {
+    zrange_generic(ctx, Some((RangeBy::Rank, true)))
+}
+
+fn zrange_generic(ctx: &mut Ctx, fixed: Option<(RangeBy, bool)>) -> CmdResult<Reply> {
+    let (query, with_scores) = parse_range(ctx.args, 1, fixed, false)?;
     let resp3 = ctx.client.protocol == Protocol::Resp3;
     let key = ctx.arg(1).clone();
     let mut db = ctx.locked.db(ctx.client.db);
     let Some(zset) = zset_at(&mut db, &key)? else {
         return Ok(Reply::Array(Vec::new()));
     };
-    let len = zset.len() as i64;
-    let ordered: Box<dyn Iterator<Item = (&Bytes, f64)>> = if rev {
-        Box::new(zset.iter().rev())
-    } else {
-        Box::new(zset.iter())
-    };
-    let items: Vec<(Bytes, f64)> = match parsed {
-        Parsed::Rank(mut start, mut end) => {
-            if start < 0 {
-                start += len;
-            }
-            if end < 0 {
-                end += len;
-            }
-            start = start.max(0);
-            if start > end || start >= len {
-                Vec::new()
-            } else {
-                end = end.min(len - 1);
-                ordered
-                    .skip(start as usize)
-                    .take((end - start + 1) as usize)
-                    .map(|(m, s)| (m.clone(), s))
-                    .collect()
-            }
+    Ok(scored_reply(resp3, query.select(zset), with_scores))
+}
+
+pub fn zrangestore(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let (query, _) = parse_range(ctx.args, 2, None, true)?;
+    let (dst, src) = (ctx.arg(1).clone(), ctx.arg(2).clone());
+    let mut db = ctx.locked.db(ctx.client.db);
+    let items = zset_at(&mut db, &src)?.map_or_else(Vec::new, |z| query.select(z));
+    store_result(&mut db, &dst, items, Event::Zrangestore)
+}
+
+/// Stores `items` as the sorted set at `dst` (deleting it when there are
+/// none, as Redis does) and answers their number.
+fn store_result(
+    db: &mut Db,
+    dst: &[u8],
+    items: Vec<(Bytes, f64)>,
+    event: Event,
+) -> CmdResult<Reply> {
+    let len = items.len();
+    if len == 0 {
+        if db.remove(dst)?.is_some() {
+            db.modified(dst, Event::Del)?;
         }
-        Parsed::Score(range) => {
-            // Walking down from the top, the first member in range is the
-            // first at or below max.
-            let starts = |_: &Bytes, s: f64| {
-                if rev {
-                    range.below_max(s)
-                } else {
-                    range.above_min(s)
-                }
-            };
-            walk_range(
-                ordered,
-                starts,
-                |_, s| range.contains(s),
-                limit_window(offset, limit, len),
-            )
-        }
-        Parsed::Lex(min, max) => {
-            let starts = |m: &Bytes, _: f64| {
-                if rev {
-                    max.at_or_before_max(m)
-                } else {
-                    min.at_or_after_min(m)
-                }
-            };
-            let inside = |m: &Bytes, _: f64| min.at_or_after_min(m) && max.at_or_before_max(m);
-            walk_range(ordered, starts, inside, limit_window(offset, limit, len))
-        }
-    };
-    Ok(scored_reply(resp3, items, with_scores))
+        return Ok(Reply::Int(0));
+    }
+    let mut zset = SortedSet::default();
+    for (member, score) in items {
+        zset.insert(member, score);
+    }
+    db.insert(dst, Value::ZSet(Box::new(zset)), Ttl::Clear)?;
+    db.modified(dst, event)?;
+    Ok(Reply::Int(len as i64))
 }
 
 /// LIMIT's (skip, take) over the members in range, or `None` when Redis
@@ -540,21 +639,449 @@ fn walk_range<'z>(
 }
 
 pub fn zremrangebyscore(ctx: &mut Ctx) -> CmdResult<Reply> {
-    let range = ScoreRange::parse(ctx.arg(2), ctx.arg(3))?;
+    zremrange(ctx, RangeBy::Score, Event::Zremrangebyscore)
+}
+
+pub fn zremrangebyrank(ctx: &mut Ctx) -> CmdResult<Reply> {
+    zremrange(ctx, RangeBy::Rank, Event::Zremrangebyrank)
+}
+
+pub fn zremrangebylex(ctx: &mut Ctx) -> CmdResult<Reply> {
+    zremrange(ctx, RangeBy::Lex, Event::Zremrangebylex)
+}
+
+fn zremrange(ctx: &mut Ctx, by: RangeBy, event: Event) -> CmdResult<Reply> {
+    let query = RangeQuery::all(Span::parse(by, ctx.arg(2), ctx.arg(3))?);
     let key = ctx.arg(1).clone();
     let mut db = ctx.locked.db(ctx.client.db);
     let Some(zset) = zset_for_write(&mut db, &key)? else {
         return Ok(Reply::Int(0));
     };
-    let doomed: Vec<Bytes> = zset
-        .iter()
-        .skip_while(|(_, s)| !range.above_min(*s))
-        .take_while(|(_, s)| range.below_max(*s))
-        .map(|(m, _)| m.clone())
-        .collect();
-    for m in &doomed {
+    let doomed = query.select(zset);
+    for (m, _) in &doomed {
         zset.remove(m);
     }
-    finish_removal(&mut db, &key, doomed.len(), Event::Zremrangebyscore)?;
+    finish_removal(&mut db, &key, doomed.len(), event)?;
     Ok(Reply::Int(doomed.len() as i64))
+}
+
+pub fn zlexcount(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let query = RangeQuery::all(Span::parse(RangeBy::Lex, ctx.arg(2), ctx.arg(3))?);
+    let key = ctx.arg(1).clone();
+    let mut db = ctx.db();
+    let count = zset_at(&mut db, &key)?.map_or(0, |z| query.select(z).len());
+    Ok(Reply::Int(count as i64))
+}
+
+pub fn zrevrank(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let (key, member) = (ctx.arg(1).clone(), ctx.arg(2).clone());
+    let mut db = ctx.db();
+    let zset = zset_at(&mut db, &key)?;
+    Ok(
+        match zset.and_then(|z| z.rank(&member).map(|r| z.len() - 1 - r)) {
+            Some(r) => Reply::Int(r as i64),
+            None => Reply::Nil,
+        },
+    )
+}
+
+fn zpop(ctx: &mut Ctx, end: ZEnd) -> CmdResult<Reply> {
+    if ctx.args.len() > 3 {
+        return Err(syntax());
+    }
+    let count = match ctx.args.get(2) {
+        Some(c) => {
+            let n = parse_i64(c)
+                .and_then(|n| u64::try_from(n).ok())
+                .ok_or_else(|| CmdError::other("ERR value is out of range, must be positive"))?;
+            Some(usize::try_from(n).unwrap_or(usize::MAX))
+        }
+        None => None,
+    };
+    let resp3 = ctx.client.protocol == Protocol::Resp3;
+    let key = ctx.arg(1).clone();
+    let mut db = ctx.db();
+    if zset_for_write(&mut db, &key)?.is_none() || count == Some(0) {
+        return Ok(Reply::Array(Vec::new()));
+    }
+    let items = db.pop_zset(&key, end, count.unwrap_or(1))?;
+    // Without a count the pair is flat, in RESP3 too.
+    Ok(scored_reply(resp3 && count.is_some(), items, true))
+}
+
+pub fn zpopmin(ctx: &mut Ctx) -> CmdResult<Reply> {
+    zpop(ctx, ZEnd::Min)
+}
+
+pub fn zpopmax(ctx: &mut Ctx) -> CmdResult<Reply> {
+    zpop(ctx, ZEnd::Max)
+}
+
+/// How ZUNION and ZINTER combine one member's weighted scores.
+#[derive(Clone, Copy)]
+enum Aggregate {
+    Sum,
+    Min,
+    Max,
+}
+
+impl Aggregate {
+    fn apply(self, total: f64, value: f64) -> f64 {
+        match self {
+            // inf + -inf is NaN, which Redis reads as 0.
+            Aggregate::Sum => Some(total + value).filter(|t| !t.is_nan()).unwrap_or(0.0),
+            // Compared as Redis does: a NaN or an equal value keeps the total.
+            Aggregate::Min if value < total => value,
+            Aggregate::Max if value > total => value,
+            Aggregate::Min | Aggregate::Max => total,
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum ZOp {
+    Union,
+    Inter,
+    Diff,
+}
+
+/// One input of ZUNION and kin: a sorted set, or a set whose members all
+/// score 1; `None` for a missing key.
+struct Input {
+    zset: Option<SortedSet>,
+    weight: f64,
+}
+
+impl Input {
+    fn len(&self) -> usize {
+        self.zset.as_ref().map_or(0, |z| z.len())
+    }
+
+    /// A member's weighted score (0 where weight × score is NaN).
+    fn weighted(&self, score: f64) -> f64 {
+        Some(self.weight * score)
+            .filter(|v| !v.is_nan())
+            .unwrap_or(0.0)
+    }
+}
+
+/// The arguments of ZUNION, ZINTER, ZDIFF, their STORE forms and
+/// ZINTERCARD, from `numkeys` at `at`.
+struct Combine {
+    inputs: Vec<Input>,
+    aggregate: Aggregate,
+    with_scores: bool,
+    limit: usize,
+}
+
+/// Which of the combining commands runs: they take different options.
+#[derive(Clone, Copy, PartialEq)]
+enum CombineForm {
+    Reply,
+    Store,
+    Card,
+}
+
+fn parse_combine(ctx: &mut Ctx, at: usize, op: ZOp, form: CombineForm) -> CmdResult<Combine> {
+    let numkeys = parse_long(ctx.arg(at))?;
+    if numkeys < 1 {
+        let name = String::from_utf8_lossy(ctx.arg(0)).to_ascii_lowercase();
+        return Err(CmdError::other(format!(
+            "ERR at least 1 input key is needed for '{name}' command"
+        )));
+    }
+    let numkeys = usize::try_from(numkeys)
+        .ok()
+        .filter(|n| *n < ctx.args.len() - at)
+        .ok_or_else(syntax)?;
+    let keys = &ctx.args[at + 1..at + 1 + numkeys];
+    let mut inputs = Vec::with_capacity(numkeys);
+    {
+        let mut db = ctx.locked.db(ctx.client.db);
+        for key in keys {
+            let zset = match db.get(key)? {
+                None => None,
+                Some(Value::ZSet(z)) => Some((**z).clone()),
+                Some(Value::Set(set)) => {
+                    let mut z = SortedSet::default();
+                    for m in set.members() {
+                        z.insert(m, 1.0);
+                    }
+                    Some(z)
+                }
+                Some(_) => return Err(CmdError::WrongType),
+            };
+            inputs.push(Input { zset, weight: 1.0 });
+        }
+    }
+    let mut parsed = Combine {
+        inputs,
+        aggregate: Aggregate::Sum,
+        with_scores: false,
+        limit: usize::MAX,
+    };
+    let args = &ctx.args[at + 1 + numkeys..];
+    let weighs = op != ZOp::Diff && form != CombineForm::Card;
+    let mut j = 0;
+    while j < args.len() {
+        let left = args.len() - j;
+        match args[j].to_ascii_lowercase().as_slice() {
+            b"weights" if weighs && left > numkeys => {
+                for (input, w) in parsed.inputs.iter_mut().zip(&args[j + 1..]) {
+                    input.weight = parse_f64(w)
+                        .ok_or_else(|| CmdError::other("ERR weight value is not a float"))?;
+                }
+                j += 1 + numkeys;
+            }
+            b"aggregate" if weighs && left >= 2 => {
+                parsed.aggregate = match args[j + 1].to_ascii_lowercase().as_slice() {
+                    b"sum" => Aggregate::Sum,
+                    b"min" => Aggregate::Min,
+                    b"max" => Aggregate::Max,
+                    _ => return Err(syntax()),
+                };
+                j += 2;
+            }
+            b"withscores" if form == CombineForm::Reply => {
+                parsed.with_scores = true;
+                j += 1;
+            }
+            b"limit" if form == CombineForm::Card && left >= 2 => {
+                let n = parse_i64(&args[j + 1])
+                    .and_then(|n| u64::try_from(n).ok())
+                    .ok_or_else(|| CmdError::other("ERR LIMIT can't be negative"))?;
+                parsed.limit = match usize::try_from(n).unwrap_or(usize::MAX) {
+                    0 => usize::MAX,
+                    n => n,
+                };
+                j += 2;
+            }
+            _ => return Err(syntax()),
+        }
+    }
+    Ok(parsed)
+}
+
+impl Combine {
+    /// The combined members and scores, in no particular order; at most
+    /// `limit` of them for an intersection.
+    fn run(mut self, op: ZOp) -> Vec<(Bytes, f64)> {
+        let agg = self.aggregate;
+        if op == ZOp::Diff {
+            let mut inputs = self.inputs.into_iter();
+            let Some(Input {
+                zset: Some(first), ..
+            }) = inputs.next()
+            else {
+                return Vec::new();
+            };
+            let rest: Vec<SortedSet> = inputs.filter_map(|i| i.zset).collect();
+            return first
+                .iter()
+                .filter(|(m, _)| rest.iter().all(|z| z.score(m).is_none()))
+                .map(|(m, s)| (m.clone(), s))
+                .collect();
+        }
+        // Redis walks the inputs smallest first, which decides the order
+        // in which scores add up (inf + -inf + x).
+        self.inputs.sort_by_key(Input::len);
+        if op == ZOp::Union {
+            let mut totals: std::collections::HashMap<Bytes, f64> = Default::default();
+            for input in &self.inputs {
+                for (m, s) in input.zset.iter().flat_map(|z| z.iter()) {
+                    let value = input.weighted(s);
+                    totals
+                        .entry(m.clone())
+                        .and_modify(|t| *t = agg.apply(*t, value))
+                        .or_insert(value);
+                }
+            }
+            return totals.into_iter().collect();
+        }
+        let Some((smallest, rest)) = self.inputs.split_first() else {
+            return Vec::new();
+        };
+        let Some(base) = &smallest.zset else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (m, s) in base.iter() {
+            if out.len() >= self.limit {
+                break;
+            }
+            let mut total = smallest.weighted(s);
+            let mut everywhere = true;
+            for input in rest {
+                // Unlike the first, these products are not cleared of NaN,
+                // which MIN and MAX then pass over.
+                match input.zset.as_ref().and_then(|z| z.score(m)) {
+                    Some(other) => total = agg.apply(total, input.weight * other),
+                    None => {
+                        everywhere = false;
+                        break;
+                    }
+                }
+            }
+            if everywhere {
+                out.push((m.clone(), total));
+            }
+        }
+        out
+    }
+}
+
+/// ZUNION / ZINTER / ZDIFF: the result in score order.
+fn combine(ctx: &mut Ctx, op: ZOp) -> CmdResult<Reply> {
+    let parsed = parse_combine(ctx, 1, op, CombineForm::Reply)?;
+    let with_scores = parsed.with_scores;
+    let mut zset = SortedSet::default();
+    for (m, s) in parsed.run(op) {
+        zset.insert(m, s);
+    }
+    let items = zset.iter().map(|(m, s)| (m.clone(), s)).collect();
+    let resp3 = ctx.client.protocol == Protocol::Resp3;
+    Ok(scored_reply(resp3, items, with_scores))
+}
+
+fn combine_store(ctx: &mut Ctx, op: ZOp, event: Event) -> CmdResult<Reply> {
+    let parsed = parse_combine(ctx, 2, op, CombineForm::Store)?;
+    let items = parsed.run(op);
+    let dst = ctx.arg(1).clone();
+    let mut db = ctx.locked.db(ctx.client.db);
+    store_result(&mut db, &dst, items, event)
+}
+
+pub fn zunion(ctx: &mut Ctx) -> CmdResult<Reply> {
+    combine(ctx, ZOp::Union)
+}
+
+pub fn zinter(ctx: &mut Ctx) -> CmdResult<Reply> {
+    combine(ctx, ZOp::Inter)
+}
+
+pub fn zdiff(ctx: &mut Ctx) -> CmdResult<Reply> {
+    combine(ctx, ZOp::Diff)
+}
+
+pub fn zunionstore(ctx: &mut Ctx) -> CmdResult<Reply> {
+    combine_store(ctx, ZOp::Union, Event::Zunionstore)
+}
+
+pub fn zinterstore(ctx: &mut Ctx) -> CmdResult<Reply> {
+    combine_store(ctx, ZOp::Inter, Event::Zinterstore)
+}
+
+pub fn zdiffstore(ctx: &mut Ctx) -> CmdResult<Reply> {
+    combine_store(ctx, ZOp::Diff, Event::Zdiffstore)
+}
+
+pub fn zintercard(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let parsed = parse_combine(ctx, 1, ZOp::Inter, CombineForm::Card)?;
+    Ok(Reply::Int(parsed.run(ZOp::Inter).len() as i64))
+}
+
+/// The most members ZRANDMEMBER with a negative count returns (Redis
+/// would try to send any number and run out of memory).
+const RANDOM_REPEATS_MAX: u64 = 10_000_000;
+
+pub fn zrandmember(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let count = ctx.args.get(2).map(|c| parse_long(c)).transpose()?;
+    let with_scores = match ctx.args.len() {
+        0..=3 => false,
+        4 if ctx.args[3].eq_ignore_ascii_case(b"withscores") => true,
+        _ => return Err(syntax()),
+    };
+    if count == Some(i64::MIN) {
+        return Err(CmdError::other(
+            "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+        ));
+    }
+    if with_scores && count.is_some_and(|n| n.unsigned_abs() > (i64::MAX / 2) as u64) {
+        return Err(CmdError::other("ERR value is out of range"));
+    }
+    let resp3 = ctx.client.protocol == Protocol::Resp3;
+    let key = ctx.arg(1).clone();
+    let mut db = ctx.db();
+    let zset = zset_at(&mut db, &key)?;
+    let mut rng = rand::rng();
+    let Some(count) = count else {
+        let member = zset.and_then(|z| {
+            let at = rng.random_range(0..z.len());
+            z.iter().nth(at).map(|(m, _)| m.clone())
+        });
+        return Ok(Reply::opt_bulk(member));
+    };
+    let Some(zset) = zset else {
+        return Ok(Reply::Array(Vec::new()));
+    };
+    let all: Vec<(Bytes, f64)> = zset.iter().map(|(m, s)| (m.clone(), s)).collect();
+    let picked = if count < 0 {
+        let repeats = count.unsigned_abs();
+        if repeats > RANDOM_REPEATS_MAX {
+            return Err(CmdError::other("ERR value is out of range"));
+        }
+        (0..repeats)
+            .map(|_| all[rng.random_range(0..all.len())].clone())
+            .collect()
+    } else if count as u64 >= all.len() as u64 {
+        all
+    } else {
+        rand::seq::index::sample(&mut rng, all.len(), count as usize)
+            .into_iter()
+            .map(|i| all[i].clone())
+            .collect()
+    };
+    Ok(scored_reply(resp3, picked, with_scores))
+}
+
+/// A score as ZSCAN sends it. A compact set hands back the text its
+/// listpack holds, where a whole number within ±2^62 is written as an
+/// integer (so 1e17 reads `100000000000000000`).
+fn scan_score(score: f64, compact: bool) -> String {
+    const WHOLE_MAX: f64 = (i64::MAX / 2) as f64;
+    if compact && score.fract() == 0.0 && score.abs() <= WHOLE_MAX {
+        (score as i64).to_string()
+    } else {
+        format_double(score)
+    }
+}
+
+pub fn zscan(ctx: &mut Ctx) -> CmdResult<Reply> {
+    parse_cursor(ctx.arg(2)).ok_or_else(|| CmdError::other("ERR invalid cursor"))?;
+    let key = ctx.arg(1).clone();
+    let mut db = ctx.locked.db(ctx.client.db);
+    let Some(zset) = zset_at(&mut db, &key)? else {
+        return Ok(Reply::Array(vec![
+            Reply::bulk_str("0"),
+            Reply::Array(Vec::new()),
+        ]));
+    };
+    // Options are checked only on a set that exists, as in Redis.
+    let opts = parse_scan(&ctx.args[2..], false)?;
+    let members = zset.iter().map(|(m, s)| (m.clone(), s));
+    // A compact set comes back whole and in order, as Redis sends it.
+    let (members, next) = if zset.is_compact() {
+        (members.collect(), None)
+    } else {
+        page(
+            members.map(|(m, s)| (position_of(&m), (m, s))),
+            opts.cursor,
+            opts.count,
+        )
+    };
+    let mut items = Vec::new();
+    for (m, s) in members {
+        if opts
+            .pattern
+            .as_ref()
+            .is_none_or(|p| glob_match(p, &m, false))
+        {
+            items.push(Reply::Bulk(m));
+            items.push(Reply::bulk_str(&scan_score(s, zset.is_compact())));
+        }
+    }
+    Ok(Reply::Array(vec![
+        Reply::bulk_str(&next.unwrap_or(0).to_string()),
+        Reply::Array(items),
+    ]))
 }

@@ -14,15 +14,17 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 
-use crate::client::{Client, ClientHandle};
 use crate::clock::SystemClock;
 use crate::command::pubsub::forget_subscriptions;
 use crate::command::{dispatch, forget_transaction};
 use crate::config::Config;
 use crate::connection::forget_waiter;
+use crate::context::Client;
+use crate::context::Shared;
+use crate::peer::ClientHandle;
 use crate::protocol::{ProtocolError, Reply, RequestParser};
 use crate::pubsub::{Mailbox, MailboxReceiver};
-use crate::server::Shared;
+use crate::scripting::Runner;
 
 pub use script::generate as generate_script;
 
@@ -92,7 +94,12 @@ impl Harness {
             lua_heap_limit: 32 * 1024 * 1024,
             ..Config::default()
         };
-        let shared = Arc::new(Shared::new(base.clone(), Arc::new(SystemClock), None));
+        let shared = Arc::new(Shared::new(
+            base.clone(),
+            Arc::new(SystemClock),
+            None,
+            crate::command::REGISTRY.specs.len(),
+        ));
         spawn_watchdog(Arc::downgrade(&shared));
         let (client, mail) = connect(&shared);
         Harness {
@@ -199,7 +206,7 @@ fn spawn_watchdog(shared: Weak<Shared>) {
     std::thread::spawn(move || {
         while let Some(shared) = shared.upgrade() {
             // Writes included: they are rolled back.
-            let _ = shared.scripts.kill(true);
+            let _ = shared.scripts.kill(true, Runner::Script);
             drop(shared);
             std::thread::sleep(WATCHDOG_EVERY);
         }

@@ -1,9 +1,10 @@
-//! Clients blocked on list keys (BLPOP, BRPOP, BLMOVE): each shard queues
-//! the waiters of its keys, oldest first. A command that gives a waited-on
-//! list elements marks the key ready; when the command lets its shards go
-//! (after EXEC or a whole script, never halfway through) the ready keys'
-//! elements are handed to their waiters in arrival order, under the same
-//! locks, so no other client can take an element a waiter was owed.
+//! Clients blocked on list and sorted set keys (BLPOP, BLMOVE, BZPOPMIN…):
+//! each shard queues the waiters of its keys, oldest first. A command that
+//! gives a waited-on key a list or sorted set marks the key ready; when
+//! the command lets its shards go (after EXEC or a whole script, never
+//! halfway through) the ready keys' elements are handed to their waiters
+//! in arrival order, under the same locks, so no other client can take an
+//! element a waiter was owed. A waiter is served only by its own type.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -12,9 +13,9 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
+use super::Event;
 use super::{Db, Locked, Ttl, Value, key_shard};
 use crate::error::CmdError;
-use crate::pubsub::Event;
 
 /// The end of a list an element is taken from or put on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,11 +54,29 @@ impl End {
     }
 }
 
-/// What a waiter takes once one of its keys has an element.
+/// The end of a sorted set a member is taken from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ZEnd {
+    Min,
+    Max,
+}
+
+impl ZEnd {
+    pub fn pop_event(self) -> Event {
+        match self {
+            ZEnd::Min => Event::Zpopmin,
+            ZEnd::Max => Event::Zpopmax,
+        }
+    }
+}
+
+/// What a waiter takes once one of its keys has something for it.
 #[derive(Debug, Clone)]
 pub enum Wanted {
-    /// BLPOP / BRPOP: the element itself.
-    Pop(End),
+    /// BLPOP / BRPOP / BLMPOP: up to `count` elements from one end.
+    List { end: End, count: usize },
+    /// BZPOPMIN / BZPOPMAX / BZMPOP: up to `count` members and scores.
+    ZSet { end: ZEnd, count: usize },
     /// BLMOVE / BRPOPLPUSH: the element, after moving it to `dest`.
     Move { from: End, dest: Bytes, to: End },
     /// WAIT / WAITAOF: nothing; only the timeout ends the wait (rlockd has
@@ -65,18 +84,36 @@ pub enum Wanted {
     Time,
 }
 
+impl Wanted {
+    fn takes_list(&self) -> bool {
+        matches!(self, Wanted::List { .. } | Wanted::Move { .. })
+    }
+
+    fn takes_zset(&self) -> bool {
+        matches!(self, Wanted::ZSet { .. })
+    }
+}
+
+/// What a served waiter was handed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Taken {
+    List(Vec<Bytes>),
+    ZSet(Vec<(Bytes, f64)>),
+}
+
 /// How a wait ended, as seen by the blocked connection.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
     /// Still waiting.
     Waiting,
-    /// Being served right now: the element is on its way.
+    /// Being served right now: the elements are on their way.
     Serving,
     Served {
         key: Bytes,
-        element: Bytes,
+        taken: Taken,
     },
-    /// Served with an error (BLMOVE whose destination is not a list).
+    /// Served with an error (BLMOVE whose destination is not a list), or
+    /// unblocked by CLIENT UNBLOCK … ERROR.
     Failed(CmdError),
     /// An element came but could not be handed over here (the destination
     /// shard was out of reach): run the command again.
@@ -123,6 +160,19 @@ impl Waiter {
     fn finish(&self, end: Outcome) {
         *self.outcome.lock() = end;
         self.wake.notify_one();
+    }
+
+    /// Ends a wait from outside (CLIENT UNBLOCK) with `end`; false if the
+    /// waiter is no longer waiting.
+    pub fn interrupt(&self, end: Outcome) -> bool {
+        let mut outcome = self.outcome.lock();
+        if *outcome != Outcome::Waiting {
+            return false;
+        }
+        *outcome = end;
+        drop(outcome);
+        self.wake.notify_one();
+        true
     }
 
     /// Stops waiting (timeout, disconnect). False if an element is already
@@ -204,16 +254,24 @@ impl Db<'_, '_> {
         Ok(())
     }
 
-    /// The oldest waiter on `key` still waiting, claimed for serving.
-    fn claim_waiter(&mut self, key: &Bytes) -> Result<Option<Arc<Waiter>>, CmdError> {
+    /// The oldest waiter on `key` still waiting that `serves` accepts,
+    /// claimed for serving. Waiters for another type stay queued.
+    fn claim_waiter(
+        &mut self,
+        key: &Bytes,
+        serves: fn(&Wanted) -> bool,
+    ) -> Result<Option<Arc<Waiter>>, CmdError> {
         let k = (self.index as u32, key.clone());
         let shard = self.locked.shard(key_shard(key))?;
         let Some(queue) = shard.blocked.get_mut(&k) else {
             return Ok(None);
         };
+        queue.retain(|w| w.is_waiting());
         let mut claimed = None;
-        while let Some(waiter) = queue.pop_front() {
-            if waiter.claim() {
+        while let Some(i) = queue.iter().position(|w| serves(&w.wanted)) {
+            if let Some(waiter) = queue.remove(i)
+                && waiter.claim()
+            {
                 claimed = Some(waiter);
                 break;
             }
@@ -227,21 +285,64 @@ impl Db<'_, '_> {
     /// Takes an element off the list at `key`, deleting the list once it is
     /// empty; `None` if there is no list there (or nothing in it).
     pub fn pop_list(&mut self, key: &[u8], end: End) -> Result<Option<Bytes>, CmdError> {
+        Ok(self.pop_list_many(key, end, 1)?.pop())
+    }
+
+    /// Takes up to `count` elements off one end of the list at `key` (one
+    /// event for them all, as Redis raises), deleting the list once empty.
+    pub fn pop_list_many(
+        &mut self,
+        key: &[u8],
+        end: End,
+        count: usize,
+    ) -> Result<Vec<Bytes>, CmdError> {
         let Some(Value::List(list)) = self.get_mut(key)? else {
-            return Ok(None);
+            return Ok(Vec::new());
         };
-        let Some(element) = end.pop(list) else {
-            return Ok(None);
-        };
+        let taken: Vec<Bytes> = (0..count.min(list.len()))
+            .filter_map(|_| end.pop(list))
+            .collect();
+        if taken.is_empty() {
+            return Ok(taken);
+        }
         let emptied = list.is_empty();
+        self.after_pop(key, emptied, end.pop_event())?;
+        Ok(taken)
+    }
+
+    /// Takes up to `count` members off one end of the sorted set at `key`,
+    /// deleting the set once empty.
+    pub fn pop_zset(
+        &mut self,
+        key: &[u8],
+        end: ZEnd,
+        count: usize,
+    ) -> Result<Vec<(Bytes, f64)>, CmdError> {
+        let Some(Value::ZSet(zset)) = self.get_mut(key)? else {
+            return Ok(Vec::new());
+        };
+        let taken: Vec<(Bytes, f64)> = (0..count.min(zset.len()))
+            .filter_map(|_| zset.pop(end == ZEnd::Max))
+            .collect();
+        if taken.is_empty() {
+            return Ok(taken);
+        }
+        let emptied = zset.is_empty();
+        self.after_pop(key, emptied, end.pop_event())?;
+        Ok(taken)
+    }
+
+    /// Raises a pop's event, deleting the key first if it was emptied
+    /// (its `del` follows the pop's event, as in Redis).
+    fn after_pop(&mut self, key: &[u8], emptied: bool, event: Event) -> Result<(), CmdError> {
         if emptied {
             self.remove(key)?;
         }
-        self.modified(key, end.pop_event())?;
+        self.modified(key, event)?;
         if emptied {
             self.notify(key, Event::Del);
         }
-        Ok(Some(element))
+        Ok(())
     }
 
     /// Puts an element on the list at `key`, creating it if needed. The
@@ -274,12 +375,12 @@ impl Locked<'_> {
         while let Some((db, key)) = self.ready.pop() {
             let mut db = self.db(db);
             loop {
-                let has_elements =
-                    matches!(db.get_mut(&key), Ok(Some(Value::List(l))) if !l.is_empty());
-                if !has_elements {
-                    break;
-                }
-                let Ok(Some(waiter)) = db.claim_waiter(&key) else {
+                let serves: fn(&Wanted) -> bool = match db.get_mut(&key) {
+                    Ok(Some(Value::List(l))) if !l.is_empty() => Wanted::takes_list,
+                    Ok(Some(Value::ZSet(z))) if !z.is_empty() => Wanted::takes_zset,
+                    _ => break,
+                };
+                let Ok(Some(waiter)) = db.claim_waiter(&key, serves) else {
                     break;
                 };
                 let outcome = serve_one(&mut db, &key, &waiter.wanted);
@@ -289,10 +390,11 @@ impl Locked<'_> {
     }
 }
 
-/// Serves one claimed waiter from the non-empty list at `key`.
+/// Serves one claimed waiter from the non-empty value at `key`.
 fn serve_one(db: &mut Db, key: &Bytes, wanted: &Wanted) -> Outcome {
     let result = match wanted {
-        Wanted::Pop(end) => db.pop_list(key, *end),
+        Wanted::List { end, count } => db.pop_list_many(key, *end, *count).map(Taken::List),
+        Wanted::ZSet { end, count } => db.pop_zset(key, *end, *count).map(Taken::ZSet),
         // Queued on no key, so never served.
         Wanted::Time => return Outcome::Cancelled,
         Wanted::Move { from, dest, to } => {
@@ -305,19 +407,20 @@ fn serve_one(db: &mut Db, key: &Bytes, wanted: &Wanted) -> Outcome {
                 Ok(()) => db.pop_list(key, *from).and_then(|element| match element {
                     Some(element) => db
                         .push_list(dest, *to, element.clone())
-                        .map(|()| Some(element)),
-                    None => Ok(None),
+                        .map(|()| Taken::List(vec![element])),
+                    None => Ok(Taken::List(Vec::new())),
                 }),
                 Err(e) => Err(e),
             }
         }
     };
     match result {
-        Ok(Some(element)) => Outcome::Served {
+        Ok(Taken::List(v)) if v.is_empty() => Outcome::Retry,
+        Ok(Taken::ZSet(v)) if v.is_empty() => Outcome::Retry,
+        Ok(taken) => Outcome::Served {
             key: key.clone(),
-            element,
+            taken,
         },
-        Ok(None) => Outcome::Retry,
         Err(CmdError::ShardBusy) => Outcome::Retry,
         Err(e) => Outcome::Failed(e),
     }

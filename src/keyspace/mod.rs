@@ -6,6 +6,8 @@
 
 mod blocked;
 mod dbmap;
+pub mod dump;
+pub mod events;
 mod hash;
 mod memory;
 mod set;
@@ -23,10 +25,10 @@ use parking_lot::{Mutex, MutexGuard};
 use crate::clock::Clock;
 use crate::error::{CmdError, CmdResult};
 use crate::expiry::wheel::TimerWheel;
-use crate::pubsub::{Event, PubSub};
 use dbmap::DbMap;
+pub use events::Event;
 
-pub use blocked::{End, Outcome, Waiter, Wanted};
+pub use blocked::{End, Outcome, Taken, Waiter, Wanted, ZEnd};
 pub use memory::usage as memory_usage;
 pub use set::{INTSET_ENTRIES_MAX, SetValue};
 pub use value::{Entry, HASH_ORDERED_MAX, HashValue, Value};
@@ -153,7 +155,7 @@ impl Shard {
 
     /// Reclaims keys whose deadline has passed. Returns how many, and how
     /// late the latest of them was reclaimed (ms past its deadline).
-    fn expire_due(&mut self, now: u64, events: &PubSub) -> (u64, u64) {
+    fn expire_due(&mut self, now: u64, events: &dyn EventSink) -> (u64, u64) {
         self.sweep_wheel();
         let mut due = Vec::new();
         self.wheel.advance(now, |item| due.push(item));
@@ -194,7 +196,7 @@ pub struct Keyspace {
     databases: usize,
     clock: Arc<dyn Clock>,
     /// Where keyspace events (`notify-keyspace-events`) are published.
-    events: Arc<PubSub>,
+    events: Arc<dyn EventSink>,
     /// While set (ms since `epoch`, exclusive), nothing is reclaimed: keys
     /// past their deadline read as gone but stay stored, as Redis keeps
     /// them during CLIENT PAUSE. 0: not held.
@@ -203,6 +205,20 @@ pub struct Keyspace {
     /// How late (ms past its deadline) the last expiry pass that reclaimed
     /// anything reclaimed its latest key: how far active expiry trails.
     expiry_lag_ms: AtomicU64,
+}
+
+/// Where the keyspace sends the events it raises (keys expired, created,
+/// missed, and those commands raise through it): pub/sub, which sits above
+/// the keyspace, publishes them as keyspace notifications.
+pub trait EventSink: Send + Sync {
+    fn notify(&self, event: Event, db: usize, key: &[u8]);
+}
+
+/// A keyspace of its own (benches, unit tests) raises events to no one.
+struct NoEvents;
+
+impl EventSink for NoEvents {
+    fn notify(&self, _: Event, _: usize, _: &[u8]) {}
 }
 
 /// How long a command waits on a held shard before looking again whether
@@ -248,11 +264,15 @@ impl LockPlan {
 
 impl Keyspace {
     pub fn new(databases: usize, clock: Arc<dyn Clock>) -> Self {
-        Self::with_events(databases, clock, Arc::new(PubSub::new()))
+        Self::with_events(databases, clock, Arc::new(NoEvents))
     }
 
     /// A keyspace that publishes its keyspace events on `events`.
-    pub fn with_events(databases: usize, clock: Arc<dyn Clock>, events: Arc<PubSub>) -> Self {
+    pub fn with_events(
+        databases: usize,
+        clock: Arc<dyn Clock>,
+        events: Arc<dyn EventSink>,
+    ) -> Self {
         let now = clock.now_ms();
         Keyspace {
             shards: (0..SHARDS)
@@ -352,7 +372,7 @@ impl Keyspace {
                 let shard = if wait { Some(s.lock()) } else { s.try_lock() };
                 match shard {
                     Some(mut shard) if !shard.wheel.is_empty() => {
-                        shard.expire_due(now, &self.events)
+                        shard.expire_due(now, &*self.events)
                     }
                     _ => (0, 0),
                 }
@@ -580,6 +600,70 @@ impl<'a> Locked<'a> {
         self.guards.iter_mut().map(|(_, g)| &mut **g)
     }
 
+    /// SWAPDB: databases `a` and `b` trade contents in every shard (the
+    /// plan must hold them all). A WATCH on a key that exists on either
+    /// side is broken, and clients waiting on a key that now holds
+    /// elements are served, as Redis does.
+    pub fn swap_dbs(&mut self, a: usize, b: usize) -> CmdResult<()> {
+        if a == b {
+            return Ok(());
+        }
+        if self.journal.is_some() {
+            // Each key's prior state on both sides, so a rolled-back
+            // script puts every key back where it was.
+            let keys: Vec<Bytes> = self
+                .shards()
+                .flat_map(|s| {
+                    [a, b]
+                        .into_iter()
+                        .flat_map(|db| s.dbs[db].iter().map(|(k, _)| Bytes::copy_from_slice(k)))
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            for key in &keys {
+                self.record(a, key)?;
+                self.record(b, key)?;
+            }
+        }
+        let mut waited = Vec::new();
+        for shard in self.shards() {
+            shard.dbs.swap(a, b);
+            for db in [a, b] {
+                // The wheel names keys by their old map's hash.
+                let due: Vec<(Bytes, u64)> = shard.dbs[db]
+                    .iter()
+                    .filter_map(|(k, e)| Some((Bytes::copy_from_slice(k), e.expire_at()?)))
+                    .collect();
+                for (key, at) in due {
+                    shard.schedule(db, &key, at);
+                }
+            }
+            let dbs = &shard.dbs;
+            for ((wdb, key), flags) in &shard.watched {
+                let wdb = *wdb as usize;
+                if (wdb == a || wdb == b)
+                    && (dbs[a].get(key).is_some() || dbs[b].get(key).is_some())
+                {
+                    flags.iter().for_each(|f| f.mark());
+                }
+            }
+            waited.extend(
+                shard
+                    .blocked
+                    .keys()
+                    .filter(|(db, _)| *db as usize == a || *db as usize == b)
+                    .cloned(),
+            );
+        }
+        if let Some(shard) = self.shards().next() {
+            shard.stats.dirty += 1;
+        }
+        for (db, key) in waited {
+            self.db(db as usize).signal_ready(&key)?;
+        }
+        Ok(())
+    }
+
     pub fn db(&mut self, index: usize) -> Db<'_, 'a> {
         Db {
             locked: self,
@@ -688,12 +772,13 @@ impl Db<'_, '_> {
         if let Some(at) = expire_at.filter(|at| Some(*at) != previous) {
             shard.schedule(db, key, at);
         }
-        let is_list = matches!(value, Value::List(_));
+        // A waiter may be owed the new value (BLPOP, BZPOPMIN…).
+        let may_serve = matches!(value, Value::List(_) | Value::ZSet(_));
         shard.dbs[db].insert(key, Entry::new(value, expire_at));
         if existing.is_none() {
             self.locked.ks.events.notify(Event::New, db, key);
         }
-        if is_list {
+        if may_serve {
             self.signal_ready(key)?;
         }
         Ok(())

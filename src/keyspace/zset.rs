@@ -113,6 +113,17 @@ impl SortedSet {
         }
     }
 
+    /// Takes the lowest member (the highest with `max`).
+    pub fn pop(&mut self, max: bool) -> Option<(Bytes, f64)> {
+        let (score, member) = if max {
+            self.order.pop_last()?
+        } else {
+            self.order.pop_first()?
+        };
+        self.scores.remove(&member);
+        Some((member, score.0))
+    }
+
     /// Members in order: lowest score first, ties by member bytes.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&Bytes, f64)> {
         self.order.iter().map(|(s, m)| (m, s.0))

@@ -14,7 +14,6 @@
 //! RESP3 client the connection writes `>` in place of the leading `*`.
 
 pub mod monitor;
-pub mod notify;
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -27,10 +26,12 @@ use indexmap::{IndexMap, IndexSet};
 use parking_lot::RwLock;
 use tokio::sync::mpsc;
 
-use crate::client::ClientHandle;
+pub use crate::keyspace::Event;
+use crate::keyspace::EventSink;
+use crate::keyspace::events as notify;
+use crate::peer::ClientHandle;
 use crate::util::glob_match;
 pub use monitor::{Monitors, Origin};
-pub use notify::Event;
 
 type Hasher = foldhash::fast::RandomState;
 /// A channel's subscribers by client id.
@@ -435,9 +436,11 @@ impl PubSub {
     pub fn channel_count(&self, kind: Kind) -> usize {
         self.map(kind).len()
     }
+}
 
+impl EventSink for PubSub {
     /// Raises a keyspace event: one atomic load when notifications are off.
-    pub fn notify(&self, event: Event, db: usize, key: &[u8]) {
+    fn notify(&self, event: Event, db: usize, key: &[u8]) {
         let flags = self.events.load(Ordering::Relaxed);
         if flags & event.class() == 0 {
             return;

@@ -94,9 +94,12 @@ pub unsafe extern "C-unwind" fn set_args(state: *mut ffi::lua_State) -> c_int {
 /// script's pcall, but the sandbox's pcall, xpcall and coroutine.resume
 /// raise it again once the run is killed, and this hook keeps firing.
 unsafe extern "C-unwind" fn hook(state: *mut ffi::lua_State, ar: *mut ffi::lua_Debug) {
+    let mut message = c"Script killed by user with SCRIPT KILL...";
     let killed = with_active(|scope| {
         let Some(scope) = scope else {
-            return false;
+            // A library loading, not a run.
+            message = c"FUNCTION LOAD timeout";
+            return super::kill_requested();
         };
         if !scope.slot.check() {
             return false;
@@ -104,7 +107,10 @@ unsafe extern "C-unwind" fn hook(state: *mut ffi::lua_State, ar: *mut ffi::lua_D
         // The line reported is the script's own, not a sandbox helper's.
         unsafe {
             if ffi::lua_getinfo(state, c"Sl".as_ptr(), ar) != 0
-                && std::ffi::CStr::from_ptr((*ar).source) == c"@user_script"
+                && matches!(
+                    std::ffi::CStr::from_ptr((*ar).source).to_bytes(),
+                    b"@user_script" | b"@user_function"
+                )
             {
                 scope
                     .run
@@ -118,7 +124,7 @@ unsafe extern "C-unwind" fn hook(state: *mut ffi::lua_State, ar: *mut ffi::lua_D
         return;
     }
     unsafe {
-        ffi::lua_pushstring(state, c"Script killed by user with SCRIPT KILL...".as_ptr());
+        ffi::lua_pushstring(state, message.as_ptr());
         ffi::lua_error(state);
     }
 }
@@ -168,7 +174,17 @@ unsafe fn run_command(state: *mut ffi::lua_State, nargs: c_int, scope: &mut Call
         let mut argv = std::mem::take(&mut scope.line);
         // SAFETY: `nargs` is the stack's height on entry.
         let args_ok = unsafe { read_args(state, nargs, &mut argv) };
-        let mut reply = super::call(scope, &argv, args_ok);
+        let mut reply = if !args_ok {
+            Reply::Error(CmdError::other(
+                "ERR Lua redis lib command arguments must be strings or integers",
+            ))
+        } else if argv.is_empty() {
+            Reply::Error(CmdError::other(
+                "ERR Please specify at least one argument for this redis lib call",
+            ))
+        } else {
+            scope.host.call(&argv, scope.resp3, scope.run)
+        };
         render_errors(&mut reply);
         scope.reply = reply;
         argv.clear();

@@ -1,16 +1,16 @@
-//! Lua scripting with Redis 7.0's semantics.
+//! The Lua engine, with Redis 7.0's sandbox and libraries: a pool of Lua
+//! states, compiled scripts by SHA1, the instruction hook that notices long
+//! runs and SCRIPT KILL, and the conversions between Lua values and replies.
 //!
-//! A script runs on a Lua state taken from a pool, so scripts on unrelated
-//! keys run in parallel. It holds the shards of its declared keys for its
-//! whole run, which makes it atomic. A key it did not declare is taken
-//! when the script reaches it if that cannot deadlock; otherwise, if the
-//! script has not written yet, it starts over holding that shard too.
+//! It knows nothing of commands: a script's `redis.call` goes to the
+//! [`Host`] its caller (the EVAL family in the command layer) passes in.
 
 mod brackets;
 mod call;
 mod convert;
+pub mod functions;
 mod libs;
-mod native;
+pub mod shebang;
 
 use std::any::Any;
 use std::cell::Cell;
@@ -24,13 +24,8 @@ use dashmap::DashMap;
 use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
 use parking_lot::Mutex;
 
-use crate::client::Client;
-use crate::cluster::common_slot;
-use crate::command::{CommandSpec, Ctx, REGISTRY, execute, flag, lock_plan};
 use crate::error::{CmdError, CmdResult};
-use crate::keyspace::{LockPlan, key_shard};
-use crate::protocol::{Protocol, Reply};
-use crate::pubsub::HeldMessages;
+use crate::protocol::Reply;
 use convert::lua_to_reply;
 
 const PRELUDE: &str = include_str!("prelude.lua");
@@ -63,6 +58,27 @@ pub struct RunState {
     kill_line: AtomicU64,
     /// The runtime worker running the script has handed its other work off.
     released: AtomicBool,
+    /// A script (SCRIPT KILL stops it) or a function (FUNCTION KILL).
+    runner: Runner,
+    /// The function's name and the command that called it (FUNCTION
+    /// STATS); empty for a script.
+    name: String,
+    command: Vec<Bytes>,
+}
+
+/// A function past the busy threshold, as FUNCTION STATS shows it.
+pub struct BusyFunction {
+    pub name: String,
+    pub command: Vec<Bytes>,
+    pub duration_ms: u64,
+}
+
+impl RunState {
+    /// The script is about to write: SCRIPT KILL now answers UNKILLABLE
+    /// (unless rollback is on).
+    pub fn mark_wrote(&self) {
+        self.wrote.store(true, Ordering::Release);
+    }
 }
 
 /// The run a Lua state is executing, where its hook and SCRIPT KILL find it.
@@ -120,14 +136,35 @@ fn release_worker() {
     }
 }
 
-struct Vm {
+/// A Lua state, lent to one script run at a time.
+pub struct Vm {
     lua: Lua,
     generation: u64,
     functions: HashMap<String, Function, foldhash::fast::RandomState>,
     ctx: Table,
     env: Table,
     run: Function,
+    run_function: Function,
+    /// Libraries loaded in this state: their load id and registered
+    /// functions by name.
+    libraries: HashMap<String, (u64, HashMap<String, Function>), foldhash::fast::RandomState>,
     slot: Arc<RunSlot>,
+}
+
+/// Which prelude runner a run goes through.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Runner {
+    /// EVAL: KEYS and ARGV as globals, errors named by the script's SHA1.
+    Script,
+    /// FCALL: keys and arguments as parameters, errors named by the function.
+    Function,
+}
+
+/// One function a library registered while loading.
+pub struct Registered {
+    pub name: String,
+    pub flags: shebang::ScriptFlags,
+    pub description: Option<String>,
 }
 
 impl Vm {
@@ -154,12 +191,24 @@ impl Vm {
         redis.set("pcall", unsafe {
             lua.create_c_function(call::redis_pcall)?
         })?;
-        redis.set("REDIS_VERSION", crate::command::REDIS_VERSION)?;
+        redis.set("REDIS_VERSION", crate::protocol::REDIS_VERSION)?;
         redis.set("REDIS_VERSION_NUM", 0x0007_000f)?;
         globals.set("redis", redis)?;
         let debug: Table = globals.get("debug")?;
         let getinfo: Function = debug.get("getinfo")?;
         let ctx = lua.create_table()?;
+        let known_flags = lua.create_table()?;
+        for (_, name) in shebang::ScriptFlags::NAMED {
+            known_flags.raw_set(name, true)?;
+        }
+        ctx.raw_set("known_flags", known_flags)?;
+        ctx.raw_set(
+            "valid_name",
+            lua.create_function(|_, name: mlua::LuaString| {
+                Ok(std::str::from_utf8(&name.as_bytes()).is_ok_and(shebang::valid_name))
+            })?,
+        )?;
+        ctx.raw_set("name_rule", shebang::NAME_RULE.trim_start_matches("ERR "))?;
         // SAFETY: as above.
         ctx.raw_set("set_resp", unsafe {
             lua.create_c_function(call::set_resp)?
@@ -182,10 +231,10 @@ impl Vm {
         // (CVE-2025-49844: 5.1's parser does not anchor the one it makes).
         let name = "=prelude";
         let _anchor = lua.create_string(name)?;
-        let (env, run): (Table, Function) =
-            lua.load(PRELUDE)
-                .set_name(name)
-                .call((globals, getinfo, ctx.clone()))?;
+        let (env, run, run_function): (Table, Function, Function) = lua
+            .load(PRELUDE)
+            .set_name(name)
+            .call((globals, getinfo, ctx.clone()))?;
         let slot = Arc::new(RunSlot::default());
         Ok(Vm {
             lua,
@@ -194,18 +243,20 @@ impl Vm {
             ctx,
             env,
             run,
+            run_function,
+            libraries: HashMap::default(),
             slot,
         })
     }
 
     /// The compiler's message, fetched again from Lua as bytes: it may
     /// quote bytes of the script that are not UTF-8.
-    fn compile_error(&self, body: &[u8], e: mlua::Error) -> CmdError {
-        let mut text = b"ERR Error compiling script (new function): ".to_vec();
+    fn compile_error(&self, body: &[u8], e: mlua::Error, prefix: &str, chunk: &str) -> CmdError {
+        let mut text = prefix.as_bytes().to_vec();
         let raw = self
             .ctx
             .get::<Function>("compile_error")
-            .and_then(|f| f.call::<mlua::LuaString>(self.lua.create_string(body)?));
+            .and_then(|f| f.call::<mlua::LuaString>((self.lua.create_string(body)?, chunk)));
         match raw {
             Ok(message) => text.extend_from_slice(&message.as_bytes()),
             Err(_) => text.extend_from_slice(e.to_string().as_bytes()),
@@ -213,22 +264,138 @@ impl Vm {
         CmdError::RawText(text.into())
     }
 
-    fn function(&mut self, sha: &str, body: &[u8]) -> CmdResult<Function> {
+    pub fn function(&mut self, sha: &str, body: &[u8]) -> CmdResult<Function> {
         if let Some(f) = self.functions.get(sha) {
             return Ok(f.clone());
         }
-        let relevelled = brackets::relevel(body);
-        let f = self
-            .lua
-            .load(relevelled.as_deref().unwrap_or(body))
-            // A live string: the prelude holds it (CVE-2025-49844).
-            .set_name("@user_script")
-            .set_environment(self.env.clone())
-            .into_function()
-            .map_err(|e| self.compile_error(body, e))?;
+        let f = self.compile(
+            shebang::without_shebang(body),
+            "@user_script",
+            self.env.clone(),
+            "ERR Error compiling script (new function): ",
+        )?;
         self.functions.insert(sha.to_string(), f.clone());
         Ok(f)
     }
+
+    fn compile(
+        &self,
+        body: &[u8],
+        chunk: &str,
+        env: Table,
+        error_prefix: &str,
+    ) -> CmdResult<Function> {
+        let relevelled = brackets::relevel(body);
+        self.lua
+            .load(relevelled.as_deref().unwrap_or(body))
+            // A live string: the prelude holds it (CVE-2025-49844).
+            .set_name(chunk)
+            .set_environment(env)
+            .into_function()
+            .map_err(|e| self.compile_error(body, e, error_prefix, chunk))
+    }
+
+    /// Runs a library's code, which registers its functions; they are kept
+    /// in this state under `library` (load id `id`). Runs past
+    /// `LOAD_TIMEOUT` are stopped.
+    pub fn load_library(
+        &mut self,
+        library: &str,
+        id: u64,
+        code: &[u8],
+    ) -> CmdResult<Vec<Registered>> {
+        let env: Table = self.ctx.get("lib_env").map_err(lua_error)?;
+        let chunk = self.compile(
+            shebang::without_shebang(code),
+            "@user_function",
+            env,
+            "ERR Error compiling function: ",
+        )?;
+        let load: Function = self.ctx.get("load_library").map_err(lua_error)?;
+        LOAD_DEADLINE.set(Some(Instant::now() + LOAD_TIMEOUT));
+        let loaded = load.call::<(bool, Value)>(chunk);
+        LOAD_DEADLINE.set(None);
+        let (ok, result) = loaded.map_err(lua_error)?;
+        let (true, Value::Table(list)) = (ok, &result) else {
+            let text = match &result {
+                Value::String(s) => s.to_string_lossy(),
+                _ => "ERR the library failed to load".into(),
+            };
+            return Err(CmdError::Other(format!(
+                "ERR Error registering functions: {text}"
+            )));
+        };
+        let mut registered = Vec::new();
+        let mut callbacks = HashMap::new();
+        for entry in list.sequence_values::<Table>() {
+            let entry = entry.map_err(lua_error)?;
+            let name: String = entry.get("name").map_err(lua_error)?;
+            let mut flags = shebang::ScriptFlags::default();
+            for flag in entry
+                .get::<Table>("flags")
+                .map_err(lua_error)?
+                .sequence_values::<String>()
+            {
+                if let Some(f) = shebang::ScriptFlags::named(&flag.map_err(lua_error)?) {
+                    flags = flags.with(f);
+                }
+            }
+            callbacks.insert(name.clone(), entry.get("callback").map_err(lua_error)?);
+            registered.push(Registered {
+                name,
+                flags,
+                description: entry.get("description").map_err(lua_error)?,
+            });
+        }
+        if registered.is_empty() {
+            return Err(CmdError::other("ERR No functions registered"));
+        }
+        self.libraries.insert(library.to_string(), (id, callbacks));
+        Ok(registered)
+    }
+
+    /// Caps the state's heap for the run about to start.
+    pub fn set_heap_limit(&self, heap: usize) -> mlua::Result<usize> {
+        self.lua.set_memory_limit(heap)
+    }
+
+    /// A library's function, loading the library into this state first if
+    /// it has not seen this version of it.
+    pub fn library_function(
+        &mut self,
+        library: &functions::Library,
+        name: &str,
+    ) -> CmdResult<Function> {
+        let current = self
+            .libraries
+            .get(&library.name)
+            .is_some_and(|(id, _)| *id == library.id);
+        if !current {
+            self.load_library(&library.name, library.id, &library.code)?;
+        }
+        self.libraries
+            .get(&library.name)
+            .and_then(|(_, fns)| fns.get(name))
+            .cloned()
+            .ok_or_else(|| CmdError::other("ERR Function not found"))
+    }
+}
+
+fn lua_error(e: mlua::Error) -> CmdError {
+    CmdError::Other(format!("ERR {e}"))
+}
+
+/// How long a library's code may run while it loads, as in Redis.
+const LOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
+
+thread_local! {
+    /// When the library loading on this thread must stop.
+    static LOAD_DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// Whether a library loading on this thread has run out of time.
+fn load_expired() -> bool {
+    LOAD_DEADLINE.get().is_some_and(|at| Instant::now() >= at)
 }
 
 /// The prelude has checked the level and the argument count.
@@ -262,6 +429,8 @@ pub struct ScriptEngine {
     /// Every Lua state's run slot, for SCRIPT KILL.
     slots: Mutex<Vec<std::sync::Weak<RunSlot>>>,
     pub counters: Arc<ScriptCounters>,
+    /// FUNCTION LOAD's libraries.
+    pub libraries: parking_lot::RwLock<functions::Libraries>,
 }
 
 /// Script activity since startup, for the metrics endpoint.
@@ -275,25 +444,46 @@ pub struct ScriptCounters {
 }
 
 /// How one attempt at running a script ended.
-enum Attempt {
+pub enum Attempt {
     Done(Reply),
-    /// It reached a shard it could not take without risking deadlock, or a
-    /// command that needs the whole keyspace: its changes are rolled back
-    /// and it runs again holding these too.
-    Retry(LockPlan),
-    /// SCRIPT KILL or a shutdown stopped it: its changes are rolled back.
+    /// SCRIPT KILL or a shutdown stopped it: its changes must be rolled back.
     Killed(CmdError),
 }
 
+/// What one run executes.
+#[derive(Clone, Copy)]
+pub struct Target<'t> {
+    pub function: &'t Function,
+    pub runner: Runner,
+    /// The script's SHA1 or the function's name, for error texts.
+    pub name: &'t str,
+    pub keys: &'t [Bytes],
+    pub args: &'t [Bytes],
+    /// The command line that started the run.
+    pub command: &'t [Bytes],
+}
+
+/// Where a script's `redis.call` and `redis.pcall` go.
+pub trait Host {
+    /// Runs one command line for the script (at least one argument) and
+    /// answers its reply, in RESP3 if the script asked for it. A command
+    /// that writes marks `run` before it runs (SCRIPT KILL then refuses).
+    fn call(&mut self, argv: &[Bytes], resp3: bool, run: &RunState) -> Reply;
+}
+
+/// The keyspace's busy flags and the shards a run holds: raised once the
+/// run goes past the busy threshold, so that others answer `-BUSY`.
+pub struct BusyMarks {
+    pub flags: Arc<[AtomicBool]>,
+    pub held: Vec<usize>,
+}
+
 /// What `redis.call` works with during one attempt.
-struct CallScope<'s, 'c, 'a> {
-    ctx: &'s mut Ctx<'c, 'a>,
-    client: Client,
-    readonly: bool,
+struct CallScope<'s> {
+    host: &'s mut dyn Host,
     run: &'s RunState,
     /// Where the instruction hook finds the run.
     slot: &'s RunSlot,
-    retry: Option<LockPlan>,
     /// Follows `redis.setresp`.
     resp3: bool,
     /// The script's KEYS and ARGV.
@@ -331,7 +521,10 @@ pub(crate) fn kill_requested() -> bool {
     // The same check as the instruction hook's, which also notices a run
     // going past the busy threshold: a script spending all its time in one
     // library call must become killable too.
-    with_active(|scope| scope.is_some_and(|s| s.slot.check()))
+    with_active(|scope| match scope {
+        Some(s) => s.slot.check(),
+        None => load_expired(),
+    })
 }
 
 impl ScriptEngine {
@@ -345,9 +538,11 @@ impl ScriptEngine {
 
     /// Compiles without running, so SCRIPT LOAD reports syntax errors.
     pub fn check(&self, body: &Bytes) -> CmdResult<()> {
+        shebang::script_flags(body)?;
         let mut vm = self.take_vm()?;
         let result = vm.function(&sha1_hex(body), body).map(|_| ());
-        self.put_vm(vm);
+        // Compiling alone cannot fill the heap.
+        self.put_vm(vm, usize::MAX);
         result
     }
 
@@ -376,10 +571,11 @@ impl ScriptEngine {
             .collect()
     }
 
-    /// SCRIPT KILL: stops the scripts running past the busy threshold. One
-    /// that has written is rolled back, unless `rollback_writes` is off:
-    /// then, as in Redis, it cannot be killed.
-    pub fn kill(&self, rollback_writes: bool) -> CmdResult<()> {
+    /// SCRIPT KILL (`Runner::Script`) or FUNCTION KILL: stops the scripts
+    /// or functions running past the busy threshold. One that has written
+    /// is rolled back, unless `rollback_writes` is off: then, as in Redis,
+    /// it cannot be killed.
+    pub fn kill(&self, rollback_writes: bool, kind: Runner) -> CmdResult<()> {
         let busy: Vec<Arc<RunState>> = self
             .running()
             .into_iter()
@@ -390,6 +586,16 @@ impl ScriptEngine {
                 "NOTBUSY No scripts in execution right now.",
             ));
         }
+        let (busy, others): (Vec<_>, Vec<_>) = busy.into_iter().partition(|r| r.runner == kind);
+        if busy.is_empty() {
+            let other = match others.first().map(|r| r.runner) {
+                Some(Runner::Function) => "FUNCTION KILL",
+                _ => "SCRIPT KILL",
+            };
+            return Err(CmdError::Other(format!(
+                "BUSY Redis is busy running a script. You can only call {other} or SHUTDOWN NOSAVE."
+            )));
+        }
         if !rollback_writes && busy.iter().any(|r| r.wrote.load(Ordering::Acquire)) {
             return Err(CmdError::other(
                 "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.",
@@ -398,6 +604,26 @@ impl ScriptEngine {
         busy.iter()
             .for_each(|r| r.killed.store(true, Ordering::Release));
         Ok(())
+    }
+
+    /// The function running past the busy threshold, for FUNCTION STATS;
+    /// an error if a script (not a function) is.
+    pub fn busy_function(&self) -> CmdResult<Option<BusyFunction>> {
+        let busy: Vec<Arc<RunState>> = self
+            .running()
+            .into_iter()
+            .filter(|r| r.busy.load(Ordering::Acquire))
+            .collect();
+        if busy.iter().any(|r| r.runner == Runner::Script) {
+            return Err(CmdError::other(
+                "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
+            ));
+        }
+        Ok(busy.first().map(|r| BusyFunction {
+            name: r.name.clone(),
+            command: r.command.clone(),
+            duration_ms: r.started.elapsed().as_millis() as u64,
+        }))
     }
 
     /// Stops every script in progress, rolling back what it wrote: the
@@ -414,12 +640,32 @@ impl ScriptEngine {
         (self.bodies.len(), bytes)
     }
 
+    /// Loads a library's code in a Lua state (at most `heap` bytes of it)
+    /// and answers the library with what it registered, not yet added.
+    pub fn prepare_library(&self, code: Bytes, heap: usize) -> CmdResult<functions::Library> {
+        let name = shebang::library_name(&code)?;
+        let id = self.libraries.read().next_id();
+        let mut vm = self.take_vm()?;
+        let _ = vm.lua.set_memory_limit(heap);
+        let loaded = vm.load_library(&name, id, &code);
+        self.put_vm(vm, heap);
+        let mut functions = loaded?;
+        functions.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(functions::Library {
+            name,
+            code,
+            id,
+            functions,
+        })
+    }
+
     /// Heap used by the idle Lua states, for INFO memory.
     pub fn lua_memory(&self) -> usize {
         self.pool.lock().iter().map(|vm| vm.lua.used_memory()).sum()
     }
 
-    fn take_vm(&self) -> CmdResult<Vm> {
+    /// A Lua state for one run, from the pool or new.
+    pub fn take_vm(&self) -> CmdResult<Vm> {
         let generation = self.generation.load(Ordering::Acquire);
         let mut pool = self.pool.lock();
         while let Some(vm) = pool.pop() {
@@ -434,101 +680,39 @@ impl ScriptEngine {
         Ok(vm)
     }
 
-    fn put_vm(&self, vm: Vm) {
-        if vm.generation == self.generation.load(Ordering::Acquire) {
+    /// Gives a state back after a run. One left holding much of its heap
+    /// (a script ran out of memory) is collected, and dropped if that does
+    /// not free it.
+    pub fn put_vm(&self, vm: Vm, heap_limit: usize) {
+        let half = heap_limit / 2;
+        if vm.lua.used_memory() > half {
+            let _ = vm.lua.gc_collect();
+        }
+        if vm.lua.used_memory() <= half && vm.generation == self.generation.load(Ordering::Acquire)
+        {
             self.pool.lock().push(vm);
         }
     }
 
-    /// Runs a script for EVAL/EVALSHA with the declared keys' shards held
-    /// in `ctx.locked`.
-    pub fn run(
-        &self,
-        ctx: &mut Ctx,
-        sha: &str,
-        body: &[u8],
-        keys: &[Bytes],
-        argv: &[Bytes],
-        readonly: bool,
-    ) -> CmdResult<Reply> {
-        // A well-known lock script runs natively. Read-only runs refuse
-        // its writes and cluster mode checks each call's slot: both are
-        // Lua's to answer.
-        if !readonly
-            && ctx.shared.cluster.is_none()
-            && let Some(native) = native::find(sha)
-            && let Some(reply) = native(&mut native::NativeRun::new(ctx, keys, argv))
-        {
-            self.counters.runs.fetch_add(1, Ordering::Relaxed);
-            return Ok(reply);
-        }
-        let mut vm = self.take_vm()?;
-        let function = match vm.function(sha, body) {
-            Ok(f) => f,
-            Err(e) => {
-                self.put_vm(vm);
-                return Err(e);
-            }
-        };
-        let limits = {
-            let config = ctx.shared.config.read();
-            RunLimits {
-                readonly,
-                heap: config.lua_heap_limit as usize,
-                busy_ms: config.busy_reply_threshold,
-            }
-        };
-        self.counters.runs.fetch_add(1, Ordering::Relaxed);
-        let mut plan = LockPlan::for_keys(keys.iter().map(|k| &k[..]));
-        // What the script publishes (keyspace events included) reaches
-        // subscribers only once its writes are final.
-        let held = HeldMessages::hold();
-        let outcome = loop {
-            ctx.locked.begin_journal();
-            match self.attempt(&mut vm, &function, ctx, sha, keys, argv, limits) {
-                Ok(Attempt::Done(reply)) => break Ok(reply),
-                Ok(Attempt::Retry(more)) => {
-                    plan = plan.union(more);
-                    held.discard();
-                    if let Err(e) = ctx.locked.rollback().and_then(|_| ctx.locked.relock(&plan)) {
-                        break Err(e);
-                    }
-                }
-                Ok(Attempt::Killed(e)) => {
-                    held.discard();
-                    break ctx.locked.rollback().and(Err(e));
-                }
-                Err(e) => break Err(e),
-            }
-        };
-        ctx.locked.end_journal();
-        held.release(&ctx.shared.pubsub);
-        // A state left holding much of its heap (a script ran out of
-        // memory) is collected, and dropped if that does not free it.
-        let half = limits.heap / 2;
-        if vm.lua.used_memory() > half {
-            let _ = vm.lua.gc_collect();
-        }
-        if vm.lua.used_memory() <= half {
-            self.put_vm(vm);
-        }
-        outcome
-    }
-
+    /// Runs `function` once on `vm`, its `redis.call`s going to `host`.
     #[allow(clippy::too_many_arguments)]
-    fn attempt(
+    pub fn attempt(
         &self,
         vm: &mut Vm,
-        function: &Function,
-        ctx: &mut Ctx,
-        sha: &str,
-        keys: &[Bytes],
-        argv: &[Bytes],
+        target: &Target,
+        host: &mut dyn Host,
         limits: RunLimits,
+        busy: BusyMarks,
     ) -> CmdResult<Attempt> {
+        let Target {
+            function,
+            runner,
+            name: sha,
+            keys,
+            args: argv,
+            ..
+        } = *target;
         let lua_err = |e: mlua::Error| CmdError::other(format!("ERR Error running script: {e}"));
-        let lua = &vm.lua;
-        let _ = lua.set_memory_limit(limits.heap);
 
         let run = Arc::new(RunState {
             started: Instant::now(),
@@ -537,23 +721,28 @@ impl ScriptEngine {
             wrote: AtomicBool::new(false),
             kill_line: AtomicU64::new(0),
             released: AtomicBool::new(false),
+            runner,
+            name: match runner {
+                Runner::Function => sha.to_string(),
+                Runner::Script => String::new(),
+            },
+            command: match runner {
+                Runner::Function => target.command.to_vec(),
+                Runner::Script => Vec::new(),
+            },
         });
         *vm.slot.0.lock() = Some(ActiveRun {
             state: run.clone(),
             threshold: limits.busy_ms,
-            flags: ctx.shared.keyspace.busy_flags(),
-            held: ctx.locked.held(),
+            flags: busy.flags,
+            held: busy.held,
             counters: self.counters.clone(),
         });
 
-        let client = Client::for_script(ctx.client);
         let mut scope_state = CallScope {
-            ctx,
-            client,
-            readonly: limits.readonly,
+            host,
             run: &run,
             slot: &vm.slot,
-            retry: None,
             resp3: false,
             keys,
             args: argv,
@@ -565,8 +754,12 @@ impl ScriptEngine {
         // script runs, and only then: it is cleared before `scope_state`
         // is used again here.
         let outer = ACTIVE.replace((&mut scope_state as *mut CallScope).cast());
+        let run_with = match runner {
+            Runner::Script => &vm.run,
+            Runner::Function => &vm.run_function,
+        };
         let result: mlua::Result<Reply> =
-            vm.run
+            run_with
                 .call::<(bool, Value)>(function.clone())
                 .map(|(ok, value)| {
                     if ok {
@@ -586,9 +779,6 @@ impl ScriptEngine {
         if let Some(panic) = scope_state.panic.take() {
             std::panic::resume_unwind(panic);
         }
-        if let Some(plan) = scope_state.retry.take() {
-            return Ok(Attempt::Retry(plan));
-        }
         if run.killed.load(Ordering::Acquire) {
             return Ok(Attempt::Killed(CmdError::other(format!(
                 "ERR Script killed by user with SCRIPT KILL... script: {sha}, on @user_script:{}.",
@@ -607,11 +797,10 @@ impl ScriptEngine {
 
 /// What one script run is allowed, read from the config once per run.
 #[derive(Clone, Copy)]
-struct RunLimits {
-    readonly: bool,
-    heap: usize,
+pub struct RunLimits {
+    pub heap: usize,
     /// `busy-reply-threshold` in milliseconds.
-    busy_ms: u64,
+    pub busy_ms: u64,
 }
 
 /// The final error text of a failed script: the error's own text, then
@@ -650,72 +839,4 @@ fn script_error(value: &Value, sha: &str) -> CmdError {
         }
         _ => CmdError::Other(message),
     }
-}
-
-/// `redis.call` / `redis.pcall`: runs one command line for the script.
-/// `args_ok` is false if an argument was neither a string nor a number.
-fn call(scope: &mut CallScope, argv: &[Bytes], args_ok: bool) -> Reply {
-    let fail = |text: &str| Reply::Error(CmdError::other(text));
-    if scope.retry.is_some() {
-        return fail("ERR the script is being restarted");
-    }
-    if !args_ok {
-        return fail("ERR Lua redis lib command arguments must be strings or integers");
-    }
-    if argv.is_empty() {
-        return fail("ERR Please specify at least one argument for this redis lib call");
-    }
-    let Ok(id) = REGISTRY.resolve(scope.ctx.shared, argv) else {
-        return fail("ERR Unknown Redis command called from script");
-    };
-    let spec: &CommandSpec = REGISTRY.specs[id];
-    if !spec.arity_ok(argv.len()) {
-        return fail("ERR Wrong number of args calling Redis command from script");
-    }
-    if spec.has(flag::NOSCRIPT) {
-        return fail("ERR This Redis command is not allowed from script");
-    }
-    // Redis counts commands that may replicate (PUBLISH, PFCOUNT) as writes here.
-    if (spec.has(flag::WRITE) || spec.has(flag::MAY_REPLICATE)) && scope.readonly {
-        return fail("ERR Write commands are not allowed from read-only scripts.");
-    }
-    if scope.ctx.shared.cluster.is_some() && common_slot(spec.routed_args(argv)).is_err() {
-        return fail(&CmdError::ScriptCrossSlot.to_string());
-    }
-    // Everything the command touches is taken before it runs.
-    let mut keys = spec.key_args(argv);
-    let ensured = match (keys.next(), keys.next()) {
-        // One key, the common case, needs no plan built.
-        (Some(key), None) if !spec.has(flag::WHOLE_KEYSPACE) && !spec.has(flag::SLOT_ARG) => {
-            scope.ctx.locked.ensure(&[key_shard(key)])
-        }
-        _ => match lock_plan(spec, argv) {
-            LockPlan::All if !scope.ctx.locked.holds_all() => Err(CmdError::ShardBusy),
-            LockPlan::Shards(shards) => scope.ctx.locked.ensure(&shards),
-            _ => Ok(()),
-        },
-    };
-    match ensured {
-        Ok(()) => {}
-        Err(CmdError::ShardBusy) => {
-            scope.retry = Some(lock_plan(spec, argv));
-            return fail("ERR the script is being restarted");
-        }
-        Err(e) => return fail(&e.to_string()),
-    }
-    if spec.has(flag::WRITE) {
-        scope.run.wrote.store(true, Ordering::Release);
-    }
-    scope.client.protocol = if scope.resp3 {
-        Protocol::Resp3
-    } else {
-        Protocol::Resp2
-    };
-    execute(
-        scope.ctx.shared,
-        &mut scope.client,
-        id,
-        argv,
-        scope.ctx.locked,
-    )
 }

@@ -180,9 +180,10 @@ function redis.debug() end
 redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
 redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3
 
--- The compiler's own message for a script that does not compile, as bytes.
-function CTX.compile_error(source)
-  local _, err = G.loadstring(source, "@user_script")
+-- The compiler's own message for a script or library that does not
+-- compile, as bytes.
+function CTX.compile_error(source, chunk_name)
+  local _, err = G.loadstring(source, chunk_name)
   return err
 end
 
@@ -316,7 +317,7 @@ local function script_frame()
     if not info then
       return nil
     end
-    if info.source == "@user_script" then
+    if info.source == "@user_script" or info.source == "@user_function" then
       return info
     end
     level = level + 1
@@ -343,4 +344,188 @@ local function run(f)
   return xpcall(f, handler)
 end
 
-return ENV, run
+-- Functions (FUNCTION LOAD, FCALL). Every library's code runs in LIB_ENV.
+-- While it loads, its globals are only `redis`, and that offers only
+-- register_function, log and the version; once loaded, its functions see
+-- the same globals as scripts, less KEYS and ARGV: they get keys and
+-- arguments as parameters.
+local loading, registered = false, nil
+
+local function nonexistent(name, level)
+  error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", level)
+end
+
+local function strict(t)
+  return setmetatable(t, {
+    __index = function(_, name)
+      nonexistent(name, 3)
+    end,
+    __newindex = readonly_error,
+    __metatable = false,
+  })
+end
+
+local function register_error(text)
+  error({ err = "ERR " .. text }, 0)
+end
+
+local function name_of(value)
+  local kind = type(value)
+  if kind == "string" or kind == "number" then
+    return tostring(value)
+  end
+  return nil
+end
+
+local function read_flags(list)
+  local names = {}
+  local i = 1
+  while true do
+    local flag = list[i]
+    if flag == nil then
+      return names
+    end
+    if type(flag) ~= "string" and type(flag) ~= "number" then
+      register_error("unknown flag given")
+    end
+    flag = tostring(flag):lower()
+    if not CTX.known_flags[flag] then
+      register_error("unknown flag given")
+    end
+    names[#names + 1] = flag
+    i = i + 1
+  end
+end
+
+local function register_function(...)
+  local count = select("#", ...)
+  if count < 1 or count > 2 then
+    register_error("wrong number of arguments to redis.register_function")
+  end
+  local name, callback, flags, description
+  if count == 2 then
+    local first, second = ...
+    name = name_of(first)
+    if not name then
+      register_error("first argument to redis.register_function must be a string")
+    end
+    if type(second) ~= "function" then
+      register_error("second argument to redis.register_function must be a function")
+    end
+    callback, flags = second, {}
+  else
+    local args = ...
+    if type(args) ~= "table" then
+      register_error("calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).")
+    end
+    for key, value in next, args do
+      if type(key) ~= "string" and type(key) ~= "number" then
+        register_error("named argument key given to redis.register_function is not a string")
+      end
+      key = tostring(key):lower()
+      if key == "function_name" then
+        name = name_of(value)
+        if not name then
+          register_error("function_name argument given to redis.register_function must be a string")
+        end
+      elseif key == "description" then
+        description = name_of(value)
+        if not description then
+          register_error("description argument given to redis.register_function must be a string")
+        end
+      elseif key == "callback" then
+        if type(value) ~= "function" then
+          register_error("callback argument given to redis.register_function must be a function")
+        end
+        callback = value
+      elseif key == "flags" then
+        if type(value) ~= "table" then
+          register_error("flags argument to redis.register_function must be a table representing function flags")
+        end
+        flags = read_flags(value)
+      else
+        register_error("unknown argument given to redis.register_function")
+      end
+    end
+    if not name then
+      register_error("redis.register_function must get a function name argument")
+    end
+    if not callback then
+      register_error("redis.register_function must get a callback argument")
+    end
+  end
+  if not CTX.valid_name(name) then
+    register_error(CTX.name_rule)
+  end
+  for _, f in ipairs(registered) do
+    if f.name == name then
+      register_error("Function already exists in the library")
+    end
+  end
+  registered[#registered + 1] = {
+    name = name, callback = callback, flags = flags or {}, description = description,
+  }
+end
+
+local LOAD_GLOBALS = {
+  redis = strict({
+    register_function = register_function,
+    log = redis.log,
+    LOG_DEBUG = redis.LOG_DEBUG,
+    LOG_VERBOSE = redis.LOG_VERBOSE,
+    LOG_NOTICE = redis.LOG_NOTICE,
+    LOG_WARNING = redis.LOG_WARNING,
+    REDIS_VERSION = redis.REDIS_VERSION,
+    REDIS_VERSION_NUM = redis.REDIS_VERSION_NUM,
+  }),
+}
+
+local LIB_ENV = setmetatable({}, {
+  __index = function(_, name)
+    local value
+    if loading then
+      value = rawget(LOAD_GLOBALS, name)
+    elseif name ~= "KEYS" and name ~= "ARGV" then
+      value = rawget(G, name)
+    end
+    if value == nil then
+      nonexistent(name, 3)
+    end
+    return value
+  end,
+  __newindex = readonly_error,
+  __metatable = false,
+})
+READONLY[LIB_ENV] = true
+CTX.lib_env = LIB_ENV
+
+-- Runs a library's compiled code. Answers true and the functions it
+-- registered, or false and the error's text.
+function CTX.load_library(code)
+  set_args()
+  handler_depth = 0
+  loading, registered = true, {}
+  local ok, err = xpcall(code, handler)
+  loading = false
+  local functions = registered
+  registered = nil
+  if ok then
+    return true, functions
+  end
+  if type(err) == "table" and type(err.err) == "string" then
+    return false, err.err
+  end
+  return false, "ERR " .. tostring(err)
+end
+
+-- Runs one function with its keys and arguments.
+local function run_function(f)
+  set_args()
+  handler_depth = 0
+  local keys, args = rawget(G, "KEYS"), rawget(G, "ARGV")
+  return xpcall(function()
+    return f(keys, args)
+  end, handler)
+end
+
+return ENV, run, run_function

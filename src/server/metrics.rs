@@ -133,7 +133,7 @@ pub fn render(shared: &Shared) -> String {
     let databases = shared.keyspace.databases();
     let (keys, locks, expired) = match shared.keyspace.lock(&LockPlan::All) {
         Ok(mut locked) => {
-            let locks = super::introspect::held_locks(&mut locked, databases, None).len();
+            let locks = crate::context::introspect::held_locks(&mut locked, databases, None).len();
             let keys: Vec<(String, u64)> = (0..databases)
                 .map(|db| (db, locked.shards().map(|s| s.db_len(db)).sum::<usize>()))
                 .filter(|&(_, n)| n > 0)
@@ -161,7 +161,7 @@ pub fn render(shared: &Shared) -> String {
         &locks,
     );
 
-    let waiters = super::introspect::waiters(&shared.pubsub, None);
+    let waiters = crate::context::introspect::waiters(&shared.pubsub, None);
     let per_kind = |count: fn(&Waiters) -> usize| -> Vec<(String, u64)> {
         [Kind::Channel, Kind::Pattern, Kind::Shard]
             .into_iter()

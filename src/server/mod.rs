@@ -1,11 +1,7 @@
 //! Starting, running and stopping one server instance; many may run in
 //! one process, each with its own keyspace.
 
-mod fault;
-pub mod introspect;
 mod metrics;
-pub mod slowlog;
-mod state;
 
 use std::io;
 use std::net::SocketAddr;
@@ -19,9 +15,8 @@ use tokio::task::JoinSet;
 
 use crate::clock::{Clock, ManualClock, SystemClock};
 use crate::config::Config;
-pub use fault::{Faults, PauseMode};
-pub use introspect::{HeldLock, LockKind, LockOwner, Waiters};
-pub use state::{CommandStat, Shared, Stats, random_hex};
+use crate::context::Shared;
+pub use crate::context::{HeldLock, LockKind, LockOwner, PauseMode, Waiters};
 
 /// How often the expiry driver reclaims keys whose deadline has passed.
 const EXPIRY_TICK: Duration = Duration::from_millis(10);
@@ -208,7 +203,12 @@ impl ServerBuilder {
             None => None,
         };
         let metrics_addr = metrics.as_ref().map(|l| l.local_addr()).transpose()?;
-        let shared = Arc::new(Shared::new(self.config, self.clock, manual));
+        let shared = Arc::new(Shared::new(
+            self.config,
+            self.clock,
+            manual,
+            crate::command::REGISTRY.specs.len(),
+        ));
         shared.port.store(port as u64, Ordering::Relaxed);
         let stop_rx = shared.shutdown.subscribe();
         let mut tasks = JoinSet::new();
@@ -545,7 +545,7 @@ impl ServerHandle {
     /// # }
     /// ```
     pub fn waiters(&self, pattern: Option<&str>) -> Vec<Waiters> {
-        introspect::waiters(&self.shared.pubsub, pattern.map(str::as_bytes))
+        crate::context::introspect::waiters(&self.shared.pubsub, pattern.map(str::as_bytes))
     }
 
     /// Holds back commands as `CLIENT PAUSE <ms> WRITE|ALL` does: clients'

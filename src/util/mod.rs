@@ -172,6 +172,15 @@ pub fn i64_bytes(n: i64) -> bytes::Bytes {
     bytes::Bytes::copy_from_slice(itoa::Buffer::new().format(n).as_bytes())
 }
 
+/// Random lowercase hex digits: run ids, cluster node ids.
+pub fn random_hex(len: usize) -> String {
+    use rand::RngExt;
+    let mut rng = rand::rng();
+    (0..len)
+        .map(|_| char::from_digit(rng.random_range(0..16), 16).unwrap_or('0'))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,6 +11,31 @@ use rlockd::{Server, ServerHandle};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+/// How long a test waits for something that should happen at once.
+pub const WAIT: Duration = Duration::from_secs(10);
+
+/// Polls until `n` clients are blocked, so a test pushes only once its
+/// waiters are queued.
+pub async fn until_blocked(c: &mut MultiplexedConnection, n: usize) {
+    let start = std::time::Instant::now();
+    loop {
+        let info: String = cmd(c, &["INFO", "clients"]).await.unwrap();
+        let blocked = info
+            .lines()
+            .find_map(|l| l.strip_prefix("blocked_clients:"))
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .expect("INFO clients has blocked_clients");
+        if blocked == n {
+            return;
+        }
+        assert!(
+            start.elapsed() < WAIT,
+            "expected {n} blocked clients, INFO says {blocked}"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
 pub async fn start() -> ServerHandle {
     Server::builder()
         .port(0)

@@ -1,4 +1,16 @@
-//! State shared by every connection of one server instance.
+//! The context commands run in: state shared by every connection of one
+//! server instance ([`Shared`]) and the state of one client ([`Client`]).
+//! It sits below the command layer so that command families, scripting's
+//! callers and the connection all depend downward on it.
+
+pub mod client;
+mod fault;
+pub mod introspect;
+pub mod slowlog;
+
+pub use client::{Client, WatchState};
+pub use fault::{Faults, PauseMode};
+pub use introspect::{HeldLock, LockKind, LockOwner, Waiters};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -7,12 +19,11 @@ use std::time::Duration;
 use dashmap::DashMap;
 use parking_lot::RwLock;
 
-use crate::client::ClientHandle;
 use crate::clock::{Clock, ManualClock};
 use crate::cluster::ClusterNode;
-use crate::command::REGISTRY;
 use crate::config::Config;
 use crate::keyspace::{Keyspace, LockPlan};
+use crate::peer::ClientHandle;
 use crate::pubsub::PubSub;
 
 #[derive(Default)]
@@ -35,16 +46,15 @@ pub struct Stats {
 }
 
 impl Stats {
-    fn new() -> Self {
+    /// Counters for `commands` commands and subcommands.
+    fn new(commands: usize) -> Self {
         Stats {
             connections_received: AtomicU64::new(0),
             rejected_connections: AtomicU64::new(0),
             commands_processed: AtomicU64::new(0),
             net_input_bytes: AtomicU64::new(0),
             net_output_bytes: AtomicU64::new(0),
-            commands: (0..REGISTRY.specs.len())
-                .map(|_| CommandStat::default())
-                .collect(),
+            commands: (0..commands).map(|_| CommandStat::default()).collect(),
             errors: Default::default(),
         }
     }
@@ -97,7 +107,7 @@ pub struct Shared {
     pub config: RwLock<Config>,
     pub clients: DashMap<u64, Arc<ClientHandle>>,
     pub stats: Stats,
-    pub slowlog: super::slowlog::SlowLog,
+    pub slowlog: slowlog::SlowLog,
     next_client_id: AtomicU64,
     pub started_ms: u64,
     pub run_id: String,
@@ -108,7 +118,7 @@ pub struct Shared {
     /// Set when time moves only when a test says so.
     pub manual_clock: Option<Arc<ManualClock>>,
     /// CLIENT PAUSE and the test API's injected faults.
-    pub faults: super::Faults,
+    pub faults: Faults,
     /// Bumped by every CONFIG SET, for whoever applies settings outside
     /// the server (the binary's log level).
     pub config_changes: tokio::sync::watch::Sender<u64>,
@@ -117,14 +127,20 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// A server on `clock`, or on `manual` (which then is its clock).
-    pub fn new(config: Config, clock: Arc<dyn Clock>, manual: Option<Arc<ManualClock>>) -> Self {
+    /// A server on `clock`, or on `manual` (which then is its clock), with
+    /// statistics for `commands` commands and subcommands.
+    pub fn new(
+        config: Config,
+        clock: Arc<dyn Clock>,
+        manual: Option<Arc<ManualClock>>,
+        commands: usize,
+    ) -> Self {
         let clock = manual.clone().map_or(clock, |m| m as Arc<dyn Clock>);
         let started_ms = clock.now_ms();
         let pubsub = Arc::new(PubSub::new());
         pubsub.configure(&config);
         let cluster = config.cluster_enabled.then(ClusterNode::new);
-        let slowlog = super::slowlog::SlowLog::default();
+        let slowlog = slowlog::SlowLog::default();
         slowlog.configure(&config);
         Shared {
             slowlog,
@@ -134,10 +150,10 @@ impl Shared {
             scripts: Default::default(),
             config: RwLock::new(config),
             clients: DashMap::new(),
-            stats: Stats::new(),
+            stats: Stats::new(commands),
             next_client_id: AtomicU64::new(1),
             started_ms,
-            run_id: random_hex(40),
+            run_id: crate::util::random_hex(40),
             port: AtomicU64::new(0),
             manual_clock: manual,
             faults: Default::default(),
@@ -155,7 +171,7 @@ impl Shared {
     }
 
     /// Every lock held now, read with every shard held.
-    pub fn held_locks(&self, pattern: Option<&[u8]>) -> Vec<super::HeldLock> {
+    pub fn held_locks(&self, pattern: Option<&[u8]>) -> Vec<HeldLock> {
         let mut locked = loop {
             // Only a script past the busy threshold refuses; it ends or is
             // killed, so asking again is waiting for it.
@@ -164,12 +180,12 @@ impl Shared {
                 Err(_) => std::thread::sleep(Duration::from_millis(5)),
             }
         };
-        super::introspect::held_locks(&mut locked, self.keyspace.databases(), pattern)
+        introspect::held_locks(&mut locked, self.keyspace.databases(), pattern)
     }
 
     /// CLIENT PAUSE: commands of `mode` wait, and no key expires meanwhile
     /// (keys past their deadline read as gone but stay stored, as in Redis).
-    pub fn pause(&self, duration: Duration, mode: super::PauseMode) {
+    pub fn pause(&self, duration: Duration, mode: PauseMode) {
         let until = self.faults.pause(duration, mode);
         self.keyspace.hold_expiry(Some(until));
     }
@@ -208,12 +224,4 @@ impl Shared {
     pub fn next_client_id(&self) -> u64 {
         self.next_client_id.fetch_add(1, Ordering::Relaxed)
     }
-}
-
-pub fn random_hex(len: usize) -> String {
-    use rand::RngExt;
-    let mut rng = rand::rng();
-    (0..len)
-        .map(|_| char::from_digit(rng.random_range(0..16), 16).unwrap_or('0'))
-        .collect()
 }

@@ -1,4 +1,11 @@
-//! Scripting commands: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT.
+//! Scripting commands: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT; and
+//! FUNCTION, FCALL, FCALL_RO (in `functions`).
+
+mod functions;
+mod native;
+mod run;
+
+pub use functions::*;
 
 use std::borrow::Cow;
 
@@ -8,7 +15,10 @@ use super::Ctx;
 use super::connection::help_reply;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
+use crate::scripting::Runner;
+use crate::scripting::shebang::{self, Declared};
 use crate::util::parse_i64;
+use run::{Code, Mode};
 
 /// Where the script comes from: its text, or the SHA1 of a cached one.
 #[derive(Clone, Copy)]
@@ -21,9 +31,10 @@ fn noscript() -> CmdError {
     CmdError::other("NOSCRIPT No matching script. Please use EVAL.")
 }
 
-fn eval_generic(ctx: &mut Ctx, source: Source, readonly: bool) -> CmdResult<Reply> {
-    let args = ctx.args;
-    let numkeys = parse_i64(&args[2]).ok_or(CmdError::NotInteger)?;
+/// The keys and the arguments after `<script or function> <numkeys>`;
+/// `not_a_number` is the error for a numkeys that is not an integer.
+fn split_keys(args: &[Bytes], not_a_number: CmdError) -> CmdResult<(&[Bytes], &[Bytes])> {
+    let numkeys = parse_i64(&args[2]).ok_or(not_a_number)?;
     if numkeys < 0 {
         return Err(CmdError::other("ERR Number of keys can't be negative"));
     }
@@ -32,6 +43,12 @@ fn eval_generic(ctx: &mut Ctx, source: Source, readonly: bool) -> CmdResult<Repl
             "ERR Number of keys can't be greater than number of args",
         ));
     }
+    Ok(args[3..].split_at(numkeys as usize))
+}
+
+fn eval_generic(ctx: &mut Ctx, source: Source, readonly: bool) -> CmdResult<Reply> {
+    let args = ctx.args;
+    let (keys, argv) = split_keys(args, CmdError::NotInteger)?;
     let engine = &ctx.shared.scripts;
     let (sha, body): (Cow<str>, Bytes) = match source {
         Source::Body => (Cow::Owned(engine.load(&args[1])), args[1].clone()),
@@ -45,11 +62,21 @@ fn eval_generic(ctx: &mut Ctx, source: Source, readonly: bool) -> CmdResult<Repl
             (sha, body)
         }
     };
-    let split = 3 + numkeys as usize;
-    let (keys, argv) = (&args[3..split], &args[split..]);
-    ctx.shared
-        .scripts
-        .run(ctx, &sha, &body, keys, argv, readonly)
+    let flags = match shebang::script_flags(&body)? {
+        Declared::Nothing => None,
+        Declared::Flags(flags) => Some(flags),
+    };
+    let mode = Mode::new(ctx, readonly, flags)?;
+    run::run(
+        ctx,
+        Code::Script {
+            sha: &sha,
+            body: &body,
+        },
+        keys,
+        argv,
+        mode,
+    )
 }
 
 pub fn eval(ctx: &mut Ctx) -> CmdResult<Reply> {
@@ -103,7 +130,7 @@ pub fn script_flush(ctx: &mut Ctx) -> CmdResult<Reply> {
 
 pub fn script_kill(ctx: &mut Ctx) -> CmdResult<Reply> {
     let rollback_writes = ctx.shared.config.read().script_kill_rollback;
-    ctx.shared.scripts.kill(rollback_writes)?;
+    ctx.shared.scripts.kill(rollback_writes, Runner::Script)?;
     Ok(Reply::OK)
 }
 

@@ -111,16 +111,31 @@ pub enum Event {
     Rpop,
     Lrem,
     Lset,
+    Linsert,
+    Ltrim,
     Zadd,
     Zincr,
     Zrem,
     Zremrangebyscore,
+    Zremrangebyrank,
+    Zremrangebylex,
+    Zpopmin,
+    Zpopmax,
+    Zunionstore,
+    Zinterstore,
+    Zdiffstore,
+    Zrangestore,
     Sadd,
     Srem,
     Spop,
     Sinterstore,
     Sunionstore,
     Sdiffstore,
+    CopyTo,
+    MoveFrom,
+    MoveTo,
+    Restore,
+    Sortstore,
 }
 
 impl Event {
@@ -151,24 +166,45 @@ impl Event {
             Event::Rpop => "rpop",
             Event::Lrem => "lrem",
             Event::Lset => "lset",
+            Event::Linsert => "linsert",
+            Event::Ltrim => "ltrim",
             Event::Zadd => "zadd",
             Event::Zincr => "zincr",
             Event::Zrem => "zrem",
             Event::Zremrangebyscore => "zremrangebyscore",
+            Event::Zremrangebyrank => "zremrangebyrank",
+            Event::Zremrangebylex => "zremrangebylex",
+            Event::Zpopmin => "zpopmin",
+            Event::Zpopmax => "zpopmax",
+            Event::Zunionstore => "zunionstore",
+            Event::Zinterstore => "zinterstore",
+            Event::Zdiffstore => "zdiffstore",
+            Event::Zrangestore => "zrangestore",
             Event::Sadd => "sadd",
             Event::Srem => "srem",
             Event::Spop => "spop",
             Event::Sinterstore => "sinterstore",
             Event::Sunionstore => "sunionstore",
             Event::Sdiffstore => "sdiffstore",
+            Event::CopyTo => "copy_to",
+            Event::MoveFrom => "move_from",
+            Event::MoveTo => "move_to",
+            Event::Restore => "restore",
+            Event::Sortstore => "sortstore",
         }
     }
 
     pub fn class(self) -> u32 {
         match self {
-            Event::Del | Event::Expire | Event::Persist | Event::RenameFrom | Event::RenameTo => {
-                class::GENERIC
-            }
+            Event::Del
+            | Event::Expire
+            | Event::Persist
+            | Event::RenameFrom
+            | Event::RenameTo
+            | Event::CopyTo
+            | Event::MoveFrom
+            | Event::MoveTo
+            | Event::Restore => class::GENERIC,
             Event::Expired => class::EXPIRED,
             Event::New => class::NEW,
             Event::KeyMiss => class::KEY_MISS,
@@ -180,10 +216,27 @@ impl Event {
             | Event::Setbit
             | Event::Pfadd => class::STRING,
             Event::Hset | Event::Hdel | Event::Hincrby | Event::Hincrbyfloat => class::HASH,
-            Event::Lpush | Event::Rpush | Event::Lpop | Event::Rpop | Event::Lrem | Event::Lset => {
-                class::LIST
-            }
-            Event::Zadd | Event::Zincr | Event::Zrem | Event::Zremrangebyscore => class::ZSET,
+            Event::Lpush
+            | Event::Rpush
+            | Event::Lpop
+            | Event::Rpop
+            | Event::Lrem
+            | Event::Lset
+            | Event::Linsert
+            | Event::Ltrim
+            | Event::Sortstore => class::LIST,
+            Event::Zadd
+            | Event::Zincr
+            | Event::Zrem
+            | Event::Zremrangebyscore
+            | Event::Zremrangebyrank
+            | Event::Zremrangebylex
+            | Event::Zpopmin
+            | Event::Zpopmax
+            | Event::Zunionstore
+            | Event::Zinterstore
+            | Event::Zdiffstore
+            | Event::Zrangestore => class::ZSET,
             Event::Sadd
             | Event::Srem
             | Event::Spop

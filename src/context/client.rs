@@ -1,101 +1,17 @@
-//! Per-connection state, and the shared view of every client that
-//! CLIENT LIST / INFO / KILL read.
+//! Per-connection state: the database, protocol, MULTI queue, WATCHed keys,
+//! blocking wait and subscriptions of one client.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use std::time::Instant;
 
 use bytes::Bytes;
-use parking_lot::Mutex;
-use tokio::sync::Notify;
 
-use crate::command::Blocked;
 use crate::error::CmdError;
-use crate::keyspace::WatchFlag;
+use crate::keyspace::{Outcome, Taken, Waiter, WatchFlag};
+use crate::peer::ClientHandle;
 use crate::protocol::{Protocol, Reply};
 use crate::pubsub::Subscriptions;
-
-/// What other clients may read about a client, updated as it runs commands.
-#[derive(Debug, Clone, Default)]
-pub struct ClientInfo {
-    pub name: Option<Bytes>,
-    pub lib_name: Option<String>,
-    pub lib_ver: Option<String>,
-    pub db: usize,
-    pub protocol: i64,
-    /// Registry id of the last command.
-    pub last_cmd: Option<usize>,
-    pub last_interaction_ms: u64,
-    /// Queued commands, or -1 outside MULTI.
-    pub multi: i64,
-    pub watched: usize,
-    pub no_evict: bool,
-    /// Waiting in a blocking command.
-    pub blocked: bool,
-    /// READONLY in cluster mode (the `r` flag).
-    pub readonly: bool,
-    /// In MONITOR mode.
-    pub monitor: bool,
-    /// Channel, pattern and shard channel subscriptions.
-    pub sub: usize,
-    pub psub: usize,
-    pub ssub: usize,
-}
-
-pub struct ClientHandle {
-    pub id: u64,
-    pub addr: SocketAddr,
-    pub laddr: SocketAddr,
-    pub created_ms: u64,
-    pub info: Mutex<ClientInfo>,
-    /// Bytes of pub/sub frames queued for this client and not yet written:
-    /// publishers add, the connection subtracts what it has written.
-    pub backlog: AtomicUsize,
-    /// When the backlog reached the pub/sub soft limit, or 0 (see
-    /// `pubsub::Limits`).
-    pub over_soft_since: AtomicU64,
-    killed: AtomicBool,
-    kill: Notify,
-}
-
-impl ClientHandle {
-    pub fn new(id: u64, addr: SocketAddr, laddr: SocketAddr, now_ms: u64) -> Self {
-        ClientHandle {
-            id,
-            addr,
-            laddr,
-            created_ms: now_ms,
-            info: Mutex::new(ClientInfo {
-                protocol: 2,
-                multi: -1,
-                last_interaction_ms: now_ms,
-                ..ClientInfo::default()
-            }),
-            backlog: AtomicUsize::new(0),
-            over_soft_since: AtomicU64::new(0),
-            killed: AtomicBool::new(false),
-            kill: Notify::new(),
-        }
-    }
-
-    /// Asks the connection to close (CLIENT KILL, server shutdown).
-    pub fn kill(&self) {
-        self.killed.store(true, Ordering::Release);
-        self.kill.notify_one();
-    }
-
-    pub fn is_killed(&self) -> bool {
-        self.killed.load(Ordering::Acquire)
-    }
-
-    pub async fn killed(&self) {
-        if !self.is_killed() {
-            self.kill.notified().await;
-        }
-    }
-}
 
 /// The keys a client WATCHes and the flag their modification raises.
 pub struct WatchState {
@@ -204,5 +120,32 @@ impl Client {
         info.protocol = self.protocol.version();
         info.multi = self.multi.as_ref().map_or(-1, |q| q.len() as i64);
         info.watched = self.watch.as_ref().map_or(0, |w| w.keys.len());
+    }
+}
+
+/// A client waiting on keys, until `deadline` (`None`: for ever).
+pub struct Blocked {
+    pub waiter: Arc<Waiter>,
+    pub deadline: Option<Instant>,
+    /// What a timeout answers: BLPOP's nil array, WAIT's 0.
+    pub timeout_reply: Reply,
+    /// How the command answers what it was handed.
+    pub served_reply: ServedReply,
+}
+
+/// Builds a blocking command's reply from the key it was served from and
+/// what it took there.
+pub type ServedReply = fn(Bytes, Taken) -> Reply;
+
+impl Blocked {
+    /// The reply for how the wait ended; `None` when the command must run
+    /// again (its element could not be handed over where it waited).
+    pub fn reply(&self, outcome: Outcome) -> Option<Reply> {
+        match outcome {
+            Outcome::Served { key, taken } => Some((self.served_reply)(key, taken)),
+            Outcome::Failed(e) => Some(Reply::Error(e)),
+            Outcome::Cancelled => Some(self.timeout_reply.clone()),
+            Outcome::Retry | Outcome::Waiting | Outcome::Serving => None,
+        }
     }
 }

@@ -15,11 +15,11 @@ use std::sync::LazyLock;
 
 use bytes::Bytes;
 
-use super::sha1_hex;
-use crate::client::Client;
 use crate::command::{Ctx, REGISTRY, execute};
+use crate::context::Client;
 use crate::keyspace::Value;
 use crate::protocol::Reply;
+use crate::scripting::sha1_hex;
 use crate::util::parse_i64;
 
 /// A native run: `None` if it must run in Lua (decided before any effect).
@@ -29,19 +29,19 @@ pub(super) type Native = fn(&mut NativeRun) -> Option<Reply>;
 /// with redis-server, and their native forms.
 const KNOWN: &[(&str, Native)] = &[
     (
-        include_str!("../../conformance/scripts/seed002_lock.lua"),
+        include_str!("../../../conformance/scripts/seed002_lock.lua"),
         reentrant_lock,
     ),
     (
-        include_str!("../../conformance/scripts/seed000_lock.lua"),
+        include_str!("../../../conformance/scripts/seed000_lock.lua"),
         reentrant_lock_hset,
     ),
     (
-        include_str!("../../conformance/scripts/seed002_unlock.lua"),
+        include_str!("../../../conformance/scripts/seed002_unlock.lua"),
         reentrant_unlock,
     ),
     (
-        include_str!("../../conformance/scripts/seed000_unlock.lua"),
+        include_str!("../../../conformance/scripts/seed000_unlock.lua"),
         reentrant_unlock_publish_free,
     ),
 ];

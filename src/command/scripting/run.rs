@@ -1,0 +1,239 @@
+//! Running a script for EVAL and its kin.
+//!
+//! A script runs on a Lua state taken from the engine's pool, so scripts on
+//! unrelated keys run in parallel. It holds the shards of its declared keys
+//! for its whole run, which makes it atomic. A key it did not declare is
+//! taken when the script reaches it if that cannot deadlock; otherwise, if
+//! the script has not written yet, it starts over holding that shard too.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+
+use super::native::{self, NativeRun};
+use crate::cluster::common_slot;
+use crate::command::{CommandSpec, Ctx, REGISTRY, execute, flag, lock_plan};
+use crate::context::Client;
+use crate::error::{CmdError, CmdResult};
+use crate::keyspace::{LockPlan, key_shard};
+use crate::protocol::{Protocol, Reply};
+use crate::pubsub::HeldMessages;
+use crate::scripting::functions::Library;
+use crate::scripting::shebang::ScriptFlags;
+use crate::scripting::{Attempt, BusyMarks, Host, RunLimits, RunState, Runner, Target};
+
+/// What runs: an EVAL script or a library's function.
+pub(crate) enum Code<'c> {
+    Script {
+        sha: &'c str,
+        body: &'c [u8],
+    },
+    Function {
+        library: Arc<Library>,
+        name: &'c str,
+    },
+}
+
+/// How a run may behave, from the command and the script's flags.
+#[derive(Clone, Copy)]
+pub(crate) struct Mode {
+    /// EVAL_RO, FCALL_RO, or a `no-writes` script.
+    pub readonly: bool,
+    /// `allow-cross-slot-keys`: calls in cluster mode may mix slots.
+    pub cross_slot: bool,
+}
+
+impl Mode {
+    /// The mode for a run by a `_RO` command (`ro`) of code declaring
+    /// `flags` (`None`: an EVAL script without a shebang).
+    pub fn new(ctx: &Ctx, ro: bool, flags: Option<ScriptFlags>) -> CmdResult<Mode> {
+        let Some(flags) = flags else {
+            return Ok(Mode {
+                readonly: ro,
+                cross_slot: false,
+            });
+        };
+        if ro && !flags.has(ScriptFlags::NO_WRITES) {
+            return Err(CmdError::other(
+                "ERR Can not execute a script with write flag using *_ro command.",
+            ));
+        }
+        if ctx.shared.cluster.is_some() && flags.has(ScriptFlags::NO_CLUSTER) {
+            return Err(CmdError::other(
+                "ERR Can not run script on cluster, 'no-cluster' flag is set.",
+            ));
+        }
+        Ok(Mode {
+            readonly: flags.has(ScriptFlags::NO_WRITES),
+            cross_slot: flags.has(ScriptFlags::ALLOW_CROSS_SLOT),
+        })
+    }
+}
+
+/// Runs a script or function with the declared keys' shards held in
+/// `ctx.locked`.
+pub(crate) fn run(
+    ctx: &mut Ctx,
+    code: Code,
+    keys: &[Bytes],
+    argv: &[Bytes],
+    mode: Mode,
+) -> CmdResult<Reply> {
+    let shared = ctx.shared;
+    let engine = &shared.scripts;
+    // A well-known lock script runs natively. Read-only runs refuse its
+    // writes and cluster mode checks each call's slot: both are Lua's to
+    // answer.
+    if let Code::Script { sha, .. } = code
+        && !mode.readonly
+        && shared.cluster.is_none()
+        && let Some(native) = native::find(sha)
+        && let Some(reply) = native(&mut NativeRun::new(ctx, keys, argv))
+    {
+        engine.counters.runs.fetch_add(1, Ordering::Relaxed);
+        return Ok(reply);
+    }
+    let limits = {
+        let config = shared.config.read();
+        RunLimits {
+            heap: config.lua_heap_limit as usize,
+            busy_ms: config.busy_reply_threshold,
+        }
+    };
+    let mut vm = engine.take_vm()?;
+    let _ = vm.set_heap_limit(limits.heap);
+    let (compiled, runner, name) = match &code {
+        Code::Script { sha, body } => (vm.function(sha, body), Runner::Script, *sha),
+        Code::Function { library, name } => {
+            (vm.library_function(library, name), Runner::Function, *name)
+        }
+    };
+    let function = match compiled {
+        Ok(f) => f,
+        Err(e) => {
+            engine.put_vm(vm, limits.heap);
+            return Err(e);
+        }
+    };
+    let target = Target {
+        function: &function,
+        runner,
+        name,
+        keys,
+        args: argv,
+        command: ctx.args,
+    };
+    engine.counters.runs.fetch_add(1, Ordering::Relaxed);
+    let mut plan = LockPlan::for_keys(keys.iter().map(|k| &k[..]));
+    // What the script publishes (keyspace events included) reaches
+    // subscribers only once its writes are final.
+    let held = HeldMessages::hold();
+    let outcome = loop {
+        ctx.locked.begin_journal();
+        let busy = BusyMarks {
+            flags: shared.keyspace.busy_flags(),
+            held: ctx.locked.held(),
+        };
+        let client = Client::for_script(ctx.client);
+        let mut calls = ScriptCalls {
+            ctx: &mut *ctx,
+            client,
+            mode,
+            retry: None,
+        };
+        let attempt = engine.attempt(&mut vm, &target, &mut calls, limits, busy);
+        // It reached a shard it could not take without risking deadlock,
+        // or a command that needs the whole keyspace: its changes are
+        // rolled back and it runs again holding these too.
+        if let Some(more) = calls.retry.take() {
+            plan = plan.union(more);
+            held.discard();
+            if let Err(e) = ctx.locked.rollback().and_then(|_| ctx.locked.relock(&plan)) {
+                break Err(e);
+            }
+            continue;
+        }
+        match attempt {
+            Ok(Attempt::Done(reply)) => break Ok(reply),
+            Ok(Attempt::Killed(e)) => {
+                held.discard();
+                break ctx.locked.rollback().and(Err(e));
+            }
+            Err(e) => break Err(e),
+        }
+    };
+    ctx.locked.end_journal();
+    held.release(&shared.pubsub);
+    engine.put_vm(vm, limits.heap);
+    outcome
+}
+
+/// The command side of one attempt: `redis.call` runs here, as a client
+/// of its own that shares the caller's database.
+struct ScriptCalls<'s, 'c, 'a> {
+    ctx: &'s mut Ctx<'c, 'a>,
+    client: Client,
+    mode: Mode,
+    /// Set once a call needs shards the run does not hold.
+    retry: Option<LockPlan>,
+}
+
+impl Host for ScriptCalls<'_, '_, '_> {
+    fn call(&mut self, argv: &[Bytes], resp3: bool, run: &RunState) -> Reply {
+        let fail = |text: &str| Reply::Error(CmdError::other(text));
+        if self.retry.is_some() {
+            return fail("ERR the script is being restarted");
+        }
+        let Ok(id) = REGISTRY.resolve(self.ctx.shared, argv) else {
+            return fail("ERR Unknown Redis command called from script");
+        };
+        let spec: &CommandSpec = REGISTRY.specs[id];
+        if !spec.arity_ok(argv.len()) {
+            return fail("ERR Wrong number of args calling Redis command from script");
+        }
+        if spec.has(flag::NOSCRIPT) {
+            return fail("ERR This Redis command is not allowed from script");
+        }
+        // Redis counts commands that may replicate (PUBLISH, PFCOUNT) as writes here.
+        if (spec.has(flag::WRITE) || spec.has(flag::MAY_REPLICATE)) && self.mode.readonly {
+            return fail("ERR Write commands are not allowed from read-only scripts.");
+        }
+        if self.ctx.shared.cluster.is_some()
+            && !self.mode.cross_slot
+            && common_slot(spec.routed_args(argv)).is_err()
+        {
+            return fail(&CmdError::ScriptCrossSlot.to_string());
+        }
+        // Everything the command touches is taken before it runs.
+        let mut keys = spec.key_args(argv);
+        let ensured = match (keys.next(), keys.next()) {
+            // One key, the common case, needs no plan built.
+            (Some(key), None) if !spec.has(flag::WHOLE_KEYSPACE) && !spec.has(flag::SLOT_ARG) => {
+                self.ctx.locked.ensure(&[key_shard(key)])
+            }
+            _ => match lock_plan(spec, argv) {
+                LockPlan::All if !self.ctx.locked.holds_all() => Err(CmdError::ShardBusy),
+                LockPlan::Shards(shards) => self.ctx.locked.ensure(&shards),
+                _ => Ok(()),
+            },
+        };
+        match ensured {
+            Ok(()) => {}
+            Err(CmdError::ShardBusy) => {
+                self.retry = Some(lock_plan(spec, argv));
+                return fail("ERR the script is being restarted");
+            }
+            Err(e) => return fail(&e.to_string()),
+        }
+        if spec.has(flag::WRITE) {
+            run.mark_wrote();
+        }
+        self.client.protocol = if resp3 {
+            Protocol::Resp3
+        } else {
+            Protocol::Resp2
+        };
+        execute(self.ctx.shared, &mut self.client, id, argv, self.ctx.locked)
+    }
+}
