@@ -394,6 +394,7 @@ pub static PARAMS: &[Param] = &[
         set: None,
     },
     fixed!("proto-max-bulk-len", "536870912"),
+    fixed!("hll-sparse-max-bytes", "3000"),
     fixed!("io-threads", "1"),
     fixed!("replica-read-only", "yes"),
     fixed!("min-replicas-to-write", "0"),

@@ -99,14 +99,14 @@ impl Arg {
 /// the blocking list commands, whose timeouts are seconds with fractions).
 pub fn word_type(word: &str, float: bool) -> ArgType {
     match word {
-        "key" | "source" | "destination" | "newkey" => ArgType::Key,
+        "key" | "key1" | "key2" | "source" | "destination" | "newkey" => ArgType::Key,
         w if w.ends_with("key") => ArgType::Key,
         "pattern" => ArgType::Pattern,
         "increment" | "decrement" | "timeout" if float => ArgType::Double,
         "seconds" | "milliseconds" | "count" | "cursor" | "numkeys" | "index" | "increment"
         | "decrement" | "database" | "timeout" | "client-id" | "protover" | "start" | "stop"
         | "rank" | "num-matches" | "len" | "limit" | "destination-db" | "db" | "index1"
-        | "index2" | "ttl" | "frequency" | "offset" => ArgType::Integer,
+        | "index2" | "ttl" | "frequency" | "offset" | "end" | "bit" => ArgType::Integer,
         w if w.starts_with("unix-time") => ArgType::UnixTime,
         _ => ArgType::String,
     }

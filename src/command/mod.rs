@@ -9,6 +9,7 @@ mod docs;
 mod expire;
 mod fixture;
 mod hashes;
+mod hyperloglog;
 mod keys;
 mod lists;
 mod memory;

@@ -4,14 +4,14 @@
 
 use super::pubsub;
 use super::spec::acl::{
-    self, BITMAP, CONNECTION, DANGEROUS, HASH, KEYSPACE, LIST, SCRIPTING, SET, SORTEDSET, STREAM,
-    STRING, TRANSACTION,
+    self, BITMAP, CONNECTION, DANGEROUS, HASH, HYPERLOGLOG, KEYSPACE, LIST, SCRIPTING, SET,
+    SORTEDSET, STREAM, STRING, TRANSACTION,
 };
 use super::spec::flag::*;
 use super::spec::{CommandSpec as C, Group::*, KeySpec};
 use super::{
-    bitmaps, blocking, cluster, connection as conn, expire, fixture, hashes, keys, lists, memory,
-    multi, operator, scripting, server, sets, sort, streams, strings, zsets,
+    bitmaps, blocking, cluster, connection as conn, expire, fixture, hashes, hyperloglog, keys,
+    lists, memory, multi, operator, scripting, server, sets, sort, streams, strings, zsets,
 };
 
 const RO: &[&str] = &["RO"];
@@ -870,7 +870,7 @@ pub static COMMANDS: &[C] = &[
         .syntax("key increment")
         .doc("2.6.0", "Adds a floating point number to a string value."),
     C::new("lcs", -3, String, strings::lcs).flags(READONLY).acl(STRING).keys(&[KeySpec::range(1, 1, 1, RO_ACCESS)])
-        .syntax("key1 key2 [LEN] [IDX] [MINMATCHLEN min-match-len] [WITHMATCHLEN]")
+        .syntax("key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]")
         .doc("7.0.0", "Returns the longest common subsequence of two strings, its length or its matches."),
     C::new("strlen", 2, String, strings::strlen).flags(READ_FAST).acl(STRING).keys(&key1(RO))
         .syntax("key")
@@ -894,11 +894,28 @@ pub static COMMANDS: &[C] = &[
         .doc("2.6.0", "Stores the AND, OR, XOR or NOT of strings at a key; returns its length."),
     C::new("bitfield", -2, Bitmap, bitmaps::bitfield).flags(WRITE | DENYOOM).acl(BITMAP)
         .keys(&key1(&["RW", "access", "update", "variable_flags"]))
-        .syntax("key [GET encoding offset | [OVERFLOW (WRAP | SAT | FAIL)] (SET encoding offset value | INCRBY encoding offset increment)...]")
+        .syntax("key [GET (encoding offset) | ([OVERFLOW (WRAP | SAT | FAIL)] (SET (encoding offset value) | INCRBY (encoding offset increment)))]...")
         .doc("3.2.0", "Reads, writes and adds to integer fields of any width at any bit offset of a string."),
     C::new("bitfield_ro", -2, Bitmap, bitmaps::bitfield_ro).flags(READ_FAST).acl(BITMAP).keys(&key1(RO_ACCESS))
-        .syntax("key [GET encoding offset...]")
+        .syntax("key [GET (encoding offset)]...")
         .doc("6.0.0", "Reads integer fields of a string (BITFIELD's GET only)."),
+    // hyperloglog
+    C::new("pfadd", -2, Hyperloglog, hyperloglog::pfadd).flags(WRITE_FAST).acl(HYPERLOGLOG).keys(&key1(&["RW", "insert"]))
+        .syntax("key [element...]")
+        .doc("2.8.9", "Adds elements to a HyperLogLog; returns 1 if its estimate may have changed."),
+    C::new("pfcount", -2, Hyperloglog, hyperloglog::pfcount).flags(READONLY | MAY_REPLICATE).acl(HYPERLOGLOG).keys(&keys_all(&["RW", "access"]))
+        .syntax("key...")
+        .doc("2.8.9", "Returns the estimated number of distinct elements of HyperLogLogs (of their union)."),
+    C::new("pfmerge", -2, Hyperloglog, hyperloglog::pfmerge).flags(WRITE | DENYOOM).acl(HYPERLOGLOG)
+        .keys(&[KeySpec::range(1, 0, 1, &["RW", "access", "insert"]), KeySpec::range(2, -1, 1, RO_ACCESS)])
+        .syntax("destkey sourcekey...")
+        .doc("2.8.9", "Stores the union of HyperLogLogs at a key."),
+    C::new("pfdebug", 3, Hyperloglog, hyperloglog::pfdebug).flags(WRITE | DENYOOM | ADMIN).acl(HYPERLOGLOG)
+        .keys(&[KeySpec::range(2, 0, 1, &["RW", "access"])])
+        .syntax("subcommand key")
+        .doc("2.8.9", "Shows or changes a HyperLogLog's internals (GETREG, DECODE, ENCODING, TODENSE)."),
+    C::new("pfselftest", 1, Hyperloglog, hyperloglog::pfselftest).flags(ADMIN).acl(HYPERLOGLOG)
+        .doc("2.8.9", "Checks the HyperLogLog implementation."),
     // hashes
     C::new("hset", -4, Hash, hashes::hset).flags(WRITE_FAST).acl(HASH).keys(&key1(RW_UPDATE))
         .syntax("key (field value)...")

@@ -816,11 +816,18 @@ impl Db<'_, '_> {
     /// Records that `key` changed by `event`: wakes WATCHers, counts the
     /// change and raises the keyspace event.
     pub fn modified(&mut self, key: &[u8], event: Event) -> CmdResult<()> {
+        self.touched(key)?;
+        self.notify(key, event);
+        Ok(())
+    }
+
+    /// `modified` without a keyspace event: a change Redis makes silently
+    /// (PFCOUNT storing the count it computed).
+    pub fn touched(&mut self, key: &[u8]) -> CmdResult<()> {
         let db = self.index;
         let shard = self.locked.shard(key_shard(key))?;
         shard.stats.dirty += 1;
         shard.touch_watchers(db, key);
-        self.notify(key, event);
         Ok(())
     }
 

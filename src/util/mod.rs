@@ -3,6 +3,7 @@
 pub mod alloc;
 pub mod bits;
 mod glob;
+pub mod hll;
 pub mod scan;
 
 pub use glob::glob_match;

@@ -195,7 +195,8 @@ impl Host for ScriptCalls<'_, '_, '_> {
         if spec.has(flag::NOSCRIPT) {
             return fail("ERR This Redis command is not allowed from script");
         }
-        if spec.has(flag::WRITE) && self.mode.readonly {
+        // Redis counts commands that may replicate (PUBLISH, PFCOUNT) as writes here.
+        if (spec.has(flag::WRITE) || spec.has(flag::MAY_REPLICATE)) && self.mode.readonly {
             return fail("ERR Write commands are not allowed from read-only scripts.");
         }
         if self.ctx.shared.cluster.is_some()
