@@ -1101,7 +1101,7 @@ pub static COMMANDS: &[C] = &[
         .doc("2.8.9", "Returns the members of a sorted set in a lexicographical range, in reverse."),
     C::new("zrangestore", -5, SortedSet, zsets::zrangestore).flags(WRITE | DENYOOM).acl(SORTEDSET)
         .keys(&[KeySpec::range(1, 0, 1, OW_UPDATE), KeySpec::range(2, 0, 1, RO_ACCESS)])
-        .syntax("dst src min max [BYSCORE | BYLEX] [REV] [LIMIT offset count]")
+        .syntax("destination source min max [BYSCORE | BYLEX] [REV] [LIMIT offset count]")
         .doc("6.2.0", "Stores a range of a sorted set in another key."),
     C::new("zlexcount", 4, SortedSet, zsets::zlexcount).flags(READ_FAST).acl(SORTEDSET).keys(&key1(RO_ACCESS))
         .syntax("key min max")

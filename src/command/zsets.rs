@@ -1005,13 +1005,13 @@ pub fn zrandmember(ctx: &mut Ctx) -> CmdResult<Reply> {
     let zset = zset_at(&mut db, &key)?;
     let mut rng = rand::rng();
     let Some(count) = count else {
-        let member = zset.and_then(|z| {
+        let member = zset.filter(|z| !z.is_empty()).and_then(|z| {
             let at = rng.random_range(0..z.len());
             z.iter().nth(at).map(|(m, _)| m.clone())
         });
         return Ok(Reply::opt_bulk(member));
     };
-    let Some(zset) = zset else {
+    let Some(zset) = zset.filter(|z| !z.is_empty()) else {
         return Ok(Reply::Array(Vec::new()));
     };
     let all: Vec<(Bytes, f64)> = zset.iter().map(|(m, s)| (m.clone(), s)).collect();
