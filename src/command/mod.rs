@@ -7,6 +7,7 @@ mod connection;
 mod docs;
 mod expire;
 mod fixture;
+mod geo;
 mod hashes;
 mod keys;
 mod lists;

@@ -177,6 +177,14 @@ fn find_keys(k: &KeySpec) -> Reply {
 fn begin_search(k: &KeySpec) -> Reply {
     let (kind, spec) = if k.unknown {
         ("unknown", Vec::new())
+    } else if !k.keyword.is_empty() {
+        (
+            "keyword",
+            vec![
+                kv("keyword", Reply::bulk_str(k.keyword)),
+                kv("startfrom", Reply::Int(k.begin as i64)),
+            ],
+        )
     } else {
         ("index", vec![kv("index", Reply::Int(k.begin as i64))])
     };

@@ -12,7 +12,7 @@ use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Db, Ttl, Value};
 use crate::protocol::Reply;
 use crate::pubsub::Event;
-use crate::util::{parse_f64, parse_i64};
+use crate::util::{parse_f64, parse_i64, strtod_range_error};
 
 #[derive(Default)]
 struct SortOptions {
@@ -117,14 +117,7 @@ fn parse_weight(bytes: &[u8]) -> Option<f64> {
     }
     let text = bytes.trim_ascii_start();
     let value = parse_f64(text)?;
-    let spelled_infinite = text.to_ascii_lowercase().contains(&b'i');
-    let has_digit = text
-        .iter()
-        .take_while(|b| !matches!(b, b'e' | b'E' | b'p' | b'P'))
-        .any(|b| (b'1'..=b'9').contains(b));
-    let overflow = value.is_infinite() && !spelled_infinite;
-    let underflow = has_digit && (value == 0.0 || value.is_subnormal());
-    (!overflow && !underflow).then_some(value)
+    (!strtod_range_error(text, value)).then_some(value)
 }
 
 /// One element and what it is ordered by.

@@ -79,6 +79,7 @@ pub mod acl {
     pub const LIST: u32 = 1 << 5;
     pub const HASH: u32 = 1 << 6;
     pub const STRING: u32 = 1 << 7;
+    pub const GEO: u32 = 1 << 10;
     pub const PUBSUB: u32 = 1 << 12;
     pub const ADMIN: u32 = 1 << 13;
     pub const FAST: u32 = 1 << 14;
@@ -98,6 +99,7 @@ pub mod acl {
         (LIST, "@list"),
         (HASH, "@hash"),
         (STRING, "@string"),
+        (GEO, "@geo"),
         (PUBSUB, "@pubsub"),
         (ADMIN, "@admin"),
         (FAST, "@fast"),
@@ -124,6 +126,7 @@ pub enum Group {
     Transactions,
     Scripting,
     Pubsub,
+    Geo,
 }
 
 impl Group {
@@ -141,6 +144,7 @@ impl Group {
             Group::Transactions => "transactions",
             Group::Scripting => "scripting",
             Group::Pubsub => "pubsub",
+            Group::Geo => "geo",
         }
     }
 }
@@ -160,6 +164,9 @@ pub struct KeySpec {
     pub unknown: bool,
     /// Why the spec is as it is, for COMMAND INFO; empty if nothing to say.
     pub notes: &'static str,
+    /// When set, the key follows this word, searched for from `begin`
+    /// (GEORADIUS's STORE).
+    pub keyword: &'static str,
 }
 
 impl KeySpec {
@@ -172,6 +179,7 @@ impl KeySpec {
             keynum: false,
             unknown: false,
             notes: "",
+            keyword: "",
         }
     }
 
@@ -185,7 +193,31 @@ impl KeySpec {
             keynum: false,
             unknown: true,
             notes,
+            keyword: "",
         }
+    }
+
+    /// The argument after `keyword`, searched for from `startfrom` on.
+    pub const fn keyword(
+        keyword: &'static str,
+        startfrom: i32,
+        flags: &'static [&'static str],
+    ) -> Self {
+        KeySpec {
+            flags,
+            begin: startfrom,
+            last: 0,
+            step: 1,
+            keynum: false,
+            unknown: false,
+            notes: "",
+            keyword,
+        }
+    }
+
+    /// Found at a fixed index, `last`/`step` from there.
+    pub fn is_range(&self) -> bool {
+        !self.keynum && !self.unknown && self.keyword.is_empty()
     }
 
     /// A spec that marks arguments in key positions that are not keys
@@ -204,6 +236,7 @@ impl KeySpec {
             keynum: true,
             unknown: false,
             notes: "",
+            keyword: "",
         }
     }
 
@@ -215,6 +248,11 @@ impl KeySpec {
         }
         let argc = args.len();
         let begin = self.begin as usize;
+        if !self.keyword.is_empty() {
+            let at = (begin..argc.saturating_sub(1))
+                .find(|&i| args[i].eq_ignore_ascii_case(self.keyword.as_bytes()))?;
+            return Some((at + 1, at + 1));
+        }
         if self.keynum {
             let count = crate::util::parse_i64(args.get(begin)?)?;
             let count = usize::try_from(count)
@@ -368,13 +406,13 @@ impl CommandSpec {
     }
 
     pub fn movable_keys(&self) -> bool {
-        self.keys.iter().any(|k| k.keynum || k.unknown)
+        self.keys.iter().any(|k| !k.is_range())
     }
 
     /// The legacy (first, last, step) triple of COMMAND INFO, from the
     /// specs that are plain ranges.
     pub fn legacy_key_range(&self) -> (i32, i32, i32) {
-        let mut ranges = self.keys.iter().filter(|k| !k.keynum && !k.unknown);
+        let mut ranges = self.keys.iter().filter(|k| k.is_range());
         let Some(first) = ranges.next() else {
             return (0, 0, 0);
         };

@@ -4,14 +4,14 @@
 
 use super::pubsub;
 use super::spec::acl::{
-    self, CONNECTION, DANGEROUS, HASH, KEYSPACE, LIST, SCRIPTING, SET, SORTEDSET, STRING,
+    self, CONNECTION, DANGEROUS, GEO, HASH, KEYSPACE, LIST, SCRIPTING, SET, SORTEDSET, STRING,
     TRANSACTION,
 };
 use super::spec::flag::*;
 use super::spec::{CommandSpec as C, Group::*, KeySpec};
 use super::{
-    blocking, cluster, connection as conn, expire, fixture, hashes, keys, lists, memory, multi,
-    operator, scripting, server, sets, sort, strings, zsets,
+    blocking, cluster, connection as conn, expire, fixture, geo, hashes, keys, lists, memory,
+    multi, operator, scripting, server, sets, sort, strings, zsets,
 };
 
 const RO: &[&str] = &["RO"];
@@ -824,6 +824,40 @@ pub static COMMANDS: &[C] = &[
     C::new("zrank", 3, SortedSet, zsets::zrank).flags(READ_FAST).acl(SORTEDSET).keys(&key1(RO_ACCESS))
         .syntax("key member")
         .doc("2.0.0", "Returns the rank of a sorted set member, lowest score first."),
+    // geo
+    C::new("geoadd", -5, Geo, geo::geoadd).flags(WRITE | DENYOOM).acl(GEO).keys(&key1(RW_UPDATE))
+        .syntax("key [NX | XX] [CH] (longitude latitude member)...")
+        .doc("3.2.0", "Adds points (longitude, latitude, member) to a geo set, a sorted set scored by geohash."),
+    C::new("geodist", -4, Geo, geo::geodist).flags(READONLY).acl(GEO).keys(&key1(RO_ACCESS))
+        .syntax("key member1 member2 [M | KM | FT | MI]")
+        .doc("3.2.0", "Returns the distance between two members of a geo set."),
+    C::new("geohash", -2, Geo, geo::geohash).flags(READONLY).acl(GEO).keys(&key1(RO_ACCESS))
+        .syntax("key [member...]")
+        .doc("3.2.0", "Returns members' positions as standard 11-character geohash strings."),
+    C::new("geopos", -2, Geo, geo::geopos).flags(READONLY).acl(GEO).keys(&key1(RO_ACCESS))
+        .syntax("key [member...]")
+        .doc("3.2.0", "Returns members' longitudes and latitudes."),
+    C::new("georadius", -6, Geo, geo::georadius).flags(WRITE | DENYOOM).acl(GEO)
+        .keys(&[KeySpec::range(1, 0, 1, RO_ACCESS), KeySpec::keyword("STORE", 6, OW_UPDATE), KeySpec::keyword("STOREDIST", 6, OW_UPDATE)])
+        .syntax("key longitude latitude radius (M | KM | FT | MI) [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC | DESC] [STORE key | STOREDIST key]")
+        .doc("3.2.0", "Finds the members within a radius of a point, optionally storing them."),
+    C::new("georadius_ro", -6, Geo, geo::georadius_ro).flags(READONLY).acl(GEO).keys(&key1(RO_ACCESS))
+        .syntax("key longitude latitude radius (M | KM | FT | MI) [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC | DESC]")
+        .doc("3.2.10", "Finds the members within a radius of a point."),
+    C::new("georadiusbymember", -5, Geo, geo::georadiusbymember).flags(WRITE | DENYOOM).acl(GEO)
+        .keys(&[KeySpec::range(1, 0, 1, RO_ACCESS), KeySpec::keyword("STORE", 5, OW_UPDATE), KeySpec::keyword("STOREDIST", 5, OW_UPDATE)])
+        .syntax("key member radius (M | KM | FT | MI) [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC | DESC] [STORE key | STOREDIST key]")
+        .doc("3.2.0", "Finds the members within a radius of a member, optionally storing them."),
+    C::new("georadiusbymember_ro", -5, Geo, geo::georadiusbymember_ro).flags(READONLY).acl(GEO).keys(&key1(RO_ACCESS))
+        .syntax("key member radius (M | KM | FT | MI) [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC | DESC]")
+        .doc("3.2.10", "Finds the members within a radius of a member."),
+    C::new("geosearch", -7, Geo, geo::geosearch).flags(READONLY).acl(GEO).keys(&key1(RO_ACCESS))
+        .syntax("key (FROMMEMBER member | FROMLONLAT longitude latitude) (BYRADIUS radius (M | KM | FT | MI) | BYBOX width height (M | KM | FT | MI)) [ASC | DESC] [COUNT count [ANY]] [WITHCOORD] [WITHDIST] [WITHHASH]")
+        .doc("6.2.0", "Finds the members within a radius or box around a member or a point."),
+    C::new("geosearchstore", -8, Geo, geo::geosearchstore).flags(WRITE | DENYOOM).acl(GEO)
+        .keys(&[KeySpec::range(1, 0, 1, OW_UPDATE), KeySpec::range(2, 0, 1, RO_ACCESS)])
+        .syntax("destination source (FROMMEMBER member | FROMLONLAT longitude latitude) (BYRADIUS radius (M | KM | FT | MI) | BYBOX width height (M | KM | FT | MI)) [ASC | DESC] [COUNT count [ANY]] [STOREDIST]")
+        .doc("6.2.0", "Stores the members GEOSEARCH would find as a sorted set."),
     // sets
     C::new("sadd", -3, Set, sets::sadd).flags(WRITE_FAST).acl(SET).keys(&key1(&["RW", "insert"]))
         .syntax("key member...")

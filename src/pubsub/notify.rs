@@ -122,6 +122,8 @@ pub enum Event {
     MoveTo,
     Restore,
     Sortstore,
+    Georadiusstore,
+    Geosearchstore,
 }
 
 impl Event {
@@ -163,6 +165,8 @@ impl Event {
             Event::MoveTo => "move_to",
             Event::Restore => "restore",
             Event::Sortstore => "sortstore",
+            Event::Georadiusstore => "georadiusstore",
+            Event::Geosearchstore => "geosearchstore",
         }
     }
 
@@ -189,7 +193,12 @@ impl Event {
             | Event::Lrem
             | Event::Lset
             | Event::Sortstore => class::LIST,
-            Event::Zadd | Event::Zincr | Event::Zrem | Event::Zremrangebyscore => class::ZSET,
+            Event::Zadd
+            | Event::Zincr
+            | Event::Zrem
+            | Event::Zremrangebyscore
+            | Event::Georadiusstore
+            | Event::Geosearchstore => class::ZSET,
             Event::Sadd
             | Event::Srem
             | Event::Spop
