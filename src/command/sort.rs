@@ -66,6 +66,24 @@ fn parse_options(args: &[Bytes], readonly: bool) -> CmdResult<SortOptions> {
     Ok(opts)
 }
 
+/// SORT's STORE destination (the last one given), read as Redis reads it
+/// for COMMAND GETKEYS and cluster routing: LIMIT's, GET's and BY's
+/// values are skipped, whatever they say.
+pub fn store_key(args: &[Bytes]) -> Option<usize> {
+    let mut found = None;
+    let mut i = 2;
+    while i < args.len() {
+        match &args[i].to_ascii_lowercase()[..] {
+            b"limit" => i += 2,
+            b"get" | b"by" => i += 1,
+            b"store" if i + 1 < args.len() => found = Some(i + 1),
+            _ => {}
+        }
+        i += 1;
+    }
+    found
+}
+
 /// The value a pattern names for one element: `#` is the element itself;
 /// otherwise the first `*` is replaced by the element, and a non-empty
 /// `->field` after it reads a hash field instead of a string. A pattern

@@ -9,6 +9,9 @@ use crate::protocol::Reply;
 
 pub type Handler = fn(&mut Ctx<'_, '_>) -> CmdResult<Reply>;
 
+/// Finds a key argument the key specs cannot (see `find_more_keys`).
+pub type KeyFinder = fn(&[Bytes]) -> Option<usize>;
+
 /// Command flags, in the order Redis lists them in COMMAND INFO.
 pub mod flag {
     pub const WRITE: u32 = 1 << 0;
@@ -287,6 +290,9 @@ pub struct CommandSpec {
     pub syntax: &'static str,
     pub handler: Option<Handler>,
     pub subcommands: &'static [CommandSpec],
+    /// Keys the specs cannot locate, found by reading the line (SORT's
+    /// STORE): an argument index.
+    pub find_more_keys: Option<KeyFinder>,
 }
 
 impl CommandSpec {
@@ -304,6 +310,7 @@ impl CommandSpec {
             syntax: "",
             handler: Some(handler),
             subcommands: &[],
+            find_more_keys: None,
         }
     }
 
@@ -322,6 +329,7 @@ impl CommandSpec {
             syntax: "",
             handler: None,
             subcommands: subs,
+            find_more_keys: None,
         }
     }
 
@@ -329,6 +337,11 @@ impl CommandSpec {
     pub const fn runs_bare(mut self, handler: Handler) -> Self {
         self.handler = Some(handler);
         self.arity = -1;
+        self
+    }
+
+    pub const fn find_more_keys(mut self, find: KeyFinder) -> Self {
+        self.find_more_keys = Some(find);
         self
     }
 
@@ -443,6 +456,7 @@ impl CommandSpec {
         args: &'a [Bytes],
         keep: fn(&KeySpec) -> bool,
     ) -> impl Iterator<Item = &'a [u8]> + 'a {
+        let more = self.find_more_keys.and_then(|find| find(args));
         self.keys
             .iter()
             .filter(move |k| keep(k))
@@ -450,7 +464,8 @@ impl CommandSpec {
                 k.span(args)
                     .into_iter()
                     .flat_map(move |(first, last)| (first..=last).step_by(k.step.max(1) as usize))
-                    .map(move |i| &args[i][..])
             })
+            .chain(more)
+            .map(move |i| &args[i][..])
     }
 }
