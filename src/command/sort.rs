@@ -27,7 +27,9 @@ struct SortOptions {
     dont_sort: bool,
 }
 
-fn parse_options(args: &[Bytes], readonly: bool) -> CmdResult<SortOptions> {
+/// `cluster`: keys named by patterns may live on other nodes, so a cluster
+/// refuses BY patterns and GET, as Redis 7.0 does.
+fn parse_options(args: &[Bytes], readonly: bool, cluster: bool) -> CmdResult<SortOptions> {
     let mut opts = SortOptions {
         limit: (0, -1),
         ..SortOptions::default()
@@ -52,10 +54,20 @@ fn parse_options(args: &[Bytes], readonly: bool) -> CmdResult<SortOptions> {
             b"by" if left >= 1 => {
                 let pattern = args[i + 1].clone();
                 opts.dont_sort = !pattern.contains(&b'*');
+                if cluster && !opts.dont_sort {
+                    return Err(CmdError::other(
+                        "ERR BY option of SORT denied in Cluster mode.",
+                    ));
+                }
                 opts.by = Some(pattern);
                 i += 1;
             }
             b"get" if left >= 1 => {
+                if cluster {
+                    return Err(CmdError::other(
+                        "ERR GET option of SORT denied in Cluster mode.",
+                    ));
+                }
                 opts.gets.push(args[i + 1].clone());
                 i += 1;
             }
@@ -170,7 +182,7 @@ pub fn sort_ro(ctx: &mut Ctx) -> CmdResult<Reply> {
 }
 
 fn sort_command(ctx: &mut Ctx, readonly: bool) -> CmdResult<Reply> {
-    let mut opts = parse_options(&ctx.args[2..], readonly)?;
+    let mut opts = parse_options(&ctx.args[2..], readonly, ctx.shared.cluster.is_some())?;
     let key = ctx.arg(1).clone();
     let write = opts.store.is_some();
     let for_script = ctx.client.for_script;
