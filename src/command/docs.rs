@@ -103,6 +103,7 @@ pub fn word_type(word: &str, float: bool) -> ArgType {
         w if w.ends_with("key") => ArgType::Key,
         "pattern" => ArgType::Pattern,
         "increment" | "decrement" | "timeout" if float => ArgType::Double,
+        "longitude" | "latitude" | "radius" | "width" | "height" => ArgType::Double,
         "seconds" | "milliseconds" | "count" | "cursor" | "numkeys" | "index" | "increment"
         | "decrement" | "database" | "timeout" | "client-id" | "protover" | "start" | "stop"
         | "rank" | "num-matches" | "len" | "limit" | "destination-db" | "db" | "index1"
@@ -645,8 +646,13 @@ mod tests {
             let keys = count_keys(&args);
             // Each key spec is found by at least one key argument, and a
             // command without key specs has no key arguments. `not_key`
-            // specs (shard channels) find string arguments.
-            let key_specs = spec.keys.iter().filter(|k| !k.is_not_key()).count();
+            // specs (shard channels) find string arguments, and `unknown`
+            // ones (SORT's BY/GET) keys named by pattern arguments.
+            let key_specs = spec
+                .keys
+                .iter()
+                .filter(|k| !k.is_not_key() && !k.unknown)
+                .count();
             assert!(
                 keys >= key_specs && (keys == 0) == (key_specs == 0),
                 "{}: {keys} key arguments for {key_specs} key specs",

@@ -8,6 +8,7 @@ mod connection;
 mod docs;
 mod expire;
 mod fixture;
+mod geo;
 mod hashes;
 mod hyperloglog;
 mod keys;

@@ -165,7 +165,14 @@ fn find_keys(k: &KeySpec) -> Reply {
             vec![
                 kv("lastkey", Reply::Int(k.last as i64)),
                 kv("keystep", Reply::Int(k.step as i64)),
-                kv("limit", Reply::Int(if k.keyword.is_some() { 2 } else { 0 })),
+                kv(
+                    "limit",
+                    Reply::Int(if k.keyword.is_some() && k.last < 0 {
+                        2
+                    } else {
+                        0
+                    }),
+                ),
             ],
         )
     };

@@ -12,7 +12,7 @@ use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Db, Ttl, Value};
 use crate::protocol::Reply;
 use crate::pubsub::Event;
-use crate::util::{parse_f64, parse_i64};
+use crate::util::{parse_f64, parse_i64, strtod_range_error};
 
 #[derive(Default)]
 struct SortOptions {
@@ -27,7 +27,9 @@ struct SortOptions {
     dont_sort: bool,
 }
 
-fn parse_options(args: &[Bytes], readonly: bool) -> CmdResult<SortOptions> {
+/// `cluster`: keys named by patterns may live on other nodes, so a cluster
+/// refuses BY patterns and GET, as Redis 7.0 does.
+fn parse_options(args: &[Bytes], readonly: bool, cluster: bool) -> CmdResult<SortOptions> {
     let mut opts = SortOptions {
         limit: (0, -1),
         ..SortOptions::default()
@@ -52,10 +54,20 @@ fn parse_options(args: &[Bytes], readonly: bool) -> CmdResult<SortOptions> {
             b"by" if left >= 1 => {
                 let pattern = args[i + 1].clone();
                 opts.dont_sort = !pattern.contains(&b'*');
+                if cluster && !opts.dont_sort {
+                    return Err(CmdError::other(
+                        "ERR BY option of SORT denied in Cluster mode.",
+                    ));
+                }
                 opts.by = Some(pattern);
                 i += 1;
             }
             b"get" if left >= 1 => {
+                if cluster {
+                    return Err(CmdError::other(
+                        "ERR GET option of SORT denied in Cluster mode.",
+                    ));
+                }
                 opts.gets.push(args[i + 1].clone());
                 i += 1;
             }
@@ -64,6 +76,24 @@ fn parse_options(args: &[Bytes], readonly: bool) -> CmdResult<SortOptions> {
         i += 1;
     }
     Ok(opts)
+}
+
+/// SORT's STORE destination (the last one given), read as Redis reads it
+/// for COMMAND GETKEYS and cluster routing: LIMIT's, GET's and BY's
+/// values are skipped, whatever they say.
+pub fn store_key(args: &[Bytes]) -> Option<usize> {
+    let mut found = None;
+    let mut i = 2;
+    while i < args.len() {
+        match &args[i].to_ascii_lowercase()[..] {
+            b"limit" => i += 2,
+            b"get" | b"by" => i += 1,
+            b"store" if i + 1 < args.len() => found = Some(i + 1),
+            _ => {}
+        }
+        i += 1;
+    }
+    found
 }
 
 /// The value a pattern names for one element: `#` is the element itself;
@@ -117,14 +147,7 @@ fn parse_weight(bytes: &[u8]) -> Option<f64> {
     }
     let text = bytes.trim_ascii_start();
     let value = parse_f64(text)?;
-    let spelled_infinite = text.to_ascii_lowercase().contains(&b'i');
-    let has_digit = text
-        .iter()
-        .take_while(|b| !matches!(b, b'e' | b'E' | b'p' | b'P'))
-        .any(|b| (b'1'..=b'9').contains(b));
-    let overflow = value.is_infinite() && !spelled_infinite;
-    let underflow = has_digit && (value == 0.0 || value.is_subnormal());
-    (!overflow && !underflow).then_some(value)
+    (!strtod_range_error(text, value)).then_some(value)
 }
 
 /// One element and what it is ordered by.
@@ -159,7 +182,7 @@ pub fn sort_ro(ctx: &mut Ctx) -> CmdResult<Reply> {
 }
 
 fn sort_command(ctx: &mut Ctx, readonly: bool) -> CmdResult<Reply> {
-    let mut opts = parse_options(&ctx.args[2..], readonly)?;
+    let mut opts = parse_options(&ctx.args[2..], readonly, ctx.shared.cluster.is_some())?;
     let key = ctx.arg(1).clone();
     let write = opts.store.is_some();
     let for_script = ctx.client.for_script;

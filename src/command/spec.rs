@@ -9,6 +9,9 @@ use crate::protocol::Reply;
 
 pub type Handler = fn(&mut Ctx<'_, '_>) -> CmdResult<Reply>;
 
+/// Finds a key argument the key specs cannot (see `find_more_keys`).
+pub type KeyFinder = fn(&[Bytes]) -> Option<usize>;
+
 /// Command flags, in the order Redis lists them in COMMAND INFO.
 pub mod flag {
     pub const WRITE: u32 = 1 << 0;
@@ -82,6 +85,7 @@ pub mod acl {
     pub const BITMAP: u32 = 1 << 8;
     pub const HYPERLOGLOG: u32 = 1 << 9;
     pub const STREAM: u32 = 1 << 11;
+    pub const GEO: u32 = 1 << 10;
     pub const PUBSUB: u32 = 1 << 12;
     pub const ADMIN: u32 = 1 << 13;
     pub const FAST: u32 = 1 << 14;
@@ -104,6 +108,7 @@ pub mod acl {
         (BITMAP, "@bitmap"),
         (HYPERLOGLOG, "@hyperloglog"),
         (STREAM, "@stream"),
+        (GEO, "@geo"),
         (PUBSUB, "@pubsub"),
         (ADMIN, "@admin"),
         (FAST, "@fast"),
@@ -133,6 +138,7 @@ pub enum Group {
     Transactions,
     Scripting,
     Pubsub,
+    Geo,
 }
 
 impl Group {
@@ -153,6 +159,7 @@ impl Group {
             Group::Transactions => "transactions",
             Group::Scripting => "scripting",
             Group::Pubsub => "pubsub",
+            Group::Geo => "geo",
         }
     }
 }
@@ -170,8 +177,9 @@ pub struct KeySpec {
     /// Keys the arguments cannot locate (SORT's BY/GET patterns, its STORE
     /// anywhere in the line): reported, but never read from a command line.
     pub unknown: bool,
-    /// Keys start after this word, searched for from `begin`, and take
-    /// half of what follows it (XREAD's `STREAMS key... id...`).
+    /// Keys start after this word, searched for from `begin`: the one
+    /// argument after it when `last` is 0 (GEORADIUS's STORE), else the
+    /// first half of what follows it (XREAD's `STREAMS key... id...`).
     pub keyword: Option<&'static str>,
     /// A remark COMMAND INFO shows with the spec.
     pub notes: &'static str,
@@ -224,9 +232,33 @@ impl KeySpec {
         }
     }
 
+    /// The one argument after `keyword`, searched for from `startfrom` on
+    /// (GEORADIUS's STORE).
+    pub const fn keyword(
+        keyword: &'static str,
+        startfrom: i32,
+        flags: &'static [&'static str],
+    ) -> Self {
+        KeySpec {
+            flags,
+            begin: startfrom,
+            last: 0,
+            step: 1,
+            keynum: false,
+            unknown: false,
+            keyword: Some(keyword),
+            notes: "",
+        }
+    }
+
     pub const fn with_notes(mut self, notes: &'static str) -> Self {
         self.notes = notes;
         self
+    }
+
+    /// Found at a fixed index, `last`/`step` from there.
+    pub fn is_range(&self) -> bool {
+        !self.keynum && !self.unknown && self.keyword.is_none()
     }
 
     /// A spec that marks arguments in key positions that are not keys
@@ -265,7 +297,12 @@ impl KeySpec {
             return Some((begin + 1, begin + count));
         }
         if let Some(word) = self.keyword {
-            let at = (begin..argc).find(|&i| args[i].eq_ignore_ascii_case(word.as_bytes()))?;
+            let at = (begin..argc.saturating_sub(1))
+                .find(|&i| args[i].eq_ignore_ascii_case(word.as_bytes()))?;
+            if self.last == 0 {
+                return Some((at + 1, at + 1));
+            }
+            // The first half of what follows is keys (XREAD's STREAMS).
             let keys = (argc - at - 1) / 2;
             return (keys > 0).then_some((at + 1, at + keys));
         }
@@ -296,6 +333,9 @@ pub struct CommandSpec {
     pub syntax: &'static str,
     pub handler: Option<Handler>,
     pub subcommands: &'static [CommandSpec],
+    /// Keys the specs cannot locate, found by reading the line (SORT's
+    /// STORE): an argument index.
+    pub find_more_keys: Option<KeyFinder>,
 }
 
 impl CommandSpec {
@@ -313,6 +353,7 @@ impl CommandSpec {
             syntax: "",
             handler: Some(handler),
             subcommands: &[],
+            find_more_keys: None,
         }
     }
 
@@ -331,6 +372,7 @@ impl CommandSpec {
             syntax: "",
             handler: None,
             subcommands: subs,
+            find_more_keys: None,
         }
     }
 
@@ -338,6 +380,11 @@ impl CommandSpec {
     pub const fn runs_bare(mut self, handler: Handler) -> Self {
         self.handler = Some(handler);
         self.arity = -1;
+        self
+    }
+
+    pub const fn find_more_keys(mut self, find: KeyFinder) -> Self {
+        self.find_more_keys = Some(find);
         self
     }
 
@@ -415,18 +462,13 @@ impl CommandSpec {
     }
 
     pub fn movable_keys(&self) -> bool {
-        self.keys
-            .iter()
-            .any(|k| k.keynum || k.unknown || k.keyword.is_some())
+        self.keys.iter().any(|k| !k.is_range())
     }
 
     /// The legacy (first, last, step) triple of COMMAND INFO, from the
     /// specs that are plain ranges.
     pub fn legacy_key_range(&self) -> (i32, i32, i32) {
-        let mut ranges = self
-            .keys
-            .iter()
-            .filter(|k| !k.keynum && !k.unknown && k.keyword.is_none());
+        let mut ranges = self.keys.iter().filter(|k| k.is_range());
         let Some(first) = ranges.next() else {
             return (0, 0, 0);
         };
@@ -457,6 +499,7 @@ impl CommandSpec {
         args: &'a [Bytes],
         keep: fn(&KeySpec) -> bool,
     ) -> impl Iterator<Item = &'a [u8]> + 'a {
+        let more = self.find_more_keys.and_then(|find| find(args));
         self.keys
             .iter()
             .filter(move |k| keep(k))
@@ -464,7 +507,8 @@ impl CommandSpec {
                 k.span(args)
                     .into_iter()
                     .flat_map(move |(first, last)| (first..=last).step_by(k.step.max(1) as usize))
-                    .map(move |i| &args[i][..])
             })
+            .chain(more)
+            .map(move |i| &args[i][..])
     }
 }

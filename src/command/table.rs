@@ -4,14 +4,14 @@
 
 use super::pubsub;
 use super::spec::acl::{
-    self, BITMAP, CONNECTION, DANGEROUS, HASH, HYPERLOGLOG, KEYSPACE, LIST, SCRIPTING, SET,
+    self, BITMAP, CONNECTION, DANGEROUS, GEO, HASH, HYPERLOGLOG, KEYSPACE, LIST, SCRIPTING, SET,
     SORTEDSET, STREAM, STRING, TRANSACTION,
 };
 use super::spec::flag::*;
 use super::spec::{CommandSpec as C, Group::*, KeySpec};
 use super::{
-    bitmaps, blocking, cluster, connection as conn, expire, fixture, hashes, hyperloglog, keys,
-    lists, memory, multi, operator, scripting, server, sets, sort, streams, strings, zsets,
+    bitmaps, blocking, cluster, connection as conn, expire, fixture, geo, hashes, hyperloglog,
+    keys, lists, memory, multi, operator, scripting, server, sets, sort, streams, strings, zsets,
 };
 
 const RO: &[&str] = &["RO"];
@@ -754,7 +754,7 @@ pub static COMMANDS: &[C] = &[
     C::new("swapdb", 3, Server, keys::swapdb).flags(WRITE | FAST | WHOLE_KEYSPACE).acl(KEYSPACE | DANGEROUS)
         .syntax("index1 index2")
         .doc("4.0.0", "Swaps the contents of two databases."),
-    C::new("sort", -2, Generic, sort::sort).flags(WRITE | DENYOOM | WHOLE_KEYSPACE).acl(SET | SORTEDSET | LIST | DANGEROUS)
+    C::new("sort", -2, Generic, sort::sort).flags(WRITE | DENYOOM | WHOLE_KEYSPACE).acl(SET | SORTEDSET | LIST | DANGEROUS).find_more_keys(sort::store_key)
         .keys(&[KeySpec::range(1, 0, 1, RO_ACCESS), SORT_PATTERN_KEYS, SORT_STORE_KEY])
         .syntax("key [BY pattern] [LIMIT offset count] [GET pattern]... [ASC | DESC] [ALPHA] [STORE destination]")
         .doc("1.0.0", "Sorts the elements of a list, set or sorted set, optionally by or with other keys' values, and returns or stores them."),
@@ -1160,6 +1160,40 @@ pub static COMMANDS: &[C] = &[
     C::new("bzmpop", -5, SortedSet, blocking::bzmpop).flags(WRITE | BLOCKING).acl(SORTEDSET).keys(&[KeySpec::keynum(2, RW_ACCESS_DELETE)])
         .syntax("timeout numkeys key... (MIN | MAX) [COUNT count]")
         .doc("7.0.0", "Pops members like ZMPOP, waiting for a sorted set up to a timeout."),
+    // geo
+    C::new("geoadd", -5, Geo, geo::geoadd).flags(WRITE | DENYOOM).acl(GEO).keys(&key1(RW_UPDATE))
+        .syntax("key [NX | XX] [CH] (longitude latitude member)...")
+        .doc("3.2.0", "Adds points (longitude, latitude, member) to a geo set, a sorted set scored by geohash."),
+    C::new("geodist", -4, Geo, geo::geodist).flags(READONLY).acl(GEO).keys(&key1(RO_ACCESS))
+        .syntax("key member1 member2 [M | KM | FT | MI]")
+        .doc("3.2.0", "Returns the distance between two members of a geo set."),
+    C::new("geohash", -2, Geo, geo::geohash).flags(READONLY).acl(GEO).keys(&key1(RO_ACCESS))
+        .syntax("key [member...]")
+        .doc("3.2.0", "Returns members' positions as standard 11-character geohash strings."),
+    C::new("geopos", -2, Geo, geo::geopos).flags(READONLY).acl(GEO).keys(&key1(RO_ACCESS))
+        .syntax("key [member...]")
+        .doc("3.2.0", "Returns members' longitudes and latitudes."),
+    C::new("georadius", -6, Geo, geo::georadius).flags(WRITE | DENYOOM).acl(GEO)
+        .keys(&[KeySpec::range(1, 0, 1, RO_ACCESS), KeySpec::keyword("STORE", 6, OW_UPDATE), KeySpec::keyword("STOREDIST", 6, OW_UPDATE)])
+        .syntax("key longitude latitude radius (M | KM | FT | MI) [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC | DESC] [STORE key | STOREDIST key]")
+        .doc("3.2.0", "Finds the members within a radius of a point, optionally storing them."),
+    C::new("georadius_ro", -6, Geo, geo::georadius_ro).flags(READONLY).acl(GEO).keys(&key1(RO_ACCESS))
+        .syntax("key longitude latitude radius (M | KM | FT | MI) [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC | DESC]")
+        .doc("3.2.10", "Finds the members within a radius of a point."),
+    C::new("georadiusbymember", -5, Geo, geo::georadiusbymember).flags(WRITE | DENYOOM).acl(GEO)
+        .keys(&[KeySpec::range(1, 0, 1, RO_ACCESS), KeySpec::keyword("STORE", 5, OW_UPDATE), KeySpec::keyword("STOREDIST", 5, OW_UPDATE)])
+        .syntax("key member radius (M | KM | FT | MI) [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC | DESC] [STORE key | STOREDIST key]")
+        .doc("3.2.0", "Finds the members within a radius of a member, optionally storing them."),
+    C::new("georadiusbymember_ro", -5, Geo, geo::georadiusbymember_ro).flags(READONLY).acl(GEO).keys(&key1(RO_ACCESS))
+        .syntax("key member radius (M | KM | FT | MI) [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC | DESC]")
+        .doc("3.2.10", "Finds the members within a radius of a member."),
+    C::new("geosearch", -7, Geo, geo::geosearch).flags(READONLY).acl(GEO).keys(&key1(RO_ACCESS))
+        .syntax("key (FROMMEMBER member | FROMLONLAT longitude latitude) (BYRADIUS radius (M | KM | FT | MI) | BYBOX width height (M | KM | FT | MI)) [ASC | DESC] [COUNT count [ANY]] [WITHCOORD] [WITHDIST] [WITHHASH]")
+        .doc("6.2.0", "Finds the members within a radius or box around a member or a point."),
+    C::new("geosearchstore", -8, Geo, geo::geosearchstore).flags(WRITE | DENYOOM).acl(GEO)
+        .keys(&[KeySpec::range(1, 0, 1, OW_UPDATE), KeySpec::range(2, 0, 1, RO_ACCESS)])
+        .syntax("destination source (FROMMEMBER member | FROMLONLAT longitude latitude) (BYRADIUS radius (M | KM | FT | MI) | BYBOX width height (M | KM | FT | MI)) [ASC | DESC] [COUNT count [ANY]] [STOREDIST]")
+        .doc("6.2.0", "Stores the members GEOSEARCH would find as a sorted set."),
     // sets
     C::new("sadd", -3, Set, sets::sadd).flags(WRITE_FAST).acl(SET).keys(&key1(&["RW", "insert"]))
         .syntax("key member...")

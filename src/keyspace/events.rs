@@ -145,6 +145,8 @@ pub enum Event {
     XgroupDelConsumer,
     XgroupDestroy,
     XgroupSetid,
+    Georadiusstore,
+    Geosearchstore,
 }
 
 impl Event {
@@ -209,6 +211,8 @@ impl Event {
             Event::XgroupDelConsumer => "xgroup-delconsumer",
             Event::XgroupDestroy => "xgroup-destroy",
             Event::XgroupSetid => "xgroup-setid",
+            Event::Georadiusstore => "georadiusstore",
+            Event::Geosearchstore => "geosearchstore",
         }
     }
 
@@ -255,6 +259,7 @@ impl Event {
             | Event::Zinterstore
             | Event::Zdiffstore
             | Event::Zrangestore => class::ZSET,
+            Event::Georadiusstore | Event::Geosearchstore => class::ZSET,
             Event::Sadd
             | Event::Srem
             | Event::Spop

@@ -129,6 +129,13 @@ impl SortedSet {
         self.order.iter().map(|(s, m)| (m, s.0))
     }
 
+    /// Members with scores from `min` (inclusive) upwards, in order.
+    pub fn from_score(&self, min: f64) -> impl Iterator<Item = (&Bytes, f64)> {
+        self.order
+            .range((Score(min), Bytes::new())..)
+            .map(|(s, m)| (m, s.0))
+    }
+
     /// The 0-based position of a member in ascending order.
     pub fn rank(&self, member: &[u8]) -> Option<usize> {
         let score = self.score(member)?;

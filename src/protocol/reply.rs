@@ -38,6 +38,9 @@ pub enum Reply {
     Map(Vec<(Reply, Reply)>),
     Set(Vec<Reply>),
     Double(f64),
+    /// A coordinate as Redis prints it (`%.17Lf`, trailing zeros cut): a
+    /// bulk string in RESP2, a double in RESP3.
+    Coord(f64),
     Bool(bool),
     /// `txt` verbatim string in RESP3; a bulk string in RESP2.
     Verbatim(Bytes),
@@ -127,6 +130,13 @@ impl Reply {
             }
             Reply::Double(d) => {
                 let text = crate::util::format_double(*d);
+                match proto {
+                    Protocol::Resp2 => bulk(out, text.as_bytes()),
+                    Protocol::Resp3 => line(out, b',', text.as_bytes()),
+                }
+            }
+            Reply::Coord(d) => {
+                let text = crate::util::format_fixed17(*d);
                 match proto {
                     Protocol::Resp2 => bulk(out, text.as_bytes()),
                     Protocol::Resp3 => line(out, b',', text.as_bytes()),

@@ -8,7 +8,7 @@ use mlua::{Table, Value, ffi};
 
 use crate::error::CmdError;
 use crate::protocol::Reply;
-use crate::util::format_double;
+use crate::util::{format_double, format_fixed17};
 
 /// Nesting deeper than this is refused rather than recursed into (a
 /// table can contain itself).
@@ -153,17 +153,20 @@ pub unsafe fn push_reply(state: *mut ffi::lua_State, reply: &Reply, resp3: bool)
                 }
                 ffi::lua_setfield(state, -2, c"map".as_ptr());
             }
-            Reply::Double(d) if resp3 => {
+            Reply::Double(d) | Reply::Coord(d) if resp3 => {
                 ffi::lua_createtable(state, 0, 1);
                 ffi::lua_pushnumber(state, *d);
                 ffi::lua_setfield(state, -2, c"double".as_ptr());
             }
-            Reply::Double(d) => {
+            Reply::Double(d) | Reply::Coord(d) => {
                 // Copied out of the `String` so that nothing owned is alive
                 // while Lua allocates.
                 let mut text = [0u8; 64];
                 let len = {
-                    let formatted = format_double(*d);
+                    let formatted = match reply {
+                        Reply::Coord(_) => format_fixed17(*d),
+                        _ => format_double(*d),
+                    };
                     let len = formatted.len().min(text.len());
                     text[..len].copy_from_slice(&formatted.as_bytes()[..len]);
                     len

@@ -2,6 +2,7 @@
 
 pub mod alloc;
 pub mod bits;
+pub mod geohash;
 mod glob;
 pub mod hll;
 pub mod scan;
@@ -114,6 +115,19 @@ pub fn parse_f64(s: &[u8]) -> Option<f64> {
     Some(v)
 }
 
+/// Whether C's `strtod` would have failed with ERANGE where `parse_f64`
+/// gave `value`: a finite spelling that overflowed to infinity, or digits
+/// that underflowed to zero (or to a subnormal, which glibc also flags).
+pub fn strtod_range_error(text: &[u8], value: f64) -> bool {
+    let spelled_infinite = text.iter().any(|b| b.eq_ignore_ascii_case(&b'i'));
+    let has_digit = text
+        .iter()
+        .take_while(|b| !matches!(b, b'e' | b'E' | b'p' | b'P'))
+        .any(|b| (b'1'..=b'9').contains(b));
+    (value.is_infinite() && !spelled_infinite)
+        || (has_digit && (value == 0.0 || value.is_subnormal()))
+}
+
 /// C's `%.17g`, which Redis 7.0 uses for double replies (scores, RESP3 doubles).
 pub fn format_double(d: f64) -> String {
     format_g(d, 17)
@@ -157,6 +171,16 @@ fn trim_fraction(s: &str) -> &str {
     } else {
         s
     }
+}
+
+/// C's `%.17Lf` with trailing zeros (and a bare point) cut: how Redis
+/// prints coordinates.
+pub fn format_fixed17(d: f64) -> String {
+    let text = format!("{d:.17}");
+    if !d.is_finite() {
+        return text;
+    }
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// The human form INCRBYFLOAT and HINCRBYFLOAT store: fixed point, no
