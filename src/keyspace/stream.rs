@@ -267,7 +267,7 @@ impl Stream {
         }
         self.entries.insert(id, fields.into_boxed_slice());
         self.last_id = id;
-        self.entries_added += 1;
+        self.entries_added = self.entries_added.saturating_add(1);
     }
 
     /// Deletes one entry; false if there is none with that id.
@@ -392,7 +392,7 @@ impl Stream {
             return;
         }
         if g.entries_read != ENTRIES_READ_UNKNOWN && !tombstone {
-            g.entries_read += 1;
+            g.entries_read = g.entries_read.saturating_add(1);
         } else if added > 0 {
             g.entries_read = estimate;
         }
