@@ -148,7 +148,8 @@ fn is_status_line(line: &str) -> bool {
 
 /// Reads a harness log: `[ok]: NAME (N ms)`, `[err]: NAME in tests/U.tcl`
 /// followed by its message lines, `[skip]`/`[ignore]` lines, and
-/// `[exception]` when the harness itself died.
+/// `[exception]` when the harness itself died. Names are trimmed: a few of
+/// Redis's end in a space, which the list file would not keep.
 fn parse_log(log: &str, unit: &str) -> UnitRun {
     let mut run = UnitRun::default();
     let suffix = format!(" in tests/{unit}.tcl");
@@ -161,7 +162,7 @@ fn parse_log(log: &str, unit: &str) -> UnitRun {
         }
         if let Some(rest) = line.strip_prefix("[ok]: ") {
             let name = rest.rsplit_once(" (").map_or(rest, |(n, _)| n);
-            *run.passed.entry(name.to_string()).or_default() += 1;
+            *run.passed.entry(name.trim().to_string()).or_default() += 1;
         } else if line.starts_with("[skip]: ") || line.starts_with("[ignore]: ") {
             run.skipped += 1;
         } else if let Some(rest) = line.strip_prefix("[err]: ") {
@@ -179,6 +180,7 @@ fn parse_log(log: &str, unit: &str) -> UnitRun {
             let line_of = |i: usize| clip(body.get(i).map_or("", |l| l.trim()));
             match rest.strip_suffix(&suffix) {
                 Some(name) => {
+                    let name = name.trim();
                     let why = line_of(usize::from(exception));
                     if exception {
                         run.exceptions.push(format!("{name}: {why}"));
@@ -324,7 +326,7 @@ fn parse_known(text: &str) -> Known {
         let Some((unit, name)) = entry.split_once(": ") else {
             panic!("known-failures.txt: not `unit: test name`: {line:?}");
         };
-        let (unit, name, reason) = (unit.trim(), name.trim_end(), reason.trim().to_string());
+        let (unit, name, reason) = (unit.trim(), name.trim(), reason.trim().to_string());
         if name == "*" {
             known.skipped_units.insert(unit.to_string(), reason);
         } else {
