@@ -25,7 +25,7 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use refserver::{RedisServer, loud, skip_unless_required};
+use refserver::{RedisServer, env_flag, loud, skip_unless_required};
 
 const TEST: &str = "redis_tcl";
 const REDIS_VERSION: &str = "7.0.15";
@@ -71,13 +71,6 @@ fn manifest_path(rel: &str) -> PathBuf {
 
 fn known_failures_path() -> PathBuf {
     manifest_path("tests/redis-tcl/known-failures.txt")
-}
-
-fn env_flag(name: &str) -> bool {
-    matches!(
-        std::env::var(name).as_deref(),
-        Ok("1") | Ok("true") | Ok("yes")
-    )
 }
 
 /// The unpacked Tcl suite, fetching it first when the cache lacks it.
