@@ -10,8 +10,9 @@
 //! - `RLOCKD_REQUIRE_REDIS=1`: fail, rather than skip, when tclsh,
 //!   redis-server or the Tcl suite is missing (CI sets it).
 //! - `RLOCKD_TCL_UPDATE=1`: rewrite known-failures.txt from this run
-//!   (tests/redis-tcl/run --update does it), keeping the reasons written by
-//!   hand for entries that still fail.
+//!   (tests/redis-tcl/run --update does it): each reason is rlockd's error
+//!   of this run, except reasons written by hand (marked `[kept]`), kept
+//!   for entries that still fail.
 //! - `RLOCKD_TCL_UNITS=unit/type/hash,unit/sort`: run only these units.
 //! - `RLOCKD_TCL_JOBS=N`: Tcl runs at once (default: the cores, at most 4).
 
@@ -184,9 +185,10 @@ fn parse_log(log: &str, unit: &str) -> UnitRun {
                 None => run.exceptions.push(line_of(0)),
             }
         } else if let Some(rest) = line.strip_prefix("[exception]: ") {
-            let why = lines.next().unwrap_or("").trim();
-            run.exceptions.push(clip(&format!("{rest} {why}")));
-            run.cut_short = Some("the harness stopped on an exception".into());
+            // The line after it is the error alone.
+            let why = clip(lines.next().unwrap_or(rest));
+            run.exceptions.push(why.clone());
+            run.cut_short = Some(format!("the harness stopped on {why}"));
         } else if line.starts_with("[TIMEOUT]") {
             run.cut_short = Some(format!("no progress for {STALL_SECS}s"));
         }
@@ -339,10 +341,14 @@ fn parse_known(text: &str) -> Known {
 const KNOWN_HEADER: &str = "\
 # Redis 7.0.15's Tcl tests (tests/redis_tcl.rs runs them) that pass on
 # redis-server in external mode but not on rlockd: `unit: test name`, then
-# after two spaces and `#` why (rlockd's error, or a reason written by hand,
-# which --update keeps). `unit: *` skips a whole unit on both servers.
+# after two spaces and `#` why: rlockd's error in the last --update run, or
+# a reason written by hand starting `[kept]`, which --update keeps.
+# `unit: *` skips a whole unit on both servers (give the reason).
 # Regenerate after a fix: tests/redis-tcl/run --update
 ";
+
+/// Marks a reason written by hand, which `--update` keeps.
+const KEPT: &str = "[kept]";
 
 fn render_known(known: &Known) -> String {
     let mut out = KNOWN_HEADER.to_string();
@@ -554,7 +560,11 @@ fn redis_tcl_suite() {
                 .collect(),
         };
         for (key, why) in failing {
-            let reason = known.tests.get(&key).filter(|r| !r.is_empty()).cloned();
+            let reason = known
+                .tests
+                .get(&key)
+                .filter(|r| r.starts_with(KEPT))
+                .cloned();
             updated.tests.insert(key, reason.unwrap_or(why));
         }
         std::fs::write(known_failures_path(), render_known(&updated)).expect("write list");
@@ -621,6 +631,12 @@ ERR Unknown option or number of arguments for CONFIG SET - 'knob'
     while executing
 \"r config set knob 1\"
 ";
+    let died =
+        "[exception]: Executing test client: ERR no knob.\nERR no knob\n    while executing\n";
+    assert_eq!(
+        parse_log(died, "unit/type/demo").cut_short.as_deref(),
+        Some("the harness stopped on ERR no knob")
+    );
     let run = parse_log(log, "unit/type/demo");
     assert_eq!(run.passed["Counter goes up"], 2);
     assert!(run.passes("Name with a trailing space", 1));
