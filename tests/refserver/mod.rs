@@ -24,7 +24,7 @@ pub fn loud(msg: &str) {
     let _ = err.flush();
 }
 
-fn env_flag(name: &str) -> bool {
+pub fn env_flag(name: &str) -> bool {
     matches!(
         std::env::var(name).as_deref(),
         Ok("1") | Ok("true") | Ok("yes")
