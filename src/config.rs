@@ -8,6 +8,8 @@ pub struct Config {
     pub bind: Vec<String>,
     pub port: u16,
     pub requirepass: Option<String>,
+    /// Where ACL LOAD and ACL SAVE read and write users ("": no file).
+    pub aclfile: String,
     pub databases: usize,
     pub maxclients: usize,
     pub loglevel: String,
@@ -48,6 +50,7 @@ impl Default for Config {
             bind: vec!["127.0.0.1".into()],
             port: 6379,
             requirepass: None,
+            aclfile: String::new(),
             databases: 16,
             maxclients: 10000,
             loglevel: "notice".into(),
@@ -194,6 +197,12 @@ pub static PARAMS: &[Param] = &[
             c.requirepass = (!v.is_empty()).then(|| v.to_string());
             Ok(())
         }),
+    },
+    Param {
+        name: "aclfile",
+        alias: None,
+        get: |c| c.aclfile.clone(),
+        set: None,
     },
     Param {
         name: "databases",
@@ -582,6 +591,7 @@ impl Config {
         let value = values.join(" ");
         match directive.to_ascii_lowercase().as_str() {
             "bind" => self.bind = values.to_vec(),
+            "aclfile" => self.aclfile = value,
             "port" => {
                 self.port = value
                     .parse()

@@ -13,6 +13,8 @@ use tokio::sync::Notify;
 /// What other clients may read about a client, updated as it runs commands.
 #[derive(Debug, Clone, Default)]
 pub struct ClientInfo {
+    /// The ACL user it is logged in as.
+    pub user: String,
     pub name: Option<Bytes>,
     pub lib_name: Option<String>,
     pub lib_ver: Option<String>,

@@ -77,6 +77,11 @@ pub mod acl {
     pub const LIST: u32 = 1 << 5;
     pub const HASH: u32 = 1 << 6;
     pub const STRING: u32 = 1 << 7;
+    /// No rlockd command is in these four; ACL CAT lists them as Redis does.
+    pub const BITMAP: u32 = 1 << 8;
+    pub const HYPERLOGLOG: u32 = 1 << 9;
+    pub const GEO: u32 = 1 << 10;
+    pub const STREAM: u32 = 1 << 11;
     pub const PUBSUB: u32 = 1 << 12;
     pub const ADMIN: u32 = 1 << 13;
     pub const FAST: u32 = 1 << 14;
@@ -96,6 +101,10 @@ pub mod acl {
         (LIST, "@list"),
         (HASH, "@hash"),
         (STRING, "@string"),
+        (BITMAP, "@bitmap"),
+        (HYPERLOGLOG, "@hyperloglog"),
+        (GEO, "@geo"),
+        (STREAM, "@stream"),
         (PUBSUB, "@pubsub"),
         (ADMIN, "@admin"),
         (FAST, "@fast"),
@@ -376,14 +385,22 @@ impl CommandSpec {
         args: &'a [Bytes],
         keep: fn(&KeySpec) -> bool,
     ) -> impl Iterator<Item = &'a [u8]> + 'a {
-        self.keys
-            .iter()
-            .filter(move |k| keep(k))
-            .flat_map(move |k| {
-                k.span(args)
-                    .into_iter()
-                    .flat_map(move |(first, last)| (first..=last).step_by(k.step.max(1) as usize))
-                    .map(move |i| &args[i][..])
-            })
+        self.key_positions(args)
+            .filter(move |(_, k)| keep(k))
+            .map(move |(i, _)| &args[i][..])
+    }
+
+    /// Each key position in `args` with the spec that found it (ACL checks
+    /// read its access flags).
+    pub fn key_positions<'a>(
+        &'a self,
+        args: &'a [Bytes],
+    ) -> impl Iterator<Item = (usize, &'a KeySpec)> + 'a {
+        self.keys.iter().flat_map(move |k| {
+            k.span(args)
+                .into_iter()
+                .flat_map(move |(first, last)| (first..=last).step_by(k.step.max(1) as usize))
+                .map(move |i| (i, k))
+        })
     }
 }

@@ -12,7 +12,7 @@ use bytes::Bytes;
 
 use super::native::{self, NativeRun};
 use crate::cluster::common_slot;
-use crate::command::{CommandSpec, Ctx, REGISTRY, execute, flag, lock_plan};
+use crate::command::{CommandSpec, Ctx, REGISTRY, acl, execute, flag, lock_plan};
 use crate::context::Client;
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{LockPlan, key_shard};
@@ -129,6 +129,12 @@ impl Host for ScriptCalls<'_, '_, '_> {
         }
         if spec.has(flag::NOSCRIPT) {
             return fail("ERR This Redis command is not allowed from script");
+        }
+        if !self.client.user.unrestricted()
+            && let Err(denied) =
+                acl::check(self.ctx.shared, &self.client, id, argv, acl::Context::Lua)
+        {
+            return Reply::Error(denied.script_error());
         }
         if spec.has(flag::WRITE) && self.readonly {
             return fail("ERR Write commands are not allowed from read-only scripts.");
