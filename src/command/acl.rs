@@ -397,7 +397,16 @@ pub fn whoami(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::bulk_str(&ctx.client.user.name))
 }
 
+/// CAT and LOG take one optional argument.
+fn at_most_one_argument(ctx: &Ctx) -> CmdResult<()> {
+    if ctx.args.len() > 3 {
+        return Err(super::connection::subcommand_args_error("ACL", ctx.arg(1)));
+    }
+    Ok(())
+}
+
 pub fn cat(ctx: &mut Ctx) -> CmdResult<Reply> {
+    at_most_one_argument(ctx)?;
     let Some(name) = ctx.args.get(2) else {
         return Ok(Reply::array_of_bulks(
             CATALOG.category_names.iter().map(|(_, n)| Bytes::from(*n)),
@@ -433,6 +442,7 @@ pub fn genpass(ctx: &mut Ctx) -> CmdResult<Reply> {
 }
 
 pub fn log(ctx: &mut Ctx) -> CmdResult<Reply> {
+    at_most_one_argument(ctx)?;
     let count = match ctx.args.get(2) {
         Some(arg) if arg.eq_ignore_ascii_case(b"reset") => {
             ctx.shared.acl.reset_log();
@@ -440,8 +450,8 @@ pub fn log(ctx: &mut Ctx) -> CmdResult<Reply> {
         }
         Some(arg) => {
             let n = crate::util::parse_i64(arg).ok_or(CmdError::NotInteger)?;
-            usize::try_from(n)
-                .map_err(|_| CmdError::other("ERR value is out of range, must be positive"))?
+            // A negative count lists nothing, as in Redis.
+            usize::try_from(n).unwrap_or(0)
         }
         None => 10,
     };

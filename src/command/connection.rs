@@ -405,6 +405,14 @@ fn kill(ctx: &mut Ctx, target: &ClientHandle) {
     }
 }
 
+/// A subcommand called with more arguments than it takes.
+pub fn subcommand_args_error(command: &str, sub: &[u8]) -> CmdError {
+    CmdError::other(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {command} HELP.",
+        String::from_utf8_lossy(sub)
+    ))
+}
+
 pub fn help_reply(command: &str, lines: &[&str]) -> Reply {
     let mut out = vec![Reply::Status(
         format!("{command} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:").into(),

@@ -600,6 +600,7 @@ pub struct LogEntry {
 
 const LOG_GROUP_MS: u64 = 60_000;
 const LOG_MAX_LEN: usize = 128;
+const LOG_GROUP_SCAN: usize = 10;
 
 pub struct Acl {
     commands: usize,
@@ -727,7 +728,8 @@ impl Acl {
 
     pub fn log(&self, mut entry: LogEntry) {
         let mut log = self.log.lock();
-        let similar = log.iter().position(|e| {
+        // Only the newest entries are searched, as Redis bounds the work.
+        let similar = log.iter().take(LOG_GROUP_SCAN).position(|e| {
             e.reason == entry.reason
                 && e.context == entry.context
                 && e.object == entry.object
