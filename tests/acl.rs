@@ -116,3 +116,63 @@ async fn requirepass_is_the_default_users_password() {
     );
     server.shutdown().await;
 }
+
+fn server_with_aclfile(path: &std::path::Path) -> rlockd::ServerBuilder {
+    let config = rlockd::Config {
+        aclfile: path.display().to_string(),
+        ..Default::default()
+    };
+    Server::builder().config(config).port(0)
+}
+
+#[tokio::test]
+async fn aclfile_saves_and_loads_users() {
+    let dir = std::env::temp_dir().join(format!("rlockd-acl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("users.acl");
+    std::fs::write(&path, "user reader on >pw ~r:* resetchannels -@all +get\n").unwrap();
+    let server = server_with_aclfile(&path).start().await.unwrap();
+    let mut admin = connect(&server).await;
+    let users: Vec<String> = cmd(&mut admin, &["ACL", "USERS"]).await.unwrap();
+    assert_eq!(users, ["default", "reader"]);
+    let rules = [
+        "ACL",
+        "SETUSER",
+        "writer",
+        "on",
+        "nopass",
+        "~w:*",
+        "+set",
+        "(+get ~x)",
+    ];
+    let _: () = cmd(&mut admin, &rules).await.unwrap();
+    let _: () = cmd(&mut admin, &["ACL", "SAVE"]).await.unwrap();
+    let saved = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(
+        saved,
+        "user default on nopass ~* &* +@all\n\
+         user reader on #30c952fab122c3f9759f02a6d95c3758b246b4fee239957b2d4fee46e26170c4 ~r:* resetchannels -@all +get\n\
+         user writer on nopass ~w:* resetchannels -@all +set (~x resetchannels -@all +get)\n"
+    );
+    // A file without `writer`: its clients go, the others keep their user.
+    let mut s = TcpStream::connect(server.addr()).await.unwrap();
+    assert_eq!(send(&mut s, &["AUTH", "writer", "x"]).await, "+OK\r\n");
+    std::fs::write(&path, "user reader on nopass ~* +@all\nbogus line\n").unwrap();
+    assert_eq!(
+        err(&mut admin, &["ACL", "LOAD"]).await,
+        format!("ERR {}:2: should start with user keyword.", path.display())
+    );
+    std::fs::write(&path, "user reader on nopass ~* +@all\n").unwrap();
+    let _: () = cmd(&mut admin, &["ACL", "LOAD"]).await.unwrap();
+    let users: Vec<String> = cmd(&mut admin, &["ACL", "USERS"]).await.unwrap();
+    assert_eq!(users, ["default", "reader"]);
+    assert_eq!(send(&mut s, &["PING"]).await, "");
+    server.shutdown().await;
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn missing_aclfile_stops_startup() {
+    let path = std::env::temp_dir().join("rlockd-acl-missing/none.acl");
+    assert!(server_with_aclfile(&path).start().await.is_err());
+}

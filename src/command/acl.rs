@@ -179,7 +179,7 @@ pub fn log_auth_failure(shared: &Shared, client: &Client, username: &str) {
 fn allowed(user: &User, id: usize, args: &[Bytes]) -> Result<(), Denied> {
     let spec = REGISTRY.specs[id];
     let mut worst = Denied::Command;
-    for selector in std::iter::once(&user.root).chain(&user.selectors) {
+    for selector in user.all_selectors() {
         match selector_allows(selector, spec, id, args) {
             Ok(()) => return Ok(()),
             Err(denied) => worst = worst.max(denied),
@@ -303,7 +303,41 @@ pub fn setuser(ctx: &mut Ctx) -> CmdResult<Reply> {
                 e.text()
             ))
         })?;
+    disconnect_revoked_subscribers(ctx.shared, &name);
     Ok(Reply::OK)
+}
+
+/// A user's clients subscribed to a channel or pattern its rules no longer
+/// allow are disconnected, as Redis 7.0 does.
+fn disconnect_revoked_subscribers(shared: &Shared, name: &str) {
+    let Some(slot) = shared.acl.user(name) else {
+        return;
+    };
+    let revoked: Vec<u64> = {
+        let user = slot.rules();
+        if user.all_selectors().any(|s| s.all_channels) {
+            return;
+        }
+        shared
+            .pubsub
+            .subscribers()
+            .into_iter()
+            .filter(|(kind, channel, _)| {
+                let pattern = *kind == crate::pubsub::Kind::Pattern;
+                !user
+                    .all_selectors()
+                    .any(|s| s.allows_channel(channel, pattern))
+            })
+            .flat_map(|(_, _, ids)| ids)
+            .collect()
+    };
+    for id in revoked {
+        if let Some(handle) = shared.clients.get(&id)
+            && handle.info.lock().user == name
+        {
+            handle.kill();
+        }
+    }
 }
 
 fn selector_map(selector: &Selector) -> Vec<(Reply, Reply)> {
@@ -529,9 +563,9 @@ fn acl_file(shared: &Shared) -> CmdResult<String> {
 }
 
 /// Reads every user from the ACL file; nothing changes unless every line
-/// is valid.
-pub fn load(ctx: &mut Ctx) -> CmdResult<Reply> {
-    let path = acl_file(ctx.shared)?;
+/// is valid. Clients of users the file drops are disconnected.
+pub fn load_file(shared: &Shared) -> CmdResult<()> {
+    let path = acl_file(shared)?;
     let text = std::fs::read_to_string(&path).map_err(|e| {
         CmdError::other(format!(
             "ERR Error loading ACLs, opening file '{path}': {e}"
@@ -543,9 +577,7 @@ pub fn load(ctx: &mut Ctx) -> CmdResult<Reply> {
         let Some((&first, rest)) = words.split_first() else {
             continue;
         };
-        let fail = |why: &str| {
-            CmdError::other(format!("ERR /{path}:{}: {why}. ", n + 1).replacen("//", "/", 1))
-        };
+        let fail = |why: &str| CmdError::other(format!("ERR {path}:{}: {why}. ", n + 1));
         let (Some(&name), true) = (rest.first(), first == "user") else {
             return Err(fail("should start with user keyword"));
         };
@@ -558,14 +590,21 @@ pub fn load(ctx: &mut Ctx) -> CmdResult<Reply> {
             .iter()
             .map(|w| Bytes::from(w.to_string()))
             .collect();
-        let mut user = ctx.shared.acl.blank_user();
+        let mut user = shared.acl.blank_user();
         for op in merge_selectors(&args)? {
             user.apply(&CATALOG, &op)
                 .map_err(|e| fail(&format!("Error in applying operation '{op}': {}", e.text())))?;
         }
         users.push((name.to_string(), user));
     }
-    ctx.shared.acl.replace_all(users);
+    for name in shared.acl.replace_all(users) {
+        disconnect_users_of(shared, &name);
+    }
+    Ok(())
+}
+
+pub fn load(ctx: &mut Ctx) -> CmdResult<Reply> {
+    load_file(ctx.shared)?;
     Ok(Reply::OK)
 }
 

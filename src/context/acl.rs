@@ -232,8 +232,8 @@ impl Selector {
             let (mut read, mut write) = (false, false);
             for c in perms.chars() {
                 match c.to_ascii_uppercase() {
-                    'R' => read = true,
-                    'W' => write = true,
+                    'R' if !read => read = true,
+                    'W' if !write => write = true,
                     _ => return Err(RuleError::Syntax),
                 }
             }
@@ -245,6 +245,9 @@ impl Selector {
         if let Some(channel) = op.strip_prefix('&') {
             if self.all_channels {
                 return Err(RuleError::AfterAllChannels);
+            }
+            if channel.contains([' ', '\0']) {
+                return Err(RuleError::Syntax);
             }
             let channel = Bytes::copy_from_slice(channel.as_bytes());
             if !self.channels.contains(&channel) {
@@ -269,13 +272,13 @@ impl Selector {
         }
         // `cmd|sub` names a subcommand; for a command without any, a
         // first argument it may be called with.
-        let (command, arg) = name.split_once('|').ok_or(RuleError::Unknown)?;
+        let (command, arg) = name.rsplit_once('|').ok_or(RuleError::Unknown)?;
         let id = *cat.by_name.get(command).ok_or(RuleError::Unknown)?;
+        if command.contains('|') {
+            return Err(RuleError::FirstArgOfSubcommand);
+        }
         if arg.is_empty() {
             return Err(RuleError::Syntax);
-        }
-        if arg.contains('|') {
-            return Err(RuleError::FirstArgOfSubcommand);
         }
         if !cat.subs[id].is_empty() || !on {
             return Err(RuleError::Unknown);
@@ -293,10 +296,8 @@ impl Selector {
         if self.all_keys {
             return Err(RuleError::AfterAllKeys);
         }
-        if pattern == "*" && read && write {
-            self.all_keys = true;
-            self.keys.clear();
-            return Ok(());
+        if pattern.contains([' ', '\0']) {
+            return Err(RuleError::Syntax);
         }
         let pattern = Bytes::copy_from_slice(pattern.as_bytes());
         match self.keys.iter_mut().find(|p| p.pattern == pattern) {
@@ -320,23 +321,31 @@ impl Selector {
         let additive = !self.future;
         let mut rules = vec![if additive { "-@all" } else { "+@all" }.to_string()];
         fake.set_all(cat, !additive);
+        // Greedy best fit: the category adding (or removing) the fewest
+        // commands the user lacks (has), most commands on a tie, first in
+        // Redis's order on a full tie.
         let mut left = self.clone();
-        for &(bit, name) in cat.category_names {
-            let (mut on, mut off) = (0, 0);
-            for &id in &cat.top {
-                if cat.categories[id] & bit != 0 {
-                    if left.bit(id) {
-                        on += 1;
-                    } else {
-                        off += 1;
-                    }
+        let mut applied = vec![false; cat.category_names.len()];
+        loop {
+            let mut best = None;
+            let (mut min_diff, mut max_same) = (usize::MAX, 0);
+            for (j, &(bit, _)) in cat.category_names.iter().enumerate() {
+                if applied[j] {
+                    continue;
+                }
+                let (on, off) = left.count_category(cat, bit);
+                let (diff, same) = if additive { (off, on) } else { (on, off) };
+                if same > diff && (diff < min_diff || (diff == min_diff && same > max_same)) {
+                    best = Some(j);
+                    (min_diff, max_same) = (diff, same);
                 }
             }
-            if (additive && on > off) || (!additive && off > on) {
-                rules.push(format!("{}@{name}", if additive { '+' } else { '-' }));
-                fake.set_category(cat, bit, additive);
-                left.set_category(cat, bit, !additive);
-            }
+            let Some(j) = best else { break };
+            let (bit, name) = cat.category_names[j];
+            rules.push(format!("{}@{name}", if additive { '+' } else { '-' }));
+            fake.set_category(cat, bit, additive);
+            left.set_category(cat, bit, !additive);
+            applied[j] = true;
         }
         for &id in &cat.top {
             let user = self.bit(id);
@@ -362,6 +371,13 @@ impl Selector {
             }
         }
         rules.join(" ")
+    }
+
+    /// Commands and subcommands of a category this selector allows, and not.
+    fn count_category(&self, cat: &Catalog, bit: u32) -> (usize, usize) {
+        let ids = (0..cat.names.len()).filter(|&id| cat.categories[id] & bit != 0);
+        let on = ids.clone().filter(|&id| self.bit(id)).count();
+        (on, ids.count() - on)
     }
 
     pub fn describe_keys(&self) -> String {
@@ -435,8 +451,26 @@ impl User {
         }
     }
 
+    /// The built-in default user: on, no password, everything allowed.
+    fn permissive(commands: usize) -> Self {
+        let mut user = User::new(commands);
+        user.enabled = true;
+        user.nopass = true;
+        user.root.all_keys = true;
+        user.root.all_channels = true;
+        for id in 0..commands {
+            user.root.set_bit(id, true);
+        }
+        user.root.all_commands = true;
+        user.root.future = true;
+        user
+    }
+
     /// Applies one SETUSER rule; a selector is given with its parentheses.
     pub fn apply(&mut self, cat: &Catalog, op: &str) -> Result<(), RuleError> {
+        if op.is_empty() {
+            return Ok(());
+        }
         if let Some(inner) = op.strip_prefix('(').and_then(|s| s.strip_suffix(')')) {
             let mut selector = Selector::new(cat.names.len());
             for rule in inner.split(' ').filter(|r| !r.is_empty()) {
@@ -502,8 +536,12 @@ impl User {
         if self.passwords.len() == before {
             return Err(RuleError::NoSuchPassword);
         }
-        self.nopass = false;
         Ok(())
+    }
+
+    /// The root selector, then the others: a command passes if one allows it.
+    pub fn all_selectors(&self) -> impl Iterator<Item = &Selector> {
+        std::iter::once(&self.root).chain(&self.selectors)
     }
 
     pub fn flags(&self) -> Vec<&'static str> {
@@ -612,18 +650,10 @@ impl Acl {
     /// The default user, allowed everything, with no password unless
     /// `requirepass` gives one.
     pub fn new(commands: usize, requirepass: Option<&str>) -> Self {
-        let mut user = User::new(commands);
-        user.enabled = true;
-        user.root.all_keys = true;
-        user.root.all_channels = true;
-        for id in 0..commands {
-            user.root.set_bit(id, true);
-        }
-        user.root.all_commands = true;
-        user.root.future = true;
-        match requirepass {
-            Some(pass) => user.passwords.push(hash_password(pass.as_bytes())),
-            None => user.nopass = true,
+        let mut user = User::permissive(commands);
+        if let Some(pass) = requirepass {
+            user.nopass = false;
+            user.passwords.push(hash_password(pass.as_bytes()));
         }
         let mut users = BTreeMap::new();
         users.insert(
@@ -683,16 +713,22 @@ impl Acl {
         self.users.write().remove(name).is_some()
     }
 
-    /// Replaces every user at once (ACL LOAD); the default user is kept
-    /// as it is unless the list defines it.
-    pub fn replace_all(&self, users: Vec<(String, User)>) {
+    /// Replaces every user at once (ACL LOAD): a default user the file
+    /// does not define is the built-in one. Returns the users removed.
+    pub fn replace_all(&self, users: Vec<(String, User)>) -> Vec<String> {
         let mut map = self.users.write();
-        let default = map.get("default").cloned();
-        map.clear();
-        if let Some(default) = default {
-            map.insert("default".into(), default);
-        }
-        for (name, user) in users {
+        let mut loaded: BTreeMap<String, User> = users.into_iter().collect();
+        loaded
+            .entry("default".into())
+            .or_insert_with(|| User::permissive(self.commands));
+        let removed: Vec<String> = map
+            .keys()
+            .filter(|name| !loaded.contains_key(*name))
+            .cloned()
+            .collect();
+        map.retain(|name, _| loaded.contains_key(name));
+        for (name, user) in loaded {
+            // Clients logged in as a user that stays keep it, with its new rules.
             match map.get(&name) {
                 Some(slot) => slot.replace(user),
                 None => {
@@ -700,6 +736,7 @@ impl Acl {
                 }
             }
         }
+        removed
     }
 
     pub fn blank_user(&self) -> User {
