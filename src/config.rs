@@ -30,6 +30,8 @@ pub struct Config {
     /// (negative: none do).
     pub slowlog_log_slower_than: i64,
     pub slowlog_max_len: i64,
+    /// How many entries ACL LOG keeps.
+    pub acllog_max_len: i64,
     /// Milliseconds; 0 turns latency monitoring off.
     pub latency_monitor_threshold: i64,
     /// Ours: SCRIPT KILL also stops a script that has written, rolling its
@@ -68,6 +70,7 @@ impl Default for Config {
             lua_heap_limit: 128 * 1024 * 1024,
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,
+            acllog_max_len: 128,
             latency_monitor_threshold: 0,
             script_kill_rollback: true,
             cluster_enabled: false,
@@ -297,6 +300,15 @@ pub static PARAMS: &[Param] = &[
         get: |c| c.slowlog_max_len.to_string(),
         set: Some(|c, v| {
             c.slowlog_max_len = parse_bounded(v, 0)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "acllog-max-len",
+        alias: None,
+        get: |c| c.acllog_max_len.to_string(),
+        set: Some(|c, v| {
+            c.acllog_max_len = parse_bounded(v, 0)?;
             Ok(())
         }),
     },

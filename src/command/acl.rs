@@ -144,33 +144,43 @@ pub fn check(
         Context::Multi => "multi",
         Context::Lua => "lua",
     };
-    shared.acl.log(LogEntry {
-        count: 1,
-        reason: denied.reason(),
-        context,
-        object: denied.object(id, args),
-        username: client.user.name.clone(),
-        created_ms: shared.now_ms(),
-        client_info: super::connection::describe(shared, &client.handle),
-    });
+    shared.acl.log(
+        LogEntry {
+            count: 1,
+            reason: denied.reason(),
+            context,
+            object: denied.object(id, args),
+            username: client.user.name.clone(),
+            created_ms: shared.now_ms(),
+            client_info: super::connection::describe(shared, &client.handle),
+        },
+        log_max_len(shared),
+    );
     Err(denied)
+}
+
+fn log_max_len(shared: &Shared) -> usize {
+    usize::try_from(shared.config.read().acllog_max_len).unwrap_or(usize::MAX)
 }
 
 /// A refused login, for ACL LOG.
 pub fn log_auth_failure(shared: &Shared, client: &Client, username: &str) {
-    shared.acl.log(LogEntry {
-        count: 1,
-        reason: "auth",
-        context: if client.multi.is_some() {
-            "multi"
-        } else {
-            "toplevel"
+    shared.acl.log(
+        LogEntry {
+            count: 1,
+            reason: "auth",
+            context: if client.multi.is_some() {
+                "multi"
+            } else {
+                "toplevel"
+            },
+            object: "AUTH".into(),
+            username: username.into(),
+            created_ms: shared.now_ms(),
+            client_info: super::connection::describe(shared, &client.handle),
         },
-        object: "AUTH".into(),
-        username: username.into(),
-        created_ms: shared.now_ms(),
-        client_info: super::connection::describe(shared, &client.handle),
-    });
+        log_max_len(shared),
+    );
 }
 
 /// The first selector that allows the command passes it; otherwise the

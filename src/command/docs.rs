@@ -105,7 +105,7 @@ pub fn word_type(word: &str, float: bool) -> ArgType {
         "increment" | "decrement" | "timeout" if float => ArgType::Double,
         "seconds" | "milliseconds" | "count" | "cursor" | "numkeys" | "index" | "increment"
         | "decrement" | "database" | "timeout" | "client-id" | "protover" | "start" | "stop"
-        | "rank" | "num-matches" | "len" | "limit" => ArgType::Integer,
+        | "rank" | "num-matches" | "len" | "limit" | "bits" => ArgType::Integer,
         w if w.starts_with("unix-time") => ArgType::UnixTime,
         _ => ArgType::String,
     }

@@ -132,7 +132,7 @@ const ACL_OPEN: u32 = NOSCRIPT | LOADING | STALE;
 static ACL_SUBS: &[C] = &[
     C::new("cat", -2, Server, acls::cat)
         .flags(ACL_OPEN)
-        .syntax("[category]")
+        .syntax("[categoryname]")
         .doc("6.0.0", "Lists the ACL categories, or the commands in one."),
     C::new("deluser", -3, Server, acls::deluser)
         .flags(ACL_ADMIN)

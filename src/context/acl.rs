@@ -637,7 +637,6 @@ pub struct LogEntry {
 }
 
 const LOG_GROUP_MS: u64 = 60_000;
-const LOG_MAX_LEN: usize = 128;
 const LOG_GROUP_SCAN: usize = 10;
 
 pub struct Acl {
@@ -763,7 +762,8 @@ impl Acl {
         })
     }
 
-    pub fn log(&self, mut entry: LogEntry) {
+    /// Records a refusal, keeping the newest `max_len` entries.
+    pub fn log(&self, mut entry: LogEntry, max_len: usize) {
         let mut log = self.log.lock();
         // Only the newest entries are searched, as Redis bounds the work.
         let similar = log.iter().take(LOG_GROUP_SCAN).position(|e| {
@@ -779,7 +779,7 @@ impl Acl {
             entry.count = old.count + 1;
         }
         log.push_front(entry);
-        log.truncate(LOG_MAX_LEN);
+        log.truncate(max_len);
     }
 
     pub fn log_entries(&self, count: usize) -> Vec<LogEntry> {
