@@ -401,17 +401,23 @@ pub fn deluser(ctx: &mut Ctx) -> CmdResult<Reply> {
     for name in &names {
         if ctx.shared.acl.delete(name) {
             deleted += 1;
-            disconnect_users_of(ctx.shared, name);
+            disconnect_users_of(ctx.shared, name, Some(ctx.client));
         }
     }
     Ok(Reply::Int(deleted))
 }
 
-/// A deleted user's clients are disconnected, as Redis frees them.
-fn disconnect_users_of(shared: &Shared, name: &str) {
+/// A deleted user's clients are disconnected, as Redis frees them; the
+/// client that deleted its own user gets its reply first.
+fn disconnect_users_of(shared: &Shared, name: &str, mut current: Option<&mut Client>) {
     for entry in shared.clients.iter() {
-        if entry.value().info.lock().user == name {
-            entry.value().kill();
+        let handle = entry.value();
+        if handle.info.lock().user != name {
+            continue;
+        }
+        match current.as_deref_mut() {
+            Some(client) if client.id == handle.id => client.close_after_reply = true,
+            _ => handle.kill(),
         }
     }
 }
@@ -574,7 +580,7 @@ fn acl_file(shared: &Shared) -> CmdResult<String> {
 
 /// Reads every user from the ACL file; nothing changes unless every line
 /// is valid. Clients of users the file drops are disconnected.
-pub fn load_file(shared: &Shared) -> CmdResult<()> {
+pub fn load_file(shared: &Shared, mut current: Option<&mut Client>) -> CmdResult<()> {
     let path = acl_file(shared)?;
     let text = std::fs::read_to_string(&path).map_err(|e| {
         CmdError::other(format!(
@@ -608,13 +614,13 @@ pub fn load_file(shared: &Shared) -> CmdResult<()> {
         users.push((name.to_string(), user));
     }
     for name in shared.acl.replace_all(users) {
-        disconnect_users_of(shared, &name);
+        disconnect_users_of(shared, &name, current.as_deref_mut());
     }
     Ok(())
 }
 
 pub fn load(ctx: &mut Ctx) -> CmdResult<Reply> {
-    load_file(ctx.shared)?;
+    load_file(ctx.shared, Some(ctx.client))?;
     Ok(Reply::OK)
 }
 

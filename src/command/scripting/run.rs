@@ -32,10 +32,11 @@ pub(super) fn run(
     let shared = ctx.shared;
     let engine = &shared.scripts;
     // A well-known lock script runs natively. Read-only runs refuse its
-    // writes and cluster mode checks each call's slot: both are Lua's to
-    // answer.
+    // writes, cluster mode checks each call's slot, and a restricted ACL
+    // user's calls are each checked: all are Lua's to answer.
     if !readonly
         && shared.cluster.is_none()
+        && ctx.client.user.unrestricted()
         && let Some(native) = native::find(sha)
         && let Some(reply) = native(&mut NativeRun::new(ctx, keys, argv))
     {
