@@ -8,6 +8,8 @@ pub struct Config {
     pub bind: Vec<String>,
     pub port: u16,
     pub requirepass: Option<String>,
+    /// Where ACL LOAD and ACL SAVE read and write users ("": no file).
+    pub aclfile: String,
     pub databases: usize,
     pub maxclients: usize,
     pub loglevel: String,
@@ -28,6 +30,8 @@ pub struct Config {
     /// (negative: none do).
     pub slowlog_log_slower_than: i64,
     pub slowlog_max_len: i64,
+    /// How many entries ACL LOG keeps.
+    pub acllog_max_len: i64,
     /// Milliseconds; 0 turns latency monitoring off.
     pub latency_monitor_threshold: i64,
     /// Ours: SCRIPT KILL also stops a script that has written, rolling its
@@ -48,6 +52,7 @@ impl Default for Config {
             bind: vec!["127.0.0.1".into()],
             port: 6379,
             requirepass: None,
+            aclfile: String::new(),
             databases: 16,
             maxclients: 10000,
             loglevel: "notice".into(),
@@ -65,6 +70,7 @@ impl Default for Config {
             lua_heap_limit: 128 * 1024 * 1024,
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,
+            acllog_max_len: 128,
             latency_monitor_threshold: 0,
             script_kill_rollback: true,
             cluster_enabled: false,
@@ -196,6 +202,12 @@ pub static PARAMS: &[Param] = &[
         }),
     },
     Param {
+        name: "aclfile",
+        alias: None,
+        get: |c| c.aclfile.clone(),
+        set: None,
+    },
+    Param {
         name: "databases",
         alias: None,
         get: |c| c.databases.to_string(),
@@ -288,6 +300,15 @@ pub static PARAMS: &[Param] = &[
         get: |c| c.slowlog_max_len.to_string(),
         set: Some(|c, v| {
             c.slowlog_max_len = parse_bounded(v, 0)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "acllog-max-len",
+        alias: None,
+        get: |c| c.acllog_max_len.to_string(),
+        set: Some(|c, v| {
+            c.acllog_max_len = parse_bounded(v, 0)?;
             Ok(())
         }),
     },
@@ -583,6 +604,7 @@ impl Config {
         let value = values.join(" ");
         match directive.to_ascii_lowercase().as_str() {
             "bind" => self.bind = values.to_vec(),
+            "aclfile" => self.aclfile = value,
             "port" => {
                 self.port = value
                     .parse()

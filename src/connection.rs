@@ -36,8 +36,7 @@ pub async fn serve(
     let id = shared.next_client_id();
     let handle = Arc::new(ClientHandle::new(id, addr, laddr, shared.now_ms()));
     shared.clients.insert(id, handle.clone());
-    let authenticated = shared.config.read().requirepass.is_none();
-    let mut client = Client::new(handle.clone(), authenticated);
+    let mut client = Client::new(handle.clone(), shared.acl.default_user());
     let (mailbox, mut mail) = Mailbox::new(handle.clone());
     client.pubsub.attach(mailbox);
 

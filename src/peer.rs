@@ -16,6 +16,8 @@ use crate::keyspace::Waiter;
 /// What other clients may read about a client, updated as it runs commands.
 #[derive(Debug, Clone, Default)]
 pub struct ClientInfo {
+    /// The ACL user it is logged in as.
+    pub user: String,
     pub name: Option<Bytes>,
     pub lib_name: Option<String>,
     pub lib_ver: Option<String>,

@@ -27,28 +27,14 @@ pub fn echo(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::Bulk(ctx.arg(1).clone()))
 }
 
-/// Checks a password for the default user (the only user rlockd has).
-fn check_password(shared: &Shared, user: Option<&[u8]>, pass: &[u8]) -> CmdResult<()> {
-    if user.is_some_and(|u| u != b"default") {
-        return Err(CmdError::WrongPass);
-    }
-    match &shared.config.read().requirepass {
-        None if user.is_none() => Err(CmdError::AuthNotConfigured),
-        // A password-less default user accepts any password.
-        None => Ok(()),
-        Some(expected) if expected.as_bytes() == pass => Ok(()),
-        Some(_) => Err(CmdError::WrongPass),
-    }
-}
-
 pub fn auth(ctx: &mut Ctx) -> CmdResult<Reply> {
-    let (user, pass) = match ctx.args.len() {
-        2 => (None, ctx.arg(1)),
-        3 => (Some(&ctx.arg(1)[..]), ctx.arg(2)),
+    let args = ctx.args;
+    let (user, pass) = match args.len() {
+        2 => (None, &args[1]),
+        3 => (Some(&args[1][..]), &args[2]),
         _ => return Err(CmdError::Syntax),
     };
-    check_password(ctx.shared, user, pass)?;
-    ctx.client.authenticated = true;
+    super::acl::authenticate(ctx.shared, ctx.client, user, pass)?;
     Ok(Reply::OK)
 }
 
@@ -103,8 +89,7 @@ pub fn hello(ctx: &mut Ctx) -> CmdResult<Reply> {
         }
     }
     if let Some((user, pass)) = auth {
-        check_password(ctx.shared, Some(user), pass)?;
-        ctx.client.authenticated = true;
+        super::acl::authenticate(ctx.shared, ctx.client, Some(user), pass)?;
     }
     if !ctx.client.authenticated {
         return Err(CmdError::other(
@@ -152,7 +137,10 @@ pub fn reset(ctx: &mut Ctx) -> CmdResult<Reply> {
     super::pubsub::forget_subscriptions(ctx.shared, ctx.client);
     ctx.client.db = 0;
     ctx.client.protocol = Protocol::Resp2;
-    ctx.client.authenticated = ctx.shared.config.read().requirepass.is_none();
+    let default = ctx.shared.acl.default_user();
+    ctx.client.authenticated = super::acl::starts_authenticated(&default);
+    ctx.client.handle.info.lock().user = default.name.clone();
+    ctx.client.user = default;
     let mut info = ctx.client.handle.info.lock();
     info.name = None;
     info.no_evict = false;
@@ -209,7 +197,7 @@ pub fn client_no_evict(ctx: &mut Ctx) -> CmdResult<Reply> {
 }
 
 /// One CLIENT LIST line, with Redis's field names and order.
-fn describe(shared: &Shared, handle: &ClientHandle) -> String {
+pub(super) fn describe(shared: &Shared, handle: &ClientHandle) -> String {
     let now = shared.now_ms();
     let info = handle.info.lock().clone();
     let cmd = info
@@ -243,7 +231,7 @@ fn describe(shared: &Shared, handle: &ClientHandle) -> String {
         flags.push('N');
     }
     format!(
-        "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
         handle.id,
         handle.addr,
         handle.laddr,
@@ -258,6 +246,7 @@ fn describe(shared: &Shared, handle: &ClientHandle) -> String {
         info.multi,
         handle.backlog.load(std::sync::atomic::Ordering::Relaxed),
         cmd,
+        info.user,
         info.protocol,
         info.lib_name.unwrap_or_default(),
         info.lib_ver.unwrap_or_default(),
@@ -415,6 +404,14 @@ fn kill(ctx: &mut Ctx, target: &ClientHandle) {
     } else {
         target.kill();
     }
+}
+
+/// A subcommand called with more arguments than it takes.
+pub fn subcommand_args_error(command: &str, sub: &[u8]) -> CmdError {
+    CmdError::other(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {command} HELP.",
+        String::from_utf8_lossy(sub)
+    ))
 }
 
 pub fn help_reply(command: &str, lines: &[&str]) -> Reply {

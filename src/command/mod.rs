@@ -1,6 +1,7 @@
 //! The command layer: the table, lookup, argument checks, and execution of
 //! one command against the shards its keys live in.
 
+pub(crate) mod acl;
 mod bitmaps;
 mod blocking;
 mod cluster;
@@ -222,6 +223,12 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
     }
     if !client.authenticated && !spec.has(flag::NO_AUTH) {
         return reject(client, Some(id), CmdError::NoAuth);
+    }
+    // One flag keeps a user allowed everything (the default) off the check.
+    if !client.user.unrestricted()
+        && let Err(denied) = acl::check(shared, client, id, args, acl::Context::TopLevel)
+    {
+        return reject(client, Some(id), denied.error(id));
     }
     // Cluster mode: a command's keys must share a slot (EXEC checks those
     // of the commands it queued).

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use super::acl::Context;
 use super::{CommandSpec, Ctx, REGISTRY, execute, flag, lock_plan};
 use crate::cluster::common_slot;
 use crate::context::Shared;
@@ -79,7 +80,15 @@ pub fn exec(ctx: &mut Ctx) -> CmdResult<Reply> {
     client.in_exec = true;
     let replies = queue
         .iter()
-        .map(|(id, args)| execute(shared, client, *id, args, &mut locked))
+        .map(|(id, args)| {
+            // Rules may have changed since the command was queued.
+            if !client.user.unrestricted()
+                && let Err(denied) = super::acl::check(shared, client, *id, args, Context::Multi)
+            {
+                return Reply::Error(denied.exec_error());
+            }
+            execute(shared, client, *id, args, &mut locked)
+        })
         .collect();
     client.in_exec = false;
     unwatch_with(client, &mut locked);

@@ -99,6 +99,11 @@ pub fn config_set(ctx: &mut Ctx) -> CmdResult<Reply> {
     }
     ctx.shared.pubsub.configure(&updated);
     ctx.shared.slowlog.configure(&updated);
+    if updated.requirepass != ctx.shared.config.read().requirepass {
+        ctx.shared
+            .acl
+            .set_default_password(updated.requirepass.as_deref());
+    }
     *ctx.shared.config.write() = updated;
     ctx.shared.config_changes.send_modify(|n| *n += 1);
     Ok(Reply::OK)

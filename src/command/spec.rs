@@ -82,10 +82,11 @@ pub mod acl {
     pub const LIST: u32 = 1 << 5;
     pub const HASH: u32 = 1 << 6;
     pub const STRING: u32 = 1 << 7;
+    /// No rlockd command is in these four; ACL CAT lists them as Redis does.
     pub const BITMAP: u32 = 1 << 8;
     pub const HYPERLOGLOG: u32 = 1 << 9;
-    pub const STREAM: u32 = 1 << 11;
     pub const GEO: u32 = 1 << 10;
+    pub const STREAM: u32 = 1 << 11;
     pub const PUBSUB: u32 = 1 << 12;
     pub const ADMIN: u32 = 1 << 13;
     pub const FAST: u32 = 1 << 14;
@@ -107,8 +108,8 @@ pub mod acl {
         (STRING, "@string"),
         (BITMAP, "@bitmap"),
         (HYPERLOGLOG, "@hyperloglog"),
-        (STREAM, "@stream"),
         (GEO, "@geo"),
+        (STREAM, "@stream"),
         (PUBSUB, "@pubsub"),
         (ADMIN, "@admin"),
         (FAST, "@fast"),
@@ -499,16 +500,30 @@ impl CommandSpec {
         args: &'a [Bytes],
         keep: fn(&KeySpec) -> bool,
     ) -> impl Iterator<Item = &'a [u8]> + 'a {
-        let more = self.find_more_keys.and_then(|find| find(args));
+        self.key_positions(args)
+            .filter(move |(_, k)| keep(k))
+            .map(move |(i, _)| &args[i][..])
+    }
+
+    /// Each key position in `args` with the spec that found it (ACL checks
+    /// read its access flags). A key only running the command can find
+    /// (SORT's STORE) goes with the last spec, which describes it.
+    pub fn key_positions<'a>(
+        &'a self,
+        args: &'a [Bytes],
+    ) -> impl Iterator<Item = (usize, &'a KeySpec)> + 'a {
+        let more = self
+            .find_more_keys
+            .and_then(|find| find(args))
+            .zip(self.keys.last());
         self.keys
             .iter()
-            .filter(move |k| keep(k))
             .flat_map(move |k| {
                 k.span(args)
                     .into_iter()
                     .flat_map(move |(first, last)| (first..=last).step_by(k.step.max(1) as usize))
+                    .map(move |i| (i, k))
             })
             .chain(more)
-            .map(move |i| &args[i][..])
     }
 }

@@ -10,8 +10,9 @@ use super::spec::acl::{
 use super::spec::flag::*;
 use super::spec::{CommandSpec as C, Group::*, KeySpec};
 use super::{
-    bitmaps, blocking, cluster, connection as conn, expire, fixture, geo, hashes, hyperloglog,
-    keys, lists, memory, multi, operator, scripting, server, sets, sort, streams, strings, zsets,
+    acl as acls, bitmaps, blocking, cluster, connection as conn, expire, fixture, geo, hashes,
+    hyperloglog, keys, lists, memory, multi, operator, scripting, server, sets, sort, streams,
+    strings, zsets,
 };
 
 const RO: &[&str] = &["RO"];
@@ -133,6 +134,69 @@ static CLIENT_SUBS: &[C] = &[
         .flags(LOADING | STALE)
         .acl(CONNECTION)
         .doc("5.0.0", "Lists the CLIENT subcommands."),
+];
+
+/// ACL's subcommands: all but HELP refuse scripts, and those that reveal or
+/// change users are administrative.
+const ACL_ADMIN: u32 = ADMIN | NOSCRIPT | LOADING | STALE;
+const ACL_OPEN: u32 = NOSCRIPT | LOADING | STALE;
+
+static ACL_SUBS: &[C] = &[
+    C::new("cat", -2, Server, acls::cat)
+        .flags(ACL_OPEN)
+        .syntax("[categoryname]")
+        .doc("6.0.0", "Lists the ACL categories, or the commands in one."),
+    C::new("deluser", -3, Server, acls::deluser)
+        .flags(ACL_ADMIN)
+        .syntax("username...")
+        .doc("6.0.0", "Deletes users and disconnects their clients."),
+    C::new("dryrun", -4, Server, acls::dryrun)
+        .flags(ACL_ADMIN)
+        .syntax("username command [arg...]")
+        .doc(
+            "7.0.0",
+            "Says whether a user could run a command, without running it.",
+        ),
+    C::new("genpass", -2, Server, acls::genpass)
+        .flags(ACL_OPEN)
+        .syntax("[bits]")
+        .doc("6.0.0", "Returns a random password (256 bits unless told)."),
+    C::new("getuser", 3, Server, acls::getuser)
+        .flags(ACL_ADMIN)
+        .syntax("username")
+        .doc(
+            "6.0.0",
+            "Describes a user's flags, passwords and permissions.",
+        ),
+    C::new("help", 2, Server, acls::help)
+        .flags(LOADING | STALE)
+        .doc("6.0.0", "Describes the ACL subcommands."),
+    C::new("list", 2, Server, acls::list)
+        .flags(ACL_ADMIN)
+        .doc("6.0.0", "Lists every user's rules in ACL file form."),
+    C::new("load", 2, Server, acls::load)
+        .flags(ACL_ADMIN)
+        .doc("6.0.0", "Replaces the users with those of the ACL file."),
+    C::new("log", -2, Server, acls::log)
+        .flags(ACL_ADMIN)
+        .syntax("[count | RESET]")
+        .doc(
+            "6.0.0",
+            "Lists refused commands and logins, newest first, or clears the list.",
+        ),
+    C::new("save", 2, Server, acls::save)
+        .flags(ACL_ADMIN)
+        .doc("6.0.0", "Writes the users to the ACL file."),
+    C::new("setuser", -3, Server, acls::setuser)
+        .flags(ACL_ADMIN)
+        .syntax("username [rule...]")
+        .doc("6.0.0", "Creates a user or changes its rules."),
+    C::new("users", 2, Server, acls::users)
+        .flags(ACL_ADMIN)
+        .doc("6.0.0", "Lists the user names."),
+    C::new("whoami", 2, Server, acls::whoami)
+        .flags(ACL_OPEN)
+        .doc("6.0.0", "Returns the user this connection runs as."),
 ];
 
 static SLOWLOG_SUBS: &[C] = &[
@@ -702,6 +766,7 @@ pub static COMMANDS: &[C] = &[
         .doc("1.0.0", "Stops the server gracefully: connections are closed, the process exits."),
     C::new("monitor", 1, Server, operator::monitor).flags(ADMIN | NOSCRIPT | LOADING | STALE)
         .doc("1.0.0", "Streams every command the server runs, as it runs it."),
+    C::container("acl", Server, ACL_SUBS).doc("6.0.0", "Commands about ACL users and permissions."),
     C::container("slowlog", Server, SLOWLOG_SUBS).doc("2.2.12", "Reads and clears the log of slow commands."),
     C::container("latency", Server, LATENCY_SUBS).doc("2.8.13", "Latency monitoring."),
     C::container("memory", Server, MEMORY_SUBS).doc("4.0.0", "Memory diagnostics."),

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
+use super::acl::UserSlot;
 use crate::error::CmdError;
 use crate::keyspace::{Outcome, Taken, Waiter, WatchFlag};
 use crate::peer::ClientHandle;
@@ -24,6 +25,8 @@ pub struct Client {
     pub db: usize,
     pub protocol: Protocol,
     pub authenticated: bool,
+    /// The ACL user it runs as (the default user until AUTH).
+    pub user: Arc<UserSlot>,
     /// Commands queued since MULTI, by registry id.
     pub multi: Option<Vec<(usize, Vec<Bytes>)>>,
     /// A command was refused while queueing: EXEC must abort.
@@ -47,12 +50,18 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn new(handle: Arc<ClientHandle>, authenticated: bool) -> Self {
+    pub fn new(handle: Arc<ClientHandle>, user: Arc<UserSlot>) -> Self {
+        let authenticated = {
+            let rules = user.rules();
+            rules.enabled && rules.nopass
+        };
+        handle.info.lock().user = user.name.clone();
         Client {
             id: handle.id,
             db: 0,
             protocol: Protocol::Resp2,
             authenticated,
+            user,
             multi: None,
             multi_failed: false,
             watch: None,
@@ -75,6 +84,7 @@ impl Client {
             db: caller.db,
             protocol: Protocol::Resp2,
             authenticated: true,
+            user: caller.user.clone(),
             multi: None,
             multi_failed: false,
             watch: None,

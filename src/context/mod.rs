@@ -3,6 +3,7 @@
 //! It sits below the command layer so that command families, scripting's
 //! callers and the connection all depend downward on it.
 
+pub mod acl;
 pub mod client;
 mod fault;
 pub mod introspect;
@@ -99,6 +100,8 @@ impl Stats {
 }
 
 pub struct Shared {
+    /// ACL users and the log of refusals.
+    pub acl: acl::Acl,
     pub keyspace: Keyspace,
     pub scripts: crate::scripting::ScriptEngine,
     /// Subscriptions and message delivery; the keyspace publishes its
@@ -143,6 +146,7 @@ impl Shared {
         let slowlog = slowlog::SlowLog::default();
         slowlog.configure(&config);
         Shared {
+            acl: acl::Acl::new(commands, config.requirepass.as_deref()),
             slowlog,
             cluster,
             keyspace: Keyspace::with_events(config.databases, clock, pubsub.clone()),

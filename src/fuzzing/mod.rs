@@ -194,7 +194,7 @@ fn connect(shared: &Shared) -> (Client, MailboxReceiver) {
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, 1));
     let handle = Arc::new(ClientHandle::new(id, addr, addr, shared.now_ms()));
     shared.clients.insert(id, handle.clone());
-    let mut client = Client::new(handle.clone(), true);
+    let mut client = Client::new(handle.clone(), shared.acl.default_user());
     let (mailbox, mail) = Mailbox::new(handle);
     client.pubsub.attach(mailbox);
     (client, mail)

@@ -210,6 +210,11 @@ impl ServerBuilder {
             crate::command::REGISTRY.specs.len(),
         ));
         shared.port.store(port as u64, Ordering::Relaxed);
+        // Users come from the ACL file when there is one, as at Redis's start.
+        if !shared.config.read().aclfile.is_empty() {
+            crate::command::acl::load_file(&shared, None)
+                .map_err(|e| io::Error::other(e.to_string()))?;
+        }
         let stop_rx = shared.shutdown.subscribe();
         let mut tasks = JoinSet::new();
         for listener in listeners {

@@ -13,7 +13,7 @@ use bytes::Bytes;
 
 use super::native::{self, NativeRun};
 use crate::cluster::common_slot;
-use crate::command::{CommandSpec, Ctx, REGISTRY, execute, flag, lock_plan};
+use crate::command::{CommandSpec, Ctx, REGISTRY, acl, execute, flag, lock_plan};
 use crate::context::Client;
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{LockPlan, key_shard};
@@ -83,11 +83,12 @@ pub(crate) fn run(
     let shared = ctx.shared;
     let engine = &shared.scripts;
     // A well-known lock script runs natively. Read-only runs refuse its
-    // writes and cluster mode checks each call's slot: both are Lua's to
-    // answer.
+    // writes, cluster mode checks each call's slot, and a restricted ACL
+    // user's calls are each checked: all are Lua's to answer.
     if let Code::Script { sha, .. } = code
         && !mode.readonly
         && shared.cluster.is_none()
+        && ctx.client.user.unrestricted()
         && let Some(native) = native::find(sha)
         && let Some(reply) = native(&mut NativeRun::new(ctx, keys, argv))
     {
@@ -194,6 +195,12 @@ impl Host for ScriptCalls<'_, '_, '_> {
         }
         if spec.has(flag::NOSCRIPT) {
             return fail("ERR This Redis command is not allowed from script");
+        }
+        if !self.client.user.unrestricted()
+            && let Err(denied) =
+                acl::check(self.ctx.shared, &self.client, id, argv, acl::Context::Lua)
+        {
+            return Reply::Error(denied.script_error());
         }
         // Redis counts commands that may replicate (PUBLISH, PFCOUNT) as writes here.
         if (spec.has(flag::WRITE) || spec.has(flag::MAY_REPLICATE)) && self.mode.readonly {
