@@ -240,16 +240,9 @@ impl KeySpec {
         startfrom: i32,
         flags: &'static [&'static str],
     ) -> Self {
-        KeySpec {
-            flags,
-            begin: startfrom,
-            last: 0,
-            step: 1,
-            keynum: false,
-            unknown: false,
-            keyword: Some(keyword),
-            notes: "",
-        }
+        let mut spec = Self::after_keyword(keyword, startfrom, flags);
+        spec.last = 0;
+        spec
     }
 
     pub const fn with_notes(mut self, notes: &'static str) -> Self {

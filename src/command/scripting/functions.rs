@@ -3,7 +3,7 @@
 use bytes::Bytes;
 
 use super::run::{self, Code, Mode};
-use super::split_keys;
+use super::{flush_mode, split_keys};
 use crate::command::Ctx;
 use crate::command::connection::help_reply;
 use crate::error::{CmdError, CmdResult};
@@ -98,19 +98,10 @@ pub fn function_delete(ctx: &mut Ctx) -> CmdResult<Reply> {
 }
 
 pub fn function_flush(ctx: &mut Ctx) -> CmdResult<Reply> {
-    match ctx.args.get(2).map(|m| m.to_ascii_uppercase()) {
-        None => {}
-        Some(mode) if &mode[..] == b"SYNC" || &mode[..] == b"ASYNC" => {}
-        Some(_) => {
-            return Err(CmdError::other(
-                "ERR FUNCTION FLUSH only supports SYNC|ASYNC option",
-            ));
-        }
-    }
+    const ONLY_MODES: &str = "ERR FUNCTION FLUSH only supports SYNC|ASYNC option";
+    flush_mode(ctx.args.get(2), ONLY_MODES)?;
     if ctx.args.len() > 3 {
-        return Err(CmdError::other(
-            "ERR FUNCTION FLUSH only supports SYNC|ASYNC option",
-        ));
+        return Err(CmdError::other(ONLY_MODES));
     }
     ctx.shared.scripts.libraries.write().clear();
     Ok(Reply::OK)

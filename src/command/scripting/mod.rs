@@ -114,16 +114,21 @@ pub fn script_exists(ctx: &mut Ctx) -> CmdResult<Reply> {
     ))
 }
 
-pub fn script_flush(ctx: &mut Ctx) -> CmdResult<Reply> {
-    match ctx.args.get(2).map(|m| m.to_ascii_uppercase()) {
-        None => {}
-        Some(mode) if &mode[..] == b"SYNC" || &mode[..] == b"ASYNC" => {}
-        Some(_) => {
-            return Err(CmdError::other(
-                "ERR SCRIPT FLUSH only support SYNC|ASYNC option",
-            ));
-        }
+/// SCRIPT FLUSH's and FUNCTION FLUSH's optional mode; both flush at once
+/// either way.
+fn flush_mode(mode: Option<&Bytes>, error: &'static str) -> CmdResult<()> {
+    match mode {
+        None => Ok(()),
+        Some(m) if m.eq_ignore_ascii_case(b"SYNC") || m.eq_ignore_ascii_case(b"ASYNC") => Ok(()),
+        Some(_) => Err(CmdError::other(error)),
     }
+}
+
+pub fn script_flush(ctx: &mut Ctx) -> CmdResult<Reply> {
+    flush_mode(
+        ctx.args.get(2),
+        "ERR SCRIPT FLUSH only support SYNC|ASYNC option",
+    )?;
     ctx.shared.scripts.flush();
     Ok(Reply::OK)
 }
