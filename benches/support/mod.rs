@@ -100,6 +100,9 @@ pub fn launch(name: &'static str, program: &str, args: &[String]) -> Option<Serv
 pub fn start_servers() -> Vec<Server> {
     let mut servers = Vec::new();
     let redis = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+    // A dump file another run left in the working directory would be
+    // loaded: point redis at a temporary one that is never written.
+    let dir = std::env::temp_dir().display().to_string();
     let args = |port: u16| -> Vec<String> {
         [
             "--port",
@@ -108,6 +111,10 @@ pub fn start_servers() -> Vec<Server> {
             "",
             "--appendonly",
             "no",
+            "--dir",
+            &dir,
+            "--dbfilename",
+            &format!("rlockd-bench-{port}.rdb"),
         ]
         .iter()
         .map(|s| s.to_string())

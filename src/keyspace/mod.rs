@@ -25,7 +25,6 @@ use parking_lot::{Mutex, MutexGuard};
 
 use crate::clock::Clock;
 use crate::error::{CmdError, CmdResult};
-use crate::expiry::wheel::TimerWheel;
 use dbmap::DbMap;
 pub use events::Event;
 
@@ -78,13 +77,39 @@ pub struct ShardStats {
     pub dirty: u64,
 }
 
-/// Stale wheel entries a shard tolerates beyond two per key.
-const WHEEL_SLACK: usize = 1024;
+/// The databases whose wheels may hold deadlines, so that an expiry pass
+/// visits those alone (most servers use database 0 only). Databases from
+/// 63 up share the last bit. A bit may stay set for a wheel emptied
+/// since: the next pass clears it.
+#[derive(Default, Clone, Copy)]
+struct TimedDbs(u64);
+
+impl TimedDbs {
+    const SHARED: usize = 63;
+
+    fn mark(&mut self, db: usize) {
+        self.0 |= 1 << db.min(Self::SHARED);
+    }
+
+    fn any(self) -> bool {
+        self.0 != 0
+    }
+
+    fn dbs(self, total: usize) -> impl Iterator<Item = usize> {
+        let shared = self.0 >> Self::SHARED != 0;
+        let mut own = self.0 & !(1 << Self::SHARED);
+        std::iter::from_fn(move || {
+            let db = (own != 0).then(|| own.trailing_zeros() as usize)?;
+            own &= own - 1;
+            Some(db)
+        })
+        .chain(if shared { Self::SHARED..total } else { 0..0 })
+    }
+}
 
 pub struct Shard {
     dbs: Vec<DbMap>,
-    /// Deadlines, each naming its key by database and hash (`DbMap::hash`).
-    wheel: TimerWheel<(u32, u64)>,
+    timed: TimedDbs,
     watched: Map<(u32, Bytes), Vec<Arc<WatchFlag>>>,
     blocked: blocked::WaiterQueues,
     pub stats: ShardStats,
@@ -93,8 +118,8 @@ pub struct Shard {
 impl Shard {
     fn new(databases: usize, now: u64) -> Self {
         Shard {
-            dbs: (0..databases).map(|_| DbMap::default()).collect(),
-            wheel: TimerWheel::new(now),
+            dbs: (0..databases).map(|_| DbMap::new(now)).collect(),
+            timed: TimedDbs::default(),
             watched: Map::default(),
             blocked: Map::default(),
             stats: ShardStats::default(),
@@ -117,10 +142,10 @@ impl Shard {
         self.dbs[db].iter().filter(move |(_, e)| !e.is_expired(now))
     }
 
-    /// Files `key`'s deadline in the wheel.
+    /// Files `key`'s deadline in its database's wheel.
     fn schedule(&mut self, db: usize, key: &[u8], at: u64) {
-        let hash = self.dbs[db].hash(key);
-        self.wheel.insert(at, (db as u32, hash));
+        self.dbs[db].schedule(key, at);
+        self.timed.mark(db);
     }
 
     fn touch_watchers(&mut self, db: usize, key: &[u8]) {
@@ -140,35 +165,21 @@ impl Shard {
         }
     }
 
-    /// Drops the wheel's entries for deadlines no key has any more (keys
-    /// deleted or given a new deadline), once they are most of it: a burst
-    /// of released locks gives back the room of their leases before the
-    /// leases would have run out. Amortised: a sweep leaves at most one
-    /// entry per key, and the next needs as many again.
-    fn sweep_wheel(&mut self) {
-        let keys: usize = self.dbs.iter().map(DbMap::len).sum();
-        if self.wheel.len() <= 2 * keys + WHEEL_SLACK {
-            return;
-        }
-        let dbs = &self.dbs;
-        self.wheel
-            .retain(|at, &(db, hash)| dbs[db as usize].due_by(hash, at));
-    }
-
     /// Reclaims keys whose deadline has passed. Returns how many, and how
     /// late the latest of them was reclaimed (ms past its deadline).
     fn expire_due(&mut self, now: u64, events: &dyn EventSink) -> (u64, u64) {
-        self.sweep_wheel();
-        let mut due = Vec::new();
-        self.wheel.advance(now, |item| due.push(item));
         let mut reclaimed = 0;
         let mut lag = 0;
-        for (db, hash) in due {
-            let db = db as usize;
-            for (key, entry) in self.dbs[db].take_expired(hash, now) {
-                lag = lag.max(now - entry.expire_at().unwrap_or(now));
-                self.touch_watchers(db, &key);
-                events.notify(Event::Expired, db, &key);
+        let timed = std::mem::take(&mut self.timed);
+        for db in timed.dbs(self.dbs.len()) {
+            if self.dbs[db].has_deadlines() {
+                self.timed.mark(db);
+            }
+            for node in self.dbs[db].expire_due(now) {
+                let key = node.key();
+                lag = lag.max(now - node.entry().expire_at().unwrap_or(now));
+                self.touch_watchers(db, key);
+                events.notify(Event::Expired, db, key);
                 reclaimed += 1;
             }
         }
@@ -373,9 +384,7 @@ impl Keyspace {
             .map(|s| {
                 let shard = if wait { Some(s.lock()) } else { s.try_lock() };
                 match shard {
-                    Some(mut shard) if !shard.wheel.is_empty() => {
-                        shard.expire_due(now, &*self.events)
-                    }
+                    Some(mut shard) if shard.timed.any() => shard.expire_due(now, &*self.events),
                     _ => (0, 0),
                 }
             })
@@ -630,16 +639,8 @@ impl<'a> Locked<'a> {
         let mut waited = Vec::new();
         for shard in self.shards() {
             shard.dbs.swap(a, b);
-            for db in [a, b] {
-                // The wheel names keys by their old map's hash.
-                let due: Vec<(Bytes, u64)> = shard.dbs[db]
-                    .iter()
-                    .filter_map(|(k, e)| Some((Bytes::copy_from_slice(k), e.expire_at()?)))
-                    .collect();
-                for (key, at) in due {
-                    shard.schedule(db, &key, at);
-                }
-            }
+            shard.timed.mark(a);
+            shard.timed.mark(b);
             let dbs = &shard.dbs;
             for ((wdb, key), flags) in &shard.watched {
                 let wdb = *wdb as usize;
@@ -848,10 +849,11 @@ impl Db<'_, '_> {
     pub fn flush(&mut self) -> u64 {
         let db = self.index;
         self.locked.record_flush(Some(db));
+        let now = self.locked.now;
         let mut removed = 0;
         for shard in self.locked.shards() {
             removed += shard.dbs[db].len() as u64;
-            shard.dbs[db].clear();
+            shard.dbs[db].clear(now);
             shard.touch_all_watchers(Some(db));
             shard.stats.dirty += 1;
         }
@@ -928,9 +930,8 @@ pub fn flush_all(locked: &mut Locked<'_>) -> u64 {
     for shard in locked.shards() {
         for db in &mut shard.dbs {
             removed += db.len() as u64;
-            db.clear();
+            db.clear(now);
         }
-        shard.wheel = TimerWheel::new(now);
         shard.touch_all_watchers(None);
         shard.stats.dirty += 1;
     }
@@ -960,6 +961,44 @@ mod tests {
         db.insert(b"k", Value::Str(Bytes::from_static(b"v")), Ttl::At(past))
             .unwrap();
         assert!(db.get(b"k").unwrap().is_none());
+    }
+
+    #[test]
+    fn timed_dbs_name_each_marked_database_once() {
+        let mut timed = TimedDbs::default();
+        assert!(!timed.any());
+        for db in [5, 0, 5, 62, 70, 64] {
+            timed.mark(db);
+        }
+        let mut seen: Vec<usize> = timed.dbs(72).collect();
+        seen.sort();
+        let mut expected = vec![0, 5, 62];
+        expected.extend(63..72);
+        assert_eq!(seen, expected);
+    }
+
+    #[test]
+    fn every_database_reclaims_its_own_expired_keys() {
+        let clock = Arc::new(crate::clock::ManualClock::default());
+        let ks = Keyspace::new(80, clock.clone());
+        let dbs = [0, 9, 63, 79];
+        for &index in &dbs {
+            let mut locked = ks.lock(&LockPlan::for_keys([&b"k"[..]])).unwrap();
+            let soon = locked.now() + 5;
+            locked
+                .db(index)
+                .insert(b"k", Value::Str(Bytes::from_static(b"v")), Ttl::At(soon))
+                .unwrap();
+        }
+        assert_eq!(ks.expire_due_now(), 0);
+        clock.advance(std::time::Duration::from_millis(5));
+        assert_eq!(ks.expire_due_now(), dbs.len() as u64);
+        // The pass that found the wheels empty forgets them.
+        ks.expire_due_now();
+        let mut locked = ks.lock(&LockPlan::for_keys([&b"k"[..]])).unwrap();
+        let shard = locked.shard(key_shard(b"k")).unwrap();
+        assert!(dbs.iter().all(|&db| shard.dbs[db].len() == 0));
+        assert!(!shard.timed.any());
     }
 
     #[test]
