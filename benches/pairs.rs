@@ -16,7 +16,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use support::{Conn, Reply, Server, knob, median, start_servers};
+use support::{Conn, Reply, Server, knob, median, percentile, start_servers};
 
 const LOCK_LUA: &str = include_str!("../conformance/scripts/seed002_lock.lua");
 const UNLOCK_LUA: &str = include_str!("../conformance/scripts/seed002_unlock.lua");
@@ -84,11 +84,6 @@ fn round(server: &Server, clients: usize, length: Duration) -> io::Result<Round>
         lock_us,
         cpu_secs: server.cpu_secs() - cpu_before,
     })
-}
-
-fn percentile(mut v: Vec<f64>, p: f64) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[((v.len() - 1) as f64 * p) as usize]
 }
 
 fn main() {
