@@ -8,7 +8,7 @@ use super::Ctx;
 use super::connection::help_reply;
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::dump::{self, DumpError};
-use crate::keyspace::{HashValue, SHARDS, Ttl, Value};
+use crate::keyspace::{SHARDS, Ttl, Value};
 use crate::protocol::Reply;
 use crate::pubsub::Event;
 use crate::util::scan::{join_cursor, page, position_of, split_cursor};
@@ -360,7 +360,8 @@ pub fn restore(ctx: &mut Ctx) -> CmdResult<Reply> {
     if ttl < 0 {
         return Err(CmdError::other("ERR Invalid TTL value, must be >= 0"));
     }
-    let value = dump::restore(&ctx.args[3]).map_err(|e| {
+    let limits = ctx.shared.keyspace.limits();
+    let value = dump::restore(&ctx.args[3], &limits).map_err(|e| {
         CmdError::other(match e {
             DumpError::VersionOrChecksum => "ERR DUMP payload version or checksum are wrong",
             DumpError::BadFormat => "ERR Bad data format",
@@ -412,7 +413,7 @@ fn encoding_name(value: &Value) -> &'static str {
         Value::Str(s) if s.len() <= 20 && parse_i64(s).is_some() => "int",
         Value::Str(s) if s.len() <= 44 => "embstr",
         Value::Str(_) => "raw",
-        Value::Hash(h) if hash_is_listpack(h) => "listpack",
+        Value::Hash(h) if h.is_listpack() => "listpack",
         Value::Hash(_) => "hashtable",
         // Redis 7.0 holds every list in a quicklist.
         Value::List(_) => "quicklist",
@@ -421,23 +422,6 @@ fn encoding_name(value: &Value) -> &'static str {
         Value::Set(s) if s.is_intset() => "intset",
         Value::Set(_) => "hashtable",
         Value::Stream(_) => "stream",
-    }
-}
-
-/// Redis 7.0 keeps a hash in a listpack up to 512 fields
-/// (`hash-max-listpack-entries`), each field and value at most 64 bytes;
-/// rlockd's own packed form stops earlier, at 128 fields.
-fn hash_is_listpack(hash: &HashValue) -> bool {
-    const LISTPACK_ENTRIES: usize = 512;
-    const LISTPACK_VALUE: usize = 64;
-    match hash {
-        HashValue::Packed(_) => true,
-        HashValue::Table(_) => {
-            hash.len() <= LISTPACK_ENTRIES
-                && hash
-                    .iter()
-                    .all(|(f, v)| f.len() <= LISTPACK_VALUE && v.len() <= LISTPACK_VALUE)
-        }
     }
 }
 

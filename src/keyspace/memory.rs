@@ -22,9 +22,6 @@ const LISTPACK_OVERHEAD: u64 = 7;
 const LIST_NODE_BYTES: u64 = 8 * 1024;
 /// Longest string Redis embeds in its object header.
 const EMBSTR_MAX: usize = 44;
-/// Largest hash or sorted set, and longest field, Redis keeps compact.
-const COMPACT_ENTRIES: usize = 128;
-const COMPACT_FIELD: usize = 64;
 const ZSET_SKIPLIST: u64 = 32;
 const ZSET_HEADER_NODE: u64 = 24 + 32 * 16;
 /// A skiplist node with its average of 1.33 levels.
@@ -105,10 +102,7 @@ fn dict(n: usize) -> u64 {
 }
 
 fn hash_value(h: &HashValue) -> u64 {
-    let compact = h.len() <= COMPACT_ENTRIES
-        && h.iter()
-            .all(|(f, v)| f.len() <= COMPACT_FIELD && v.len() <= COMPACT_FIELD);
-    if compact {
+    if h.is_listpack() {
         return ROBJ + listpack(h.iter().flat_map(|(f, v)| [f, v]));
     }
     let entries: u64 = h

@@ -9,6 +9,7 @@ mod dbmap;
 pub mod dump;
 pub mod events;
 mod hash;
+mod limits;
 mod memory;
 mod set;
 mod slot;
@@ -30,10 +31,11 @@ use dbmap::DbMap;
 pub use events::Event;
 
 pub use blocked::{End, Outcome, StreamWait, Taken, Waiter, Wanted, ZEnd};
+pub use limits::EncodingLimits;
 pub use memory::usage as memory_usage;
-pub use set::{INTSET_ENTRIES_MAX, SetValue};
+pub use set::SetValue;
 pub use stream::{ENTRIES_READ_UNKNOWN, Group, GroupRead, ReadEntry, Stream, StreamId, Trim};
-pub use value::{Entry, HASH_ORDERED_MAX, HashValue, Value};
+pub use value::{Entry, HashValue, Value};
 pub use zset::SortedSet;
 
 /// More shards than cores by a wide margin, so independent keys rarely
@@ -207,6 +209,7 @@ pub struct Keyspace {
     /// How late (ms past its deadline) the last expiry pass that reclaimed
     /// anything reclaimed its latest key: how far active expiry trails.
     expiry_lag_ms: AtomicU64,
+    limits: limits::SharedLimits,
 }
 
 /// Where the keyspace sends the events it raises (keys expired, created,
@@ -287,7 +290,18 @@ impl Keyspace {
             expiry_lag_ms: AtomicU64::new(0),
             expiry_held_until: AtomicU64::new(0),
             epoch: std::time::Instant::now(),
+            limits: limits::SharedLimits::new(EncodingLimits::default()),
         }
+    }
+
+    pub fn limits(&self) -> EncodingLimits {
+        self.limits.load()
+    }
+
+    /// Values already stored keep their form: Redis converts a value only
+    /// when a write touches it.
+    pub fn set_limits(&self, limits: EncodingLimits) {
+        self.limits.store(limits);
     }
 
     /// Holds expiry (see `expiry_held_until`) until `until`, or releases it.
@@ -695,6 +709,11 @@ impl Db<'_, '_> {
 
     pub fn now(&self) -> u64 {
         self.locked.now
+    }
+
+    /// The encoding thresholds writes convert values by.
+    pub fn limits(&self) -> EncodingLimits {
+        self.locked.ks.limits()
     }
 
     /// The live entry, deleting it first if its deadline has passed: a key

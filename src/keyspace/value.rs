@@ -5,7 +5,7 @@ use std::num::NonZeroU64;
 
 use bytes::Bytes;
 
-pub use super::hash::{HASH_ORDERED_MAX, HashValue};
+pub use super::hash::HashValue;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
