@@ -382,7 +382,10 @@ mod tests {
             Value::Str(Bytes::new()),
             Value::Str(Bytes::from(vec![0u8; 70_000])),
             Value::List(["a", "", "c"].map(Bytes::from).into()),
-            Value::Set(Box::new(SetValue::collect([&b"1"[..], b"2", b"300"], &LIMITS))),
+            Value::Set(Box::new(SetValue::collect(
+                [&b"1"[..], b"2", b"300"],
+                &LIMITS,
+            ))),
             Value::Set(Box::new(SetValue::collect([&b"x"[..], b"1"], &LIMITS))),
             Value::ZSet(Box::new(zset)),
             Value::ZSet(Box::new(long_zset)),
