@@ -8,7 +8,7 @@ use super::Ctx;
 use super::connection::help_reply;
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::dump::{self, DumpError};
-use crate::keyspace::{SHARDS, Ttl, Value};
+use crate::keyspace::{SHARDS, StrEncoding, Ttl, Value};
 use crate::protocol::Reply;
 use crate::pubsub::Event;
 use crate::util::scan::{join_cursor, page, position_of, split_cursor};
@@ -404,15 +404,12 @@ pub fn randomkey(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::Bulk(keys[pick].clone()))
 }
 
-/// Redis's name for how it would hold a value. A string's follows from its
-/// bytes (Redis's rules for values that SET stores; one that APPEND or
-/// SETRANGE grew would be `raw` there); hashes and sorted sets keep the
+/// Redis's name for how it would hold a value: a string's follows from its
+/// bytes and how it was written; hashes, sets and sorted sets keep the
 /// compact-or-not state Redis's conversions would have left.
 fn encoding_name(value: &Value) -> &'static str {
     match value {
-        Value::Str(s) if s.len() <= 20 && parse_i64(s).is_some() => "int",
-        Value::Str(s) if s.len() <= 44 => "embstr",
-        Value::Str(_) => "raw",
+        Value::Str(s, form) => form.encoding(s).name(),
         Value::Hash(h) if h.is_listpack() => "listpack",
         Value::Hash(_) => "hashtable",
         // Redis 7.0 holds every list in a quicklist.
@@ -449,7 +446,7 @@ pub fn object_refcount(ctx: &mut Ctx) -> CmdResult<Reply> {
         config.maxmemory == 0 || !evicts_by_access(&config.maxmemory_policy)
     };
     object_lookup(ctx, |v| {
-        let shared = matches!(v, Value::Str(s) if s.len() <= 20
+        let shared = matches!(v, Value::Str(s, form) if form.encoding(s) == StrEncoding::Int
             && parse_i64(s).is_some_and(|n| (0..10_000).contains(&n)));
         Ok(Reply::Int(if shared && shares {
             i64::from(i32::MAX)

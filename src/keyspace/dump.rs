@@ -43,7 +43,7 @@ pub enum DumpError {
 pub fn dump(value: &Value) -> Vec<u8> {
     let mut out = Writer(Vec::new());
     match value {
-        Value::Str(s) => {
+        Value::Str(s, _) => {
             out.byte(tag::STRING);
             out.bytes(s);
         }
@@ -108,7 +108,7 @@ pub fn restore(payload: &[u8], limits: &EncodingLimits) -> Result<Value, DumpErr
 /// holds.
 fn decode_value(r: &mut Reader, limits: &EncodingLimits) -> Option<Value> {
     let value = match r.byte()? {
-        tag::STRING => Value::Str(Bytes::copy_from_slice(r.bytes()?)),
+        tag::STRING => Value::string(Bytes::copy_from_slice(r.bytes()?)),
         tag::LIST => {
             let n = r.count(1)?;
             let items = (0..n)
@@ -378,9 +378,9 @@ mod tests {
         let mut long_zset = SortedSet::for_first_member(&long_member, &LIMITS);
         long_zset.insert(Bytes::from(long_member), -0.0, &LIMITS);
         vec![
-            Value::Str(Bytes::from("hello")),
-            Value::Str(Bytes::new()),
-            Value::Str(Bytes::from(vec![0u8; 70_000])),
+            Value::string(Bytes::from("hello")),
+            Value::string(Bytes::new()),
+            Value::string(Bytes::from(vec![0u8; 70_000])),
             Value::List(["a", "", "c"].map(Bytes::from).into()),
             Value::Set(Box::new(SetValue::collect(
                 [&b"1"[..], b"2", b"300"],
@@ -404,7 +404,7 @@ mod tests {
 
     #[test]
     fn damaged_payloads_are_refused() {
-        let payload = dump(&Value::Str(Bytes::from("hello")));
+        let payload = dump(&Value::string(Bytes::from("hello")));
         for i in 0..payload.len() {
             let mut bad = payload.clone();
             bad[i] ^= 0x01;

@@ -35,7 +35,7 @@ pub use limits::EncodingLimits;
 pub use memory::usage as memory_usage;
 pub use set::SetValue;
 pub use stream::{ENTRIES_READ_UNKNOWN, Group, GroupRead, ReadEntry, Stream, StreamId, Trim};
-pub use value::{Entry, HashValue, Value};
+pub use value::{Entry, HashValue, StrEncoding, StrForm, Value};
 pub use zset::SortedSet;
 
 /// More shards than cores by a wide margin, so independent keys rarely
@@ -976,7 +976,7 @@ mod tests {
         let mut locked = ks.lock(&LockPlan::for_keys([&b"k"[..]])).unwrap();
         let past = locked.now() - 1;
         let mut db = locked.db(0);
-        db.insert(b"k", Value::Str(Bytes::from_static(b"v")), Ttl::At(past))
+        db.insert(b"k", Value::string(Bytes::from_static(b"v")), Ttl::At(past))
             .unwrap();
         assert!(db.get(b"k").unwrap().is_none());
     }
