@@ -134,5 +134,6 @@ mod tests {
     fn a_value_stays_forty_bytes() {
         assert_eq!(std::mem::size_of::<Value>(), 40);
         assert_eq!(std::mem::size_of::<Entry>(), 48);
+        assert_eq!(std::mem::size_of::<HashValue>(), 16);
     }
 }
