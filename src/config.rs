@@ -215,6 +215,22 @@ macro_rules! fixed {
     };
 }
 
+/// A setting kept in `field` of the config, read back with `to_string`
+/// and set through `parse`.
+macro_rules! setting {
+    ($name:literal, $alias:expr, $($field:ident).+, $parse:expr) => {
+        Param {
+            name: $name,
+            alias: $alias,
+            get: |c| c.$($field).+.to_string(),
+            set: Some(|c, v| {
+                c.$($field).+ = $parse(v)?;
+                Ok(())
+            }),
+        }
+    };
+}
+
 pub static PARAMS: &[Param] = &[
     Param {
         name: "bind",
@@ -440,87 +456,57 @@ pub static PARAMS: &[Param] = &[
         get: |c| c.metrics_port.unwrap_or(0).to_string(),
         set: None,
     },
-    Param {
-        name: "hash-max-listpack-entries",
-        alias: Some("hash-max-ziplist-entries"),
-        get: |c| c.encoding.hash_max_listpack_entries.to_string(),
-        set: Some(|c, v| {
-            c.encoding.hash_max_listpack_entries = parse_count(v)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "hash-max-listpack-value",
-        alias: Some("hash-max-ziplist-value"),
-        get: |c| c.encoding.hash_max_listpack_value.to_string(),
-        set: Some(|c, v| {
-            c.encoding.hash_max_listpack_value = parse_memory_size(v)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "set-max-intset-entries",
-        alias: None,
-        get: |c| c.encoding.set_max_intset_entries.to_string(),
-        set: Some(|c, v| {
-            c.encoding.set_max_intset_entries = parse_count(v)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "zset-max-listpack-entries",
-        alias: Some("zset-max-ziplist-entries"),
-        get: |c| c.encoding.zset_max_listpack_entries.to_string(),
-        set: Some(|c, v| {
-            c.encoding.zset_max_listpack_entries = parse_count(v)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "zset-max-listpack-value",
-        alias: Some("zset-max-ziplist-value"),
-        get: |c| c.encoding.zset_max_listpack_value.to_string(),
-        set: Some(|c, v| {
-            c.encoding.zset_max_listpack_value = parse_memory_size(v)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "list-max-listpack-size",
-        alias: Some("list-max-ziplist-size"),
-        get: |c| c.list_max_listpack_size.to_string(),
-        set: Some(|c, v| {
-            c.list_max_listpack_size = parse_int_in(v, i32::MIN.into(), i32::MAX.into())?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "list-compress-depth",
-        alias: None,
-        get: |c| c.list_compress_depth.to_string(),
-        set: Some(|c, v| {
-            c.list_compress_depth = parse_int_in(v, 0, i32::MAX.into())?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "stream-node-max-bytes",
-        alias: None,
-        get: |c| c.stream_node_max_bytes.to_string(),
-        set: Some(|c, v| {
-            c.stream_node_max_bytes = parse_memory_size(v)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "stream-node-max-entries",
-        alias: None,
-        get: |c| c.stream_node_max_entries.to_string(),
-        set: Some(|c, v| {
-            c.stream_node_max_entries = parse_bounded(v, 0)?;
-            Ok(())
-        }),
-    },
+    setting!(
+        "hash-max-listpack-entries",
+        Some("hash-max-ziplist-entries"),
+        encoding.hash_max_listpack_entries,
+        parse_count
+    ),
+    setting!(
+        "hash-max-listpack-value",
+        Some("hash-max-ziplist-value"),
+        encoding.hash_max_listpack_value,
+        parse_memory_size
+    ),
+    setting!(
+        "set-max-intset-entries",
+        None,
+        encoding.set_max_intset_entries,
+        parse_count
+    ),
+    setting!(
+        "zset-max-listpack-entries",
+        Some("zset-max-ziplist-entries"),
+        encoding.zset_max_listpack_entries,
+        parse_count
+    ),
+    setting!(
+        "zset-max-listpack-value",
+        Some("zset-max-ziplist-value"),
+        encoding.zset_max_listpack_value,
+        parse_memory_size
+    ),
+    setting!(
+        "list-max-listpack-size",
+        Some("list-max-ziplist-size"),
+        list_max_listpack_size,
+        |v| parse_int_in(v, i32::MIN.into(), i32::MAX.into())
+    ),
+    setting!("list-compress-depth", None, list_compress_depth, |v| {
+        parse_int_in(v, 0, i32::MAX.into())
+    }),
+    setting!(
+        "stream-node-max-bytes",
+        None,
+        stream_node_max_bytes,
+        parse_memory_size
+    ),
+    setting!(
+        "stream-node-max-entries",
+        None,
+        stream_node_max_entries,
+        |v| parse_bounded(v, 0)
+    ),
     fixed!("appendfsync", "everysec"),
     fixed!("daemonize", "no"),
     fixed!("dbfilename", "dump.rdb"),
