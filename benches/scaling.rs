@@ -35,7 +35,7 @@ fn run(ks: &Arc<Keyspace>, threads: usize, ops: usize, disjoint: bool) -> f64 {
         .map(|keys| {
             let ks = ks.clone();
             std::thread::spawn(move || {
-                let value = Value::Str(Bytes::from_static(b"value"));
+                let value = Value::string(Bytes::from_static(b"value"));
                 for i in 0..ops {
                     let key = &keys[i % keys.len()];
                     let mut locked = ks

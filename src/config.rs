@@ -1,7 +1,8 @@
 //! Server settings, and the one table of parameters that CONFIG GET/SET
 //! (and later the config file) read and write.
 
-use crate::util::glob_match;
+use crate::keyspace::EncodingLimits;
+use crate::util::{glob_match, parse_i64};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -44,6 +45,14 @@ pub struct Config {
     pub enable_clock_control: bool,
     /// Ours: where Prometheus metrics are served over HTTP (`None`: not served).
     pub metrics_port: Option<u16>,
+    /// When values leave their compact forms (`hash-max-listpack-entries`…).
+    pub encoding: EncodingLimits,
+    /// Redis's list and stream node sizes: reported and kept, with no
+    /// effect on how rlockd holds lists and streams.
+    pub list_max_listpack_size: i64,
+    pub list_compress_depth: i64,
+    pub stream_node_max_bytes: u64,
+    pub stream_node_max_entries: i64,
 }
 
 impl Default for Config {
@@ -76,6 +85,11 @@ impl Default for Config {
             cluster_enabled: false,
             enable_clock_control: false,
             metrics_port: None,
+            encoding: EncodingLimits::default(),
+            list_max_listpack_size: -2,
+            list_compress_depth: 0,
+            stream_node_max_bytes: 4096,
+            stream_node_max_entries: 100,
         }
     }
 }
@@ -109,31 +123,38 @@ fn parse_num(v: &str) -> Result<u64, String> {
         .map_err(|_| "argument couldn't be parsed into an integer".into())
 }
 
-/// A signed integer within Redis's bounds for the parameter.
-fn parse_bounded(v: &str, min: i64) -> Result<i64, String> {
-    let n = v
-        .parse::<i64>()
-        .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
-    if n < min {
-        return Err(format!(
-            "argument must be between {min} and {} inclusive",
-            i64::MAX
-        ));
+fn out_of_range(min: impl std::fmt::Display, max: impl std::fmt::Display) -> String {
+    format!("argument must be between {min} and {max} inclusive")
+}
+
+/// A signed integer (Redis's strict form: no `+`, no leading zeros)
+/// within the parameter's bounds.
+fn parse_int_in(v: &str, min: i64, max: i64) -> Result<i64, String> {
+    let n = parse_i64(v.as_bytes())
+        .ok_or_else(|| "argument couldn't be parsed into an integer".to_string())?;
+    if n < min || n > max {
+        return Err(out_of_range(min, max));
     }
     Ok(n)
 }
 
-/// Memory sizes accept Redis's units (`1mb`, `2gb`, `100k`).
+fn parse_bounded(v: &str, min: i64) -> Result<i64, String> {
+    parse_int_in(v, min, i64::MAX)
+}
+
+/// A count Redis keeps in a `size_t` limited to `LONG_MAX`.
+fn parse_count(v: &str) -> Result<u64, String> {
+    parse_bounded(v, 0).map(|n| n as u64)
+}
+
+/// Memory sizes with Redis's units (`1mb`, `2gb`, `100k`), read as
+/// Redis's `memtoull` reads them: digits alone (none is 0), a number too
+/// large saturates, and a unit that overflows wraps.
 fn parse_memory(v: &str) -> Result<u64, String> {
-    let lower = v.to_ascii_lowercase();
-    let split = lower
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(lower.len());
-    let (digits, unit) = lower.split_at(split);
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| "argument must be a memory value".to_string())?;
-    let mult = match unit {
+    let bad = || "argument must be a memory value".to_string();
+    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let (digits, unit) = v.split_at(split);
+    let mult: u64 = match unit.to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" => 1000,
         "kb" => 1024,
@@ -141,9 +162,24 @@ fn parse_memory(v: &str) -> Result<u64, String> {
         "mb" => 1024 * 1024,
         "g" => 1000 * 1000 * 1000,
         "gb" => 1024 * 1024 * 1024,
-        _ => return Err("argument must be a memory value".into()),
+        _ => return Err(bad()),
     };
-    Ok(n * mult)
+    if digits.len() >= 128 {
+        return Err(bad());
+    }
+    let n = digits.bytes().fold(0u64, |n, d| {
+        n.saturating_mul(10).saturating_add(u64::from(d - b'0'))
+    });
+    Ok(n.wrapping_mul(mult))
+}
+
+/// A memory size Redis keeps in a `size_t` limited to `LONG_MAX`.
+fn parse_memory_size(v: &str) -> Result<u64, String> {
+    let n = parse_memory(v)?;
+    if n > i64::MAX as u64 {
+        return Err(out_of_range(0, i64::MAX));
+    }
+    Ok(n)
 }
 
 fn parse_enum(v: &str, allowed: &[&str]) -> Result<String, String> {
@@ -175,6 +211,22 @@ macro_rules! fixed {
             alias: None,
             get: |_| $value.into(),
             set: None,
+        }
+    };
+}
+
+/// A setting kept in `field` of the config, read back with `to_string`
+/// and set through `parse`.
+macro_rules! setting {
+    ($name:literal, $alias:expr, $($field:ident).+, $parse:expr) => {
+        Param {
+            name: $name,
+            alias: $alias,
+            get: |c| c.$($field).+.to_string(),
+            set: Some(|c, v| {
+                c.$($field).+ = $parse(v)?;
+                Ok(())
+            }),
         }
     };
 }
@@ -404,6 +456,57 @@ pub static PARAMS: &[Param] = &[
         get: |c| c.metrics_port.unwrap_or(0).to_string(),
         set: None,
     },
+    setting!(
+        "hash-max-listpack-entries",
+        Some("hash-max-ziplist-entries"),
+        encoding.hash_max_listpack_entries,
+        parse_count
+    ),
+    setting!(
+        "hash-max-listpack-value",
+        Some("hash-max-ziplist-value"),
+        encoding.hash_max_listpack_value,
+        parse_memory_size
+    ),
+    setting!(
+        "set-max-intset-entries",
+        None,
+        encoding.set_max_intset_entries,
+        parse_count
+    ),
+    setting!(
+        "zset-max-listpack-entries",
+        Some("zset-max-ziplist-entries"),
+        encoding.zset_max_listpack_entries,
+        parse_count
+    ),
+    setting!(
+        "zset-max-listpack-value",
+        Some("zset-max-ziplist-value"),
+        encoding.zset_max_listpack_value,
+        parse_memory_size
+    ),
+    setting!(
+        "list-max-listpack-size",
+        Some("list-max-ziplist-size"),
+        list_max_listpack_size,
+        |v| parse_int_in(v, i32::MIN.into(), i32::MAX.into())
+    ),
+    setting!("list-compress-depth", None, list_compress_depth, |v| {
+        parse_int_in(v, 0, i32::MAX.into())
+    }),
+    setting!(
+        "stream-node-max-bytes",
+        None,
+        stream_node_max_bytes,
+        parse_memory_size
+    ),
+    setting!(
+        "stream-node-max-entries",
+        None,
+        stream_node_max_entries,
+        |v| parse_bounded(v, 0)
+    ),
     fixed!("appendfsync", "everysec"),
     fixed!("daemonize", "no"),
     fixed!("dbfilename", "dump.rdb"),
@@ -500,7 +603,32 @@ mod tests {
         assert_eq!(parse_memory("100"), Ok(100));
         assert_eq!(parse_memory("1mb"), Ok(1 << 20));
         assert_eq!(parse_memory("2GB"), Ok(2 << 30));
+        assert_eq!(parse_memory(""), Ok(0));
         assert!(parse_memory("x").is_err());
+        assert!(parse_memory("-1").is_err());
+        assert!(parse_memory(" 5").is_err());
+        assert!(parse_memory_size("9223372036854775808").is_err());
+        assert_eq!(
+            parse_memory_size("9223372036854775807"),
+            Ok(i64::MAX as u64)
+        );
+    }
+
+    #[test]
+    fn integers_are_read_strictly() {
+        assert_eq!(
+            parse_count("05"),
+            Err("argument couldn't be parsed into an integer".into())
+        );
+        assert!(parse_count("+5").is_err());
+        assert_eq!(
+            parse_count("-1"),
+            Err("argument must be between 0 and 9223372036854775807 inclusive".into())
+        );
+        assert_eq!(
+            parse_int_in("-70000", i32::MIN.into(), i32::MAX.into()),
+            Ok(-70000)
+        );
     }
 
     #[test]

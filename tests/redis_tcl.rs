@@ -15,6 +15,8 @@
 //!   for entries that still fail.
 //! - `RLOCKD_TCL_UNITS=unit/type/hash,unit/sort`: run only these units.
 //! - `RLOCKD_TCL_JOBS=N`: Tcl runs at once (default: the cores, at most 4).
+//! - `RLOCKD_TCL_BASEPORT=P`: the first worker's port range (default 20000;
+//!   each worker takes 100 ports from there).
 
 mod common;
 mod refserver;
@@ -272,7 +274,7 @@ fn run_unit(job: &Job, side: Side, unit: &str, worker: u16) -> UnitRun {
             .arg("tests/test_helper.tcl")
             .args(["--host", "127.0.0.1", "--port", &server.port.to_string()])
             .args(["--single", unit, "--clients", "1", "--durable"])
-            .args(["--baseport", &(20_000 + 100 * worker).to_string()])
+            .args(["--baseport", &(base_port() + 100 * worker).to_string()])
             .args(["--timeout", &STALL_SECS.to_string(), "--tags", DENIED_TAGS])
             .current_dir(tree)
             .env("TERM", "dumb")
@@ -425,6 +427,15 @@ fn run_all(job: &Job, queue: Vec<(Side, String)>) -> BTreeMap<(String, Side), Un
         }
     });
     results.into_inner().unwrap()
+}
+
+/// Where the workers' port ranges start: several checkouts on one machine
+/// each need their own (`RLOCKD_TCL_BASEPORT`).
+fn base_port() -> u16 {
+    std::env::var("RLOCKD_TCL_BASEPORT")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(20_000)
 }
 
 fn jobs() -> u16 {

@@ -6,7 +6,7 @@ use bytes::Bytes;
 use super::Ctx;
 use super::strings::{edit_string, string_at};
 use crate::error::{CmdError, CmdResult};
-use crate::keyspace::{Db, Ttl, Value};
+use crate::keyspace::{Db, StrForm, Ttl, Value};
 use crate::protocol::Reply;
 use crate::protocol::parse::MAX_BULK_LEN;
 use crate::pubsub::Event;
@@ -44,7 +44,7 @@ fn edit_bits<T>(
     let needed = (max_bit / 8 + 1) as usize;
     let before = match db.get_mut(key)? {
         None => None,
-        Some(Value::Str(s)) => Some(s.len()),
+        Some(Value::Str(s, _)) => Some(s.len()),
         Some(_) => return Err(CmdError::WrongType),
     };
     let out = edit_string(db, key, needed, |buf| edit(buf))?;
@@ -221,7 +221,7 @@ pub fn bitop(ctx: &mut Ctx) -> CmdResult<Reply> {
             }
         })
         .collect();
-    db.insert(&dest, Value::Str(out.into()), Ttl::Clear)?;
+    db.insert(&dest, Value::Str(out.into(), StrForm::Raw), Ttl::Clear)?;
     db.modified(&dest, Event::Set)?;
     Ok(Reply::Int(len as i64))
 }

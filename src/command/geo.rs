@@ -440,10 +440,11 @@ fn store(
         }
         return Ok(Reply::Int(0));
     };
-    let mut zset = SortedSet::for_first_member(&first.member);
+    let limits = db.limits();
+    let mut zset = SortedSet::for_first_member(&first.member, &limits);
     for f in found {
         let score = if by_dist { f.dist } else { f.score as f64 };
-        zset.insert(f.member, score);
+        zset.insert(f.member, score, &limits);
     }
     db.insert(dest, Value::ZSet(Box::new(zset)), Ttl::Clear)?;
     db.modified(dest, event)?;

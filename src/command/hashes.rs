@@ -8,7 +8,7 @@ use super::Ctx;
 use super::keys::parse_scan;
 use super::sets::{RANDOM_REPEATS_MAX, count_out_of_range};
 use crate::error::{CmdError, CmdResult};
-use crate::keyspace::{Db, HASH_ORDERED_MAX, HashValue, Ttl, Value};
+use crate::keyspace::{Db, HashValue, Ttl, Value};
 use crate::protocol::{Protocol, Reply};
 use crate::pubsub::Event;
 use crate::util::scan::{page, position_of};
@@ -49,10 +49,11 @@ pub fn hset(ctx: &mut Ctx) -> CmdResult<Reply> {
     }
     let key = ctx.arg(1).clone();
     let mut db = ctx.locked.db(ctx.client.db);
+    let limits = db.limits();
     let hash = hash_for_write(&mut db, &key)?;
     let mut added = 0;
     for pair in ctx.args[2..].chunks(2) {
-        if hash.insert(&pair[0], &pair[1]) {
+        if hash.insert(&pair[0], &pair[1], &limits) {
             added += 1;
         }
     }
@@ -63,11 +64,12 @@ pub fn hset(ctx: &mut Ctx) -> CmdResult<Reply> {
 pub fn hsetnx(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (key, field, value) = (ctx.arg(1).clone(), ctx.arg(2).clone(), ctx.arg(3).clone());
     let mut db = ctx.db();
+    let limits = db.limits();
     let hash = hash_for_write(&mut db, &key)?;
     if hash.contains_key(&field) {
         return Ok(Reply::Int(0));
     }
-    hash.insert(&field, &value);
+    hash.insert(&field, &value, &limits);
     db.modified(&key, Event::Hset)?;
     Ok(Reply::Int(1))
 }
@@ -164,13 +166,14 @@ pub fn hincrby(ctx: &mut Ctx) -> CmdResult<Reply> {
     let delta = parse_i64(ctx.arg(3)).ok_or(CmdError::NotInteger)?;
     let (key, field) = (ctx.arg(1).clone(), ctx.arg(2).clone());
     let mut db = ctx.db();
+    let limits = db.limits();
     let hash = hash_for_write(&mut db, &key)?;
     let current = match hash.get(&field) {
         None => 0,
         Some(v) => parse_i64(v).ok_or(CmdError::HashValueNotInteger)?,
     };
     let next = current.checked_add(delta).ok_or(CmdError::Overflow)?;
-    hash.insert(&field, &i64_bytes(next));
+    hash.insert(&field, &i64_bytes(next), &limits);
     db.modified(&key, Event::Hincrby)?;
     Ok(Reply::Int(next))
 }
@@ -182,6 +185,7 @@ pub fn hincrbyfloat(ctx: &mut Ctx) -> CmdResult<Reply> {
     }
     let (key, field) = (ctx.arg(1).clone(), ctx.arg(2).clone());
     let mut db = ctx.db();
+    let limits = db.limits();
     let hash = hash_for_write(&mut db, &key)?;
     let current = match hash.get(&field) {
         None => 0.0,
@@ -192,7 +196,7 @@ pub fn hincrbyfloat(ctx: &mut Ctx) -> CmdResult<Reply> {
         return Err(CmdError::IncrNanOrInf);
     }
     let text = Bytes::from(format_human_double(next));
-    hash.insert(&field, &text);
+    hash.insert(&field, &text, &limits);
     db.modified(&key, Event::Hincrbyfloat)?;
     Ok(Reply::Bulk(text))
 }
@@ -207,8 +211,8 @@ pub fn hscan(ctx: &mut Ctx) -> CmdResult<Reply> {
             Reply::Array(Vec::new()),
         ]));
     };
-    // Small hashes come back whole and in order, as from Redis's listpack.
-    let (pairs, next): (Vec<(Bytes, Bytes)>, Option<u64>) = if hash.len() <= HASH_ORDERED_MAX {
+    // A listpack comes back whole and in order, as Redis sends it.
+    let (pairs, next): (Vec<(Bytes, Bytes)>, Option<u64>) = if hash.is_listpack() {
         (hash.iter().map(|(f, v)| (copy(f), copy(v))).collect(), None)
     } else {
         page(

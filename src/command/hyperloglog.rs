@@ -36,11 +36,11 @@ fn hll_at(db: &mut Db, key: &[u8]) -> CmdResult<Option<Bytes>> {
 fn hll_for_write(db: &mut Db, key: &[u8]) -> CmdResult<bool> {
     match db.get_mut(key)? {
         None => {
-            db.insert(key, Value::Str(hll::new_sparse().into()), Ttl::Clear)?;
+            db.insert(key, Value::string(hll::new_sparse().into()), Ttl::Clear)?;
             Ok(true)
         }
-        Some(Value::Str(s)) if hll::is_hll(s) => Ok(false),
-        Some(Value::Str(_)) => Err(not_hll()),
+        Some(Value::Str(s, _)) if hll::is_hll(s) => Ok(false),
+        Some(Value::Str(_, _)) => Err(not_hll()),
         Some(_) => Err(CmdError::WrongType),
     }
 }
@@ -129,8 +129,8 @@ pub fn pfdebug(ctx: &mut Ctx) -> CmdResult<Reply> {
     let mut db = ctx.db();
     let data = match db.get_mut(&key)? {
         None => return Err(CmdError::other("ERR The specified key does not exist")),
-        Some(Value::Str(s)) if hll::is_hll(s) => s.clone(),
-        Some(Value::Str(_)) => return Err(not_hll()),
+        Some(Value::Str(s, _)) if hll::is_hll(s) => s.clone(),
+        Some(Value::Str(_, _)) => return Err(not_hll()),
         Some(_) => return Err(CmdError::WrongType),
     };
     match &sub.to_ascii_lowercase()[..] {

@@ -8,7 +8,7 @@ use super::Ctx;
 use super::connection::help_reply;
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::dump::{self, DumpError};
-use crate::keyspace::{HashValue, SHARDS, Ttl, Value};
+use crate::keyspace::{SHARDS, StrEncoding, Ttl, Value};
 use crate::protocol::Reply;
 use crate::pubsub::Event;
 use crate::util::scan::{join_cursor, page, position_of, split_cursor};
@@ -360,7 +360,8 @@ pub fn restore(ctx: &mut Ctx) -> CmdResult<Reply> {
     if ttl < 0 {
         return Err(CmdError::other("ERR Invalid TTL value, must be >= 0"));
     }
-    let value = dump::restore(&ctx.args[3]).map_err(|e| {
+    let limits = ctx.shared.keyspace.limits();
+    let value = dump::restore(&ctx.args[3], &limits).map_err(|e| {
         CmdError::other(match e {
             DumpError::VersionOrChecksum => "ERR DUMP payload version or checksum are wrong",
             DumpError::BadFormat => "ERR Bad data format",
@@ -403,16 +404,13 @@ pub fn randomkey(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::Bulk(keys[pick].clone()))
 }
 
-/// Redis's name for how it would hold a value. A string's follows from its
-/// bytes (Redis's rules for values that SET stores; one that APPEND or
-/// SETRANGE grew would be `raw` there); hashes and sorted sets keep the
+/// Redis's name for how it would hold a value: a string's follows from its
+/// bytes and how it was written; hashes, sets and sorted sets keep the
 /// compact-or-not state Redis's conversions would have left.
 fn encoding_name(value: &Value) -> &'static str {
     match value {
-        Value::Str(s) if s.len() <= 20 && parse_i64(s).is_some() => "int",
-        Value::Str(s) if s.len() <= 44 => "embstr",
-        Value::Str(_) => "raw",
-        Value::Hash(h) if hash_is_listpack(h) => "listpack",
+        Value::Str(s, form) => form.encoding(s).name(),
+        Value::Hash(h) if h.is_listpack() => "listpack",
         Value::Hash(_) => "hashtable",
         // Redis 7.0 holds every list in a quicklist.
         Value::List(_) => "quicklist",
@@ -421,23 +419,6 @@ fn encoding_name(value: &Value) -> &'static str {
         Value::Set(s) if s.is_intset() => "intset",
         Value::Set(_) => "hashtable",
         Value::Stream(_) => "stream",
-    }
-}
-
-/// Redis 7.0 keeps a hash in a listpack up to 512 fields
-/// (`hash-max-listpack-entries`), each field and value at most 64 bytes;
-/// rlockd's own packed form stops earlier, at 128 fields.
-fn hash_is_listpack(hash: &HashValue) -> bool {
-    const LISTPACK_ENTRIES: usize = 512;
-    const LISTPACK_VALUE: usize = 64;
-    match hash {
-        HashValue::Packed(_) => true,
-        HashValue::Table(_) => {
-            hash.len() <= LISTPACK_ENTRIES
-                && hash
-                    .iter()
-                    .all(|(f, v)| f.len() <= LISTPACK_VALUE && v.len() <= LISTPACK_VALUE)
-        }
     }
 }
 
@@ -465,7 +446,7 @@ pub fn object_refcount(ctx: &mut Ctx) -> CmdResult<Reply> {
         config.maxmemory == 0 || !evicts_by_access(&config.maxmemory_policy)
     };
     object_lookup(ctx, |v| {
-        let shared = matches!(v, Value::Str(s) if s.len() <= 20
+        let shared = matches!(v, Value::Str(s, form) if form.encoding(s) == StrEncoding::Int
             && parse_i64(s).is_some_and(|n| (0..10_000).contains(&n)));
         Ok(Reply::Int(if shared && shares {
             i64::from(i32::MAX)

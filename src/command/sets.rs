@@ -7,7 +7,7 @@ use bytes::Bytes;
 use super::Ctx;
 use super::keys::parse_scan;
 use crate::error::{CmdError, CmdResult};
-use crate::keyspace::{Db, SetValue, Ttl, Value};
+use crate::keyspace::{Db, EncodingLimits, SetValue, Ttl, Value};
 use crate::protocol::Reply;
 use crate::pubsub::Event;
 use crate::util::scan::{page, position_of};
@@ -56,6 +56,7 @@ fn drop_if_empty(db: &mut Db, key: &[u8]) -> CmdResult<()> {
 pub fn sadd(ctx: &mut Ctx) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
     let mut db = ctx.locked.db(ctx.client.db);
+    let limits = db.limits();
     if set_for_write(&mut db, &key)?.is_none() {
         let set = SetValue::for_first_member(&ctx.args[2]);
         db.insert(&key, Value::Set(Box::new(set)), Ttl::Clear)?;
@@ -63,7 +64,10 @@ pub fn sadd(ctx: &mut Ctx) -> CmdResult<Reply> {
     let Some(set) = set_for_write(&mut db, &key)? else {
         return Err(CmdError::WrongType);
     };
-    let added = ctx.args[2..].iter().filter(|m| set.insert(m)).count();
+    let added = ctx.args[2..]
+        .iter()
+        .filter(|m| set.insert(m, &limits))
+        .count();
     if added > 0 {
         db.modified(&key, Event::Sadd)?;
     }
@@ -208,12 +212,13 @@ pub fn smove(ctx: &mut Ctx) -> CmdResult<Reply> {
     }
     db.modified(&src, Event::Srem)?;
     drop_if_empty(&mut db, &src)?;
+    let limits = db.limits();
     if !dst_exists {
         let set = SetValue::for_first_member(&member);
         db.insert(&dst, Value::Set(Box::new(set)), Ttl::Clear)?;
     }
     if let Some(target) = set_for_write(&mut db, &dst)?
-        && target.insert(&member)
+        && target.insert(&member, &limits)
     {
         db.modified(&dst, Event::Sadd)?;
     }
@@ -248,12 +253,12 @@ fn intersection(sets: &[Option<SetValue>], limit: usize) -> Vec<Bytes> {
         .collect()
 }
 
-fn union(sets: &[Option<SetValue>]) -> SetValue {
+fn union(sets: &[Option<SetValue>], limits: &EncodingLimits) -> SetValue {
     let all: Vec<Bytes> = sets.iter().flatten().flat_map(|s| s.members()).collect();
-    SetValue::collect(all.iter().map(|m| &m[..]))
+    SetValue::collect(all.iter().map(|m| &m[..]), limits)
 }
 
-fn difference(sets: &[Option<SetValue>]) -> SetValue {
+fn difference(sets: &[Option<SetValue>], limits: &EncodingLimits) -> SetValue {
     let Some(Some(first)) = sets.first() else {
         return SetValue::empty_ints();
     };
@@ -262,7 +267,7 @@ fn difference(sets: &[Option<SetValue>]) -> SetValue {
         .into_iter()
         .filter(|m| !sets[1..].iter().flatten().any(|s| s.contains(m)))
         .collect();
-    SetValue::collect(kept.iter().map(|m| &m[..]))
+    SetValue::collect(kept.iter().map(|m| &m[..]), limits)
 }
 
 /// The three ways of combining sets.
@@ -274,14 +279,14 @@ enum SetOp {
 }
 
 impl SetOp {
-    fn apply(self, sets: &[Option<SetValue>]) -> SetValue {
+    fn apply(self, sets: &[Option<SetValue>], limits: &EncodingLimits) -> SetValue {
         match self {
             SetOp::Inter => {
                 let common = intersection(sets, usize::MAX);
-                SetValue::collect(common.iter().map(|m| &m[..]))
+                SetValue::collect(common.iter().map(|m| &m[..]), limits)
             }
-            SetOp::Union => union(sets),
-            SetOp::Diff => difference(sets),
+            SetOp::Union => union(sets, limits),
+            SetOp::Diff => difference(sets, limits),
         }
     }
 
@@ -300,7 +305,7 @@ fn combine(ctx: &mut Ctx, op: SetOp) -> CmdResult<Reply> {
     Ok(match op {
         // Straight from the smallest set, never rebuilt as an intset.
         SetOp::Inter => members_reply(intersection(&sets, usize::MAX)),
-        _ => members_reply(op.apply(&sets).members()),
+        _ => members_reply(op.apply(&sets, &db.limits()).members()),
     })
 }
 
@@ -308,7 +313,7 @@ fn combine_store(ctx: &mut Ctx, op: SetOp) -> CmdResult<Reply> {
     let dst = ctx.arg(1).clone();
     let mut db = ctx.locked.db(ctx.client.db);
     let sets = sources(&mut db, &ctx.args[2..])?;
-    let result = op.apply(&sets);
+    let result = op.apply(&sets, &db.limits());
     let len = result.len();
     if len == 0 {
         if db.remove(&dst)?.is_some() {

@@ -131,7 +131,7 @@ fn lookup_pattern(
         db.get(&key)?
     };
     Ok(match (value, field) {
-        (Some(Value::Str(s)), None) => Some(s.clone()),
+        (Some(Value::Str(s, _)), None) => Some(s.clone()),
         (Some(Value::Hash(h)), Some(field)) => h.get(field).map(Bytes::copy_from_slice),
         _ => None,
     })

@@ -6,7 +6,7 @@ use bytes::{Bytes, BytesMut};
 use super::Ctx;
 use super::expire::{Base, Unit, deadline_ms};
 use crate::error::{CmdError, CmdResult};
-use crate::keyspace::{Db, Ttl, Value};
+use crate::keyspace::{Db, StrForm, Ttl, Value};
 use crate::protocol::Reply;
 use crate::protocol::parse::MAX_BULK_LEN;
 use crate::pubsub::Event;
@@ -16,7 +16,7 @@ use crate::util::{format_human_double, i64_bytes, parse_f64, parse_i64};
 pub(super) fn string_at(db: &mut Db, key: &[u8]) -> CmdResult<Option<Bytes>> {
     match db.get(key)? {
         None => Ok(None),
-        Some(Value::Str(s)) => Ok(Some(s.clone())),
+        Some(Value::Str(s, _)) => Ok(Some(s.clone())),
         Some(_) => Err(CmdError::WrongType),
     }
 }
@@ -26,13 +26,13 @@ pub(super) fn string_at(db: &mut Db, key: &[u8]) -> CmdResult<Option<Bytes>> {
 fn string_for_write(db: &mut Db, key: &[u8]) -> CmdResult<Option<Bytes>> {
     match db.get_mut(key)? {
         None => Ok(None),
-        Some(Value::Str(s)) => Ok(Some(s.clone())),
+        Some(Value::Str(s, _)) => Ok(Some(s.clone())),
         Some(_) => Err(CmdError::WrongType),
     }
 }
 
 fn owned(b: &[u8]) -> Value {
-    Value::Str(Bytes::copy_from_slice(b))
+    Value::string(Bytes::copy_from_slice(b))
 }
 
 pub fn get(ctx: &mut Ctx) -> CmdResult<Reply> {
@@ -197,7 +197,7 @@ pub fn mget(ctx: &mut Ctx) -> CmdResult<Reply> {
     let mut out = Vec::with_capacity(ctx.args.len() - 1);
     for key in &ctx.args[1..] {
         out.push(match db.get(key)? {
-            Some(Value::Str(s)) => Reply::Bulk(s.clone()),
+            Some(Value::Str(s, _)) => Reply::Bulk(s.clone()),
             _ => Reply::Nil,
         });
     }
@@ -246,7 +246,7 @@ fn incr_by(ctx: &mut Ctx, delta: i64) -> CmdResult<Reply> {
         Some(s) => parse_i64(&s).ok_or(CmdError::NotInteger)?,
     };
     let next = current.checked_add(delta).ok_or(CmdError::Overflow)?;
-    db.insert(&key, Value::Str(i64_bytes(next)), Ttl::Keep)?;
+    db.insert(&key, Value::string(i64_bytes(next)), Ttl::Keep)?;
     db.modified(&key, Event::Incrby)?;
     Ok(Reply::Int(next))
 }
@@ -279,8 +279,9 @@ pub fn decrby(ctx: &mut Ctx) -> CmdResult<Reply> {
 pub fn append(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (key, tail) = (ctx.arg(1).clone(), ctx.arg(2).clone());
     let mut db = ctx.db();
-    let joined = match string_for_write(&mut db, &key)? {
-        None => Bytes::copy_from_slice(&tail),
+    // A new key is stored whole; Redis appends to its own raw copy.
+    let (joined, form) = match string_for_write(&mut db, &key)? {
+        None => (Bytes::copy_from_slice(&tail), StrForm::ByBytes),
         Some(head) => {
             if (head.len() + tail.len()) as i64 > MAX_BULK_LEN {
                 return Err(CmdError::other(
@@ -290,11 +291,11 @@ pub fn append(ctx: &mut Ctx) -> CmdResult<Reply> {
             let mut buf = BytesMut::with_capacity(head.len() + tail.len());
             buf.extend_from_slice(&head);
             buf.extend_from_slice(&tail);
-            buf.freeze()
+            (buf.freeze(), StrForm::Raw)
         }
     };
     let len = joined.len();
-    db.insert(&key, Value::Str(joined), Ttl::Keep)?;
+    db.insert(&key, Value::Str(joined, form), Ttl::Keep)?;
     db.modified(&key, Event::Append)?;
     Ok(Reply::Int(len as i64))
 }
@@ -424,7 +425,7 @@ pub(super) fn edit_string<T>(
 ) -> CmdResult<T> {
     let current = match db.get_mut(key)? {
         None => None,
-        Some(Value::Str(s)) => Some(std::mem::take(s)),
+        Some(Value::Str(s, _)) => Some(std::mem::take(s)),
         Some(_) => return Err(CmdError::WrongType),
     };
     let existed = current.is_some();
@@ -433,12 +434,14 @@ pub(super) fn edit_string<T>(
         .try_reserve_exact(min_len.saturating_sub(buf.len()))
         .map(|()| buf.resize(buf.len().max(min_len), 0));
     let out = grown.is_ok().then(|| edit(&mut buf));
+    // Redis edits its own raw copy (or a new raw string) in place.
     if existed {
-        if let Some(Value::Str(s)) = db.get_mut(key)? {
+        if let Some(Value::Str(s, form)) = db.get_mut(key)? {
             *s = Bytes::from(buf);
+            *form = StrForm::Raw;
         }
     } else if out.is_some() {
-        db.insert(key, Value::Str(Bytes::from(buf)), Ttl::Clear)?;
+        db.insert(key, Value::Str(Bytes::from(buf), StrForm::Raw), Ttl::Clear)?;
     }
     out.ok_or_else(|| CmdError::other("OOM command not allowed when used memory > 'maxmemory'."))
 }
@@ -480,7 +483,7 @@ pub fn incrbyfloat(ctx: &mut Ctx) -> CmdResult<Reply> {
         return Err(CmdError::IncrNanOrInf);
     }
     let text = Bytes::from(format_human_double(next));
-    db.insert(&key, Value::Str(text.clone()), Ttl::Keep)?;
+    db.insert(&key, Value::Str(text.clone(), StrForm::Text), Ttl::Keep)?;
     db.modified(&key, Event::Incrbyfloat)?;
     Ok(Reply::Bulk(text))
 }
@@ -525,7 +528,7 @@ pub fn lcs(ctx: &mut Ctx) -> CmdResult<Reply> {
     let mut db = ctx.db();
     let strings = |db: &mut Db, key: &[u8]| match db.get(key)? {
         None => Ok(Bytes::new()),
-        Some(Value::Str(s)) => Ok(s.clone()),
+        Some(Value::Str(s, _)) => Ok(s.clone()),
         Some(_) => Err(CmdError::other(
             "ERR The specified keys must contain string values",
         )),

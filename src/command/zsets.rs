@@ -220,11 +220,12 @@ fn zadd_generic(ctx: &mut Ctx, mut at: usize, mut incr: bool) -> CmdResult<Reply
     }
     let key = ctx.arg(1).clone();
     let mut db = ctx.locked.db(ctx.client.db);
+    let limits = db.limits();
     if zset_for_write(&mut db, &key)?.is_none() {
         if xx {
             return Ok(if incr { Reply::Nil } else { Reply::Int(0) });
         }
-        let zset = SortedSet::for_first_member(&pairs[0].1);
+        let zset = SortedSet::for_first_member(&pairs[0].1, &limits);
         db.insert(&key, Value::ZSet(Box::new(zset)), Ttl::Clear)?;
     }
     let Some(zset) = zset_for_write(&mut db, &key)? else {
@@ -254,7 +255,7 @@ fn zadd_generic(ctx: &mut Ctx, mut at: usize, mut incr: bool) -> CmdResult<Reply
                 processed += 1;
                 // Redis compares with `!=`, so 0 and -0 count as unchanged.
                 if next != current {
-                    zset.insert(member, next);
+                    zset.insert(member, next, &limits);
                     updated += 1;
                 }
             }
@@ -262,7 +263,7 @@ fn zadd_generic(ctx: &mut Ctx, mut at: usize, mut incr: bool) -> CmdResult<Reply
                 if xx {
                     continue;
                 }
-                zset.insert(member, score);
+                zset.insert(member, score, &limits);
                 last = score;
                 added += 1;
                 processed += 1;
@@ -593,9 +594,10 @@ fn store_result(
         }
         return Ok(Reply::Int(0));
     }
+    let limits = db.limits();
     let mut zset = SortedSet::default();
     for (member, score) in items {
-        zset.insert(member, score);
+        zset.insert(member, score, &limits);
     }
     db.insert(dst, Value::ZSet(Box::new(zset)), Ttl::Clear)?;
     db.modified(dst, event)?;
@@ -798,6 +800,7 @@ fn parse_combine(ctx: &mut Ctx, at: usize, op: ZOp, form: CombineForm) -> CmdRes
     let mut inputs = Vec::with_capacity(numkeys);
     {
         let mut db = ctx.locked.db(ctx.client.db);
+        let limits = db.limits();
         for key in keys {
             let zset = match db.get(key)? {
                 None => None,
@@ -805,7 +808,7 @@ fn parse_combine(ctx: &mut Ctx, at: usize, op: ZOp, form: CombineForm) -> CmdRes
                 Some(Value::Set(set)) => {
                     let mut z = SortedSet::default();
                     for m in set.members() {
-                        z.insert(m, 1.0);
+                        z.insert(m, 1.0, &limits);
                     }
                     Some(z)
                 }
@@ -934,9 +937,10 @@ impl Combine {
 fn combine(ctx: &mut Ctx, op: ZOp) -> CmdResult<Reply> {
     let parsed = parse_combine(ctx, 1, op, CombineForm::Reply)?;
     let with_scores = parsed.with_scores;
+    let limits = ctx.shared.keyspace.limits();
     let mut zset = SortedSet::default();
     for (m, s) in parsed.run(op) {
-        zset.insert(m, s);
+        zset.insert(m, s, &limits);
     }
     let items = zset.iter().map(|(m, s)| (m.clone(), s)).collect();
     let resp3 = ctx.client.protocol == Protocol::Resp3;

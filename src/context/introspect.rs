@@ -99,7 +99,7 @@ pub fn held_locks(
                     .expire_at()
                     .map(|at| Duration::from_millis(at.saturating_sub(now)));
                 let (kind, owners) = match &entry.value {
-                    Value::Str(owner) if ttl.is_some() => (
+                    Value::Str(owner, _) if ttl.is_some() => (
                         LockKind::String,
                         vec![LockOwner {
                             owner: owner.clone(),

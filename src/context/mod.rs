@@ -145,11 +145,13 @@ impl Shared {
         let cluster = config.cluster_enabled.then(ClusterNode::new);
         let slowlog = slowlog::SlowLog::default();
         slowlog.configure(&config);
+        let keyspace = Keyspace::with_events(config.databases, clock, pubsub.clone());
+        keyspace.set_limits(config.encoding);
         Shared {
             acl: acl::Acl::new(commands, config.requirepass.as_deref()),
             slowlog,
             cluster,
-            keyspace: Keyspace::with_events(config.databases, clock, pubsub.clone()),
+            keyspace,
             pubsub,
             scripts: Default::default(),
             config: RwLock::new(config),

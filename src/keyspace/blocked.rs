@@ -465,7 +465,11 @@ impl Locked<'_> {
     /// waiter first, until each key is empty or has no one waiting. A move
     /// can make its destination ready in turn; that is served too.
     pub(super) fn serve_ready(&mut self) {
-        while let Some((db, key)) = self.ready.pop() {
+        // In the order the keys became ready, as Redis serves them: a client
+        // waiting on two keys filled in one transaction takes from the first.
+        // A key signalled again while others are served queues again.
+        while !self.ready.is_empty() {
+            let (db, key) = self.ready.remove(0);
             let mut db = self.db(db);
             if !matches!(db.peek(&key), Ok(Some(Value::List(_) | Value::ZSet(_)))) {
                 let _ = db.serve_stream_readers(&key);

@@ -273,7 +273,7 @@ mod tests {
     use bytes::Bytes;
 
     fn entry(at: Option<u64>) -> Entry {
-        Entry::new(Value::Str(Bytes::from_static(b"v")), at)
+        Entry::new(Value::string(Bytes::from_static(b"v")), at)
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::collections::VecDeque;
 use bytes::Bytes;
 
 use super::stream::{Consumer, Group, Pending, Stream, StreamId};
-use super::{HashValue, SetValue, SortedSet, Value};
+use super::{EncodingLimits, HashValue, SetValue, SortedSet, Value};
 
 /// Far from Redis's RDB versions (single digits and tens), so a Redis
 /// payload is refused as a wrong version rather than misread.
@@ -43,7 +43,7 @@ pub enum DumpError {
 pub fn dump(value: &Value) -> Vec<u8> {
     let mut out = Writer(Vec::new());
     match value {
-        Value::Str(s) => {
+        Value::Str(s, _) => {
             out.byte(tag::STRING);
             out.bytes(s);
         }
@@ -83,8 +83,9 @@ pub fn dump(value: &Value) -> Vec<u8> {
     payload
 }
 
-/// The value in a payload `dump` made.
-pub fn restore(payload: &[u8]) -> Result<Value, DumpError> {
+/// The value in a payload `dump` made, in the form Redis would load it
+/// under `limits`.
+pub fn restore(payload: &[u8], limits: &EncodingLimits) -> Result<Value, DumpError> {
     let body_len = payload
         .len()
         .checked_sub(TRAILER)
@@ -96,7 +97,7 @@ pub fn restore(payload: &[u8]) -> Result<Value, DumpError> {
         return Err(DumpError::VersionOrChecksum);
     }
     let mut body = Reader(&signed[..body_len]);
-    let value = decode_value(&mut body).ok_or(DumpError::BadFormat)?;
+    let value = decode_value(&mut body, limits).ok_or(DumpError::BadFormat)?;
     match body.0.is_empty() {
         true => Ok(value),
         false => Err(DumpError::BadFormat),
@@ -105,9 +106,9 @@ pub fn restore(payload: &[u8]) -> Result<Value, DumpError> {
 
 /// `None` for anything malformed, and for empty collections, which no key
 /// holds.
-fn decode_value(r: &mut Reader) -> Option<Value> {
+fn decode_value(r: &mut Reader, limits: &EncodingLimits) -> Option<Value> {
     let value = match r.byte()? {
-        tag::STRING => Value::Str(Bytes::copy_from_slice(r.bytes()?)),
+        tag::STRING => Value::string(Bytes::copy_from_slice(r.bytes()?)),
         tag::LIST => {
             let n = r.count(1)?;
             let items = (0..n)
@@ -118,7 +119,7 @@ fn decode_value(r: &mut Reader) -> Option<Value> {
         tag::SET => {
             let n = r.count(1)?;
             let members = (0..n).map(|_| r.bytes()).collect::<Option<Vec<_>>>()?;
-            Value::Set(Box::new(SetValue::collect(members)))
+            Value::Set(Box::new(SetValue::collect(members, limits)))
         }
         tag::ZSET => {
             let n = r.count(9)?;
@@ -129,8 +130,8 @@ fn decode_value(r: &mut Reader) -> Option<Value> {
                 if score.is_nan() {
                     return None;
                 }
-                zset.get_or_insert_with(|| SortedSet::for_first_member(member))
-                    .insert(Bytes::copy_from_slice(member), score);
+                zset.get_or_insert_with(|| SortedSet::for_first_member(member, limits))
+                    .insert(Bytes::copy_from_slice(member), score, limits);
             }
             Value::ZSet(Box::new(zset?))
         }
@@ -139,7 +140,7 @@ fn decode_value(r: &mut Reader) -> Option<Value> {
             let mut hash = HashValue::default();
             for _ in 0..n {
                 let field = r.bytes()?;
-                hash.insert(field, r.bytes()?);
+                hash.insert(field, r.bytes()?, limits);
             }
             Value::Hash(hash)
         }
@@ -359,28 +360,33 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    const LIMITS: EncodingLimits = EncodingLimits::DEFAULT;
+
     fn samples() -> Vec<Value> {
         let mut hash = HashValue::default();
-        hash.insert(b"f", b"v");
-        hash.insert(b"", b"\x00\xff");
+        hash.insert(b"f", b"v", &LIMITS);
+        hash.insert(b"", b"\x00\xff", &LIMITS);
         let mut big_hash = HashValue::default();
         for i in 0..300 {
-            big_hash.insert(format!("field{i}").as_bytes(), &[b'x'; 100]);
+            big_hash.insert(format!("field{i}").as_bytes(), &[b'x'; 100], &LIMITS);
         }
         let mut zset = SortedSet::default();
-        zset.insert(Bytes::from("a"), 1.5);
-        zset.insert(Bytes::from("b"), f64::NEG_INFINITY);
-        zset.insert(Bytes::from("c"), -0.0);
+        zset.insert(Bytes::from("a"), 1.5, &LIMITS);
+        zset.insert(Bytes::from("b"), f64::NEG_INFINITY, &LIMITS);
+        zset.insert(Bytes::from("c"), -0.0, &LIMITS);
         let long_member = vec![b'm'; 100];
-        let mut long_zset = SortedSet::for_first_member(&long_member);
-        long_zset.insert(Bytes::from(long_member), -0.0);
+        let mut long_zset = SortedSet::for_first_member(&long_member, &LIMITS);
+        long_zset.insert(Bytes::from(long_member), -0.0, &LIMITS);
         vec![
-            Value::Str(Bytes::from("hello")),
-            Value::Str(Bytes::new()),
-            Value::Str(Bytes::from(vec![0u8; 70_000])),
+            Value::string(Bytes::from("hello")),
+            Value::string(Bytes::new()),
+            Value::string(Bytes::from(vec![0u8; 70_000])),
             Value::List(["a", "", "c"].map(Bytes::from).into()),
-            Value::Set(Box::new(SetValue::collect([&b"1"[..], b"2", b"300"]))),
-            Value::Set(Box::new(SetValue::collect([&b"x"[..], b"1"]))),
+            Value::Set(Box::new(SetValue::collect(
+                [&b"1"[..], b"2", b"300"],
+                &LIMITS,
+            ))),
+            Value::Set(Box::new(SetValue::collect([&b"x"[..], b"1"], &LIMITS))),
             Value::ZSet(Box::new(zset)),
             Value::ZSet(Box::new(long_zset)),
             Value::Hash(hash),
@@ -392,23 +398,27 @@ mod tests {
     fn every_type_round_trips() {
         for value in samples() {
             let payload = dump(&value);
-            assert_eq!(restore(&payload), Ok(value));
+            assert_eq!(restore(&payload, &LIMITS), Ok(value));
         }
     }
 
     #[test]
     fn damaged_payloads_are_refused() {
-        let payload = dump(&Value::Str(Bytes::from("hello")));
+        let payload = dump(&Value::string(Bytes::from("hello")));
         for i in 0..payload.len() {
             let mut bad = payload.clone();
             bad[i] ^= 0x01;
-            assert_eq!(restore(&bad), Err(DumpError::VersionOrChecksum), "byte {i}");
+            assert_eq!(
+                restore(&bad, &LIMITS),
+                Err(DumpError::VersionOrChecksum),
+                "byte {i}"
+            );
         }
         assert_eq!(
-            restore(&payload[..payload.len() - 1]),
+            restore(&payload[..payload.len() - 1], &LIMITS),
             Err(DumpError::VersionOrChecksum)
         );
-        assert_eq!(restore(b""), Err(DumpError::VersionOrChecksum));
+        assert_eq!(restore(b"", &LIMITS), Err(DumpError::VersionOrChecksum));
     }
 
     /// A payload whose trailer is right but whose body is not.
@@ -433,7 +443,7 @@ mod tests {
             b"\x04\x01\x01f",
         ] {
             assert_eq!(
-                restore(&signed(body)),
+                restore(&signed(body), &LIMITS),
                 Err(DumpError::BadFormat),
                 "{body:?}"
             );
@@ -449,8 +459,8 @@ mod tests {
     proptest! {
         #[test]
         fn any_bytes_decode_without_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
-            let _ = restore(&bytes);
-            let _ = restore(&signed(&bytes));
+            let _ = restore(&bytes, &LIMITS);
+            let _ = restore(&signed(&bytes), &LIMITS);
         }
     }
 }

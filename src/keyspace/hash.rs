@@ -6,6 +6,8 @@
 use bytes::Bytes;
 use indexmap::IndexMap;
 
+use super::EncodingLimits;
+
 /// Up to this many fields a hash keeps field order on delete, like Redis's
 /// listpack; larger hashes are unordered there too.
 pub const HASH_ORDERED_MAX: usize = 128;
@@ -15,12 +17,36 @@ const PACKED_ITEM_MAX: usize = 64;
 
 type Table = IndexMap<Bytes, Bytes, foldhash::fast::RandomState>;
 
+/// A hash held as a table, and whether Redis would still hold it in a
+/// listpack (its limits can be above what packing here holds).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableHash {
+    map: Table,
+    listpack: bool,
+}
+
+impl std::ops::Deref for TableHash {
+    type Target = Table;
+
+    fn deref(&self) -> &Table {
+        &self.map
+    }
+}
+
+impl std::ops::DerefMut for TableHash {
+    fn deref_mut(&mut self) -> &mut Table {
+        &mut self.map
+    }
+}
+
+/// Packed, a hash is always a listpack to Redis: the limits that make
+/// Redis give one up convert it to a table first.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HashValue {
     /// Each pair as `[field len][field][value len][value]`, one byte per
     /// length, with no spare capacity.
     Packed(Box<[u8]>),
-    Table(Box<Table>),
+    Table(Box<TableHash>),
 }
 
 impl Default for HashValue {
@@ -124,13 +150,24 @@ impl HashValue {
         self.get(field).is_some()
     }
 
-    /// Sets `field` to `value`; true if the field is new.
-    pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
+    /// Whether Redis would hold this hash in a listpack.
+    pub fn is_listpack(&self) -> bool {
+        match self {
+            HashValue::Packed(_) => true,
+            HashValue::Table(t) => t.listpack,
+        }
+    }
+
+    /// Sets `field` to `value`; true if the field is new. Like Redis, a
+    /// field or value too long for a listpack converts the hash before the
+    /// write, and one pair too many after it.
+    pub fn insert(&mut self, field: &[u8], value: &[u8], limits: &EncodingLimits) -> bool {
+        let items_fit = limits.hash_item_fits(field.len()) && limits.hash_item_fits(value.len());
         if let HashValue::Packed(buf) = self {
             let found = find_packed(buf, field);
-            let fits = field.len() <= PACKED_ITEM_MAX && value.len() <= PACKED_ITEM_MAX;
-            let full = found.is_none() && packed_pairs(buf).count() >= HASH_ORDERED_MAX;
-            if fits && !full {
+            let packs = field.len() <= PACKED_ITEM_MAX && value.len() <= PACKED_ITEM_MAX;
+            let len = packed_pairs(buf).count() + usize::from(found.is_none());
+            if items_fit && packs && len <= HASH_ORDERED_MAX && limits.hash_len_fits(len) {
                 return insert_packed(buf, found, field, value);
             }
             self.unpack();
@@ -138,8 +175,12 @@ impl HashValue {
         let HashValue::Table(t) = self else {
             unreachable!("unpacked above")
         };
-        t.insert(Bytes::copy_from_slice(field), Bytes::copy_from_slice(value))
-            .is_none()
+        t.listpack &= items_fit;
+        let new = t
+            .insert(Bytes::copy_from_slice(field), Bytes::copy_from_slice(value))
+            .is_none();
+        t.listpack &= limits.hash_len_fits(t.len());
+        new
     }
 
     /// Removes `field`, keeping the others' order while the hash is small
@@ -156,7 +197,9 @@ impl HashValue {
                 *buf = out.into_boxed_slice();
                 true
             }
-            HashValue::Table(t) if t.len() <= HASH_ORDERED_MAX => t.shift_remove(field).is_some(),
+            HashValue::Table(t) if t.listpack || t.len() <= HASH_ORDERED_MAX => {
+                t.shift_remove(field).is_some()
+            }
             HashValue::Table(t) => t.swap_remove(field).is_some(),
         }
     }
@@ -169,12 +212,16 @@ impl HashValue {
     }
 
     /// Moves the pairs into a table, in order: the hash outgrew packing.
+    /// Still a listpack to Redis until `insert` finds otherwise.
     fn unpack(&mut self) {
-        let table: Table = self
+        let map: Table = self
             .iter()
             .map(|(f, v)| (Bytes::copy_from_slice(f), Bytes::copy_from_slice(v)))
             .collect();
-        *self = HashValue::Table(Box::new(table));
+        *self = HashValue::Table(Box::new(TableHash {
+            map,
+            listpack: true,
+        }));
     }
 }
 
@@ -233,7 +280,7 @@ mod tests {
                 let field = if field == 39 { vec![b'f'; 70] } else { vec![field] };
                 match op {
                     0 | 1 => {
-                        let new = hash.insert(&field, &value);
+                        let new = hash.insert(&field, &value, &EncodingLimits::default());
                         match model.0.iter_mut().find(|(f, _)| *f == field) {
                             Some(pair) => { prop_assert!(!new); pair.1 = value; }
                             None => { prop_assert!(new); model.0.push((field, value)); }
@@ -257,8 +304,9 @@ mod tests {
     #[test]
     fn a_lock_hash_is_one_small_allocation() {
         let mut hash = HashValue::default();
-        assert!(hash.insert(b"8743c9c0-0795-4907-87fd-6c719a6b4586:1", b"1"));
-        assert!(!hash.insert(b"8743c9c0-0795-4907-87fd-6c719a6b4586:1", b"2"));
+        let limits = EncodingLimits::default();
+        assert!(hash.insert(b"8743c9c0-0795-4907-87fd-6c719a6b4586:1", b"1", &limits));
+        assert!(!hash.insert(b"8743c9c0-0795-4907-87fd-6c719a6b4586:1", b"2", &limits));
         let HashValue::Packed(buf) = &hash else {
             panic!("packed")
         };
@@ -271,14 +319,38 @@ mod tests {
 
     #[test]
     fn grows_into_a_table_past_the_packing_limits() {
+        let limits = EncodingLimits::default();
         let mut hash = HashValue::default();
         for i in 0..=HASH_ORDERED_MAX {
-            hash.insert(i.to_string().as_bytes(), b"v");
+            hash.insert(i.to_string().as_bytes(), b"v", &limits);
         }
         assert!(matches!(hash, HashValue::Table(_)));
+        assert!(hash.is_listpack(), "Redis's limit is 512 pairs");
         let mut long = HashValue::default();
-        long.insert(b"f", &[b'x'; 65]);
+        long.insert(b"f", &[b'x'; 65], &limits);
         assert!(matches!(long, HashValue::Table(_)));
+        assert!(!long.is_listpack());
         assert_eq!(long.get(b"f").map(<[u8]>::len), Some(65));
+    }
+
+    #[test]
+    fn leaves_listpack_for_good_past_redis_limits() {
+        let limits = EncodingLimits {
+            hash_max_listpack_entries: 2,
+            hash_max_listpack_value: 4,
+            ..EncodingLimits::default()
+        };
+        let mut hash = HashValue::default();
+        hash.insert(b"a", b"1", &limits);
+        hash.insert(b"b", b"2", &limits);
+        assert!(matches!(hash, HashValue::Packed(_)));
+        hash.insert(b"c", b"3", &limits);
+        assert!(!hash.is_listpack());
+        hash.remove(b"c");
+        hash.remove(b"b");
+        assert!(!hash.is_listpack(), "conversion is one-way");
+        let mut long = HashValue::default();
+        long.insert(b"a", b"12345", &limits);
+        assert!(!long.is_listpack());
     }
 }

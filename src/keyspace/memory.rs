@@ -8,7 +8,7 @@
 
 use bytes::Bytes;
 
-use super::{HashValue, SetValue, SortedSet, Value};
+use super::{HashValue, SetValue, SortedSet, StrEncoding, StrForm, Value};
 use crate::util::{format_double, parse_i64};
 
 const ROBJ: u64 = 16;
@@ -20,11 +20,6 @@ const QUICKLIST_NODE: u64 = 40;
 const LISTPACK_OVERHEAD: u64 = 7;
 /// Redis's default `list-max-listpack-size -2`: 8 KB per quicklist node.
 const LIST_NODE_BYTES: u64 = 8 * 1024;
-/// Longest string Redis embeds in its object header.
-const EMBSTR_MAX: usize = 44;
-/// Largest hash or sorted set, and longest field, Redis keeps compact.
-const COMPACT_ENTRIES: usize = 128;
-const COMPACT_FIELD: usize = 64;
 const ZSET_SKIPLIST: u64 = 32;
 const ZSET_HEADER_NODE: u64 = 24 + 32 * 16;
 /// A skiplist node with its average of 1.33 levels.
@@ -55,15 +50,14 @@ fn sds(len: usize) -> u64 {
     jemalloc(header + len as u64 + 1)
 }
 
-/// A string value as SET stores it: a small integer in the object header,
-/// a short string embedded with it, or a separate sds.
-fn string_value(s: &[u8]) -> u64 {
-    if s.len() <= 20 && parse_i64(s).is_some() {
-        ROBJ
-    } else if s.len() <= EMBSTR_MAX {
-        jemalloc(ROBJ + 3 + s.len() as u64 + 1)
-    } else {
-        ROBJ + sds(s.len())
+/// A string value: a small integer in the object header, a short string
+/// embedded with it, or a separate sds (whose spare room, after APPEND or
+/// SETBIT grew it, is not counted).
+fn string_value(s: &[u8], form: StrForm) -> u64 {
+    match form.encoding(s) {
+        StrEncoding::Int => ROBJ,
+        StrEncoding::Embstr => jemalloc(ROBJ + 3 + s.len() as u64 + 1),
+        StrEncoding::Raw => ROBJ + sds(s.len()),
     }
 }
 
@@ -105,10 +99,7 @@ fn dict(n: usize) -> u64 {
 }
 
 fn hash_value(h: &HashValue) -> u64 {
-    let compact = h.len() <= COMPACT_ENTRIES
-        && h.iter()
-            .all(|(f, v)| f.len() <= COMPACT_FIELD && v.len() <= COMPACT_FIELD);
-    if compact {
+    if h.is_listpack() {
         return ROBJ + listpack(h.iter().flat_map(|(f, v)| [f, v]));
     }
     let entries: u64 = h
@@ -155,7 +146,7 @@ fn set_value(s: &SetValue) -> u64 {
 /// The bytes `key` holding `value` would take in Redis 7.0.
 pub fn usage(key: &[u8], value: &Value) -> u64 {
     let value = match value {
-        Value::Str(s) => string_value(s),
+        Value::Str(s, form) => string_value(s, *form),
         Value::Hash(h) => hash_value(h),
         Value::List(l) => list_value(l),
         Value::ZSet(z) => zset_value(z),

@@ -9,6 +9,7 @@ mod dbmap;
 pub mod dump;
 pub mod events;
 mod hash;
+mod limits;
 mod memory;
 mod set;
 mod slot;
@@ -29,10 +30,11 @@ use dbmap::DbMap;
 pub use events::Event;
 
 pub use blocked::{End, Outcome, StreamWait, Taken, Waiter, Wanted, ZEnd};
+pub use limits::EncodingLimits;
 pub use memory::usage as memory_usage;
-pub use set::{INTSET_ENTRIES_MAX, SetValue};
+pub use set::SetValue;
 pub use stream::{ENTRIES_READ_UNKNOWN, Group, GroupRead, ReadEntry, Stream, StreamId, Trim};
-pub use value::{Entry, HASH_ORDERED_MAX, HashValue, Value};
+pub use value::{Entry, HashValue, StrEncoding, StrForm, Value};
 pub use zset::SortedSet;
 
 /// More shards than cores by a wide margin, so independent keys rarely
@@ -218,6 +220,7 @@ pub struct Keyspace {
     /// How late (ms past its deadline) the last expiry pass that reclaimed
     /// anything reclaimed its latest key: how far active expiry trails.
     expiry_lag_ms: AtomicU64,
+    limits: limits::SharedLimits,
 }
 
 /// Where the keyspace sends the events it raises (keys expired, created,
@@ -298,7 +301,18 @@ impl Keyspace {
             expiry_lag_ms: AtomicU64::new(0),
             expiry_held_until: AtomicU64::new(0),
             epoch: std::time::Instant::now(),
+            limits: limits::SharedLimits::new(EncodingLimits::default()),
         }
+    }
+
+    pub fn limits(&self) -> EncodingLimits {
+        self.limits.load()
+    }
+
+    /// Values already stored keep their form: Redis converts a value only
+    /// when a write touches it.
+    pub fn set_limits(&self, limits: EncodingLimits) {
+        self.limits.store(limits);
     }
 
     /// Holds expiry (see `expiry_held_until`) until `until`, or releases it.
@@ -698,6 +712,11 @@ impl Db<'_, '_> {
         self.locked.now
     }
 
+    /// The encoding thresholds writes convert values by.
+    pub fn limits(&self) -> EncodingLimits {
+        self.locked.ks.limits()
+    }
+
     /// The live entry, deleting it first if its deadline has passed: a key
     /// is never visible after its deadline, whatever the wheel has done.
     pub fn entry(&mut self, key: &[u8]) -> CmdResult<Option<&mut Entry>> {
@@ -958,7 +977,7 @@ mod tests {
         let mut locked = ks.lock(&LockPlan::for_keys([&b"k"[..]])).unwrap();
         let past = locked.now() - 1;
         let mut db = locked.db(0);
-        db.insert(b"k", Value::Str(Bytes::from_static(b"v")), Ttl::At(past))
+        db.insert(b"k", Value::string(Bytes::from_static(b"v")), Ttl::At(past))
             .unwrap();
         assert!(db.get(b"k").unwrap().is_none());
     }

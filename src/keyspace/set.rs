@@ -7,10 +7,8 @@ use bytes::Bytes;
 use indexmap::IndexSet;
 use rand::{Rng, RngExt};
 
+use super::EncodingLimits;
 use crate::util::{i64_bytes, parse_i64};
-
-/// Redis's `set-max-intset-entries` default.
-pub const INTSET_ENTRIES_MAX: usize = 512;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum SetValue {
@@ -82,14 +80,14 @@ impl SetValue {
 
     /// Adds a member; true if it is new. An intset becomes a table when a
     /// member is not an integer or it would outgrow its limit.
-    pub fn insert(&mut self, member: &[u8]) -> bool {
+    pub fn insert(&mut self, member: &[u8], limits: &EncodingLimits) -> bool {
         if let SetValue::Ints { items, width } = self
             && let Some(v) = parse_i64(member)
         {
             let Err(at) = items.binary_search(&v) else {
                 return false;
             };
-            if items.len() < INTSET_ENTRIES_MAX {
+            if limits.intset_len_fits(items.len() + 1) {
                 items.insert(at, v);
                 *width = (*width).max(width_of(v));
                 return true;
@@ -170,10 +168,13 @@ impl SetValue {
     }
 
     /// A set of these members, built as Redis builds a computed set.
-    pub fn collect<'m>(members: impl IntoIterator<Item = &'m [u8]>) -> SetValue {
+    pub fn collect<'m>(
+        members: impl IntoIterator<Item = &'m [u8]>,
+        limits: &EncodingLimits,
+    ) -> SetValue {
         let mut set = SetValue::empty_ints();
         for m in members {
-            set.insert(m);
+            set.insert(m, limits);
         }
         set
     }
@@ -183,32 +184,37 @@ impl SetValue {
 mod tests {
     use super::*;
 
+    const LIMITS: EncodingLimits = EncodingLimits::DEFAULT;
+
     #[test]
     fn intset_until_a_string_or_too_many() {
         let mut s = SetValue::for_first_member(b"3");
-        assert!(s.insert(b"3"));
-        assert!(s.insert(b"-1"));
-        assert!(!s.insert(b"3"));
+        assert!(s.insert(b"3", &LIMITS));
+        assert!(s.insert(b"-1", &LIMITS));
+        assert!(!s.insert(b"3", &LIMITS));
         assert_eq!(s.members(), vec!["-1", "3"]);
         assert_eq!(s.intset_width(), Some(2));
-        s.insert(b"100000");
+        s.insert(b"100000", &LIMITS);
         assert_eq!(s.intset_width(), Some(4));
         s.remove(b"100000");
         assert_eq!(s.intset_width(), Some(4), "an intset never narrows");
         assert!(!s.contains(b"03"));
-        s.insert(b"x");
+        s.insert(b"x", &LIMITS);
         assert!(!s.is_intset());
         assert!(s.contains(b"3") && s.contains(b"x"));
-        let numbers: Vec<Bytes> = (0..=INTSET_ENTRIES_MAX as i64).map(i64_bytes).collect();
-        let big = SetValue::collect(numbers.iter().map(|n| &n[..]));
+        let max = LIMITS.set_max_intset_entries as i64;
+        let numbers: Vec<Bytes> = (0..max).map(i64_bytes).collect();
+        let mut big = SetValue::collect(numbers.iter().map(|n| &n[..]), &LIMITS);
+        assert!(big.is_intset());
+        big.insert(b"-1", &LIMITS);
         assert!(!big.is_intset());
-        assert_eq!(big.len(), INTSET_ENTRIES_MAX + 1);
+        assert_eq!(big.len() as i64, max + 1);
     }
 
     #[test]
     fn random_picks_are_members_and_distinct() {
         let mut rng = rand::rng();
-        let mut s = SetValue::collect(["a", "b", "c", "d"].map(str::as_bytes));
+        let mut s = SetValue::collect(["a", "b", "c", "d"].map(str::as_bytes), &LIMITS);
         for _ in 0..100 {
             let mut picked = s.sample(3, &mut rng);
             picked.sort();
@@ -225,7 +231,7 @@ mod tests {
     #[test]
     fn random_member_is_roughly_uniform() {
         let mut rng = rand::rng();
-        let s = SetValue::collect(["a", "b", "1", "2"].map(str::as_bytes));
+        let s = SetValue::collect(["a", "b", "1", "2"].map(str::as_bytes), &LIMITS);
         let mut counts = std::collections::HashMap::new();
         for _ in 0..40_000 {
             *counts.entry(s.random(&mut rng)).or_insert(0) += 1;

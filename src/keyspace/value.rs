@@ -5,11 +5,59 @@ use std::num::NonZeroU64;
 
 use bytes::Bytes;
 
-pub use super::hash::{HASH_ORDERED_MAX, HashValue};
+use crate::util::parse_i64;
+
+pub use super::hash::HashValue;
+
+/// How Redis would hold a string, which OBJECT ENCODING shows. Kept in
+/// the padding after the value's tag: it costs no memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StrForm {
+    /// Stored whole (SET and kin): `int`, `embstr` or `raw` by its bytes.
+    ByBytes,
+    /// Written in place (APPEND to a key, SETRANGE, SETBIT, BITFIELD,
+    /// BITOP, PFADD…): Redis's unshared `raw` copy.
+    Raw,
+    /// A number made into text (INCRBYFLOAT): `embstr` or `raw` by its
+    /// length, never `int`.
+    Text,
+}
+
+/// Longest string Redis embeds in its object header.
+const EMBSTR_MAX: usize = 44;
+
+/// Redis's three string encodings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StrEncoding {
+    Int,
+    Embstr,
+    Raw,
+}
+
+impl StrEncoding {
+    pub fn name(self) -> &'static str {
+        match self {
+            StrEncoding::Int => "int",
+            StrEncoding::Embstr => "embstr",
+            StrEncoding::Raw => "raw",
+        }
+    }
+}
+
+impl StrForm {
+    /// The encoding Redis would give `s` written this way.
+    pub fn encoding(self, s: &[u8]) -> StrEncoding {
+        match self {
+            StrForm::ByBytes if s.len() <= 20 && parse_i64(s).is_some() => StrEncoding::Int,
+            StrForm::ByBytes | StrForm::Text if s.len() <= EMBSTR_MAX => StrEncoding::Embstr,
+            _ => StrEncoding::Raw,
+        }
+    }
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
-    Str(Bytes),
+    Str(Bytes, StrForm),
     Hash(HashValue),
     List(std::collections::VecDeque<Bytes>),
     /// Boxed: a sorted set is large, and every entry pays for the largest kind.
@@ -23,13 +71,18 @@ pub enum Value {
 impl Value {
     pub fn type_name(&self) -> &'static str {
         match self {
-            Value::Str(_) => "string",
+            Value::Str(_, _) => "string",
             Value::Hash(_) => "hash",
             Value::List(_) => "list",
             Value::ZSet(_) => "zset",
             Value::Set(_) => "set",
             Value::Stream(_) => "stream",
         }
+    }
+
+    /// A string as SET stores it.
+    pub fn string(bytes: Bytes) -> Value {
+        Value::Str(bytes, StrForm::ByBytes)
     }
 
     pub fn new_hash() -> Value {
@@ -69,5 +122,18 @@ impl Entry {
 
     pub fn is_expired(&self, now: u64) -> bool {
         self.expire_at().is_some_and(|at| at <= now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every key pays for a value: a string's form must fit in padding.
+    #[test]
+    fn a_value_stays_forty_bytes() {
+        assert_eq!(std::mem::size_of::<Value>(), 40);
+        assert_eq!(std::mem::size_of::<Entry>(), 48);
+        assert_eq!(std::mem::size_of::<HashValue>(), 16);
     }
 }

@@ -6,6 +6,8 @@ use std::collections::{BTreeSet, HashMap};
 
 use bytes::Bytes;
 
+use super::EncodingLimits;
+
 /// A score with a total order (NaN never enters a set; `-0` equals `0`).
 #[derive(Debug, Clone, Copy)]
 pub struct Score(pub f64);
@@ -30,11 +32,6 @@ impl Ord for Score {
     }
 }
 
-/// Redis keeps a sorted set compact (a listpack) up to this many members,
-/// each at most `COMPACT_MEMBER_MAX` bytes long.
-pub const COMPACT_ENTRIES_MAX: usize = 128;
-pub const COMPACT_MEMBER_MAX: usize = 64;
-
 #[derive(Debug, Clone, PartialEq)]
 pub struct SortedSet {
     scores: HashMap<Bytes, f64>,
@@ -56,10 +53,10 @@ impl Default for SortedSet {
 
 impl SortedSet {
     /// A new set as ZADD creates it: compact unless its first member is
-    /// too long for that.
-    pub fn for_first_member(member: &[u8]) -> Self {
+    /// too long for that (or the limits allow no listpack at all).
+    pub fn for_first_member(member: &[u8], limits: &EncodingLimits) -> Self {
         SortedSet {
-            compact: member.len() <= COMPACT_MEMBER_MAX,
+            compact: limits.zset_fits(1, member.len()),
             ..SortedSet::default()
         }
     }
@@ -82,11 +79,12 @@ impl SortedSet {
     }
 
     /// Sets a member's score; true if the member is new. While the set is
-    /// compact a `-0` is stored as `0`, as Redis's listpack stores it.
-    pub fn insert(&mut self, member: Bytes, score: f64) -> bool {
+    /// compact a `-0` is stored as `0`, as Redis's listpack stores it. A
+    /// new member the listpack cannot take converts the set for good.
+    pub fn insert(&mut self, member: Bytes, score: f64, limits: &EncodingLimits) -> bool {
         if self.compact
             && !self.scores.contains_key(&member)
-            && (self.len() + 1 > COMPACT_ENTRIES_MAX || member.len() > COMPACT_MEMBER_MAX)
+            && !limits.zset_fits(self.len() + 1, member.len())
         {
             self.compact = false;
         }
@@ -151,10 +149,10 @@ mod tests {
     #[test]
     fn orders_by_score_then_member() {
         let mut z = SortedSet::default();
-        assert!(z.insert(Bytes::from("b"), 1.0));
-        assert!(z.insert(Bytes::from("a"), 1.0));
-        assert!(z.insert(Bytes::from("c"), -0.0));
-        assert!(!z.insert(Bytes::from("c"), 2.0));
+        assert!(z.insert(Bytes::from("b"), 1.0, &EncodingLimits::DEFAULT));
+        assert!(z.insert(Bytes::from("a"), 1.0, &EncodingLimits::DEFAULT));
+        assert!(z.insert(Bytes::from("c"), -0.0, &EncodingLimits::DEFAULT));
+        assert!(!z.insert(Bytes::from("c"), 2.0, &EncodingLimits::DEFAULT));
         let order: Vec<_> = z.iter().map(|(m, _)| m.clone()).collect();
         assert_eq!(order, vec!["a", "b", "c"]);
         assert_eq!(z.rank(b"c"), Some(2));

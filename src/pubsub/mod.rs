@@ -697,7 +697,7 @@ mod tests {
         let mut locked = ks.lock(&LockPlan::for_keys([&b"k"[..]])).unwrap();
         let past = locked.now() - 1;
         let mut db = locked.db(0);
-        db.insert(b"k", Value::Str(Bytes::from_static(b"v")), Ttl::At(past))
+        db.insert(b"k", Value::string(Bytes::from_static(b"v")), Ttl::At(past))
             .unwrap();
         assert!(db.get(b"k").unwrap().is_none());
         let frame = rx.try_recv().unwrap();
