@@ -302,13 +302,13 @@ mod tests {
         let mut map = DbMap::new(0);
         let long = vec![b'x'; 1000];
         for key in [&b""[..], b"k", &long] {
-            let value = Value::Str(Bytes::from(key.repeat(2)));
+            let value = Value::string(Bytes::from(key.repeat(2)));
             map.insert(key, Entry::new(value.clone(), None));
             assert_eq!(map.get(key).map(|e| &e.value), Some(&value));
         }
         assert_eq!(map.iter().map(|(k, _)| k.len()).sum::<usize>(), 1001);
         let entry = map.remove(&long).expect("present");
-        assert_eq!(entry.value, Value::Str(Bytes::from(long.repeat(2))));
+        assert_eq!(entry.value, Value::string(Bytes::from(long.repeat(2))));
         map.get_mut(b"").expect("present").set_expire_at(Some(3));
         assert_eq!(map.take_expired(map.hash(b""), 3).len(), 1);
         assert_eq!(map.len(), 1);

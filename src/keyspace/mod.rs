@@ -1006,7 +1006,7 @@ mod tests {
             let soon = locked.now() + 5;
             locked
                 .db(index)
-                .insert(b"k", Value::Str(Bytes::from_static(b"v")), Ttl::At(soon))
+                .insert(b"k", Value::string(Bytes::from_static(b"v")), Ttl::At(soon))
                 .unwrap();
         }
         assert_eq!(ks.expire_due_now(), 0);
