@@ -20,6 +20,7 @@ use crate::error::CmdError;
 use crate::keyspace::{LockPlan, Outcome};
 use crate::peer::ClientHandle;
 use crate::protocol::{Protocol, Reply, RequestParser};
+use crate::pubsub::tracking::Scope;
 use crate::pubsub::{Mailbox, MailboxReceiver, write_frame};
 
 const READ_CHUNK: usize = 16 * 1024;
@@ -38,12 +39,14 @@ pub async fn serve(
     shared.clients.insert(id, handle.clone());
     let mut client = Client::new(handle.clone(), shared.acl.default_user());
     let (mailbox, mut mail) = Mailbox::new(handle.clone());
+    shared.pubsub.tracking.connect(mailbox.clone());
     client.pubsub.attach(mailbox);
 
     let _ = run(&shared, &mut client, &mut stream, &mut mail).await;
 
     forget_transaction(&shared, &mut client);
     forget_subscriptions(&shared, &mut client);
+    shared.pubsub.tracking.disconnect(id);
     shared.clients.remove(&id);
 }
 
@@ -130,7 +133,11 @@ async fn run(
                         }
                         handle.info.lock().blocked = false;
                     }
+                    let scope = Scope::enter(client.id);
                     let mut reply = dispatch(shared, client, &args);
+                    // Invalidations the command caused for this very
+                    // client follow its reply, as in Redis.
+                    let after = scope.finish(&shared.pubsub.tracking);
                     if let Some(blocked) = client.blocked.take() {
                         // The replies before it go out before it waits.
                         output.take_mail(mail, client.protocol, false);
@@ -160,6 +167,9 @@ async fn run(
                     } else {
                         output.take_mail(mail, client.protocol, false);
                         reply.encode(client.protocol, &mut output.buf);
+                    }
+                    for frame in &after {
+                        write_frame(&mut output.buf, frame, client.protocol == Protocol::Resp3);
                     }
                     // Subscriptions start once their confirmation is out.
                     client.pubsub.commit(&shared.pubsub);
