@@ -138,7 +138,9 @@ async fn run(
                     // Invalidations the command caused for this very
                     // client follow its reply, as in Redis.
                     let after = scope.finish(&shared.pubsub.tracking);
+                    let mut served_late = false;
                     if let Some(blocked) = client.blocked.take() {
+                        served_late = true;
                         // The replies before it go out before it waits.
                         output.take_mail(mail, client.protocol, false);
                         flush(shared, &handle, stream, &mut output).await?;
@@ -160,13 +162,20 @@ async fn run(
                     // own channel, earlier confirmations) go first, all
                     // of them: the reply must not overtake any. A
                     // monitor's own command's line follows its reply, as
-                    // in Redis.
-                    if client.pubsub.monitoring() {
-                        reply.encode(client.protocol, &mut output.buf);
+                    // in Redis; so do the invalidations a served blocked
+                    // command caused for its client (BLMOVE's destination),
+                    // which are in the mailbox by the time it answers.
+                    let answered = client.replies.answer_and_advance();
+                    if client.pubsub.monitoring() || served_late {
+                        if answered {
+                            reply.encode(client.protocol, &mut output.buf);
+                        }
                         output.take_mail(mail, client.protocol, false);
                     } else {
                         output.take_mail(mail, client.protocol, false);
-                        reply.encode(client.protocol, &mut output.buf);
+                        if answered {
+                            reply.encode(client.protocol, &mut output.buf);
+                        }
                     }
                     for frame in &after {
                         write_frame(&mut output.buf, frame, client.protocol == Protocol::Resp3);

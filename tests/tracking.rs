@@ -270,3 +270,26 @@ async fn the_table_limit_evicts_keys_with_invalidations() {
     let info = admin.cmd(&["INFO", "stats"]).await;
     assert_eq!(info_field(&info, "tracking_total_keys"), "1");
 }
+
+#[tokio::test]
+async fn client_reply_off_and_skip_still_let_invalidations_through() {
+    let server = common::start().await;
+    let mut r = resp3(server.addr()).await;
+    let mut w = Conn::open(server.addr()).await;
+    r.cmd(&["CLIENT", "TRACKING", "on"]).await;
+    r.cmd(&["GET", "k"]).await;
+    r.send(&["CLIENT", "REPLY", "OFF"]).await;
+    r.send(&["GET", "k"]).await;
+    r.quiet().await;
+    w.cmd(&["SET", "k", "1"]).await;
+    assert_eq!(r.read().await, invalidate(&["k"]));
+    assert_eq!(r.cmd(&["CLIENT", "REPLY", "ON"]).await, ok());
+    // SKIP: neither it nor the next command is answered.
+    r.send(&["CLIENT", "REPLY", "SKIP"]).await;
+    r.send(&["ECHO", "skipped"]).await;
+    assert_eq!(r.cmd(&["ECHO", "answered"]).await, b("answered"));
+    assert_eq!(
+        r.cmd(&["CLIENT", "REPLY", "MAYBE"]).await,
+        F::Err("ERR syntax error".into())
+    );
+}

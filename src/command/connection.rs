@@ -4,7 +4,7 @@ use bytes::Bytes;
 
 use super::{Ctx, REGISTRY, multi};
 use crate::context::Client;
-use crate::context::{PauseMode, Shared};
+use crate::context::{PauseMode, ReplyMode, Shared};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::Outcome;
 use crate::peer::ClientHandle;
@@ -140,6 +140,7 @@ pub fn reset(ctx: &mut Ctx) -> CmdResult<Reply> {
     ctx.client.db = 0;
     ctx.client.protocol = Protocol::Resp2;
     ctx.shared.pubsub.tracking.disable(ctx.client.id);
+    ctx.client.replies = ReplyMode::On;
     let default = ctx.shared.acl.default_user();
     ctx.client.authenticated = super::acl::starts_authenticated(&default);
     ctx.client.handle.info.lock().user = default.name.clone();
@@ -185,6 +186,20 @@ pub fn client_setinfo(ctx: &mut Ctx) -> CmdResult<Reply> {
                 String::from_utf8_lossy(ctx.arg(2))
             )));
         }
+    }
+    Ok(Reply::OK)
+}
+
+/// CLIENT REPLY: OFF and SKIP are not answered themselves.
+pub fn client_reply(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let choice = ctx.arg(2).to_ascii_lowercase();
+    let replies = &mut ctx.client.replies;
+    match &choice[..] {
+        b"on" => *replies = ReplyMode::On,
+        b"off" => *replies = ReplyMode::Off,
+        b"skip" if *replies != ReplyMode::Off => *replies = ReplyMode::SkipNext,
+        b"skip" => {}
+        _ => return Err(CmdError::Syntax),
     }
     Ok(Reply::OK)
 }
@@ -520,6 +535,8 @@ pub fn client_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
             "    Describe the current connection.",
             "KILL <ip:port> | <filter> <value> [...]",
             "    Close connections by address, ID, LADDR or SKIPME.",
+            "REPLY (ON|OFF|SKIP)",
+            "    Control the replies sent to the current connection.",
             "NO-EVICT (ON|OFF)",
             "    Accepted for compatibility; rlockd evicts no clients.",
             "PAUSE <timeout> [WRITE|ALL]",

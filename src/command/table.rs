@@ -108,6 +108,11 @@ static CLIENT_SUBS: &[C] = &[
             "2.4.0",
             "Closes connections chosen by address, id or other filters.",
         ),
+    C::new("reply", 3, Connection, conn::client_reply)
+        .flags(CONN)
+        .acl(CONNECTION)
+        .syntax("ON | OFF | SKIP")
+        .doc("3.2.0", "Turns the replies to this connection on or off, or skips the next one."),
     C::new("no-evict", 3, Connection, conn::client_no_evict)
         .flags(ADMIN | CONN)
         .acl(CONNECTION)

@@ -410,7 +410,8 @@ impl Tracking {
             let Some((key, ids)) = self.take_key(None) else {
                 break;
             };
-            self.tell_readers(&key, ids);
+            // No client changed the key: NOLOOP does not hold it back.
+            self.tell_readers(&key, ids, None);
         }
     }
 
@@ -445,18 +446,19 @@ impl Tracking {
             return;
         }
         if let Some((key, ids)) = self.take_key(Some(key)) {
-            self.tell_readers(&key, ids);
+            self.tell_readers(&key, ids, current_client());
         }
     }
 
-    fn tell_readers(&self, key: &[u8], ids: IndexSet<u64, Hasher>) {
-        let current = current_client();
+    /// Tells the default-mode readers `ids` that `key` changed, but not
+    /// `changer` if it asked not to hear of its own changes (NOLOOP).
+    fn tell_readers(&self, key: &[u8], ids: IndexSet<u64, Hasher>, changer: Option<u64>) {
         let trackers = self.trackers.read();
         for id in ids {
             let Some(t) = trackers.get(&id) else {
                 continue;
             };
-            if t.mode.bcast || (t.mode.noloop && current == Some(id)) {
+            if t.mode.bcast || (t.mode.noloop && changer == Some(id)) {
                 continue;
             }
             self.send(id, t, &Payload::Keys(&[key]));
