@@ -34,6 +34,13 @@ async fn resp3(addr: std::net::SocketAddr) -> Conn {
     c
 }
 
+/// A RESP3 client tracking in default mode, and a RESP2 one to write with.
+async fn tracking(addr: std::net::SocketAddr) -> (Conn, Conn) {
+    let mut r = resp3(addr).await;
+    assert_eq!(r.cmd(&["CLIENT", "TRACKING", "on"]).await, ok());
+    (r, Conn::open(addr).await)
+}
+
 /// A RESP2 client subscribed to the invalidation channel, and its id.
 async fn redirect_target(addr: std::net::SocketAddr) -> (Conn, String) {
     let mut c = Conn::open(addr).await;
@@ -45,6 +52,12 @@ async fn redirect_target(addr: std::net::SocketAddr) -> (Conn, String) {
         F::Arr(vec![b("subscribe"), b("__redis__:invalidate"), int(1)])
     );
     (c, id.to_string())
+}
+
+/// A redirect target with its id, a RESP2 client to track and one to write.
+async fn redirected(addr: std::net::SocketAddr) -> (Conn, String, Conn, Conn) {
+    let (target, id) = redirect_target(addr).await;
+    (target, id, Conn::open(addr).await, Conn::open(addr).await)
 }
 
 fn info_field(info: &F, name: &str) -> String {
@@ -62,9 +75,7 @@ fn info_field(info: &F, name: &str) -> String {
 #[tokio::test]
 async fn resp3_default_mode_invalidates_read_keys_once() {
     let server = common::start().await;
-    let mut r = resp3(server.addr()).await;
-    let mut w = Conn::open(server.addr()).await;
-    assert_eq!(r.cmd(&["CLIENT", "TRACKING", "on"]).await, ok());
+    let (mut r, mut w) = tracking(server.addr()).await;
     w.cmd(&["SET", "k", "1"]).await;
     w.cmd(&["SET", "unread", "1"]).await;
     assert_eq!(r.cmd(&["GET", "k"]).await, b("1"));
@@ -102,9 +113,7 @@ async fn resp3_default_mode_invalidates_read_keys_once() {
 #[tokio::test]
 async fn resp2_redirect_gets_pubsub_messages_and_flush_nulls() {
     let server = common::start().await;
-    let (mut target, id) = redirect_target(server.addr()).await;
-    let mut r = Conn::open(server.addr()).await;
-    let mut w = Conn::open(server.addr()).await;
+    let (mut target, id, mut r, mut w) = redirected(server.addr()).await;
     assert_eq!(
         r.cmd(&["CLIENT", "TRACKING", "on", "REDIRECT", &id]).await,
         ok()
@@ -131,9 +140,7 @@ async fn resp2_redirect_gets_pubsub_messages_and_flush_nulls() {
 #[tokio::test]
 async fn broadcast_batches_keys_per_prefix_per_command() {
     let server = common::start().await;
-    let (mut target, id) = redirect_target(server.addr()).await;
-    let mut r = Conn::open(server.addr()).await;
-    let mut w = Conn::open(server.addr()).await;
+    let (mut target, id, mut r, mut w) = redirected(server.addr()).await;
     let on = ["CLIENT", "TRACKING", "on", "BCAST", "REDIRECT", &id];
     assert_eq!(
         r.cmd(&[&on[..], &["PREFIX", "a:", "PREFIX", "b:"]].concat())
@@ -201,9 +208,7 @@ async fn optin_and_optout_follow_client_caching() {
 #[tokio::test]
 async fn scripts_track_their_declared_keys_when_they_read() {
     let server = common::start().await;
-    let mut r = resp3(server.addr()).await;
-    let mut w = Conn::open(server.addr()).await;
-    r.cmd(&["CLIENT", "TRACKING", "on"]).await;
+    let (mut r, mut w) = tracking(server.addr()).await;
     r.cmd(&["EVAL", "redis.call('set', 'k3', 'v')", "2", "k1", "k2"])
         .await;
     w.cmd(&["MSET", "k2", "1", "k1", "1"]).await;
@@ -253,9 +258,7 @@ async fn a_vanished_redirect_target_is_reported() {
 #[tokio::test]
 async fn the_table_limit_evicts_keys_with_invalidations() {
     let server = common::start().await;
-    let mut r = resp3(server.addr()).await;
-    let mut admin = Conn::open(server.addr()).await;
-    r.cmd(&["CLIENT", "TRACKING", "on"]).await;
+    let (mut r, mut admin) = tracking(server.addr()).await;
     r.cmd(&["MGET", "a", "b", "c"]).await;
     let info = admin.cmd(&["INFO"]).await;
     assert_eq!(info_field(&info, "tracking_total_keys"), "3");
@@ -274,9 +277,7 @@ async fn the_table_limit_evicts_keys_with_invalidations() {
 #[tokio::test]
 async fn client_reply_off_and_skip_still_let_invalidations_through() {
     let server = common::start().await;
-    let mut r = resp3(server.addr()).await;
-    let mut w = Conn::open(server.addr()).await;
-    r.cmd(&["CLIENT", "TRACKING", "on"]).await;
+    let (mut r, mut w) = tracking(server.addr()).await;
     r.cmd(&["GET", "k"]).await;
     r.send(&["CLIENT", "REPLY", "OFF"]).await;
     r.send(&["GET", "k"]).await;
