@@ -293,6 +293,8 @@ impl Tracking {
     /// CLIENT TRACKING ON: the mode and redirect replace the old ones;
     /// broadcast prefixes add to those the client has (none means every key).
     pub fn enable(&self, id: u64, mode: Mode, redirect: u64, prefixes: &[Bytes]) {
+        // Locks in the order `broadcast` takes them: prefixes, then trackers.
+        let mut table = mode.bcast.then(|| self.prefixes.write());
         let mut trackers = self.trackers.write();
         let tracker = trackers.entry(id).or_insert_with(|| {
             self.tracking_clients.fetch_add(1, Ordering::Relaxed);
@@ -306,14 +308,13 @@ impl Tracking {
         });
         tracker.broken.store(false, Ordering::Relaxed);
         tracker.redirect = redirect;
-        if mode.bcast {
+        if let Some(table) = &mut table {
             let empty = [Bytes::new()];
             let added = if prefixes.is_empty() {
                 &empty[..]
             } else {
                 prefixes
             };
-            let mut table = self.prefixes.write();
             for prefix in added {
                 tracker.prefixes.insert(prefix.clone());
                 table.entry(prefix.clone()).or_default().insert(id);
