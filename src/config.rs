@@ -31,6 +31,8 @@ pub struct Config {
     /// (negative: none do).
     pub slowlog_log_slower_than: i64,
     pub slowlog_max_len: i64,
+    /// Keys client-side caching remembers before evicting (0: no limit).
+    pub tracking_table_max_keys: u64,
     /// How many entries ACL LOG keeps.
     pub acllog_max_len: i64,
     /// Milliseconds; 0 turns latency monitoring off.
@@ -79,6 +81,7 @@ impl Default for Config {
             lua_heap_limit: 128 * 1024 * 1024,
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,
+            tracking_table_max_keys: 1_000_000,
             acllog_max_len: 128,
             latency_monitor_threshold: 0,
             script_kill_rollback: true,
@@ -352,6 +355,15 @@ pub static PARAMS: &[Param] = &[
         get: |c| c.slowlog_max_len.to_string(),
         set: Some(|c, v| {
             c.slowlog_max_len = parse_bounded(v, 0)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "tracking-table-max-keys",
+        alias: None,
+        get: |c| c.tracking_table_max_keys.to_string(),
+        set: Some(|c, v| {
+            c.tracking_table_max_keys = parse_bounded(v, 0)? as u64;
             Ok(())
         }),
     },

@@ -20,6 +20,7 @@ use crate::error::CmdError;
 use crate::keyspace::{LockPlan, Outcome};
 use crate::peer::ClientHandle;
 use crate::protocol::{Protocol, Reply, RequestParser};
+use crate::pubsub::tracking::Scope;
 use crate::pubsub::{Mailbox, MailboxReceiver, write_frame};
 
 const READ_CHUNK: usize = 16 * 1024;
@@ -38,12 +39,14 @@ pub async fn serve(
     shared.clients.insert(id, handle.clone());
     let mut client = Client::new(handle.clone(), shared.acl.default_user());
     let (mailbox, mut mail) = Mailbox::new(handle.clone());
+    shared.pubsub.tracking.connect(mailbox.clone());
     client.pubsub.attach(mailbox);
 
     let _ = run(&shared, &mut client, &mut stream, &mut mail).await;
 
     forget_transaction(&shared, &mut client);
     forget_subscriptions(&shared, &mut client);
+    shared.pubsub.tracking.disconnect(id);
     shared.clients.remove(&id);
 }
 
@@ -130,8 +133,14 @@ async fn run(
                         }
                         handle.info.lock().blocked = false;
                     }
+                    let scope = Scope::enter(client.id);
                     let mut reply = dispatch(shared, client, &args);
+                    // Invalidations the command caused for this very
+                    // client follow its reply, as in Redis.
+                    let after = scope.finish(&shared.pubsub.tracking);
+                    let mut served_late = false;
                     if let Some(blocked) = client.blocked.take() {
+                        served_late = true;
                         // The replies before it go out before it waits.
                         output.take_mail(mail, client.protocol, false);
                         flush(shared, &handle, stream, &mut output).await?;
@@ -153,13 +162,23 @@ async fn run(
                     // own channel, earlier confirmations) go first, all
                     // of them: the reply must not overtake any. A
                     // monitor's own command's line follows its reply, as
-                    // in Redis.
-                    if client.pubsub.monitoring() {
-                        reply.encode(client.protocol, &mut output.buf);
+                    // in Redis; so do the invalidations a served blocked
+                    // command caused for its client (BLMOVE's destination),
+                    // which are in the mailbox by the time it answers.
+                    let answered = client.replies.answer_and_advance();
+                    if client.pubsub.monitoring() || served_late {
+                        if answered {
+                            reply.encode(client.protocol, &mut output.buf);
+                        }
                         output.take_mail(mail, client.protocol, false);
                     } else {
                         output.take_mail(mail, client.protocol, false);
-                        reply.encode(client.protocol, &mut output.buf);
+                        if answered {
+                            reply.encode(client.protocol, &mut output.buf);
+                        }
+                    }
+                    for frame in &after {
+                        write_frame(&mut output.buf, frame, client.protocol == Protocol::Resp3);
                     }
                     // Subscriptions start once their confirmation is out.
                     client.pubsub.commit(&shared.pubsub);

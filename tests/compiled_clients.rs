@@ -302,6 +302,16 @@ fn redisson_connections() {
 }
 
 #[test]
+fn redisson_client_side_caching() {
+    redisson(
+        "redisson_client_side_caching",
+        "ClientSideCachingTest",
+        one_server(),
+        1,
+    );
+}
+
+#[test]
 fn redisson_data_objects() {
     redisson("redisson_data_objects", "DataObjectsTest", one_server(), 1);
 }

@@ -55,6 +55,7 @@ const UNITS: &[&str] = &[
     "unit/keyspace",
     "unit/type/incr",
     "unit/type/list-3",
+    "unit/tracking",
 ];
 
 /// Tests that need what no external server offers a client (replication,

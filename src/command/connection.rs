@@ -4,7 +4,7 @@ use bytes::Bytes;
 
 use super::{Ctx, REGISTRY, multi};
 use crate::context::Client;
-use crate::context::{PauseMode, Shared};
+use crate::context::{PauseMode, ReplyMode, Shared};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::Outcome;
 use crate::peer::ClientHandle;
@@ -100,6 +100,8 @@ pub fn hello(ctx: &mut Ctx) -> CmdResult<Reply> {
         set_name(ctx.client, name);
     }
     ctx.client.protocol = protocol;
+    // Invalidation messages for this client take the new protocol at once.
+    ctx.client.handle.info.lock().protocol = protocol.version();
     Ok(Reply::Map(vec![
         (Reply::bulk_str("server"), Reply::bulk_str("redis")),
         (Reply::bulk_str("version"), Reply::bulk_str(REDIS_VERSION)),
@@ -137,6 +139,8 @@ pub fn reset(ctx: &mut Ctx) -> CmdResult<Reply> {
     super::pubsub::forget_subscriptions(ctx.shared, ctx.client);
     ctx.client.db = 0;
     ctx.client.protocol = Protocol::Resp2;
+    ctx.shared.pubsub.tracking.disable(ctx.client.id);
+    ctx.client.replies = ReplyMode::On;
     let default = ctx.shared.acl.default_user();
     ctx.client.authenticated = super::acl::starts_authenticated(&default);
     ctx.client.handle.info.lock().user = default.name.clone();
@@ -186,6 +190,20 @@ pub fn client_setinfo(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::OK)
 }
 
+/// CLIENT REPLY: OFF and SKIP are not answered themselves.
+pub fn client_reply(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let choice = ctx.arg(2).to_ascii_lowercase();
+    let replies = &mut ctx.client.replies;
+    match &choice[..] {
+        b"on" => *replies = ReplyMode::On,
+        b"off" => *replies = ReplyMode::Off,
+        b"skip" if *replies != ReplyMode::Off => *replies = ReplyMode::SkipNext,
+        b"skip" => {}
+        _ => return Err(CmdError::Syntax),
+    }
+    Ok(Reply::OK)
+}
+
 pub fn client_no_evict(ctx: &mut Ctx) -> CmdResult<Reply> {
     let on = match &ctx.arg(2).to_ascii_lowercase()[..] {
         b"on" => true,
@@ -221,6 +239,16 @@ pub(super) fn describe(shared: &Shared, handle: &ClientHandle) -> String {
     if info.blocked {
         flags.push('b');
     }
+    let tracking = shared.pubsub.tracking.info(handle.id);
+    if let Some(t) = &tracking {
+        flags.push('t');
+        if t.broken {
+            flags.push('R');
+        }
+        if t.mode.bcast {
+            flags.push('B');
+        }
+    }
     if info.readonly {
         flags.push('r');
     }
@@ -231,7 +259,7 @@ pub(super) fn describe(shared: &Shared, handle: &ClientHandle) -> String {
         flags.push('N');
     }
     format!(
-        "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
         handle.id,
         handle.addr,
         handle.laddr,
@@ -247,6 +275,7 @@ pub(super) fn describe(shared: &Shared, handle: &ClientHandle) -> String {
         handle.backlog.load(std::sync::atomic::Ordering::Relaxed),
         cmd,
         info.user,
+        tracking.map_or(-1, |t| t.redirect as i64),
         info.protocol,
         info.lib_name.unwrap_or_default(),
         info.lib_ver.unwrap_or_default(),
@@ -506,6 +535,8 @@ pub fn client_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
             "    Describe the current connection.",
             "KILL <ip:port> | <filter> <value> [...]",
             "    Close connections by address, ID, LADDR or SKIPME.",
+            "REPLY (ON|OFF|SKIP)",
+            "    Control the replies sent to the current connection.",
             "NO-EVICT (ON|OFF)",
             "    Accepted for compatibility; rlockd evicts no clients.",
             "PAUSE <timeout> [WRITE|ALL]",
@@ -514,6 +545,15 @@ pub fn client_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
             "    End a pause now.",
             "UNBLOCK <clientid> [TIMEOUT|ERROR]",
             "    Unblock the specified blocked client.",
+            "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+            "         [OPTIN] [OPTOUT] [NOLOOP]",
+            "    Control server assisted client side caching.",
+            "CACHING (YES|NO)",
+            "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+            "GETREDIR",
+            "    Return the client ID we are redirecting to when tracking is enabled.",
+            "TRACKINGINFO",
+            "    Report tracking status for the current connection.",
         ],
     ))
 }

@@ -26,6 +26,7 @@ pub mod spec;
 mod streams;
 mod strings;
 pub mod table;
+mod tracking;
 mod zsets;
 
 use std::collections::HashMap;
@@ -254,7 +255,12 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
         Ok(locked) => locked,
         Err(e) => return reject(client, Some(id), e),
     };
-    execute(shared, client, id, args, &mut locked)
+    let reply = execute(shared, client, id, args, &mut locked);
+    // CLIENT CACHING covers the next command, or the whole transaction.
+    if !reg.full_names[id].starts_with("client|") && client.multi.is_none() {
+        shared.pubsub.tracking.command_done(client.id);
+    }
+    reply
 }
 
 /// Runs a resolved command with its shards already held (directly, or as
@@ -286,6 +292,7 @@ pub fn execute(
         locked,
     };
     let result = handler(&mut ctx);
+    tracking::remember(&ctx, spec);
     let took = started.elapsed();
     // A command that blocked is logged by neither its first run nor its
     // retries, as in Redis 7.0.

@@ -565,7 +565,7 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
                 .filter(|c| c.info.lock().blocked)
                 .count();
             line("blocked_clients", &blocked);
-            line("tracking_clients", &0);
+            line("tracking_clients", &shared.pubsub.tracking.counts().0);
             line("clients_in_timeout_table", &0);
             "Clients"
         }
@@ -674,6 +674,10 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             line("pubsub_channels", &pubsub.channel_count(Kind::Channel));
             line("pubsub_patterns", &pubsub.numpat());
             line("pubsubshard_channels", &pubsub.channel_count(Kind::Shard));
+            let (_, keys, items, prefixes) = pubsub.tracking.counts();
+            line("tracking_total_keys", &keys);
+            line("tracking_total_items", &items);
+            line("tracking_total_prefixes", &prefixes);
             "Stats"
         }
         "replication" => {

@@ -12,7 +12,7 @@ use super::spec::{CommandSpec as C, Group::*, KeySpec};
 use super::{
     acl as acls, bitmaps, blocking, cluster, connection as conn, expire, fixture, geo, hashes,
     hyperloglog, keys, lists, memory, multi, operator, scripting, server, sets, sort, streams,
-    strings, zsets,
+    strings, tracking, zsets,
 };
 
 const RO: &[&str] = &["RO"];
@@ -108,6 +108,11 @@ static CLIENT_SUBS: &[C] = &[
             "2.4.0",
             "Closes connections chosen by address, id or other filters.",
         ),
+    C::new("reply", 3, Connection, conn::client_reply)
+        .flags(CONN)
+        .acl(CONNECTION)
+        .syntax("ON | OFF | SKIP")
+        .doc("3.2.0", "Turns the replies to this connection on or off, or skips the next one."),
     C::new("no-evict", 3, Connection, conn::client_no_evict)
         .flags(ADMIN | CONN)
         .acl(CONNECTION)
@@ -130,6 +135,30 @@ static CLIENT_SUBS: &[C] = &[
         .acl(CONNECTION)
         .syntax("client-id [TIMEOUT | ERROR]")
         .doc("5.0.0", "Ends another client's blocking command, as a timeout or an error."),
+    C::new("tracking", -3, Connection, tracking::client_tracking)
+        .flags(CONN)
+        .acl(CONNECTION)
+        .syntax("ON | OFF [REDIRECT client-id] [PREFIX prefix [PREFIX prefix ...]] [BCAST] [OPTIN] [OPTOUT] [NOLOOP]")
+        .doc("6.0.0", "Turns client-side caching's invalidation messages on or off."),
+    C::new("caching", 3, Connection, tracking::client_caching)
+        .flags(CONN)
+        .acl(CONNECTION)
+        .syntax("YES | NO")
+        .doc(
+            "6.0.0",
+            "Opts the next command in (OPTIN) or out (OPTOUT) of key tracking.",
+        ),
+    C::new("getredir", 2, Connection, tracking::client_getredir)
+        .flags(CONN)
+        .acl(CONNECTION)
+        .doc(
+            "6.0.0",
+            "Returns the client id invalidation messages are redirected to.",
+        ),
+    C::new("trackinginfo", 2, Connection, tracking::client_trackinginfo)
+        .flags(CONN)
+        .acl(CONNECTION)
+        .doc("6.2.0", "Describes how this connection tracks keys."),
     C::new("help", 2, Connection, conn::client_help)
         .flags(LOADING | STALE)
         .acl(CONNECTION)

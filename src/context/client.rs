@@ -33,6 +33,8 @@ pub struct Client {
     pub multi_failed: bool,
     pub watch: Option<WatchState>,
     pub close_after_reply: bool,
+    /// CLIENT REPLY: whether this command's reply is written.
+    pub replies: ReplyMode,
     /// Close without answering (SHUTDOWN: the server is going away).
     pub close_silently: bool,
     /// The client a script's commands run as: it shows in no CLIENT LIST.
@@ -66,6 +68,7 @@ impl Client {
             multi_failed: false,
             watch: None,
             close_after_reply: false,
+            replies: ReplyMode::On,
             close_silently: false,
             for_script: false,
             in_exec: false,
@@ -89,6 +92,7 @@ impl Client {
             multi_failed: false,
             watch: None,
             close_after_reply: false,
+            replies: ReplyMode::On,
             close_silently: false,
             for_script: true,
             in_exec: false,
@@ -130,6 +134,31 @@ impl Client {
         info.protocol = self.protocol.version();
         info.multi = self.multi.as_ref().map_or(-1, |q| q.len() as i64);
         info.watched = self.watch.as_ref().map_or(0, |w| w.keys.len());
+    }
+}
+
+/// CLIENT REPLY's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyMode {
+    On,
+    Off,
+    /// CLIENT REPLY SKIP just ran: neither its reply nor the next command's.
+    SkipNext,
+    /// The reply of the command running now is dropped.
+    Skip,
+}
+
+impl ReplyMode {
+    /// Whether the command that just ran is answered, moving on to the
+    /// next command's state.
+    pub fn answer_and_advance(&mut self) -> bool {
+        let answered = *self == ReplyMode::On;
+        *self = match *self {
+            ReplyMode::SkipNext => ReplyMode::Skip,
+            ReplyMode::Skip => ReplyMode::On,
+            mode => mode,
+        };
+        answered
     }
 }
 

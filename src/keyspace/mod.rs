@@ -181,6 +181,7 @@ impl Shard {
                 let key = node.key();
                 lag = lag.max(now - node.entry().expire_at().unwrap_or(now));
                 self.touch_watchers(db, key);
+                events.changed(key, false);
                 events.notify(Event::Expired, db, key);
                 reclaimed += 1;
             }
@@ -228,6 +229,13 @@ pub struct Keyspace {
 /// the keyspace, publishes them as keyspace notifications.
 pub trait EventSink: Send + Sync {
     fn notify(&self, event: Event, db: usize, key: &[u8]);
+
+    /// A key changed or went away, in any database (what client-side
+    /// caching invalidates); `by_client` is false when expiry removed it.
+    fn changed(&self, _key: &[u8], _by_client: bool) {}
+
+    /// A database, or all of them, was emptied.
+    fn flushed(&self) {}
 }
 
 /// A keyspace of its own (benches, unit tests) raises events to no one.
@@ -848,6 +856,7 @@ impl Db<'_, '_> {
         let shard = self.locked.shard(key_shard(key))?;
         shard.stats.dirty += 1;
         shard.touch_watchers(db, key);
+        self.locked.ks.events.changed(key, true);
         Ok(())
     }
 
@@ -876,6 +885,7 @@ impl Db<'_, '_> {
             shard.touch_all_watchers(Some(db));
             shard.stats.dirty += 1;
         }
+        self.locked.ks.events.flushed();
         removed
     }
 
@@ -926,6 +936,7 @@ fn live_entry<'s>(
         shard.dbs[db].remove(key);
         shard.stats.expired += 1;
         shard.touch_watchers(db, key);
+        events.changed(key, false);
         events.notify(Event::Expired, db, key);
     }
     let found = shard.dbs[db].get_mut(key).filter(|_| !expired);
@@ -954,6 +965,7 @@ pub fn flush_all(locked: &mut Locked<'_>) -> u64 {
         shard.touch_all_watchers(None);
         shard.stats.dirty += 1;
     }
+    locked.ks.events.flushed();
     removed
 }
 

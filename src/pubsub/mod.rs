@@ -14,6 +14,7 @@
 //! RESP3 client the connection writes `>` in place of the leading `*`.
 
 pub mod monitor;
+pub mod tracking;
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -33,7 +34,7 @@ use crate::peer::ClientHandle;
 use crate::util::glob_match;
 pub use monitor::{Monitors, Origin};
 
-type Hasher = foldhash::fast::RandomState;
+pub(crate) type Hasher = foldhash::fast::RandomState;
 /// A channel's subscribers by client id.
 type Subscribers = IndexMap<u64, Arc<Mailbox>, Hasher>;
 pub type MailboxReceiver = mpsc::UnboundedReceiver<Bytes>;
@@ -256,6 +257,8 @@ pub struct PubSub {
     events: AtomicU32,
     limits: Limits,
     pub monitors: Monitors,
+    /// Client-side caching: who cached which keys.
+    pub tracking: tracking::Tracking,
 }
 
 impl Default for PubSub {
@@ -274,6 +277,7 @@ impl PubSub {
             events: AtomicU32::new(0),
             limits: Limits::default(),
             monitors: Monitors::default(),
+            tracking: tracking::Tracking::default(),
         }
     }
 
@@ -289,6 +293,7 @@ impl PubSub {
         self.limits
             .soft_ms
             .store(secs.saturating_mul(1000), Ordering::Relaxed);
+        self.tracking.set_max_keys(config.tracking_table_max_keys);
     }
 
     fn map(&self, kind: Kind) -> &DashMap<Bytes, Subscribers, Hasher> {
@@ -439,6 +444,14 @@ impl PubSub {
 }
 
 impl EventSink for PubSub {
+    fn changed(&self, key: &[u8], by_client: bool) {
+        self.tracking.changed(key, by_client);
+    }
+
+    fn flushed(&self) {
+        self.tracking.flushed();
+    }
+
     /// Raises a keyspace event: one atomic load when notifications are off.
     fn notify(&self, event: Event, db: usize, key: &[u8]) {
         let flags = self.events.load(Ordering::Relaxed);

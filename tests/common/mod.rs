@@ -1,6 +1,8 @@
 //! Shared test helpers: a real rlockd on an ephemeral port, real clients.
 #![allow(dead_code)]
 
+pub mod resp;
+
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
