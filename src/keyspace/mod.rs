@@ -168,6 +168,9 @@ impl Shard {
             for (key, entry) in self.dbs[db].take_expired(hash, now) {
                 lag = lag.max(now - entry.expire_at().unwrap_or(now));
                 self.touch_watchers(db, &key);
+                if matches!(entry.value, Value::Stream(_)) {
+                    self.stream_gone(db, &key);
+                }
                 events.notify(Event::Expired, db, &key);
                 reclaimed += 1;
             }
@@ -700,18 +703,26 @@ impl Db<'_, '_> {
     /// The live entry, deleting it first if its deadline has passed: a key
     /// is never visible after its deadline, whatever the wheel has done.
     pub fn entry(&mut self, key: &[u8]) -> CmdResult<Option<&mut Entry>> {
-        let (now, db, ks) = (self.locked.now, self.index, self.locked.ks);
-        self.locked.record(db, key)?;
-        let shard = self.locked.shard(key_shard(key))?;
-        Ok(live_entry(shard, db, key, now, false, ks))
+        self.lookup(key, false)
     }
 
     /// A read lookup: counts keyspace hits and misses like Redis.
     pub fn get(&mut self, key: &[u8]) -> CmdResult<Option<&mut Value>> {
+        Ok(self.lookup(key, true)?.map(|e| &mut e.value))
+    }
+
+    /// `count` makes this a read lookup for the hit/miss statistics.
+    fn lookup(&mut self, key: &[u8], count: bool) -> CmdResult<Option<&mut Entry>> {
         let (now, db, ks) = (self.locked.now, self.index, self.locked.ks);
         self.locked.record(db, key)?;
         let shard = self.locked.shard(key_shard(key))?;
-        Ok(live_entry(shard, db, key, now, true, ks).map(|e| &mut e.value))
+        if reclaim_if_expired(shard, db, key, now, ks) {
+            // Group readers blocked on the stream learn it is gone once
+            // the command is done (it may make a new one meanwhile).
+            self.signal_ready(key)?;
+        }
+        let shard = self.locked.shard(key_shard(key))?;
+        Ok(live_entry(shard, db, key, now, count, ks))
     }
 
     /// The live value at `key`, looked at without any effect: no
@@ -761,8 +772,11 @@ impl Db<'_, '_> {
     /// Stores `value` under `key` (copied out of the request buffer).
     /// Raises the `new` event if the key did not exist.
     pub fn insert(&mut self, key: &[u8], value: Value, ttl: Ttl) -> CmdResult<()> {
-        let existing = self.entry(key)?.map(|e| e.expire_at());
-        let previous = existing.flatten();
+        let existing = self
+            .entry(key)?
+            .map(|e| (e.expire_at(), matches!(e.value, Value::Stream(_))));
+        let previous = existing.and_then(|(at, _)| at);
+        let replaces_stream = existing.is_some_and(|(_, stream)| stream);
         let expire_at = match ttl {
             Ttl::Clear => None,
             Ttl::At(at) => Some(at),
@@ -774,8 +788,10 @@ impl Db<'_, '_> {
         if let Some(at) = expire_at.filter(|at| Some(*at) != previous) {
             shard.schedule(db, key, at);
         }
-        // A waiter may be owed the new value (BLPOP, BZPOPMIN…).
-        let may_serve = matches!(value, Value::List(_) | Value::ZSet(_));
+        // A waiter may be owed the new value (BLPOP, BZPOPMIN, XREAD…), and
+        // group readers of a stream it replaces learn that it is gone.
+        let may_serve =
+            replaces_stream || matches!(value, Value::List(_) | Value::ZSet(_) | Value::Stream(_));
         shard.dbs[db].insert(key, Entry::new(value, expire_at));
         if existing.is_none() {
             self.locked.ks.events.notify(Event::New, db, key);
@@ -848,6 +864,7 @@ impl Db<'_, '_> {
     pub fn flush(&mut self) -> u64 {
         let db = self.index;
         self.locked.record_flush(Some(db));
+        let waited = self.locked.waited_streams(Some(db));
         let mut removed = 0;
         for shard in self.locked.shards() {
             removed += shard.dbs[db].len() as u64;
@@ -855,6 +872,7 @@ impl Db<'_, '_> {
             shard.touch_all_watchers(Some(db));
             shard.stats.dirty += 1;
         }
+        self.locked.ready.extend(waited);
         removed
     }
 
@@ -888,8 +906,7 @@ impl Db<'_, '_> {
     }
 }
 
-/// The live entry of `key`, reclaiming it first if its deadline has passed
-/// (unless expiry is held: then it is only not found).
+/// The live entry of `key` (`reclaim_if_expired` has run).
 /// `count` makes this a read lookup for the hit/miss statistics.
 fn live_entry<'s>(
     shard: &'s mut Shard,
@@ -900,14 +917,7 @@ fn live_entry<'s>(
     ks: &Keyspace,
 ) -> Option<&'s mut Entry> {
     let events = &ks.events;
-    let expired = shard.dbs[db].get(key).is_some_and(|e| e.is_expired(now));
-    if expired && !ks.expiry_held() {
-        shard.dbs[db].remove(key);
-        shard.stats.expired += 1;
-        shard.touch_watchers(db, key);
-        events.notify(Event::Expired, db, key);
-    }
-    let found = shard.dbs[db].get_mut(key).filter(|_| !expired);
+    let found = shard.dbs[db].get_mut(key).filter(|e| !e.is_expired(now));
     if count {
         let stats = &mut shard.stats;
         if found.is_some() {
@@ -920,9 +930,29 @@ fn live_entry<'s>(
     found
 }
 
+/// Deletes `key` if its deadline has passed (unless expiry is held: then
+/// it is only not found); true if it was a stream some client waits on.
+fn reclaim_if_expired(shard: &mut Shard, db: usize, key: &[u8], now: u64, ks: &Keyspace) -> bool {
+    if ks.expiry_held() || !shard.dbs[db].get(key).is_some_and(|e| e.is_expired(now)) {
+        return false;
+    }
+    let removed = shard.dbs[db].remove(key);
+    shard.stats.expired += 1;
+    shard.touch_watchers(db, key);
+    ks.events.notify(Event::Expired, db, key);
+    matches!(
+        removed,
+        Some(Entry {
+            value: Value::Stream(_),
+            ..
+        })
+    )
+}
+
 /// FLUSHALL: every database of every shard (the plan must hold them all).
 pub fn flush_all(locked: &mut Locked<'_>) -> u64 {
     locked.record_flush(None);
+    let waited = locked.waited_streams(None);
     let now = locked.now;
     let mut removed = 0;
     for shard in locked.shards() {
@@ -934,6 +964,7 @@ pub fn flush_all(locked: &mut Locked<'_>) -> u64 {
         shard.touch_all_watchers(None);
         shard.stats.dirty += 1;
     }
+    locked.ready.extend(waited);
     removed
 }
 
