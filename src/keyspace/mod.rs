@@ -4,6 +4,7 @@
 //! over several shards lock them in ascending order, which rules out
 //! deadlock between them.
 
+pub mod access;
 mod blocked;
 mod dbmap;
 pub mod dump;
@@ -87,6 +88,7 @@ pub struct Shard {
     wheel: TimerWheel<(u32, u64)>,
     watched: Map<(u32, Bytes), Vec<Arc<WatchFlag>>>,
     blocked: blocked::WaiterQueues,
+    access: access::AccessMap,
     pub stats: ShardStats,
 }
 
@@ -97,6 +99,7 @@ impl Shard {
             wheel: TimerWheel::new(now),
             watched: Map::default(),
             blocked: Map::default(),
+            access: Map::default(),
             stats: ShardStats::default(),
         }
     }
@@ -129,6 +132,31 @@ impl Shard {
         }
         if let Some(flags) = self.watched.get(&(db as u32, Bytes::copy_from_slice(key))) {
             flags.iter().for_each(|f| f.mark());
+        }
+    }
+
+    /// Drops the access clock of a key that is gone or replaced.
+    fn forget_access(&mut self, db: usize, key: &[u8]) {
+        if !self.access.is_empty() {
+            self.access
+                .remove(&(db as u32, Bytes::copy_from_slice(key)));
+        }
+    }
+
+    /// Moves on the access clock of a key being used.
+    fn use_access(&mut self, db: usize, key: &[u8], now: u64) {
+        if self.access.is_empty() {
+            return;
+        }
+        let k = (db as u32, Bytes::copy_from_slice(key));
+        match self.access.get(&k).map(|a| a.used(now)) {
+            Some(Some(next)) => {
+                self.access.insert(k, next);
+            }
+            Some(None) => {
+                self.access.remove(&k);
+            }
+            None => {}
         }
     }
 
@@ -168,6 +196,7 @@ impl Shard {
             for (key, entry) in self.dbs[db].take_expired(hash, now) {
                 lag = lag.max(now - entry.expire_at().unwrap_or(now));
                 self.touch_watchers(db, &key);
+                self.forget_access(db, &key);
                 if matches!(entry.value, Value::Stream(_)) {
                     self.stream_gone(db, &key);
                 }
@@ -633,6 +662,17 @@ impl<'a> Locked<'a> {
         let mut waited = Vec::new();
         for shard in self.shards() {
             shard.dbs.swap(a, b);
+            if !shard.access.is_empty() {
+                let other = |db: u32| match db as usize {
+                    d if d == a => b as u32,
+                    d if d == b => a as u32,
+                    _ => db,
+                };
+                shard.access = std::mem::take(&mut shard.access)
+                    .into_iter()
+                    .map(|((db, key), clock)| ((other(db), key), clock))
+                    .collect();
+            }
             for db in [a, b] {
                 // The wheel names keys by their old map's hash.
                 let due: Vec<(Bytes, u64)> = shard.dbs[db]
@@ -703,16 +743,51 @@ impl Db<'_, '_> {
     /// The live entry, deleting it first if its deadline has passed: a key
     /// is never visible after its deadline, whatever the wheel has done.
     pub fn entry(&mut self, key: &[u8]) -> CmdResult<Option<&mut Entry>> {
-        self.lookup(key, false)
+        self.lookup(key, false, true)
     }
 
     /// A read lookup: counts keyspace hits and misses like Redis.
     pub fn get(&mut self, key: &[u8]) -> CmdResult<Option<&mut Value>> {
-        Ok(self.lookup(key, true)?.map(|e| &mut e.value))
+        Ok(self.lookup(key, true, true)?.map(|e| &mut e.value))
     }
 
-    /// `count` makes this a read lookup for the hit/miss statistics.
-    fn lookup(&mut self, key: &[u8], count: bool) -> CmdResult<Option<&mut Entry>> {
+    /// `get` that leaves the key's access clock alone: the commands Redis
+    /// looks keys up for without using them (OBJECT, EXISTS).
+    pub fn get_untouched(&mut self, key: &[u8]) -> CmdResult<Option<&mut Value>> {
+        Ok(self.lookup(key, true, false)?.map(|e| &mut e.value))
+    }
+
+    /// `entry` that leaves the key's access clock alone (TYPE, TTL).
+    pub fn entry_untouched(&mut self, key: &[u8]) -> CmdResult<Option<&mut Entry>> {
+        self.lookup(key, false, false)
+    }
+
+    /// The access clock RESTORE gave `key`, if it still has one.
+    pub fn access(&mut self, key: &[u8]) -> CmdResult<Option<access::Access>> {
+        let db = self.index as u32;
+        let shard = self.locked.shard(key_shard(key))?;
+        if shard.access.is_empty() {
+            return Ok(None);
+        }
+        Ok(shard
+            .access
+            .get(&(db, Bytes::copy_from_slice(key)))
+            .copied())
+    }
+
+    /// Gives the existing `key` an access clock (RESTORE's IDLETIME, FREQ).
+    pub fn set_access(&mut self, key: &[u8], clock: access::Access) -> CmdResult<()> {
+        let db = self.index as u32;
+        let shard = self.locked.shard(key_shard(key))?;
+        shard
+            .access
+            .insert((db, Bytes::copy_from_slice(key)), clock);
+        Ok(())
+    }
+
+    /// `count` makes this a read lookup for the hit/miss statistics;
+    /// `touch` moves the key's access clock on.
+    fn lookup(&mut self, key: &[u8], count: bool, touch: bool) -> CmdResult<Option<&mut Entry>> {
         let (now, db, ks) = (self.locked.now, self.index, self.locked.ks);
         self.locked.record(db, key)?;
         let shard = self.locked.shard(key_shard(key))?;
@@ -722,6 +797,9 @@ impl Db<'_, '_> {
             self.signal_ready(key)?;
         }
         let shard = self.locked.shard(key_shard(key))?;
+        if touch {
+            shard.use_access(db, key, now);
+        }
         Ok(live_entry(shard, db, key, now, count, ks))
     }
 
@@ -793,6 +871,7 @@ impl Db<'_, '_> {
         let may_serve =
             replaces_stream || matches!(value, Value::List(_) | Value::ZSet(_) | Value::Stream(_));
         shard.dbs[db].insert(key, Entry::new(value, expire_at));
+        shard.forget_access(db, key);
         if existing.is_none() {
             self.locked.ks.events.notify(Event::New, db, key);
         }
@@ -809,6 +888,7 @@ impl Db<'_, '_> {
         let db = self.index;
         let shard = self.locked.shard(key_shard(key))?;
         let removed = shard.dbs[db].remove(key).map(|e| e.value);
+        shard.forget_access(db, key);
         // Group readers blocked on a stream learn that it is gone.
         if matches!(removed, Some(Value::Stream(_))) {
             self.signal_ready(key)?;
@@ -869,6 +949,7 @@ impl Db<'_, '_> {
         for shard in self.locked.shards() {
             removed += shard.dbs[db].len() as u64;
             shard.dbs[db].clear();
+            shard.access.retain(|(adb, _), _| *adb as usize != db);
             shard.touch_all_watchers(Some(db));
             shard.stats.dirty += 1;
         }
@@ -937,6 +1018,7 @@ fn reclaim_if_expired(shard: &mut Shard, db: usize, key: &[u8], now: u64, ks: &K
         return false;
     }
     let removed = shard.dbs[db].remove(key);
+    shard.forget_access(db, key);
     shard.stats.expired += 1;
     shard.touch_watchers(db, key);
     ks.events.notify(Event::Expired, db, key);
@@ -960,6 +1042,7 @@ pub fn flush_all(locked: &mut Locked<'_>) -> u64 {
             removed += db.len() as u64;
             db.clear();
         }
+        shard.access.clear();
         shard.wheel = TimerWheel::new(now);
         shard.touch_all_watchers(None);
         shard.stats.dirty += 1;
