@@ -26,6 +26,21 @@ async fn line<T: redis::FromRedisValue>(c: &mut MultiplexedConnection, text: &st
     cmd(c, &text.split(' ').collect::<Vec<_>>()).await.unwrap()
 }
 
+/// A source and a target (kept alive by the first item), the target's
+/// port, and a connection to each.
+async fn two_servers() -> (
+    [ServerHandle; 2],
+    u16,
+    MultiplexedConnection,
+    MultiplexedConnection,
+) {
+    let source = start_with_password(None).await;
+    let target = start_with_password(None).await;
+    let (s, t) = (connect(&source).await, connect(&target).await);
+    let port = target.addr().port();
+    ([source, target], port, s, t)
+}
+
 /// `MIGRATE 127.0.0.1 <port> …` with the target's port filled in.
 fn migrate(port: u16, rest: &str) -> Vec<String> {
     let mut words = vec!["MIGRATE".to_string(), "127.0.0.1".into(), port.to_string()];
@@ -44,12 +59,7 @@ async fn run_err(c: &mut MultiplexedConnection, words: &[String]) -> String {
 // MIGRATE waits for the target on its own thread: a runtime of several.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keys_move_with_their_ttl_and_copies_stay() {
-    let (source, target) = (
-        start_with_password(None).await,
-        start_with_password(None).await,
-    );
-    let port = target.addr().port();
-    let (mut s, mut t) = (connect(&source).await, connect(&target).await);
+    let (_servers, port, mut s, mut t) = two_servers().await;
     let _: () = line(&mut s, "SET k v PX 50000").await;
     let _: () = line(&mut s, "RPUSH l a b c").await;
     assert_eq!(
@@ -88,12 +98,7 @@ async fn keys_move_with_their_ttl_and_copies_stay() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_keys_form_moves_what_exists_and_reports_the_first_refusal() {
-    let (source, target) = (
-        start_with_password(None).await,
-        start_with_password(None).await,
-    );
-    let port = target.addr().port();
-    let (mut s, mut t) = (connect(&source).await, connect(&target).await);
+    let (_servers, port, mut s, mut t) = two_servers().await;
     let _: () = line(&mut s, "MSET a 1 b 2 c 3").await;
     let _: () = line(&mut t, "SET b theirs").await;
     let reply = run_err(&mut s, &migrate(port, "'' 0 1000 KEYS a nokey b c")).await;
