@@ -839,7 +839,7 @@ pub static COMMANDS: &[C] = &[
         .doc("3.0.0", "RESTORE as a cluster migration sends it."),
     C::new("migrate", -6, Generic, migrate::migrate).flags(WRITE).acl(KEYSPACE | DANGEROUS).tips(NONDET)
         .keys(&[KeySpec::range(3, 0, 1, RW_ACCESS_DELETE), KeySpec::all_after_keyword("KEYS", -2, RW_ACCESS_DELETE_INCOMPLETE)])
-        .syntax("host port key | \"\" destination-db timeout [COPY] [REPLACE] [AUTH password | AUTH2 username password] [KEYS key...]")
+        .syntax("host port key destination-db timeout [COPY] [REPLACE] [AUTH password | AUTH2 username password] [KEYS key...]")
         .doc("2.6.0", "Moves keys to another rlockd with RESTORE, deleting them here unless COPY."),
     C::new("randomkey", 1, Generic, keys::randomkey).flags(READONLY | WHOLE_KEYSPACE).acl(KEYSPACE)
         .tips(&["request_policy:all_shards", "nondeterministic_output"])
