@@ -236,6 +236,10 @@ impl Waiting<'_> {
                 break Ok(None);
             };
             if let Some(reply) = blocked.reply(outcome) {
+                if let Reply::Error(e) = &reply {
+                    let id = handle.info.lock().last_cmd;
+                    self.shared.stats.record_unblocked_error(id, e.code());
+                }
                 break Ok(Some(reply));
             }
             // The element went elsewhere: run the command again, keeping

@@ -240,3 +240,126 @@ async fn concurrent_producers_and_consumers_lose_and_repeat_nothing() {
     let pending: Vec<Value> = cmd(&mut c, &["XPENDING", "s", "g"]).await.unwrap();
     assert_eq!(pending[0], Value::Int(0));
 }
+
+/// Blocks a group reader of `s` (group `g`, made here), runs `end` on
+/// another connection and returns the error the reader got.
+async fn group_reader_error(end: &[&[&str]]) -> String {
+    let server = start().await;
+    let mut c = connect(&server).await;
+    let _: String = cmd(&mut c, &["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"])
+        .await
+        .unwrap();
+    let mut reader = connect(&server).await;
+    let read = tokio::spawn(async move {
+        common::err(
+            &mut reader,
+            &words("XREADGROUP GROUP g alice BLOCK 0 STREAMS s >")
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        )
+        .await
+    });
+    until_blocked(&mut c, 1).await;
+    for line in end {
+        let _: Value = cmd(&mut c, line).await.unwrap();
+    }
+    let got = tokio::time::timeout(WAIT, read).await.unwrap().unwrap();
+    until_blocked(&mut c, 0).await;
+    // Counted like any failed call: the error, and XREADGROUP's failure.
+    let info: String = cmd(&mut c, &["INFO", "stats"]).await.unwrap();
+    assert!(info.contains("total_error_replies:1"), "{info}");
+    let stats: String = cmd(&mut c, &["INFO", "commandstats"]).await.unwrap();
+    let line = stats
+        .lines()
+        .find(|l| l.starts_with("cmdstat_xreadgroup:"))
+        .unwrap();
+    assert!(
+        line.contains("calls=1,") && line.ends_with("failed_calls=1"),
+        "{line}"
+    );
+    got
+}
+
+const GONE: &str = "UNBLOCKED the stream key no longer exists";
+
+#[tokio::test]
+async fn a_group_reader_learns_that_its_stream_was_deleted_or_replaced() {
+    assert_eq!(group_reader_error(&[&["DEL", "s"]]).await, GONE);
+    assert_eq!(group_reader_error(&[&["SET", "s", "v"]]).await, GONE);
+    assert_eq!(group_reader_error(&[&["FLUSHDB"]]).await, GONE);
+    assert_eq!(group_reader_error(&[&["FLUSHALL"]]).await, GONE);
+    // Replaced inside a transaction by another type: told once EXEC ends.
+    let multi: &[&[&str]] = &[&["MULTI"], &["DEL", "s"], &["SADD", "s", "e"], &["EXEC"]];
+    assert_eq!(group_reader_error(multi).await, GONE);
+    // Renamed away, and a list renamed over it.
+    assert_eq!(group_reader_error(&[&["RENAME", "s", "t"]]).await, GONE);
+    let over: &[&[&str]] = &[&["RPUSH", "l", "x"], &["RENAME", "l", "s"]];
+    assert_eq!(group_reader_error(over).await, GONE);
+}
+
+#[tokio::test]
+async fn a_group_reader_learns_that_its_group_is_gone() {
+    let nogroup = "NOGROUP the consumer group this client was blocked on no longer exists";
+    let destroy: &[&[&str]] = &[&["XGROUP", "DESTROY", "s", "g"]];
+    assert_eq!(group_reader_error(destroy).await, nogroup);
+    // A stream without the group renamed over it.
+    let renamed: &[&[&str]] = &[&["XADD", "t", "1-0", "f", "v"], &["RENAME", "t", "s"]];
+    assert_eq!(group_reader_error(renamed).await, nogroup);
+}
+
+#[tokio::test]
+async fn a_group_reader_learns_that_its_stream_expired() {
+    // Reclaimed by the expiry wheel, with no command touching the key.
+    let wheel: &[&[&str]] = &[&["PEXPIRE", "s", "30"]];
+    assert_eq!(group_reader_error(wheel).await, GONE);
+}
+
+#[tokio::test]
+async fn a_stream_renamed_over_the_key_serves_a_group_reader_of_its_group() {
+    let server = start().await;
+    let mut c = connect(&server).await;
+    let _: String = cmd(&mut c, &["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"])
+        .await
+        .unwrap();
+    let reader = spawn_read(
+        server.url(),
+        words("XREADGROUP GROUP g alice BLOCK 0 STREAMS s >"),
+    )
+    .await;
+    until_blocked(&mut c, 1).await;
+    let _: String = cmd(&mut c, &["XGROUP", "CREATE", "t", "g", "$", "MKSTREAM"])
+        .await
+        .unwrap();
+    let _: String = cmd(&mut c, &["XADD", "t", "100-0", "f", "v"])
+        .await
+        .unwrap();
+    let _: String = cmd(&mut c, &["RENAME", "t", "s"]).await.unwrap();
+    let got = tokio::time::timeout(WAIT, reader).await.unwrap().unwrap();
+    assert_eq!(got, vec!["100-0".to_string()]);
+}
+
+#[tokio::test]
+async fn a_plain_reader_waits_on_through_deletion_and_type_changes() {
+    let server = start().await;
+    let mut c = connect(&server).await;
+    let _: String = cmd(&mut c, &["XADD", "s", "666-0", "f", "v"])
+        .await
+        .unwrap();
+    let reader = spawn_read(server.url(), words("XREAD BLOCK 0 STREAMS s $")).await;
+    until_blocked(&mut c, 1).await;
+    for line in ["SET s v", "DEL s", "FLUSHALL"] {
+        let _: Value = cmd(&mut c, &line.split(' ').collect::<Vec<_>>())
+            .await
+            .unwrap();
+    }
+    let _: String = cmd(&mut c, &["XADD", "s", "1-0", "f", "v"]).await.unwrap();
+    // `$` was 666-0 when it blocked: an earlier entry of the new stream
+    // does not serve it.
+    until_blocked(&mut c, 1).await;
+    let _: String = cmd(&mut c, &["XADD", "s", "667-0", "f", "v"])
+        .await
+        .unwrap();
+    let got = tokio::time::timeout(WAIT, reader).await.unwrap().unwrap();
+    assert_eq!(got, vec!["667-0".to_string()]);
+}

@@ -107,7 +107,9 @@ pub fn word_type(word: &str, float: bool) -> ArgType {
         "seconds" | "milliseconds" | "count" | "cursor" | "numkeys" | "index" | "increment"
         | "decrement" | "database" | "timeout" | "client-id" | "protover" | "start" | "stop"
         | "rank" | "num-matches" | "len" | "limit" | "destination-db" | "db" | "index1"
-        | "index2" | "ttl" | "frequency" | "offset" | "end" | "bit" | "bits" => ArgType::Integer,
+        | "index2" | "ttl" | "frequency" | "offset" | "end" | "bit" | "bits" | "port" => {
+            ArgType::Integer
+        }
         w if w.starts_with("unix-time") => ArgType::UnixTime,
         _ => ArgType::String,
     }

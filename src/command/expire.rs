@@ -129,7 +129,7 @@ fn ttl_generic(ctx: &mut Ctx, unit: Unit, base: Base) -> CmdResult<Reply> {
     let now = ctx.now() as i64;
     let key = ctx.arg(1).clone();
     let mut db = ctx.db();
-    let Some(entry) = db.entry(&key)? else {
+    let Some(entry) = db.entry_untouched(&key)? else {
         return Ok(Reply::Int(-2));
     };
     let Some(at) = entry.expire_at() else {

@@ -7,6 +7,7 @@ use rand::RngExt;
 use super::Ctx;
 use super::connection::help_reply;
 use crate::error::{CmdError, CmdResult};
+use crate::keyspace::access::{Access, LFU_INIT};
 use crate::keyspace::dump::{self, DumpError};
 use crate::keyspace::{SHARDS, StrEncoding, Ttl, Value};
 use crate::protocol::Reply;
@@ -17,8 +18,9 @@ use crate::util::{glob_match, parse_cursor, parse_i64};
 pub fn exists(ctx: &mut Ctx) -> CmdResult<Reply> {
     let mut n = 0;
     for key in &ctx.args[1..] {
-        // A read lookup, as Redis's: it counts hits and misses.
-        n += ctx.db().get(key)?.is_some() as i64;
+        // A read lookup, as Redis's: it counts hits and misses (but does
+        // not count as a use of the key).
+        n += ctx.db().get_untouched(key)?.is_some() as i64;
     }
     Ok(Reply::Int(n))
 }
@@ -37,7 +39,10 @@ pub fn del(ctx: &mut Ctx) -> CmdResult<Reply> {
 
 pub fn type_(ctx: &mut Ctx) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
-    let name = ctx.db().get_mut(&key)?.map_or("none", |v| v.type_name());
+    let name = ctx
+        .db()
+        .entry_untouched(&key)?
+        .map_or("none", |e| e.value.type_name());
     Ok(Reply::status(name))
 }
 
@@ -304,41 +309,40 @@ pub fn dump(ctx: &mut Ctx) -> CmdResult<Reply> {
     ))
 }
 
-/// RESTORE's options. IDLETIME and FREQ are checked and then dropped:
-/// rlockd keeps no access clock.
+/// RESTORE's options.
 struct RestoreOptions {
     replace: bool,
     absolute_ttl: bool,
+    idle_secs: Option<u64>,
+    freq: Option<u8>,
 }
 
 fn parse_restore_options(args: &[Bytes]) -> CmdResult<RestoreOptions> {
     let mut opts = RestoreOptions {
         replace: false,
         absolute_ttl: false,
+        idle_secs: None,
+        freq: None,
     };
-    let (mut idle, mut freq) = (false, false);
     let mut i = 0;
     while i < args.len() {
         let more = i + 1 < args.len();
         match &args[i].to_ascii_lowercase()[..] {
             b"replace" => opts.replace = true,
             b"absttl" => opts.absolute_ttl = true,
-            b"idletime" if more && !freq => {
+            b"idletime" if more && opts.freq.is_none() => {
                 let n = parse_i64(&args[i + 1]).ok_or(CmdError::NotInteger)?;
-                if n < 0 {
-                    return Err(CmdError::other("ERR Invalid IDLETIME value, must be >= 0"));
-                }
-                idle = true;
+                let n = u64::try_from(n)
+                    .map_err(|_| CmdError::other("ERR Invalid IDLETIME value, must be >= 0"))?;
+                opts.idle_secs = Some(n);
                 i += 1;
             }
-            b"freq" if more && !idle => {
+            b"freq" if more && opts.idle_secs.is_none() => {
                 let n = parse_i64(&args[i + 1]).ok_or(CmdError::NotInteger)?;
-                if !(0..=255).contains(&n) {
-                    return Err(CmdError::other(
-                        "ERR Invalid FREQ value, must be >= 0 and <= 255",
-                    ));
-                }
-                freq = true;
+                let n = u8::try_from(n).map_err(|_| {
+                    CmdError::other("ERR Invalid FREQ value, must be >= 0 and <= 255")
+                })?;
+                opts.freq = Some(n);
                 i += 1;
             }
             _ => return Err(CmdError::Syntax),
@@ -352,6 +356,12 @@ pub fn restore(ctx: &mut Ctx) -> CmdResult<Reply> {
     let opts = parse_restore_options(&ctx.args[4..])?;
     let key = ctx.arg(1).clone();
     let now = ctx.now();
+    // As Redis: FREQ counts under an LFU policy, IDLETIME under any other.
+    let clock = if lfu_policy(ctx) {
+        opts.freq.map(|f| Access::freq(f, now))
+    } else {
+        opts.idle_secs.map(|s| Access::idle(s, now))
+    };
     let mut db = ctx.db();
     if !opts.replace && db.exists(&key)? {
         return Err(CmdError::other("BUSYKEY Target key name already exists."));
@@ -382,6 +392,9 @@ pub fn restore(ctx: &mut Ctx) -> CmdResult<Reply> {
         return Ok(Reply::OK);
     }
     db.insert(&key, value, deadline.map_or(Ttl::Clear, Ttl::At))?;
+    if let Some(clock) = clock {
+        db.set_access(&key, clock)?;
+    }
     db.modified(&key, Event::Restore)?;
     Ok(Reply::OK)
 }
@@ -422,20 +435,27 @@ fn encoding_name(value: &Value) -> &'static str {
     }
 }
 
-/// Runs `answer` on the key's value; a missing key is nil.
+/// Runs `answer` on the key's value and access clock, without using the
+/// key (OBJECT leaves its clock alone); a missing key is nil.
 fn object_lookup(
     ctx: &mut Ctx,
-    answer: impl FnOnce(&Value) -> CmdResult<Reply>,
+    answer: impl FnOnce(&Value, Option<Access>) -> CmdResult<Reply>,
 ) -> CmdResult<Reply> {
     let key = ctx.arg(2).clone();
-    match ctx.db().get(&key)? {
-        Some(value) => answer(value),
+    let mut db = ctx.db();
+    let clock = db.access(&key)?;
+    match db.get_untouched(&key)? {
+        Some(value) => answer(value, clock),
         None => Ok(Reply::Nil),
     }
 }
 
+fn lfu_policy(ctx: &Ctx) -> bool {
+    ctx.shared.config.read().maxmemory_policy.contains("lfu")
+}
+
 pub fn object_encoding(ctx: &mut Ctx) -> CmdResult<Reply> {
-    object_lookup(ctx, |v| Ok(Reply::bulk(encoding_name(v))))
+    object_lookup(ctx, |v, _| Ok(Reply::bulk(encoding_name(v))))
 }
 
 pub fn object_refcount(ctx: &mut Ctx) -> CmdResult<Reply> {
@@ -445,7 +465,7 @@ pub fn object_refcount(ctx: &mut Ctx) -> CmdResult<Reply> {
         let config = ctx.shared.config.read();
         config.maxmemory == 0 || !evicts_by_access(&config.maxmemory_policy)
     };
-    object_lookup(ctx, |v| {
+    object_lookup(ctx, |v, _| {
         let shared = matches!(v, Value::Str(s, form) if form.encoding(s) == StrEncoding::Int
             && parse_i64(s).is_some_and(|n| (0..10_000).contains(&n)));
         Ok(Reply::Int(if shared && shares {
@@ -463,30 +483,33 @@ fn evicts_by_access(policy: &str) -> bool {
 const POLICY_SWITCH_NOTE: &str = "Please note that when switching between policies at runtime \
                                   LRU and LFU data will take some time to adjust.";
 
-/// rlockd keeps no access clock per key: a key reads as just used.
+/// A key without the clock RESTORE IDLETIME gives reads as just used
+/// (rlockd keeps no clock per key otherwise).
 pub fn object_idletime(ctx: &mut Ctx) -> CmdResult<Reply> {
-    let lfu = ctx.shared.config.read().maxmemory_policy.contains("lfu");
-    object_lookup(ctx, |_| {
+    let (lfu, now) = (lfu_policy(ctx), ctx.now());
+    object_lookup(ctx, |_, clock| {
         if lfu {
             return Err(CmdError::other(format!(
                 "ERR An LFU maxmemory policy is selected, idle time not tracked. {POLICY_SWITCH_NOTE}"
             )));
         }
-        Ok(Reply::Int(0))
+        let idle = clock.and_then(|c| c.idle_secs(now)).unwrap_or(0);
+        Ok(Reply::Int(idle as i64))
     })
 }
 
-/// rlockd counts no accesses: a key reads as new (Redis's initial
-/// LFU counter, 5).
+/// A key without the counter RESTORE FREQ gives reads as new (Redis's
+/// initial LFU counter).
 pub fn object_freq(ctx: &mut Ctx) -> CmdResult<Reply> {
-    let lfu = ctx.shared.config.read().maxmemory_policy.contains("lfu");
-    object_lookup(ctx, |_| {
+    let (lfu, now) = (lfu_policy(ctx), ctx.now());
+    object_lookup(ctx, |_, clock| {
         if !lfu {
             return Err(CmdError::other(format!(
                 "ERR An LFU maxmemory policy is not selected, access frequency not tracked. {POLICY_SWITCH_NOTE}"
             )));
         }
-        Ok(Reply::Int(5))
+        let freq = clock.and_then(|c| c.decayed_freq(now)).unwrap_or(LFU_INIT);
+        Ok(Reply::Int(i64::from(freq)))
     })
 }
 

@@ -15,6 +15,7 @@ mod hyperloglog;
 mod keys;
 mod lists;
 mod memory;
+mod migrate;
 mod multi;
 mod operator;
 pub mod pubsub;

@@ -174,7 +174,7 @@ fn find_keys(k: &KeySpec) -> Reply {
                 kv(
                     "limit",
                     Reply::Int(if k.keyword.is_some() && k.last < 0 {
-                        2
+                        k.limit as i64
                     } else {
                         0
                     }),

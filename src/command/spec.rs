@@ -182,6 +182,10 @@ pub struct KeySpec {
     /// argument after it when `last` is 0 (GEORADIUS's STORE), else the
     /// first half of what follows it (XREAD's `STREAMS key... id...`).
     pub keyword: Option<&'static str>,
+    /// After a keyword with `last` negative: keys are the first 1/`limit`
+    /// of what follows (2 for XREAD's `STREAMS key... id...`), or all of it
+    /// with 0 (MIGRATE's `KEYS key...`).
+    pub limit: i32,
     /// A remark COMMAND INFO shows with the spec.
     pub notes: &'static str,
 }
@@ -196,6 +200,7 @@ impl KeySpec {
             keynum: false,
             unknown: false,
             keyword: None,
+            limit: 0,
             notes: "",
         }
     }
@@ -210,6 +215,7 @@ impl KeySpec {
             keynum: false,
             unknown: true,
             keyword: None,
+            limit: 0,
             notes,
         }
     }
@@ -229,8 +235,22 @@ impl KeySpec {
             keynum: false,
             unknown: false,
             keyword: Some(keyword),
+            limit: 2,
             notes: "",
         }
+    }
+
+    /// `... KEYWORD key...`: every argument after the keyword is a key,
+    /// the keyword searched for from `startfrom` (backwards from the end
+    /// when negative: MIGRATE's `KEYS`).
+    pub const fn all_after_keyword(
+        keyword: &'static str,
+        startfrom: i32,
+        flags: &'static [&'static str],
+    ) -> Self {
+        let mut spec = Self::after_keyword(keyword, startfrom, flags);
+        spec.limit = 0;
+        spec
     }
 
     /// The one argument after `keyword`, searched for from `startfrom` on
@@ -271,6 +291,7 @@ impl KeySpec {
             keynum: true,
             unknown: false,
             keyword: None,
+            limit: 0,
             notes: "",
         }
     }
@@ -282,8 +303,8 @@ impl KeySpec {
             return None;
         }
         let argc = args.len();
-        let begin = self.begin as usize;
         if self.keynum {
+            let begin = self.begin as usize;
             let count = crate::util::parse_i64(args.get(begin)?)?;
             let count = usize::try_from(count)
                 .ok()
@@ -291,15 +312,23 @@ impl KeySpec {
             return Some((begin + 1, begin + count));
         }
         if let Some(word) = self.keyword {
-            let at = (begin..argc.saturating_sub(1))
-                .find(|&i| args[i].eq_ignore_ascii_case(word.as_bytes()))?;
+            let is_word = |i: &usize| args[*i].eq_ignore_ascii_case(word.as_bytes());
+            let at = if self.begin >= 0 {
+                (self.begin as usize..argc.saturating_sub(1)).find(is_word)?
+            } else {
+                let from = usize::try_from(argc as i64 + self.begin as i64).ok()?;
+                (1..=from.min(argc.saturating_sub(1))).rev().find(is_word)?
+            };
             if self.last == 0 {
                 return Some((at + 1, at + 1));
             }
-            // The first half of what follows is keys (XREAD's STREAMS).
-            let keys = (argc - at - 1) / 2;
+            let keys = match self.limit {
+                0 => argc - at - 1,
+                parts => (argc - at - 1) / parts as usize,
+            };
             return (keys > 0).then_some((at + 1, at + keys));
         }
+        let begin = self.begin as usize;
         let last = if self.last >= 0 {
             begin + self.last as usize
         } else {

@@ -11,8 +11,8 @@ use super::spec::flag::*;
 use super::spec::{CommandSpec as C, Group::*, KeySpec};
 use super::{
     acl as acls, bitmaps, blocking, cluster, connection as conn, expire, fixture, geo, hashes,
-    hyperloglog, keys, lists, memory, multi, operator, scripting, server, sets, sort, streams,
-    strings, tracking, zsets,
+    hyperloglog, keys, lists, memory, migrate, multi, operator, scripting, server, sets, sort,
+    streams, strings, tracking, zsets,
 };
 
 const RO: &[&str] = &["RO"];
@@ -23,6 +23,7 @@ const OW_UPDATE: &[&str] = &["OW", "update"];
 const RM_DELETE: &[&str] = &["RM", "delete"];
 const RW_ACCESS_DELETE: &[&str] = &["RW", "access", "delete"];
 const RW_DELETE: &[&str] = &["RW", "delete"];
+const RW_ACCESS_DELETE_INCOMPLETE: &[&str] = &["RW", "access", "delete", "incomplete"];
 
 const fn key1(flags: &'static [&'static str]) -> [KeySpec; 1] {
     [KeySpec::range(1, 0, 1, flags)]
@@ -865,6 +866,10 @@ pub static COMMANDS: &[C] = &[
     C::new("restore-asking", -4, Server, keys::restore).flags(WRITE | DENYOOM | ASKING).acl(KEYSPACE | DANGEROUS).keys(&key1(OW_UPDATE))
         .syntax(RESTORE_SYNTAX)
         .doc("3.0.0", "RESTORE as a cluster migration sends it."),
+    C::new("migrate", -6, Generic, migrate::migrate).flags(WRITE).acl(KEYSPACE | DANGEROUS).tips(NONDET)
+        .keys(&[KeySpec::range(3, 0, 1, RW_ACCESS_DELETE), KeySpec::all_after_keyword("KEYS", -2, RW_ACCESS_DELETE_INCOMPLETE)])
+        .syntax("host port key destination-db timeout [COPY] [REPLACE] [AUTH password | AUTH2 username password] [KEYS key...]")
+        .doc("2.6.0", "Moves keys to another rlockd with RESTORE, deleting them here unless COPY."),
     C::new("randomkey", 1, Generic, keys::randomkey).flags(READONLY | WHOLE_KEYSPACE).acl(KEYSPACE)
         .tips(&["request_policy:all_shards", "nondeterministic_output"])
         .doc("1.0.0", "Returns a random key."),

@@ -75,6 +75,15 @@ impl Stats {
         *self.errors.lock().entry(code.to_string()).or_default() += 1;
     }
 
+    /// A blocked command that ended with an error (its call was counted
+    /// when it blocked).
+    pub fn record_unblocked_error(&self, id: Option<usize>, code: &str) {
+        if let Some(id) = id {
+            self.commands[id].failed.fetch_add(1, Ordering::Relaxed);
+        }
+        self.record_error(code);
+    }
+
     /// A known command refused before it ran (arity, authentication).
     pub fn record_rejected(&self, id: usize) {
         self.commands[id].rejected.fetch_add(1, Ordering::Relaxed);

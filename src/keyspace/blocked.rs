@@ -15,7 +15,7 @@ use tokio::sync::Notify;
 
 use super::Event;
 use super::stream::{GroupRead, ReadEntry, StreamId};
-use super::{Db, Locked, Ttl, Value, key_shard};
+use super::{Db, Locked, Shard, Ttl, Value, key_shard};
 use crate::error::CmdError;
 
 /// The end of a list an element is taken from or put on.
@@ -345,9 +345,7 @@ impl Db<'_, '_> {
                 continue;
             }
             let outcome = match (stream, &wait.group) {
-                (None, _) => {
-                    Outcome::Failed(CmdError::other("UNBLOCKED the stream key no longer exists"))
-                }
+                (None, _) => stream_gone(),
                 (Some(stream), None) => Outcome::Served {
                     key: key.clone(),
                     taken: Taken::Stream(stream.read_after(wait.after[at], wait.count)),
@@ -471,6 +469,9 @@ impl Locked<'_> {
         while !self.ready.is_empty() {
             let (db, key) = self.ready.remove(0);
             let mut db = self.db(db);
+            // Stream readers are served or, if the key no longer holds a
+            // stream, group readers are unblocked, after any list or
+            // sorted set waiters (Redis's order).
             if !matches!(db.peek(&key), Ok(Some(Value::List(_) | Value::ZSet(_)))) {
                 let _ = db.serve_stream_readers(&key);
                 continue;
@@ -486,6 +487,47 @@ impl Locked<'_> {
                 };
                 let outcome = serve_one(&mut db, &key, &waiter.wanted);
                 waiter.finish(outcome);
+            }
+            let _ = db.serve_stream_readers(&key);
+        }
+    }
+
+    /// The keys of database `db` (every database with `None`) holding a
+    /// stream some client waits on, before a flush empties them: their
+    /// group readers must learn that the stream is gone.
+    pub(super) fn waited_streams(&mut self, db: Option<usize>) -> Vec<(usize, Bytes)> {
+        let mut waited = Vec::new();
+        for shard in self.shards() {
+            for (bdb, key) in shard.blocked.keys() {
+                let bdb = *bdb as usize;
+                if db.is_none_or(|d| d == bdb)
+                    && matches!(shard.dbs[bdb].get(key), Some(e) if matches!(e.value, Value::Stream(_)))
+                {
+                    waited.push((bdb, key.clone()));
+                }
+            }
+        }
+        waited
+    }
+}
+
+/// How a group reader learns that its stream was deleted, replaced or
+/// expired: the group went with it, so waiting on could only end in
+/// NOGROUP (plain readers wait on for a new stream there).
+fn stream_gone() -> Outcome {
+    Outcome::Failed(CmdError::other("UNBLOCKED the stream key no longer exists"))
+}
+
+impl Shard {
+    /// Unblocks the group readers of a stream the expiry wheel reclaimed
+    /// (no command runs, so none will serve the key later).
+    pub(super) fn stream_gone(&mut self, db: usize, key: &[u8]) {
+        let Some(queue) = self.blocked.get(&(db as u32, Bytes::copy_from_slice(key))) else {
+            return;
+        };
+        for waiter in queue {
+            if matches!(&waiter.wanted, Wanted::Stream(w) if w.group.is_some()) && waiter.claim() {
+                waiter.finish(stream_gone());
             }
         }
     }

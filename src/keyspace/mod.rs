@@ -4,6 +4,7 @@
 //! over several shards lock them in ascending order, which rules out
 //! deadlock between them.
 
+pub mod access;
 mod blocked;
 mod dbmap;
 pub mod dump;
@@ -114,6 +115,7 @@ pub struct Shard {
     timed: TimedDbs,
     watched: Map<(u32, Bytes), Vec<Arc<WatchFlag>>>,
     blocked: blocked::WaiterQueues,
+    access: access::AccessMap,
     pub stats: ShardStats,
 }
 
@@ -124,6 +126,7 @@ impl Shard {
             timed: TimedDbs::default(),
             watched: Map::default(),
             blocked: Map::default(),
+            access: Map::default(),
             stats: ShardStats::default(),
         }
     }
@@ -159,6 +162,31 @@ impl Shard {
         }
     }
 
+    /// Drops the access clock of a key that is gone or replaced.
+    fn forget_access(&mut self, db: usize, key: &[u8]) {
+        if !self.access.is_empty() {
+            self.access
+                .remove(&(db as u32, Bytes::copy_from_slice(key)));
+        }
+    }
+
+    /// Moves on the access clock of a key being used.
+    fn use_access(&mut self, db: usize, key: &[u8], now: u64) {
+        if self.access.is_empty() {
+            return;
+        }
+        let k = (db as u32, Bytes::copy_from_slice(key));
+        match self.access.get(&k).map(|a| a.used(now)) {
+            Some(Some(next)) => {
+                self.access.insert(k, next);
+            }
+            Some(None) => {
+                self.access.remove(&k);
+            }
+            None => {}
+        }
+    }
+
     fn touch_all_watchers(&mut self, db: Option<usize>) {
         for ((wdb, _), flags) in &self.watched {
             if db.is_none_or(|d| d as u32 == *wdb) {
@@ -181,6 +209,10 @@ impl Shard {
                 let key = node.key();
                 lag = lag.max(now - node.entry().expire_at().unwrap_or(now));
                 self.touch_watchers(db, key);
+                self.forget_access(db, key);
+                if matches!(node.entry().value, Value::Stream(_)) {
+                    self.stream_gone(db, key);
+                }
                 events.changed(key, false);
                 events.notify(Event::Expired, db, key);
                 reclaimed += 1;
@@ -663,6 +695,17 @@ impl<'a> Locked<'a> {
             shard.dbs.swap(a, b);
             shard.timed.mark(a);
             shard.timed.mark(b);
+            if !shard.access.is_empty() {
+                let other = |db: u32| match db as usize {
+                    d if d == a => b as u32,
+                    d if d == b => a as u32,
+                    _ => db,
+                };
+                shard.access = std::mem::take(&mut shard.access)
+                    .into_iter()
+                    .map(|((db, key), clock)| ((other(db), key), clock))
+                    .collect();
+            }
             let dbs = &shard.dbs;
             for ((wdb, key), flags) in &shard.watched {
                 let wdb = *wdb as usize;
@@ -728,18 +771,64 @@ impl Db<'_, '_> {
     /// The live entry, deleting it first if its deadline has passed: a key
     /// is never visible after its deadline, whatever the wheel has done.
     pub fn entry(&mut self, key: &[u8]) -> CmdResult<Option<&mut Entry>> {
-        let (now, db, ks) = (self.locked.now, self.index, self.locked.ks);
-        self.locked.record(db, key)?;
-        let shard = self.locked.shard(key_shard(key))?;
-        Ok(live_entry(shard, db, key, now, false, ks))
+        self.lookup(key, false, true)
     }
 
     /// A read lookup: counts keyspace hits and misses like Redis.
     pub fn get(&mut self, key: &[u8]) -> CmdResult<Option<&mut Value>> {
+        Ok(self.lookup(key, true, true)?.map(|e| &mut e.value))
+    }
+
+    /// `get` that leaves the key's access clock alone: the commands Redis
+    /// looks keys up for without using them (OBJECT, EXISTS).
+    pub fn get_untouched(&mut self, key: &[u8]) -> CmdResult<Option<&mut Value>> {
+        Ok(self.lookup(key, true, false)?.map(|e| &mut e.value))
+    }
+
+    /// `entry` that leaves the key's access clock alone (TYPE, TTL).
+    pub fn entry_untouched(&mut self, key: &[u8]) -> CmdResult<Option<&mut Entry>> {
+        self.lookup(key, false, false)
+    }
+
+    /// The access clock RESTORE gave `key`, if it still has one.
+    pub fn access(&mut self, key: &[u8]) -> CmdResult<Option<access::Access>> {
+        let db = self.index as u32;
+        let shard = self.locked.shard(key_shard(key))?;
+        if shard.access.is_empty() {
+            return Ok(None);
+        }
+        Ok(shard
+            .access
+            .get(&(db, Bytes::copy_from_slice(key)))
+            .copied())
+    }
+
+    /// Gives the existing `key` an access clock (RESTORE's IDLETIME, FREQ).
+    pub fn set_access(&mut self, key: &[u8], clock: access::Access) -> CmdResult<()> {
+        let db = self.index as u32;
+        let shard = self.locked.shard(key_shard(key))?;
+        shard
+            .access
+            .insert((db, Bytes::copy_from_slice(key)), clock);
+        Ok(())
+    }
+
+    /// `count` makes this a read lookup for the hit/miss statistics;
+    /// `touch` moves the key's access clock on.
+    fn lookup(&mut self, key: &[u8], count: bool, touch: bool) -> CmdResult<Option<&mut Entry>> {
         let (now, db, ks) = (self.locked.now, self.index, self.locked.ks);
         self.locked.record(db, key)?;
         let shard = self.locked.shard(key_shard(key))?;
-        Ok(live_entry(shard, db, key, now, true, ks).map(|e| &mut e.value))
+        if reclaim_if_expired(shard, db, key, now, ks) {
+            // Group readers blocked on the stream learn it is gone once
+            // the command is done (it may make a new one meanwhile).
+            self.signal_ready(key)?;
+        }
+        let shard = self.locked.shard(key_shard(key))?;
+        if touch {
+            shard.use_access(db, key, now);
+        }
+        Ok(live_entry(shard, db, key, now, count, ks))
     }
 
     /// The live value at `key`, looked at without any effect: no
@@ -789,8 +878,11 @@ impl Db<'_, '_> {
     /// Stores `value` under `key` (copied out of the request buffer).
     /// Raises the `new` event if the key did not exist.
     pub fn insert(&mut self, key: &[u8], value: Value, ttl: Ttl) -> CmdResult<()> {
-        let existing = self.entry(key)?.map(|e| e.expire_at());
-        let previous = existing.flatten();
+        let existing = self
+            .entry(key)?
+            .map(|e| (e.expire_at(), matches!(e.value, Value::Stream(_))));
+        let previous = existing.and_then(|(at, _)| at);
+        let replaces_stream = existing.is_some_and(|(_, stream)| stream);
         let expire_at = match ttl {
             Ttl::Clear => None,
             Ttl::At(at) => Some(at),
@@ -802,9 +894,12 @@ impl Db<'_, '_> {
         if let Some(at) = expire_at.filter(|at| Some(*at) != previous) {
             shard.schedule(db, key, at);
         }
-        // A waiter may be owed the new value (BLPOP, BZPOPMIN…).
-        let may_serve = matches!(value, Value::List(_) | Value::ZSet(_));
+        // A waiter may be owed the new value (BLPOP, BZPOPMIN, XREAD…), and
+        // group readers of a stream it replaces learn that it is gone.
+        let may_serve =
+            replaces_stream || matches!(value, Value::List(_) | Value::ZSet(_) | Value::Stream(_));
         shard.dbs[db].insert(key, Entry::new(value, expire_at));
+        shard.forget_access(db, key);
         if existing.is_none() {
             self.locked.ks.events.notify(Event::New, db, key);
         }
@@ -821,6 +916,7 @@ impl Db<'_, '_> {
         let db = self.index;
         let shard = self.locked.shard(key_shard(key))?;
         let removed = shard.dbs[db].remove(key).map(|e| e.value);
+        shard.forget_access(db, key);
         // Group readers blocked on a stream learn that it is gone.
         if matches!(removed, Some(Value::Stream(_))) {
             self.signal_ready(key)?;
@@ -878,14 +974,17 @@ impl Db<'_, '_> {
         let db = self.index;
         self.locked.record_flush(Some(db));
         let now = self.locked.now;
+        let waited = self.locked.waited_streams(Some(db));
         let mut removed = 0;
         for shard in self.locked.shards() {
             removed += shard.dbs[db].len() as u64;
             shard.dbs[db].clear(now);
+            shard.access.retain(|(adb, _), _| *adb as usize != db);
             shard.touch_all_watchers(Some(db));
             shard.stats.dirty += 1;
         }
         self.locked.ks.events.flushed();
+        self.locked.ready.extend(waited);
         removed
     }
 
@@ -919,8 +1018,7 @@ impl Db<'_, '_> {
     }
 }
 
-/// The live entry of `key`, reclaiming it first if its deadline has passed
-/// (unless expiry is held: then it is only not found).
+/// The live entry of `key` (`reclaim_if_expired` has run).
 /// `count` makes this a read lookup for the hit/miss statistics.
 fn live_entry<'s>(
     shard: &'s mut Shard,
@@ -931,15 +1029,7 @@ fn live_entry<'s>(
     ks: &Keyspace,
 ) -> Option<&'s mut Entry> {
     let events = &ks.events;
-    let expired = shard.dbs[db].get(key).is_some_and(|e| e.is_expired(now));
-    if expired && !ks.expiry_held() {
-        shard.dbs[db].remove(key);
-        shard.stats.expired += 1;
-        shard.touch_watchers(db, key);
-        events.changed(key, false);
-        events.notify(Event::Expired, db, key);
-    }
-    let found = shard.dbs[db].get_mut(key).filter(|_| !expired);
+    let found = shard.dbs[db].get_mut(key).filter(|e| !e.is_expired(now));
     if count {
         let stats = &mut shard.stats;
         if found.is_some() {
@@ -952,9 +1042,31 @@ fn live_entry<'s>(
     found
 }
 
+/// Deletes `key` if its deadline has passed (unless expiry is held: then
+/// it is only not found); true if it was a stream some client waits on.
+fn reclaim_if_expired(shard: &mut Shard, db: usize, key: &[u8], now: u64, ks: &Keyspace) -> bool {
+    if ks.expiry_held() || !shard.dbs[db].get(key).is_some_and(|e| e.is_expired(now)) {
+        return false;
+    }
+    let removed = shard.dbs[db].remove(key);
+    shard.forget_access(db, key);
+    shard.stats.expired += 1;
+    shard.touch_watchers(db, key);
+    ks.events.changed(key, false);
+    ks.events.notify(Event::Expired, db, key);
+    matches!(
+        removed,
+        Some(Entry {
+            value: Value::Stream(_),
+            ..
+        })
+    )
+}
+
 /// FLUSHALL: every database of every shard (the plan must hold them all).
 pub fn flush_all(locked: &mut Locked<'_>) -> u64 {
     locked.record_flush(None);
+    let waited = locked.waited_streams(None);
     let now = locked.now;
     let mut removed = 0;
     for shard in locked.shards() {
@@ -962,10 +1074,12 @@ pub fn flush_all(locked: &mut Locked<'_>) -> u64 {
             removed += db.len() as u64;
             db.clear(now);
         }
+        shard.access.clear();
         shard.touch_all_watchers(None);
         shard.stats.dirty += 1;
     }
     locked.ks.events.flushed();
+    locked.ready.extend(waited);
     removed
 }
 
