@@ -7,6 +7,7 @@ pub mod acl;
 pub mod client;
 mod fault;
 pub mod introspect;
+pub mod persistence;
 pub mod slowlog;
 
 pub use client::{Client, WatchState};
@@ -127,6 +128,8 @@ pub struct Shared {
     pub config_changes: tokio::sync::watch::Sender<u64>,
     /// Set once to stop the server: by its handle, a signal, or SHUTDOWN.
     pub shutdown: tokio::sync::watch::Sender<bool>,
+    /// The append-only file's rewrites, and the restart grace period.
+    pub persistence: persistence::Persistence,
 }
 
 impl Shared {
@@ -147,6 +150,7 @@ impl Shared {
         slowlog.configure(&config);
         Shared {
             acl: acl::Acl::new(commands, config.requirepass.as_deref()),
+            persistence: persistence::Persistence::default(),
             slowlog,
             cluster,
             keyspace: Keyspace::with_events(config.databases, clock, pubsub.clone()),
