@@ -5,8 +5,8 @@
 
 use std::io::BufWriter;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::time::Instant;
 
 use parking_lot::Mutex;
 
@@ -23,9 +23,10 @@ pub struct Persistence {
     started: Mutex<Option<Instant>>,
     last_ok: AtomicBool,
     last_secs: AtomicI64,
-    /// Until then, writes are refused with LOADING (`lock-restart-grace-ms`);
-    /// set once the data (if any) is loaded.
-    grace_until: std::sync::OnceLock<Instant>,
+    /// Until then (server time, Unix ms: the clock leases are measured
+    /// by), writes are refused with LOADING (`lock-restart-grace-ms`); set
+    /// once the data (if any) is loaded. 0: no grace.
+    grace_until_ms: AtomicU64,
 }
 
 /// Where the append-only file lives: `dir/appendfilename`.
@@ -41,25 +42,24 @@ impl Default for Persistence {
             started: Mutex::new(None),
             last_ok: AtomicBool::new(true),
             last_secs: AtomicI64::new(-1),
-            grace_until: std::sync::OnceLock::new(),
+            grace_until_ms: AtomicU64::new(0),
         }
     }
 }
 
 impl Persistence {
-    /// Starts the restart grace period (`lock-restart-grace-ms`, if any).
-    pub fn start_grace(&self, config: &Config) {
-        let grace = Duration::from_millis(config.lock_restart_grace_ms);
-        if !grace.is_zero() {
-            let _ = self.grace_until.set(Instant::now() + grace);
+    /// Starts the restart grace period (`lock-restart-grace-ms`, if any)
+    /// at server time `now_ms`.
+    pub fn start_grace(&self, config: &Config, now_ms: u64) {
+        if config.lock_restart_grace_ms > 0 {
+            let until = now_ms.saturating_add(config.lock_restart_grace_ms);
+            self.grace_until_ms.store(until, Ordering::Relaxed);
         }
     }
 
-    /// Whether the restart grace period still refuses writes.
-    pub fn in_grace(&self) -> bool {
-        self.grace_until
-            .get()
-            .is_some_and(|until| Instant::now() < *until)
+    /// Whether the restart grace period still refuses writes at `now_ms`.
+    pub fn in_grace(&self, now_ms: u64) -> bool {
+        now_ms < self.grace_until_ms.load(Ordering::Relaxed)
     }
 
     /// BGREWRITEAOF: false if a rewrite is already running or asked for.

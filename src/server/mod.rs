@@ -180,6 +180,17 @@ impl ServerBuilder {
         self
     }
 
+    /// A manual clock that starts at `at`: a restarted server that goes on
+    /// from the time its predecessor stopped at, before it loads its
+    /// append-only file.
+    pub fn manual_clock_at(self, at: std::time::SystemTime) -> Self {
+        let server = self.manual_clock();
+        if let Some(manual) = &server.manual {
+            manual.set(at);
+        }
+        server
+    }
+
     /// Binds every address and starts serving on the current tokio runtime.
     pub async fn start(self) -> io::Result<ServerHandle> {
         let mut listeners = Vec::new();
@@ -219,7 +230,9 @@ impl ServerBuilder {
         if shared.config.read().appendonly {
             aof::load_and_open(&shared)?;
         }
-        shared.persistence.start_grace(&shared.config.read());
+        shared
+            .persistence
+            .start_grace(&shared.config.read(), shared.now_ms());
         let stop_rx = shared.shutdown.subscribe();
         let mut tasks = JoinSet::new();
         for listener in listeners {
