@@ -28,7 +28,8 @@ pub enum Fsync {
 }
 
 impl Fsync {
-    pub const NAMES: &[&str] = &["always", "everysec", "no"];
+    /// In Redis's order, which its error message lists.
+    pub const NAMES: &[&str] = &["everysec", "always", "no"];
 
     pub fn parse(name: &str) -> Option<Fsync> {
         match name.to_ascii_lowercase().as_str() {
