@@ -628,7 +628,7 @@ fn free_port() -> u16 {
 /// which retries LOADING, takes a lock the moment it does.
 #[test]
 fn the_restart_grace_refuses_writes_until_it_ends() {
-    const GRACE_MS: u64 = 3_000;
+    const GRACE_MS: u64 = 5_000;
     let (child, port) = common::spawn_binary(&[
         "--port",
         "0",
@@ -638,6 +638,8 @@ fn the_restart_grace_refuses_writes_until_it_ends() {
         &GRACE_MS.to_string(),
     ]);
     let started = Instant::now();
+    // Stopped even when an assertion fails, so the test run ends.
+    let child = KillOnDrop(Some(child));
     let mut con = connect(port);
     let pong: String = redis::cmd("PING").query(&mut con).unwrap();
     assert_eq!(pong, "PONG");
@@ -685,5 +687,15 @@ fn the_restart_grace_refuses_writes_until_it_ends() {
         "grace: lock granted {} ms after the start",
         waited.as_millis()
     );
-    kill9(child);
+    drop(child);
+}
+
+struct KillOnDrop(Option<Child>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.take() {
+            kill9(child);
+        }
+    }
 }
