@@ -768,7 +768,7 @@ async fn no_history_breaks_mutual_exclusion_across_restarts() {
     let steps = env_u64("SAFETY_STEPS", 300);
     let seeds: Vec<u64> = match std::env::var("SAFETY_SEED") {
         Ok(one) => vec![one.parse().expect("SAFETY_SEED is a number")],
-        Err(_) => (1..=env_u64("SAFETY_RESTART_SEEDS", 4)).collect(),
+        Err(_) => (1..=env_u64("SAFETY_RESTART_SEEDS", 3)).collect(),
     };
     let (mut operations, mut grants, mut restarts) = (0, 0, 0);
     for &seed in &seeds {
