@@ -662,8 +662,8 @@ fn the_restart_grace_refuses_writes_until_it_ends() {
 
     let cluster =
         redis::cluster::ClusterClient::builder(vec![format!("redis://127.0.0.1:{port}/")])
-            .retries(30)
-            .min_retry_wait(50)
+            .retries(200)
+            .min_retry_wait(100)
             .max_retry_wait(200)
             .build()
             .unwrap();

@@ -203,7 +203,12 @@ impl Keyspace {
         self.logging.store(on, std::sync::atomic::Ordering::Release);
     }
 
+    /// The AOF, if on. Every reply asks, so the common answer (off) costs
+    /// one load, not a write to the lock's shared counter.
     pub fn log(&self) -> Option<Arc<Aof>> {
+        if !self.logging.load(std::sync::atomic::Ordering::Acquire) {
+            return None;
+        }
         self.log.read().clone()
     }
 
