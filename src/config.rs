@@ -55,6 +55,21 @@ pub struct Config {
     pub list_compress_depth: i64,
     pub stream_node_max_bytes: u64,
     pub stream_node_max_entries: i64,
+    /// Log every write to the append-only file and load it at start.
+    pub appendonly: bool,
+    /// `always`, `everysec` or `no`.
+    pub appendfsync: String,
+    /// Where the append-only file is ("": the working directory).
+    pub dir: String,
+    pub appendfilename: String,
+    /// Load a file whose last record is torn, truncating it there.
+    pub aof_load_truncated: bool,
+    pub auto_aof_rewrite_percentage: u64,
+    pub auto_aof_rewrite_min_size: u64,
+    /// Ours: for this long after starting, writes are refused with
+    /// `-LOADING`, so no lock a crashed server granted can be granted again
+    /// while its lease may still run (0: off).
+    pub lock_restart_grace_ms: u64,
 }
 
 impl Default for Config {
@@ -93,6 +108,14 @@ impl Default for Config {
             list_compress_depth: 0,
             stream_node_max_bytes: 4096,
             stream_node_max_entries: 100,
+            appendonly: false,
+            appendfsync: "everysec".into(),
+            dir: String::new(),
+            appendfilename: "appendonly.aof".into(),
+            aof_load_truncated: true,
+            auto_aof_rewrite_percentage: 100,
+            auto_aof_rewrite_min_size: 64 * 1024 * 1024,
+            lock_restart_grace_ms: 0,
         }
     }
 }
@@ -432,11 +455,78 @@ pub static PARAMS: &[Param] = &[
     Param {
         name: "appendonly",
         alias: None,
-        get: |_| "no".into(),
-        set: Some(|_, v| match parse_yes_no(v)? {
-            false => Ok(()),
-            true => Err("rlockd keeps no append-only file".into()),
+        get: |c| yes_no(c.appendonly),
+        set: Some(|c, v| {
+            c.appendonly = parse_yes_no(v)?;
+            Ok(())
         }),
+    },
+    Param {
+        name: "appendfsync",
+        alias: None,
+        get: |c| c.appendfsync.clone(),
+        set: Some(|c, v| {
+            c.appendfsync = parse_enum(v, crate::persist::Fsync::NAMES)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "dir",
+        alias: None,
+        // Absolute, as Redis reports its working directory.
+        get: |c| {
+            let dir = match c.dir.as_str() {
+                "" => std::env::current_dir(),
+                dir => std::path::absolute(dir),
+            };
+            dir.map_or_else(|_| c.dir.clone(), |p| p.to_string_lossy().into_owned())
+        },
+        set: Some(|c, v| {
+            if !std::path::Path::new(v).is_dir() {
+                return Err("No such file or directory".into());
+            }
+            c.dir = v.to_string();
+            Ok(())
+        }),
+    },
+    Param {
+        name: "appendfilename",
+        alias: None,
+        get: |c| c.appendfilename.clone(),
+        set: None,
+    },
+    Param {
+        name: "aof-load-truncated",
+        alias: None,
+        get: |c| yes_no(c.aof_load_truncated),
+        set: Some(|c, v| {
+            c.aof_load_truncated = parse_yes_no(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "auto-aof-rewrite-percentage",
+        alias: None,
+        get: |c| c.auto_aof_rewrite_percentage.to_string(),
+        set: Some(|c, v| {
+            c.auto_aof_rewrite_percentage = parse_num(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "auto-aof-rewrite-min-size",
+        alias: None,
+        get: |c| c.auto_aof_rewrite_min_size.to_string(),
+        set: Some(|c, v| {
+            c.auto_aof_rewrite_min_size = parse_memory(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "lock-restart-grace-ms",
+        alias: None,
+        get: |c| c.lock_restart_grace_ms.to_string(),
+        set: None,
     },
     Param {
         name: "lua-heap-limit",
@@ -522,7 +612,6 @@ pub static PARAMS: &[Param] = &[
     fixed!("appendfsync", "everysec"),
     fixed!("daemonize", "no"),
     fixed!("dbfilename", "dump.rdb"),
-    fixed!("dir", "/"),
     Param {
         name: "cluster-enabled",
         alias: None,
@@ -709,7 +798,8 @@ impl Config {
     /// Applies a redis.conf-style file: one `directive value...` per line,
     /// `#` comments, Redis's quoting. Directives are the names CONFIG GET
     /// knows, plus the startup-only `bind`, `port`, `databases`,
-    /// `cluster-enabled`, `enable-clock-control` and `metrics-port`.
+    /// `cluster-enabled`, `enable-clock-control`, `metrics-port`,
+    /// `appendfilename` and `lock-restart-grace-ms`.
     pub fn apply_file(&mut self, text: &str) -> Result<(), ConfigFileError> {
         for (i, raw) in text.lines().enumerate() {
             let line = raw.trim();
@@ -766,6 +856,14 @@ impl Config {
                 )
             }
             "cluster-enabled" => self.cluster_enabled = parse_yes_no(&value)?,
+            "appendfilename" => {
+                // A name, not a path, as in Redis.
+                if value.is_empty() || value.contains('/') {
+                    return Err("appendfilename can't be a path, just a filename".into());
+                }
+                self.appendfilename = value
+            }
+            "lock-restart-grace-ms" => self.lock_restart_grace_ms = parse_num(&value)?,
             name => {
                 let param = find_param(name).ok_or("unknown directive")?;
                 // Settings rlockd only reports (daemonize, dir…) are

@@ -320,6 +320,10 @@ async fn flush(
     if output.buf.is_empty() {
         return Ok(());
     }
+    // `appendfsync always`: nothing is acknowledged before it is on disk.
+    if let Some(aof) = shared.keyspace.log() {
+        aof.wait_durable().await;
+    }
     let delay = shared.faults.reply_delay();
     if !delay.is_zero() {
         tokio::select! {

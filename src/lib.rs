@@ -22,6 +22,7 @@ pub mod expiry;
 pub mod fuzzing;
 pub mod keyspace;
 pub mod peer;
+pub mod persist;
 pub mod protocol;
 pub mod pubsub;
 pub mod scripting;

@@ -51,6 +51,27 @@ struct Args {
     /// Run on a manual clock that clients move with RLOCKD.CLOCK (tests only).
     #[arg(long)]
     enable_clock_control: bool,
+    /// yes: log every write to the append-only file, and load it at start
+    /// [default: no].
+    #[arg(long, value_name = "yes|no")]
+    appendonly: Option<String>,
+    /// When the append-only file is fsynced: always, everysec, no
+    /// [default: everysec].
+    #[arg(long)]
+    appendfsync: Option<String>,
+    /// The directory of the append-only file [default: the working directory].
+    #[arg(long)]
+    dir: Option<String>,
+    /// The append-only file's name [default: appendonly.aof].
+    #[arg(long)]
+    appendfilename: Option<String>,
+    /// yes: load a file whose last record is torn, truncating it [default: yes].
+    #[arg(long, value_name = "yes|no")]
+    aof_load_truncated: Option<String>,
+    /// For this many ms after starting, refuse writes with LOADING (a safe
+    /// restart without persistence) [default: 0, off].
+    #[arg(long)]
+    lock_restart_grace_ms: Option<String>,
     /// Instead of serving, PING the server at --bind/--port and exit 0 if
     /// it answers (container health checks).
     #[arg(long)]
@@ -71,6 +92,12 @@ impl Args {
             one("protected-mode", &self.protected_mode),
             one("cluster-enabled", &self.cluster_enabled),
             one("metrics-port", &self.metrics_port),
+            one("appendonly", &self.appendonly),
+            one("appendfsync", &self.appendfsync),
+            one("dir", &self.dir),
+            one("appendfilename", &self.appendfilename),
+            one("aof-load-truncated", &self.aof_load_truncated),
+            one("lock-restart-grace-ms", &self.lock_restart_grace_ms),
             self.enable_clock_control
                 .then(|| ("enable-clock-control", vec!["yes".to_string()])),
         ]

@@ -19,7 +19,7 @@ const LAYERS: &[&[&str]] = &[
     &["cluster", "config"],
     &["peer"],
     &["keyspace"],
-    &["expiry"],
+    &["expiry", "persist"],
     &["protocol", "clock"],
     &["error"],
     &["util"],

@@ -244,6 +244,13 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
         let e = pubsub::subscribed_mode_error(&reg.full_names[id]);
         return reject(client, Some(id), e);
     }
+    // After a restart without persistence (`lock-restart-grace-ms`) no
+    // write is taken, scripts included, until every lease the previous
+    // run could have granted is over; clients retry LOADING.
+    if may_grant(spec) && shared.persistence.in_grace(shared.now_ms()) {
+        let e = CmdError::other("LOADING Redis is loading the dataset in memory");
+        return reject(client, Some(id), e);
+    }
     if client.multi.is_some() && !multi::runs_inside_multi(spec) {
         if spec.has(flag::NO_MULTI) {
             let e = CmdError::other("ERR Command not allowed inside a transaction");
@@ -320,6 +327,12 @@ pub fn execute(
         shared.stats.record_error(e.code());
     }
     result.unwrap_or_else(Reply::Error)
+}
+
+/// Whether a command could grant a lock: any write, and any script that
+/// may write.
+fn may_grant(spec: &CommandSpec) -> bool {
+    spec.has(flag::WRITE) || (spec.has(flag::SCRIPT) && !spec.has(flag::READONLY))
 }
 
 /// Administrative commands are never shown, as in Redis.

@@ -58,6 +58,19 @@ pub fn lastsave(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::Int((ctx.shared.started_ms / 1000) as i64))
 }
 
+/// BGREWRITEAOF: the rewrite runs in the background (see
+/// `context::persistence::rewrite`).
+pub fn bgrewriteaof(ctx: &mut Ctx) -> CmdResult<Reply> {
+    if !ctx.shared.persistence.request_rewrite() {
+        return Err(CmdError::other(
+            "ERR Background append only file rewriting already in progress",
+        ));
+    }
+    Ok(Reply::status(
+        "Background append only file rewriting started",
+    ))
+}
+
 // ---- CONFIG
 
 pub fn config_get(ctx: &mut Ctx) -> CmdResult<Reply> {
@@ -100,6 +113,7 @@ pub fn config_set(ctx: &mut Ctx) -> CmdResult<Reply> {
     ctx.shared.pubsub.configure(&updated);
     ctx.shared.slowlog.configure(&updated);
     ctx.shared.keyspace.set_limits(updated.encoding);
+    crate::context::persistence::reconfigure(ctx.shared, &ctx.shared.config.read(), &updated);
     if updated.requirepass != ctx.shared.config.read().requirepass {
         ctx.shared
             .acl
@@ -602,7 +616,11 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             "Memory"
         }
         "persistence" => {
-            line("loading", &0);
+            let aof = shared.keyspace.log();
+            let state = &shared.persistence;
+            // A server refusing writes through its restart grace period
+            // says it is loading, as its LOADING replies do.
+            line("loading", &u8::from(state.in_grace(shared.now_ms())));
             line("async_loading", &0);
             line("rdb_changes_since_last_save", &facts.totals.dirty);
             line("rdb_bgsave_in_progress", &0);
@@ -613,16 +631,35 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             line("rdb_last_bgsave_time_sec", &-1);
             line("rdb_current_bgsave_time_sec", &-1);
             line("rdb_last_cow_size", &0);
-            line("aof_enabled", &0);
-            line("aof_rewrite_in_progress", &0);
+            line("aof_enabled", &u8::from(aof.is_some()));
+            line(
+                "aof_rewrite_in_progress",
+                &u8::from(state.rewrite_in_progress()),
+            );
             line("aof_rewrite_scheduled", &0);
-            line("aof_last_rewrite_time_sec", &-1);
-            line("aof_current_rewrite_time_sec", &-1);
-            line("aof_last_bgrewrite_status", &"ok");
-            line("aof_last_write_status", &"ok");
+            line("aof_last_rewrite_time_sec", &state.last_rewrite_secs());
+            line(
+                "aof_current_rewrite_time_sec",
+                &state.current_rewrite_secs(),
+            );
+            let ok = |b: bool| if b { "ok" } else { "err" };
+            line("aof_last_bgrewrite_status", &ok(state.last_rewrite_ok()));
+            line(
+                "aof_last_write_status",
+                &ok(aof.as_ref().is_none_or(|a| a.last_write_ok())),
+            );
             line("aof_last_cow_size", &0);
             line("module_fork_in_progress", &0);
             line("module_fork_last_cow_size", &0);
+            if let Some(aof) = &aof {
+                let (current, base) = aof.sizes();
+                line("aof_current_size", &current);
+                line("aof_base_size", &base);
+                line("aof_pending_rewrite", &0);
+                line("aof_buffer_length", &0);
+                line("aof_pending_bio_fsync", &0);
+                line("aof_delayed_fsync", &0);
+            }
             "Persistence"
         }
         "stats" => {

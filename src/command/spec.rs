@@ -36,6 +36,8 @@ pub mod flag {
     /// Derived for COMMAND INFO from keynum key specs; never declared.
     pub const MOVABLE_KEYS: u32 = 1 << 17;
     pub const ASKING: u32 = 1 << 18;
+    /// Refused while a replica loads asynchronously (reported only).
+    pub const NO_ASYNC_LOADING: u32 = 1 << 19;
     /// Ours, not reported: exists only on a server started with
     /// `enable-clock-control`; elsewhere it is an unknown command.
     pub const CLOCK_CONTROL: u32 = 1 << 28;
@@ -65,6 +67,7 @@ pub mod flag {
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
         (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (NO_ASYNC_LOADING, "no_async_loading"),
         (NO_MULTI, "no_multi"),
         (MOVABLE_KEYS, "movablekeys"),
         (ALLOW_BUSY, "allow_busy"),

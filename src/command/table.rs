@@ -789,6 +789,8 @@ pub static COMMANDS: &[C] = &[
         .doc("1.0.0", "Deletes every key of every database."),
     C::new("time", 1, Server, server::time).flags(LOADING | STALE | FAST).tips(NONDET)
         .doc("2.6.0", "Returns the server time: seconds and microseconds."),
+    C::new("bgrewriteaof", 1, Server, server::bgrewriteaof).flags(ADMIN | NOSCRIPT | NO_ASYNC_LOADING).acl(acl::ADMIN | DANGEROUS)
+        .doc("1.0.0", "Asynchronously rewrites the append-only file to disk."),
     C::new("lastsave", 1, Server, server::lastsave).flags(LOADING | STALE | FAST).acl(acl::ADMIN | DANGEROUS).tips(NONDET)
         .doc("1.0.0", "Returns when the last save happened; rlockd never saves, so its start time."),
     C::new("shutdown", -1, Server, server::shutdown).flags(ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY)

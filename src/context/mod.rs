@@ -7,6 +7,7 @@ pub mod acl;
 pub mod client;
 mod fault;
 pub mod introspect;
+pub mod persistence;
 pub mod slowlog;
 
 pub use client::{Client, ReplyMode, WatchState};
@@ -136,6 +137,8 @@ pub struct Shared {
     pub config_changes: tokio::sync::watch::Sender<u64>,
     /// Set once to stop the server: by its handle, a signal, or SHUTDOWN.
     pub shutdown: tokio::sync::watch::Sender<bool>,
+    /// The append-only file's rewrites, and the restart grace period.
+    pub persistence: persistence::Persistence,
 }
 
 impl Shared {
@@ -158,6 +161,7 @@ impl Shared {
         keyspace.set_limits(config.encoding);
         Shared {
             acl: acl::Acl::new(commands, config.requirepass.as_deref()),
+            persistence: persistence::Persistence::default(),
             slowlog,
             cluster,
             keyspace,

@@ -5,6 +5,7 @@
 //! deadlock between them.
 
 pub mod access;
+mod aof;
 mod blocked;
 mod dbmap;
 pub mod dump;
@@ -254,6 +255,10 @@ pub struct Keyspace {
     /// anything reclaimed its latest key: how far active expiry trails.
     expiry_lag_ms: AtomicU64,
     limits: limits::SharedLimits,
+    /// The append-only file, when `appendonly` is on (see `aof`).
+    log: parking_lot::RwLock<Option<Arc<crate::persist::Aof>>>,
+    /// Set while `log` is: a command notes what it changes only then.
+    logging: AtomicBool,
 }
 
 /// Where the keyspace sends the events it raises (keys expired, created,
@@ -342,6 +347,8 @@ impl Keyspace {
             expiry_held_until: AtomicU64::new(0),
             epoch: std::time::Instant::now(),
             limits: limits::SharedLimits::new(EncodingLimits::default()),
+            log: Default::default(),
+            logging: AtomicBool::new(false),
         }
     }
 
@@ -390,6 +397,10 @@ impl Keyspace {
             now: self.clock.now_ms(),
             journal: None,
             ready: Vec::new(),
+            changes: self
+                .logging
+                .load(Ordering::Acquire)
+                .then(aof::Changes::default),
         };
         locked.acquire(plan)?;
         Ok(locked)
@@ -461,12 +472,23 @@ pub struct Locked<'a> {
     /// Keys that gained elements while clients wait on them: served when
     /// the shards are let go (see `blocked`).
     ready: Vec<(usize, Bytes)>,
+    /// What this command changed, for the append-only file (only while it
+    /// is on).
+    changes: Option<aof::Changes>,
 }
 
 impl Drop for Locked<'_> {
     fn drop(&mut self) {
-        if !self.ready.is_empty() && !std::thread::panicking() {
+        if std::thread::panicking() {
+            return;
+        }
+        if !self.ready.is_empty() {
             self.serve_ready();
+        }
+        // Before the shards are let go: records about the same keys reach
+        // the file in the order the changes happened.
+        if self.changes.is_some() {
+            self.log_changes();
         }
     }
 }
@@ -531,6 +553,7 @@ impl<'a> Locked<'a> {
     /// waiting for the keys it pushed to are not served.
     pub fn rollback(&mut self) -> CmdResult<()> {
         self.ready.clear();
+        self.forget_changes();
         let Some(journal) = self.journal.take() else {
             return Ok(());
         };
@@ -609,6 +632,7 @@ impl<'a> Locked<'a> {
     pub fn relock(&mut self, plan: &LockPlan) -> CmdResult<()> {
         // What the first attempt pushed was rolled back.
         self.ready.clear();
+        self.forget_changes();
         self.guards.clear();
         self.now = self.ks.clock.now_ms();
         self.acquire(plan)
@@ -673,6 +697,8 @@ impl<'a> Locked<'a> {
         if a == b {
             return Ok(());
         }
+        self.note_whole(Some(a), b"FLUSHDB");
+        self.note_whole(Some(b), b"FLUSHDB");
         if self.journal.is_some() {
             // Each key's prior state on both sides, so a rolled-back
             // script puts every key back where it was.
@@ -726,6 +752,7 @@ impl<'a> Locked<'a> {
         if let Some(shard) = self.shards().next() {
             shard.stats.dirty += 1;
         }
+        self.note_swapped(a, b);
         for (db, key) in waited {
             self.db(db as usize).signal_ready(&key)?;
         }
@@ -889,6 +916,7 @@ impl Db<'_, '_> {
             Ttl::Keep => previous,
         };
         let db = self.index;
+        self.locked.note_change(db, key);
         let shard = self.locked.shard(key_shard(key))?;
         // An unchanged deadline already has its wheel entry.
         if let Some(at) = expire_at.filter(|at| Some(*at) != previous) {
@@ -914,6 +942,7 @@ impl Db<'_, '_> {
             return Ok(None);
         }
         let db = self.index;
+        self.locked.note_change(db, key);
         let shard = self.locked.shard(key_shard(key))?;
         let removed = shard.dbs[db].remove(key).map(|e| e.value);
         shard.forget_access(db, key);
@@ -930,8 +959,9 @@ impl Db<'_, '_> {
             return Ok(false);
         };
         let previous = entry.set_expire_at(at);
+        let db = self.index;
+        self.locked.note_change(db, key);
         if let Some(at) = at.filter(|at| Some(*at) != previous) {
-            let db = self.index;
             self.locked.shard(key_shard(key))?.schedule(db, key, at);
         }
         Ok(true)
@@ -949,6 +979,7 @@ impl Db<'_, '_> {
     /// (PFCOUNT storing the count it computed).
     pub fn touched(&mut self, key: &[u8]) -> CmdResult<()> {
         let db = self.index;
+        self.locked.note_change(db, key);
         let shard = self.locked.shard(key_shard(key))?;
         shard.stats.dirty += 1;
         shard.touch_watchers(db, key);
@@ -959,6 +990,7 @@ impl Db<'_, '_> {
     /// Counts a change Redis does not show WATCHers (a consumer group's
     /// bookkeeping).
     pub fn dirtied(&mut self, key: &[u8]) -> CmdResult<()> {
+        self.locked.note_change(self.index, key);
         self.locked.shard(key_shard(key))?.stats.dirty += 1;
         Ok(())
     }
@@ -972,6 +1004,7 @@ impl Db<'_, '_> {
     /// Empties this database in every shard (the plan must hold them all).
     pub fn flush(&mut self) -> u64 {
         let db = self.index;
+        self.locked.note_whole(Some(db), b"FLUSHDB");
         self.locked.record_flush(Some(db));
         let now = self.locked.now;
         let waited = self.locked.waited_streams(Some(db));
@@ -1065,6 +1098,7 @@ fn reclaim_if_expired(shard: &mut Shard, db: usize, key: &[u8], now: u64, ks: &K
 
 /// FLUSHALL: every database of every shard (the plan must hold them all).
 pub fn flush_all(locked: &mut Locked<'_>) -> u64 {
+    locked.note_whole(None, b"FLUSHALL");
     locked.record_flush(None);
     let waited = locked.waited_streams(None);
     let now = locked.now;

@@ -1,6 +1,7 @@
 //! Starting, running and stopping one server instance; many may run in
 //! one process, each with its own keyspace.
 
+mod aof;
 mod metrics;
 
 use std::io;
@@ -179,6 +180,17 @@ impl ServerBuilder {
         self
     }
 
+    /// A manual clock that starts at `at`: a restarted server that goes on
+    /// from the time its predecessor stopped at, before it loads its
+    /// append-only file.
+    pub fn manual_clock_at(self, at: std::time::SystemTime) -> Self {
+        let server = self.manual_clock();
+        if let Some(manual) = &server.manual {
+            manual.set(at);
+        }
+        server
+    }
+
     /// Binds every address and starts serving on the current tokio runtime.
     pub async fn start(self) -> io::Result<ServerHandle> {
         let mut listeners = Vec::new();
@@ -215,6 +227,12 @@ impl ServerBuilder {
             crate::command::acl::load_file(&shared, None)
                 .map_err(|e| io::Error::other(e.to_string()))?;
         }
+        if shared.config.read().appendonly {
+            aof::load_and_open(&shared)?;
+        }
+        shared
+            .persistence
+            .start_grace(&shared.config.read(), shared.now_ms());
         let stop_rx = shared.shutdown.subscribe();
         let mut tasks = JoinSet::new();
         for listener in listeners {
@@ -394,7 +412,15 @@ async fn expiry_loop(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
-            _ = tick.tick() => { shared.keyspace.expire_due(); }
+            _ = tick.tick() => {
+                shared.keyspace.expire_due();
+                if shared.persistence.take_request(&shared) {
+                    let shared = shared.clone();
+                    tokio::task::spawn_blocking(move || {
+                        crate::context::persistence::rewrite(&shared)
+                    });
+                }
+            }
             _ = stop.changed() => return,
         }
     }
@@ -623,11 +649,26 @@ impl ServerHandle {
     /// working on, closes every client and waits for all of it.
     pub async fn shutdown(mut self) {
         self.shared.stop();
-        while self.tasks.join_next().await.is_some() {}
+        self.wait().await;
     }
 
     /// Waits until the server stops (SHUTDOWN, signal handler, or `shutdown`).
+    /// The append-only file is written out and fsynced last.
     pub async fn wait(&mut self) {
+        while self.tasks.join_next().await.is_some() {}
+        if let Some(aof) = self.shared.keyspace.log() {
+            aof.close();
+        }
+    }
+
+    /// Stops the server as `kill -9` would: what the append-only file has
+    /// not yet been handed is lost (under `appendfsync always`, nothing that
+    /// was acknowledged), and nothing more reaches the file.
+    pub async fn crash(mut self) {
+        if let Some(aof) = self.shared.keyspace.log() {
+            aof.abandon();
+        }
+        self.shared.stop();
         while self.tasks.join_next().await.is_some() {}
     }
 }

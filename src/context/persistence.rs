@@ -1,0 +1,173 @@
+//! Persistence as the server runs it: switching the append-only file on
+//! and off, rewrites (BGREWRITEAOF, automatic, and the one that makes the
+//! file when `appendonly` is switched on at run time), and the grace
+//! period after a restart without persistence (`lock-restart-grace-ms`).
+
+use std::io::BufWriter;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::time::Instant;
+
+use parking_lot::Mutex;
+
+use super::Shared;
+use crate::config::Config;
+use crate::persist::{Aof, Fsync};
+
+/// The rewrite's state, for BGREWRITEAOF and INFO persistence.
+pub struct Persistence {
+    /// A rewrite asked for and not started yet: the server's background
+    /// loop starts it (a command cannot run one itself without blocking).
+    requested: AtomicBool,
+    rewriting: AtomicBool,
+    started: Mutex<Option<Instant>>,
+    last_ok: AtomicBool,
+    last_secs: AtomicI64,
+    /// Until then (server time, Unix ms: the clock leases are measured
+    /// by), writes are refused with LOADING (`lock-restart-grace-ms`); set
+    /// once the data (if any) is loaded. 0: no grace.
+    grace_until_ms: AtomicU64,
+}
+
+/// Where the append-only file lives: `dir/appendfilename`.
+pub fn aof_path(config: &Config) -> PathBuf {
+    PathBuf::from(&config.dir).join(&config.appendfilename)
+}
+
+impl Default for Persistence {
+    fn default() -> Self {
+        Persistence {
+            requested: AtomicBool::new(false),
+            rewriting: AtomicBool::new(false),
+            started: Mutex::new(None),
+            last_ok: AtomicBool::new(true),
+            last_secs: AtomicI64::new(-1),
+            grace_until_ms: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Persistence {
+    /// Starts the restart grace period (`lock-restart-grace-ms`, if any)
+    /// at server time `now_ms`.
+    pub fn start_grace(&self, config: &Config, now_ms: u64) {
+        if config.lock_restart_grace_ms > 0 {
+            let until = now_ms.saturating_add(config.lock_restart_grace_ms);
+            self.grace_until_ms.store(until, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the restart grace period still refuses writes at `now_ms`.
+    pub fn in_grace(&self, now_ms: u64) -> bool {
+        now_ms < self.grace_until_ms.load(Ordering::Relaxed)
+    }
+
+    /// BGREWRITEAOF: false if a rewrite is already running or asked for.
+    pub fn request_rewrite(&self) -> bool {
+        !self.rewriting.load(Ordering::Acquire) && !self.requested.swap(true, Ordering::AcqRel)
+    }
+
+    pub fn rewrite_in_progress(&self) -> bool {
+        self.rewriting.load(Ordering::Acquire) || self.requested.load(Ordering::Acquire)
+    }
+
+    pub fn last_rewrite_ok(&self) -> bool {
+        self.last_ok.load(Ordering::Relaxed)
+    }
+
+    pub fn last_rewrite_secs(&self) -> i64 {
+        self.last_secs.load(Ordering::Relaxed)
+    }
+
+    pub fn current_rewrite_secs(&self) -> i64 {
+        self.started
+            .lock()
+            .map_or(-1, |s| s.elapsed().as_secs() as i64)
+    }
+
+    /// Takes a pending request (also raised by the file outgrowing
+    /// `auto-aof-rewrite-percentage`); the caller then runs `rewrite`.
+    pub fn take_request(&self, shared: &Shared) -> bool {
+        if self.rewriting.load(Ordering::Acquire) {
+            return false;
+        }
+        let auto = shared.keyspace.log().is_some_and(|aof| {
+            let config = shared.config.read();
+            aof.wants_rewrite(
+                config.auto_aof_rewrite_percentage,
+                config.auto_aof_rewrite_min_size,
+            )
+        });
+        if !self.requested.swap(false, Ordering::AcqRel) && !auto {
+            return false;
+        }
+        self.rewriting.store(true, Ordering::Release);
+        *self.started.lock() = Some(Instant::now());
+        true
+    }
+}
+
+/// Rewrites the append-only file from the keyspace, blocking the calling
+/// thread (not clients: see `Keyspace::snapshot`). Without an AOF running
+/// it writes the file once, as BGREWRITEAOF does in Redis.
+pub fn rewrite(shared: &Shared) {
+    let aof = shared.keyspace.log();
+    let path = aof.as_ref().map_or_else(
+        || aof_path(&shared.config.read()),
+        |a| a.path().to_path_buf(),
+    );
+    tracing::info!("Background append only file rewriting started");
+    if let Some(aof) = &aof {
+        aof.begin_rewrite();
+    }
+    let snapshot = crate::persist::rewrite_temp(&path).and_then(|(file, tmp)| {
+        let mut out = BufWriter::new(file);
+        shared.keyspace.snapshot(&mut out)?;
+        let file = out.into_inner().map_err(|e| e.into_error())?;
+        Ok((file, tmp))
+    });
+    let result = match &aof {
+        Some(aof) => aof.finish_rewrite(snapshot),
+        None => {
+            snapshot.and_then(|(file, tmp)| crate::persist::install_snapshot(&path, file, &tmp))
+        }
+    };
+    let state = &shared.persistence;
+    match &result {
+        Ok(()) => tracing::info!("Background AOF rewrite finished successfully"),
+        Err(e) => tracing::warn!("Background AOF rewrite failed: {e}"),
+    }
+    let secs = state
+        .started
+        .lock()
+        .take()
+        .map_or(0, |s| s.elapsed().as_secs() as i64);
+    state.last_secs.store(secs, Ordering::Relaxed);
+    state.last_ok.store(result.is_ok(), Ordering::Relaxed);
+    state.rewriting.store(false, Ordering::Release);
+}
+
+/// CONFIG SET appendonly / appendfsync: applies the change of `old` to `new`.
+pub fn reconfigure(shared: &Shared, old: &Config, new: &Config) {
+    let fsync = Fsync::parse(&new.appendfsync).unwrap_or(Fsync::EverySec);
+    match (old.appendonly, new.appendonly) {
+        (false, true) => {
+            // As in Redis: the file is made by a rewrite, and records
+            // buffer until it is written.
+            let aof = Aof::pending_rewrite(&aof_path(new), fsync);
+            shared.keyspace.set_log(Some(aof));
+            shared.persistence.requested.store(true, Ordering::Release);
+        }
+        (true, false) => {
+            if let Some(aof) = shared.keyspace.log() {
+                shared.keyspace.set_log(None);
+                aof.close();
+            }
+        }
+        _ => {
+            if let Some(aof) = shared.keyspace.log() {
+                aof.set_fsync(fsync);
+            }
+        }
+    }
+}

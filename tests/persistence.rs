@@ -1,0 +1,701 @@
+//! Persistence (issue #15, parts 2 and 3), against the real binary: the
+//! append-only file survives `kill -9` with every acknowledged write
+//! (`appendfsync always`), held locks keep their remaining lease, fenced
+//! tokens go on growing, a torn tail is truncated, a damaged file stops
+//! the start, BGREWRITEAOF under load keeps every write, and redis-server
+//! 7.0 and redis-check-aof read our file. Then `lock-restart-grace-ms`:
+//! writes refused with LOADING, which a retrying client rides out.
+
+mod common;
+mod refserver;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::time::{Duration, Instant};
+
+use redis::{Commands, Connection, Script};
+
+/// A fresh directory under the target dir, removed at the end.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("persistence-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    fn aof(&self) -> PathBuf {
+        self.0.join("appendonly.aof")
+    }
+
+    fn arg(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// rlockd with the AOF on in `dir`, fsync `always`.
+fn start(dir: &TempDir, extra: &[&str]) -> (Child, u16) {
+    let mut args = vec![
+        "--port",
+        "0",
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+        "--dir",
+        dir.arg(),
+    ];
+    args.extend_from_slice(extra);
+    common::spawn_binary(&args)
+}
+
+fn connect(port: u16) -> Connection {
+    redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+        .unwrap()
+        .get_connection()
+        .unwrap()
+}
+
+/// SIGKILL, as a crash: nothing is flushed on the way out.
+fn kill9(mut child: Child) {
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+fn info_field(con: &mut Connection, field: &str) -> String {
+    let info: String = redis::cmd("INFO").arg("persistence").query(con).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("INFO has no {field}"))
+        .trim()
+        .to_string()
+}
+
+fn wait_rewrite(con: &mut Connection) {
+    let started = Instant::now();
+    while info_field(con, "aof_rewrite_in_progress") != "0" {
+        assert!(started.elapsed() < Duration::from_secs(20), "rewrite hangs");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(info_field(con, "aof_last_bgrewrite_status"), "ok");
+}
+
+/// Clients that INCR a counter each, as fast as they are answered, and
+/// remember the last value acknowledged; they stop at the first error (the
+/// server died) or when told.
+struct Writers {
+    acked: Vec<Arc<AtomicI64>>,
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Writers {
+    fn start(port: u16, n: usize) -> Writers {
+        let stop = Arc::new(AtomicBool::new(false));
+        let acked: Vec<Arc<AtomicI64>> = (0..n).map(|_| Arc::new(AtomicI64::new(0))).collect();
+        let threads = acked
+            .iter()
+            .enumerate()
+            .map(|(i, acked)| {
+                let (acked, stop) = (acked.clone(), stop.clone());
+                let mut con = connect(port);
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        match con.incr::<_, _, i64>(format!("counter:{i}"), 1) {
+                            Ok(v) => acked.store(v, Ordering::Relaxed),
+                            Err(_) => return,
+                        }
+                    }
+                })
+            })
+            .collect();
+        Writers {
+            acked,
+            stop,
+            threads,
+        }
+    }
+
+    /// Waits for every writer to stop; the values each had acknowledged.
+    fn join(self) -> Vec<i64> {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads {
+            t.join().unwrap();
+        }
+        self.acked
+            .iter()
+            .map(|a| a.load(Ordering::Relaxed))
+            .collect()
+    }
+}
+
+/// Redisson's fenced lock `{L}` for `owner`: `(-1, token)` when taken,
+/// `(pttl, -1)` when someone else holds it.
+fn fenced_acquire(con: &mut Connection, owner: &str) -> (i64, i64) {
+    Script::new(include_str!(
+        "../conformance/scripts/lock_fenced_acquire.lua"
+    ))
+    .key("fenced:{L}")
+    .key("redisson_lock_token:{L}")
+    .arg(LEASE_MS)
+    .arg(owner)
+    .invoke(con)
+    .unwrap()
+}
+
+const LEASE_MS: i64 = 20_000;
+
+#[test]
+fn kill_9_under_load_keeps_acknowledged_writes_leases_and_tokens() {
+    let dir = TempDir::new("kill9");
+    let (child, port) = start(&dir, &[]);
+    let mut con = connect(port);
+    let (_, first_token) = fenced_acquire(&mut con, "owner-1:1");
+    let granted = Instant::now();
+    let plain: Option<String> = redis::cmd("SET")
+        .arg("plain:{L}")
+        .arg("me")
+        .arg("NX")
+        .arg("PX")
+        .arg(LEASE_MS)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(plain.as_deref(), Some("OK"));
+    let _: () = redis::cmd("SET")
+        .arg("short")
+        .arg("v")
+        .arg("PX")
+        .arg(300)
+        .query(&mut con)
+        .unwrap();
+    // Another client takes and gives back a reentrant lock all along.
+    let cycling = Arc::new(AtomicBool::new(true));
+    let cycler = {
+        let cycling = cycling.clone();
+        let mut con = connect(port);
+        std::thread::spawn(move || {
+            let lock = Script::new(include_str!("../conformance/scripts/lock_acquire.lua"));
+            let mut cycles = 0u64;
+            while cycling.load(Ordering::Relaxed) {
+                let taken: redis::RedisResult<Option<i64>> =
+                    lock.key("cycle").arg(LEASE_MS).arg("c:1").invoke(&mut con);
+                let released: redis::RedisResult<i64> = con.del("cycle");
+                if taken.is_err() || released.is_err() {
+                    break;
+                }
+                cycles += 1;
+            }
+            cycles
+        })
+    };
+    let writers = Writers::start(port, 4);
+    std::thread::sleep(Duration::from_millis(800));
+    kill9(child);
+    let acked = writers.join();
+    cycling.store(false, Ordering::Relaxed);
+    let cycles = cycler.join().unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+
+    let (child, port) = start(&dir, &[]);
+    let mut con = connect(port);
+    let down_ms = granted.elapsed().as_millis() as i64;
+    for (i, &acked) in acked.iter().enumerate() {
+        let stored: i64 = con.get(format!("counter:{i}")).unwrap();
+        // One INCR may have been logged without its reply arriving.
+        assert!(
+            (acked..=acked + 1).contains(&stored),
+            "counter {i}: {stored} stored, {acked} acknowledged"
+        );
+    }
+    // The locks are still held, with what was left of their lease.
+    let holds: Option<i64> = con.hget("fenced:{L}", "owner-1:1").unwrap();
+    assert_eq!(holds, Some(1));
+    for key in ["fenced:{L}", "plain:{L}"] {
+        let pttl: i64 = con.pttl(key).unwrap();
+        assert!(
+            pttl > 0 && pttl <= LEASE_MS - down_ms,
+            "{key}: pttl {pttl} after {down_ms} ms"
+        );
+    }
+    let plain: String = con.get("plain:{L}").unwrap();
+    assert_eq!(plain, "me");
+    let short: bool = con.exists("short").unwrap();
+    assert!(!short, "a key whose deadline passed while down came back");
+    // Someone else is refused; the holder's re-entry gets a larger token.
+    let (ttl, refused) = fenced_acquire(&mut con, "owner-2:1");
+    assert!(ttl > 0 && refused == -1);
+    let (_, token) = fenced_acquire(&mut con, "owner-1:1");
+    assert!(token > first_token, "token {token} after {first_token}");
+    println!(
+        "kill -9: {} INCRs and {cycles} lock cycles acknowledged, none lost",
+        acked.iter().sum::<i64>()
+    );
+    kill9(child);
+}
+
+#[test]
+fn a_torn_tail_is_truncated_and_a_damaged_file_stops_the_start() {
+    let dir = TempDir::new("torn");
+    let (child, port) = start(&dir, &[]);
+    let mut con = connect(port);
+    let _: () = con.set("a", "1").unwrap();
+    let _: () = con.hset("h", "f", "v").unwrap();
+    kill9(child);
+    let whole = std::fs::read(dir.aof()).unwrap();
+    let torn = |tail: &[u8]| {
+        let mut text = whole.clone();
+        text.extend_from_slice(tail);
+        std::fs::write(dir.aof(), text).unwrap();
+    };
+
+    // A record cut short, and a transaction without its EXEC.
+    for tail in [
+        &b"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$5\r\nva"[..],
+        b"*1\r\n$5\r\nMULTI\r\n*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$1\r\n1\r\n",
+    ] {
+        torn(tail);
+        let refused = run_to_exit(&dir, &["--aof-load-truncated", "no"]);
+        assert!(
+            refused.contains("Unexpected end of file reading the append only file"),
+            "{refused}"
+        );
+        let (child, port, log) = start_logged(&dir);
+        assert!(
+            log.contains("!!! Truncating the AOF")
+                && log.contains("loaded anyway because aof-load-truncated is enabled"),
+            "{log}"
+        );
+        let mut con = connect(port);
+        let x: bool = con.exists("x").unwrap();
+        let a: String = con.get("a").unwrap();
+        assert!(!x);
+        assert_eq!(a, "1");
+        kill9(child);
+        assert_eq!(
+            std::fs::read(dir.aof()).unwrap(),
+            whole,
+            "truncated at the last record"
+        );
+    }
+
+    // Damage that is not a torn tail.
+    let mut damaged = b"*2\r\n$3\r\nDEL\r\n$1\r\nz\r\ngarbage\r\n".to_vec();
+    damaged.extend_from_slice(&whole);
+    std::fs::write(dir.aof(), damaged).unwrap();
+    let refused = run_to_exit(&dir, &[]);
+    assert!(
+        refused.contains("Bad file format reading the append only file"),
+        "{refused}"
+    );
+    std::fs::write(dir.aof(), b"*1\r\n$7\r\nNOTACMD\r\n").unwrap();
+    let refused = run_to_exit(&dir, &[]);
+    assert!(refused.contains("Unknown command 'NOTACMD' reading the append only file"));
+}
+
+/// Starts rlockd on `dir`'s file expecting it to refuse: its output.
+fn run_to_exit(dir: &TempDir, extra: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_rlockd"))
+        .args(["--port", "0", "--appendonly", "yes", "--dir", dir.arg()])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "rlockd started on a bad file");
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+/// `start`, also returning the log up to the ready line.
+fn start_logged(dir: &TempDir) -> (Child, u16, String) {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rlockd"))
+        .args(["--port", "0", "--appendonly", "yes", "--dir", dir.arg()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut log = String::new();
+    let port = loop {
+        let line = lines.next().expect("a ready line").unwrap();
+        log.push_str(&line);
+        log.push('\n');
+        if let Some(addr) = line.split("connections on ").nth(1) {
+            break addr.rsplit(':').next().unwrap().trim().parse().unwrap();
+        }
+    };
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, port, log)
+}
+
+#[test]
+fn bgrewriteaof_under_load_keeps_every_write_and_compacts() {
+    let dir = TempDir::new("rewrite");
+    let (child, port) = start(&dir, &[]);
+    let mut con = connect(port);
+    for i in 0..200 {
+        let _: () = con.set_ex(format!("lease:{i}"), i, 60).unwrap();
+    }
+    let writers = Writers::start(port, 4);
+    std::thread::sleep(Duration::from_millis(200));
+    let mut rewrites = 0;
+    for _ in 0..5 {
+        let reply: String = redis::cmd("BGREWRITEAOF").query(&mut con).unwrap();
+        assert_eq!(reply, "Background append only file rewriting started");
+        wait_rewrite(&mut con);
+        rewrites += 1;
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let grown = std::fs::metadata(dir.aof()).unwrap().len();
+    let acked = writers.join();
+    let _: String = redis::cmd("BGREWRITEAOF").query(&mut con).unwrap();
+    wait_rewrite(&mut con);
+    let compact = std::fs::metadata(dir.aof()).unwrap().len();
+    let pttl_before: i64 = con.pttl("lease:7").unwrap();
+    kill9(child);
+
+    let (child, port) = start(&dir, &[]);
+    let mut con = connect(port);
+    for (i, &acked) in acked.iter().enumerate() {
+        let stored: i64 = con.get(format!("counter:{i}")).unwrap();
+        assert_eq!(stored, acked, "counter {i}");
+    }
+    let leases: usize = con.keys::<_, Vec<String>>("lease:*").unwrap().len();
+    assert_eq!(leases, 200);
+    let pttl: i64 = con.pttl("lease:7").unwrap();
+    assert!(pttl <= pttl_before && pttl > pttl_before - 5_000);
+    assert!(
+        compact < grown,
+        "rewrite compacts: {compact} vs {grown} bytes"
+    );
+    println!(
+        "rewrite: {rewrites} rewrites under {} INCRs, file {grown} -> {compact} bytes",
+        acked.iter().sum::<i64>()
+    );
+    kill9(child);
+}
+
+#[test]
+fn the_file_outgrowing_its_base_is_rewritten_by_itself() {
+    let dir = TempDir::new("auto");
+    let (child, port) = common::spawn_binary(&[
+        "--port",
+        "0",
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "no",
+        "--dir",
+        dir.arg(),
+    ]);
+    let mut con = connect(port);
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("auto-aof-rewrite-min-size")
+        .arg("4kb")
+        .query(&mut con)
+        .unwrap();
+    for _ in 0..2_000 {
+        let _: i64 = con.incr("n", 1).unwrap();
+    }
+    let started = Instant::now();
+    while info_field(&mut con, "aof_last_rewrite_time_sec") == "-1" {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no automatic rewrite"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The INCRs after the first rewrite grow it past the minimum again,
+    // and twice its base: it is rewritten again, down to one key.
+    while std::fs::metadata(dir.aof()).unwrap().len() >= 4096 {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "never compacted"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    wait_rewrite(&mut con);
+    kill9(child);
+}
+
+#[test]
+fn config_set_appendonly_writes_the_whole_dataset_first() {
+    let dir = TempDir::new("enable");
+    let (child, port) = common::spawn_binary(&["--port", "0", "--dir", dir.arg()]);
+    let mut con = connect(port);
+    let _: () = con.set("before", "1").unwrap();
+    let _: () = con.rpush("list", &["a", "b"]).unwrap();
+    assert_eq!(info_field(&mut con, "aof_enabled"), "0");
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("appendonly")
+        .arg("yes")
+        .query(&mut con)
+        .unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("appendfsync")
+        .arg("always")
+        .query(&mut con)
+        .unwrap();
+    let _: () = con.set("after", "2").unwrap();
+    wait_rewrite(&mut con);
+    assert_eq!(info_field(&mut con, "aof_enabled"), "1");
+    kill9(child);
+    let (child, port) = start(&dir, &[]);
+    let mut con = connect(port);
+    let values: (String, Vec<String>, String) = (
+        con.get("before").unwrap(),
+        con.lrange("list", 0, -1).unwrap(),
+        con.get("after").unwrap(),
+    );
+    assert_eq!(
+        values,
+        ("1".into(), vec!["a".into(), "b".into()], "2".into())
+    );
+    kill9(child);
+}
+
+/// What a server holds, per database, read the same way from both.
+fn dataset(con: &mut Connection) -> Vec<String> {
+    let mut out = Vec::new();
+    for db in 0..4 {
+        let _: () = redis::cmd("SELECT").arg(db).query(con).unwrap();
+        let mut keys: Vec<String> = con.keys("*").unwrap();
+        keys.sort();
+        for key in keys {
+            let kind: String = redis::cmd("TYPE").arg(&key).query(con).unwrap();
+            let value = match kind.as_str() {
+                "string" => con.get::<_, String>(&key).unwrap(),
+                "hash" => {
+                    let mut pairs: Vec<(String, String)> = con.hgetall(&key).unwrap();
+                    pairs.sort();
+                    format!("{pairs:?}")
+                }
+                "list" => format!("{:?}", con.lrange::<_, Vec<String>>(&key, 0, -1).unwrap()),
+                "set" => {
+                    let mut members: Vec<String> = con.smembers(&key).unwrap();
+                    members.sort();
+                    format!("{members:?}")
+                }
+                "zset" => format!(
+                    "{:?}",
+                    con.zrange_withscores::<_, Vec<(String, String)>>(&key, 0, -1)
+                        .unwrap()
+                ),
+                other => other.to_string(),
+            };
+            let pttl: i64 = con.pttl(&key).unwrap();
+            // Both count down from the same absolute deadline.
+            let lease = if pttl > 0 { "lease" } else { "none" };
+            out.push(format!("db{db} {key} {kind} {value} {lease}"));
+        }
+    }
+    out
+}
+
+#[test]
+fn redis_reads_our_file() {
+    let test = "redis_reads_our_file";
+    let dir = TempDir::new("differential");
+    let (child, port) = start(&dir, &[]);
+    let mut con = connect(port);
+    let lock = Script::new(include_str!("../conformance/scripts/lock_acquire.lua"));
+    let _: Option<i64> = lock
+        .key("rlock")
+        .arg(60_000)
+        .arg("uuid:1")
+        .invoke(&mut con)
+        .unwrap();
+    let _: Option<i64> = lock
+        .key("rlock")
+        .arg(60_000)
+        .arg("uuid:1")
+        .invoke(&mut con)
+        .unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("plain")
+        .arg("token")
+        .arg("NX")
+        .arg("PX")
+        .arg(60_000)
+        .query(&mut con)
+        .unwrap();
+    let _: () = con.rpush("list", &["a", "b", "c"]).unwrap();
+    let _: () = con.sadd("ints", &[3, 1, 2]).unwrap();
+    let _: () = con.sadd("words", &["x", "y"]).unwrap();
+    let _: () = con
+        .zadd_multiple("z", &[(1.5, "m"), (0.1, "n"), (-2.0, "o")])
+        .unwrap();
+    let _: i64 = con.incr("counter", 41).unwrap();
+    let _: f64 = con.incr("float", 0.1).unwrap();
+    let _: () = con.hset_multiple("h", &[("f", "1"), ("g", "2")]).unwrap();
+    let _: i64 = con.hdel("h", "g").unwrap();
+    let _: () = redis::cmd("SELECT").arg(3).query(&mut con).unwrap();
+    let _: () = con.set("in3", "v").unwrap();
+    let _: i64 = con.lpush("popped", &["1", "2"]).unwrap();
+    let _: Option<String> = con.lpop("popped", None).unwrap();
+    let _: () = redis::cmd("SELECT").arg(0).query(&mut con).unwrap();
+    let _: i64 = con.del("counter").unwrap();
+    let _: i64 = con.incr("counter", 1).unwrap();
+    let ours = dataset(&mut con);
+    kill9(child);
+
+    if let Some(check) = refserver::require_tool(test, "redis-check-aof", "REDIS_CHECK_AOF") {
+        let out = Command::new(check).arg(dir.aof()).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success() && text.contains("is valid"), "{text}");
+    }
+    let Some(server) = refserver::redis_server_path(test) else {
+        return;
+    };
+    // Redis 7 takes a lone appendonly.aof as the base of its multi-part AOF.
+    let copy = TempDir::new("differential-redis");
+    std::fs::copy(dir.aof(), copy.aof()).unwrap();
+    let port = free_port();
+    let mut redis = Command::new(server)
+        .args([
+            "--port",
+            &port.to_string(),
+            "--appendonly",
+            "yes",
+            "--dir",
+            copy.arg(),
+        ])
+        .args(["--save", "", "--daemonize", "no"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let mut rcon = loop {
+        match redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .unwrap()
+            .get_connection()
+        {
+            Ok(c) => break c,
+            Err(_) if started.elapsed() < Duration::from_secs(10) => {
+                std::thread::sleep(Duration::from_millis(50))
+            }
+            Err(e) => panic!("redis-server did not start: {e}"),
+        }
+    };
+    let theirs = dataset(&mut rcon);
+    let _ = redis.kill();
+    let _ = redis.wait();
+    assert_eq!(ours, theirs);
+}
+
+/// The raw reply to inline commands (as telnet sends them) on a new connection.
+fn raw_reply(port: u16, inline: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .write_all(format!("{inline}\r\n").as_bytes())
+        .unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 1024];
+    while let Ok(n) = stream.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `lock-restart-grace-ms`: reads and PING are answered, writes and
+/// scripts get LOADING until the grace ends; redis-rs's cluster client,
+/// which retries LOADING, takes a lock the moment it does.
+#[test]
+fn the_restart_grace_refuses_writes_until_it_ends() {
+    const GRACE_MS: u64 = 5_000;
+    let (child, port) = common::spawn_binary(&[
+        "--port",
+        "0",
+        "--cluster-enabled",
+        "yes",
+        "--lock-restart-grace-ms",
+        &GRACE_MS.to_string(),
+    ]);
+    let started = Instant::now();
+    // Stopped even when an assertion fails, so the test run ends.
+    let child = KillOnDrop(Some(child));
+    let mut con = connect(port);
+    let pong: String = redis::cmd("PING").query(&mut con).unwrap();
+    assert_eq!(pong, "PONG");
+    let missing: Option<String> = con.get("lock").unwrap();
+    assert_eq!(missing, None);
+    let loading = "-LOADING Redis is loading the dataset in memory\r\n";
+    assert_eq!(raw_reply(port, "SET lock x NX PX 100"), loading);
+    assert_eq!(raw_reply(port, "EVAL \"return 1\" 0"), loading);
+    assert_eq!(
+        raw_reply(port, "MULTI\r\nSET lock x"),
+        "+OK\r\n".to_string() + loading
+    );
+    let read: i64 = redis::cmd("EVAL_RO")
+        .arg("return 1")
+        .arg(0)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(read, 1);
+    assert_eq!(info_field(&mut con, "loading"), "1");
+
+    let cluster =
+        redis::cluster::ClusterClient::builder(vec![format!("redis://127.0.0.1:{port}/")])
+            .retries(200)
+            .min_retry_wait(100)
+            .max_retry_wait(200)
+            .build()
+            .unwrap();
+    let mut ccon = cluster.get_connection().unwrap();
+    let taken: Option<String> = redis::cmd("SET")
+        .arg("lock")
+        .arg("owner")
+        .arg("NX")
+        .arg("PX")
+        .arg(10_000)
+        .query(&mut ccon)
+        .unwrap();
+    let waited = started.elapsed();
+    assert_eq!(taken.as_deref(), Some("OK"));
+    assert!(
+        waited >= Duration::from_millis(GRACE_MS),
+        "granted after {waited:?}"
+    );
+    assert_eq!(info_field(&mut con, "loading"), "0");
+    println!(
+        "grace: lock granted {} ms after the start",
+        waited.as_millis()
+    );
+    drop(child);
+}
+
+struct KillOnDrop(Option<Child>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.take() {
+            kill9(child);
+        }
+    }
+}
