@@ -248,6 +248,49 @@ fn version_help_and_bad_flags() {
 }
 
 #[test]
+fn any_config_parameter_is_a_flag() {
+    let (_server, port) = start(&[
+        "--port",
+        "0",
+        "--hash-max-listpack-entries",
+        "5",
+        "--notify-keyspace-events",
+        "KEA",
+        "--save",
+    ]);
+    assert_eq!(
+        ask(port, b"CONFIG GET hash-max-listpack-entries\r\n"),
+        "*2\r\n$25\r\nhash-max-listpack-entries\r\n$1\r\n5\r\n"
+    );
+    assert_eq!(
+        ask(port, b"CONFIG GET notify-keyspace-events\r\n"),
+        "*2\r\n$22\r\nnotify-keyspace-events\r\n$3\r\nAKE\r\n"
+    );
+    assert_eq!(
+        ask(port, b"CONFIG GET save\r\n"),
+        "*2\r\n$4\r\nsave\r\n$0\r\n\r\n"
+    );
+    for (args, message) in [
+        (
+            &["--frobnicate", "yes"][..],
+            "rlockd: --frobnicate yes: unknown directive",
+        ),
+        (
+            &["--hash-max-listpack-entries", "many"],
+            "rlockd: --hash-max-listpack-entries many: ",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_rlockd"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.trim().starts_with(message), "{args:?}: {err}");
+    }
+}
+
+#[test]
 fn protected_mode_and_loglevel_flags_reach_config() {
     let (_server, port) = start(&[
         "--port",
