@@ -130,6 +130,7 @@ async fn run(
                         }
                         handle.info.lock().blocked = false;
                     }
+                    client.reply_mode.starting();
                     let mut reply = dispatch(shared, client, &args);
                     if let Some(blocked) = client.blocked.take() {
                         // The replies before it go out before it waits.
@@ -154,12 +155,17 @@ async fn run(
                     // of them: the reply must not overtake any. A
                     // monitor's own command's line follows its reply, as
                     // in Redis.
+                    let sent = client.reply_mode.finished() || matches!(reply, Reply::Push(_));
                     if client.pubsub.monitoring() {
-                        reply.encode(client.protocol, &mut output.buf);
+                        if sent {
+                            reply.encode(client.protocol, &mut output.buf);
+                        }
                         output.take_mail(mail, client.protocol, false);
                     } else {
                         output.take_mail(mail, client.protocol, false);
-                        reply.encode(client.protocol, &mut output.buf);
+                        if sent {
+                            reply.encode(client.protocol, &mut output.buf);
+                        }
                     }
                     // Subscriptions start once their confirmation is out.
                     client.pubsub.commit(&shared.pubsub);

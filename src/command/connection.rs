@@ -4,7 +4,7 @@ use bytes::Bytes;
 
 use super::{Ctx, REGISTRY, multi};
 use crate::context::Client;
-use crate::context::{PauseMode, Shared};
+use crate::context::{PauseMode, ReplyMode, Shared};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::Outcome;
 use crate::peer::ClientHandle;
@@ -137,6 +137,7 @@ pub fn reset(ctx: &mut Ctx) -> CmdResult<Reply> {
     super::pubsub::forget_subscriptions(ctx.shared, ctx.client);
     ctx.client.db = 0;
     ctx.client.protocol = Protocol::Resp2;
+    ctx.client.reply_mode = ReplyMode::On;
     let default = ctx.shared.acl.default_user();
     ctx.client.authenticated = super::acl::starts_authenticated(&default);
     ctx.client.handle.info.lock().user = default.name.clone();
@@ -193,6 +194,16 @@ pub fn client_no_evict(ctx: &mut Ctx) -> CmdResult<Reply> {
         _ => return Err(CmdError::Syntax),
     };
     ctx.client.handle.info.lock().no_evict = on;
+    Ok(Reply::OK)
+}
+
+pub fn client_reply(ctx: &mut Ctx) -> CmdResult<Reply> {
+    ctx.client.reply_mode = match &ctx.arg(2).to_ascii_lowercase()[..] {
+        b"on" => ReplyMode::On,
+        b"off" => ReplyMode::Off,
+        b"skip" => ReplyMode::SkipNext,
+        _ => return Err(CmdError::Syntax),
+    };
     Ok(Reply::OK)
 }
 

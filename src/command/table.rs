@@ -116,6 +116,11 @@ static CLIENT_SUBS: &[C] = &[
             "7.0.0",
             "Exempts this connection from client eviction (accepted; nothing is evicted).",
         ),
+    C::new("reply", 3, Connection, conn::client_reply)
+        .flags(NOSCRIPT | LOADING | STALE)
+        .acl(CONNECTION)
+        .syntax("ON | OFF | SKIP")
+        .doc("3.2.0", "Turns this connection's replies off, on, or off for the next command only."),
     C::new("pause", -3, Connection, conn::client_pause)
         .flags(ADMIN | NOSCRIPT | LOADING | STALE)
         .acl(CONNECTION)

@@ -20,6 +20,42 @@ pub struct WatchState {
     pub keys: Vec<(usize, Bytes)>,
 }
 
+/// CLIENT REPLY's setting: which replies the connection leaves unsent.
+/// Pub/sub confirmations and messages go out whatever it says, as in Redis.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReplyMode {
+    #[default]
+    On,
+    Off,
+    /// Set by CLIENT REPLY SKIP: that command's and the next one's reply
+    /// are left out.
+    SkipNext,
+    /// The command now running answers nothing.
+    Skip,
+}
+
+impl ReplyMode {
+    /// Called as a command starts: a pending SKIP now covers it.
+    pub fn starting(&mut self) {
+        if *self == ReplyMode::SkipNext {
+            *self = ReplyMode::Skip;
+        }
+    }
+
+    /// Called once a command has run: whether its reply is sent. A SKIP
+    /// ends with the command it covered.
+    pub fn finished(&mut self) -> bool {
+        match *self {
+            ReplyMode::On => true,
+            ReplyMode::Off | ReplyMode::SkipNext => false,
+            ReplyMode::Skip => {
+                *self = ReplyMode::On;
+                false
+            }
+        }
+    }
+}
+
 pub struct Client {
     pub id: u64,
     pub db: usize,
@@ -33,6 +69,7 @@ pub struct Client {
     pub multi_failed: bool,
     pub watch: Option<WatchState>,
     pub close_after_reply: bool,
+    pub reply_mode: ReplyMode,
     /// Close without answering (SHUTDOWN: the server is going away).
     pub close_silently: bool,
     /// The client a script's commands run as: it shows in no CLIENT LIST.
@@ -66,6 +103,7 @@ impl Client {
             multi_failed: false,
             watch: None,
             close_after_reply: false,
+            reply_mode: ReplyMode::On,
             close_silently: false,
             for_script: false,
             in_exec: false,
@@ -89,6 +127,7 @@ impl Client {
             multi_failed: false,
             watch: None,
             close_after_reply: false,
+            reply_mode: ReplyMode::On,
             close_silently: false,
             for_script: true,
             in_exec: false,

@@ -9,7 +9,7 @@ mod fault;
 pub mod introspect;
 pub mod slowlog;
 
-pub use client::{Client, WatchState};
+pub use client::{Client, ReplyMode, WatchState};
 pub use fault::{Faults, PauseMode};
 pub use introspect::{HeldLock, LockKind, LockOwner, Waiters};
 
