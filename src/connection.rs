@@ -116,11 +116,14 @@ async fn run(
             match requests.next_request(&mut input, client.authenticated) {
                 Ok(Some(_)) if handle.is_killed() => return Ok(()),
                 Ok(Some(args)) => {
-                    if shared.faults.holds_back(|| replicates(client, &args)) {
+                    if shared
+                        .faults
+                        .holds_back(|| replicates(shared, client, &args))
+                    {
                         // What the pipeline answered so far goes out first.
                         output.take_mail(mail, client.protocol, false);
                         flush(shared, &handle, stream, &mut output).await?;
-                        let writes = replicates(client, &args);
+                        let writes = replicates(shared, client, &args);
                         // A held client counts as blocked, as in Redis
                         // (INFO blocked_clients, the `b` flag).
                         handle.info.lock().blocked = true;
