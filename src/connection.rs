@@ -25,6 +25,8 @@ use crate::pubsub::{Mailbox, MailboxReceiver, write_frame};
 const READ_CHUNK: usize = 16 * 1024;
 /// Replies of a long pipeline are flushed at this size rather than held.
 const FLUSH_AT: usize = 1024 * 1024;
+/// The most input buffer an idle connection keeps.
+const QUERY_BUF_KEEP: usize = 4 * READ_CHUNK;
 
 pub async fn serve(
     shared: Arc<Shared>,
@@ -192,6 +194,11 @@ async fn run(
         flush(shared, &handle, stream, &mut output).await?;
         if closing || handle.is_killed() {
             return Ok(());
+        }
+        // A big request's buffer is not kept once it is answered, as Redis
+        // shrinks its query buffers: an idle client holds little memory.
+        if input.is_empty() && input.capacity() > QUERY_BUF_KEEP {
+            input = BytesMut::with_capacity(READ_CHUNK);
         }
     }
 }
