@@ -258,18 +258,19 @@ fn any_config_parameter_is_a_flag() {
         "KEA",
         "--save",
     ]);
-    assert_eq!(
-        ask(port, b"CONFIG GET hash-max-listpack-entries\r\n"),
-        "*2\r\n$25\r\nhash-max-listpack-entries\r\n$1\r\n5\r\n"
-    );
-    assert_eq!(
-        ask(port, b"CONFIG GET notify-keyspace-events\r\n"),
-        "*2\r\n$22\r\nnotify-keyspace-events\r\n$3\r\nAKE\r\n"
-    );
-    assert_eq!(
-        ask(port, b"CONFIG GET save\r\n"),
-        "*2\r\n$4\r\nsave\r\n$0\r\n\r\n"
-    );
+    for (name, value) in [
+        ("hash-max-listpack-entries", "5"),
+        ("notify-keyspace-events", "AKE"),
+        ("save", ""),
+    ] {
+        let request = format!("CONFIG GET {name}\r\n");
+        let reply = format!(
+            "*2\r\n${}\r\n{name}\r\n${}\r\n{value}\r\n",
+            name.len(),
+            value.len()
+        );
+        assert_eq!(ask(port, request.as_bytes()), reply);
+    }
     for (args, message) in [
         (
             &["--frobnicate", "yes"][..],
