@@ -26,6 +26,8 @@ use crate::pubsub::{Mailbox, MailboxReceiver, write_frame};
 const READ_CHUNK: usize = 16 * 1024;
 /// Replies of a long pipeline are flushed at this size rather than held.
 const FLUSH_AT: usize = 1024 * 1024;
+/// The most input buffer an idle connection keeps.
+const QUERY_BUF_KEEP: usize = 4 * READ_CHUNK;
 
 pub async fn serve(
     shared: Arc<Shared>,
@@ -119,11 +121,14 @@ async fn run(
             match requests.next_request(&mut input, client.authenticated) {
                 Ok(Some(_)) if handle.is_killed() => return Ok(()),
                 Ok(Some(args)) => {
-                    if shared.faults.holds_back(|| replicates(client, &args)) {
+                    if shared
+                        .faults
+                        .holds_back(|| replicates(shared, client, &args))
+                    {
                         // What the pipeline answered so far goes out first.
                         output.take_mail(mail, client.protocol, false);
                         flush(shared, &handle, stream, &mut output).await?;
-                        let writes = replicates(client, &args);
+                        let writes = replicates(shared, client, &args);
                         // A held client counts as blocked, as in Redis
                         // (INFO blocked_clients, the `b` flag).
                         handle.info.lock().blocked = true;
@@ -165,7 +170,10 @@ async fn run(
                     // in Redis; so do the invalidations a served blocked
                     // command caused for its client (BLMOVE's destination),
                     // which are in the mailbox by the time it answers.
-                    let answered = client.replies.answer_and_advance();
+                    // Pub/sub confirmations go out whatever CLIENT REPLY says, as in
+                    // Redis.
+                    let answered =
+                        client.replies.answer_and_advance() | matches!(reply, Reply::Push(_));
                     if client.pubsub.monitoring() || served_late {
                         if answered {
                             reply.encode(client.protocol, &mut output.buf);
@@ -202,6 +210,11 @@ async fn run(
         flush(shared, &handle, stream, &mut output).await?;
         if closing || handle.is_killed() {
             return Ok(());
+        }
+        // A big request's buffer is not kept once it is answered, as Redis
+        // shrinks its query buffers: an idle client holds little memory.
+        if input.is_empty() && input.capacity() > QUERY_BUF_KEEP {
+            input = BytesMut::with_capacity(READ_CHUNK);
         }
     }
 }

@@ -1,6 +1,6 @@
 use std::path::PathBuf;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use tracing_subscriber::EnvFilter;
 
 /// Scripts and replies allocate many small objects; mimalloc serves them
@@ -13,7 +13,8 @@ static ALLOCATOR: rlockd::util::alloc::Counting<mimalloc::MiMalloc> =
 /// rlockd: a Redis-compatible server for distributed locks.
 ///
 /// Each flag is the config directive of the same name, applied after the
-/// config file.
+/// config file. As with redis-server, any other directive CONFIG SET knows
+/// is taken too: `--hash-max-listpack-entries 5`, `--save ""`.
 #[derive(Parser, Debug)]
 #[command(version, about)]
 struct Args {
@@ -76,6 +77,58 @@ struct Args {
     /// it answers (container health checks).
     #[arg(long)]
     health_check: bool,
+}
+
+/// The command line: the flags clap documents, and the other `--name
+/// values...` directives, in their order, for the configuration table.
+#[derive(Debug)]
+struct CommandLine {
+    args: Args,
+    directives: Vec<(String, Vec<String>)>,
+}
+
+impl CommandLine {
+    /// Splits the words off that clap does not know, as redis-server reads
+    /// its command line: `--name` starts a directive, and the words up to the
+    /// next `--name` are its values (none means one empty value, as
+    /// `--save` alone does there).
+    fn parse_from<I: IntoIterator<Item = String>>(words: I) -> CommandLine {
+        let known = Args::command();
+        let is_known = |name: &str| {
+            matches!(name, "help" | "version")
+                || known.get_arguments().any(|a| a.get_long() == Some(name))
+        };
+        let mut clap_words = Vec::new();
+        let mut directives: Vec<(String, Vec<String>)> = Vec::new();
+        let mut in_directive = false;
+        for word in words {
+            match word.strip_prefix("--").filter(|n| !n.is_empty()) {
+                Some(name) if !is_known(name) => {
+                    directives.push((name.to_string(), Vec::new()));
+                    in_directive = true;
+                }
+                Some(_) => {
+                    clap_words.push(word);
+                    in_directive = false;
+                }
+                None if in_directive => {
+                    if let Some((_, values)) = directives.last_mut() {
+                        values.push(word);
+                    }
+                }
+                None => clap_words.push(word),
+            }
+        }
+        for (_, values) in &mut directives {
+            if values.is_empty() {
+                values.push(String::new());
+            }
+        }
+        CommandLine {
+            args: Args::parse_from(clap_words),
+            directives,
+        }
+    }
 }
 
 impl Args {
@@ -153,9 +206,9 @@ fn main() -> std::process::ExitCode {
     // server that held a million locks keeps a few MB, not a hundred.
     // SAFETY: setting an option is allowed at any time.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
-    let args = Args::parse();
-    let health = args.health_check;
-    let config = match load_config(args) {
+    let line = CommandLine::parse_from(std::env::args());
+    let health = line.args.health_check;
+    let config = match load_config(line) {
         Ok(config) => config,
         Err(e) => {
             eprintln!("rlockd: {e}");
@@ -175,16 +228,21 @@ fn main() -> std::process::ExitCode {
 }
 
 /// Defaults, then the config file, then the flags.
-fn load_config(args: Args) -> Result<rlockd::Config, Box<dyn std::error::Error>> {
+fn load_config(line: CommandLine) -> Result<rlockd::Config, Box<dyn std::error::Error>> {
     let mut config = rlockd::Config::default();
-    if let Some(path) = &args.config_file {
+    if let Some(path) = &line.args.config_file {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         config.apply_file(&text)?;
     }
-    for (name, values) in args.directives() {
+    let flags = line
+        .args
+        .directives()
+        .into_iter()
+        .map(|(name, values)| (name.to_string(), values));
+    for (name, values) in flags.chain(line.directives) {
         config
-            .apply_directive(name, &values)
+            .apply_directive(&name, &values)
             .map_err(|e| format!("--{name} {}: {e}", values.join(" ")))?;
     }
     Ok(config)
@@ -270,9 +328,13 @@ mod tests {
         assert_eq!(levels, ["trace", "debug", "info", "warn", "off"]);
     }
 
+    fn line(words: &[&str]) -> CommandLine {
+        CommandLine::parse_from(words.iter().map(|w| w.to_string()))
+    }
+
     #[test]
     fn flags_are_directives() {
-        let args = Args::parse_from([
+        let args = line(&[
             "rlockd",
             "--protected-mode",
             "no",
@@ -283,10 +345,41 @@ mod tests {
         let config = load_config(args).unwrap();
         assert!(!config.protected_mode && config.enable_clock_control);
         assert_eq!(config.port, 7001);
-        let bad = load_config(Args::parse_from(["rlockd", "--databases", "0"])).unwrap_err();
+        let bad = load_config(line(&["rlockd", "--databases", "0"])).unwrap_err();
         assert_eq!(
             bad.to_string(),
             "--databases 0: the number of databases must be at least 1"
         );
+    }
+
+    #[test]
+    fn other_directives_split_as_redis_server_splits_them() {
+        let parsed = line(&[
+            "rlockd",
+            "--hash-max-listpack-entries",
+            "5",
+            "--port",
+            "7002",
+            "--save",
+            "--notify-keyspace-events",
+            "KEA",
+        ]);
+        assert_eq!(parsed.args.port.as_deref(), Some("7002"));
+        assert_eq!(
+            parsed.directives,
+            [
+                (
+                    "hash-max-listpack-entries".to_string(),
+                    vec!["5".to_string()]
+                ),
+                ("save".to_string(), vec![String::new()]),
+                (
+                    "notify-keyspace-events".to_string(),
+                    vec!["KEA".to_string()]
+                ),
+            ]
+        );
+        let bad = load_config(line(&["rlockd", "--no-such-thing", "1"])).unwrap_err();
+        assert_eq!(bad.to_string(), "--no-such-thing 1: unknown directive");
     }
 }

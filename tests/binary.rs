@@ -248,6 +248,50 @@ fn version_help_and_bad_flags() {
 }
 
 #[test]
+fn any_config_parameter_is_a_flag() {
+    let (_server, port) = start(&[
+        "--port",
+        "0",
+        "--hash-max-listpack-entries",
+        "5",
+        "--notify-keyspace-events",
+        "KEA",
+        "--save",
+    ]);
+    for (name, value) in [
+        ("hash-max-listpack-entries", "5"),
+        ("notify-keyspace-events", "AKE"),
+        ("save", ""),
+    ] {
+        let request = format!("CONFIG GET {name}\r\n");
+        let reply = format!(
+            "*2\r\n${}\r\n{name}\r\n${}\r\n{value}\r\n",
+            name.len(),
+            value.len()
+        );
+        assert_eq!(ask(port, request.as_bytes()), reply);
+    }
+    for (args, message) in [
+        (
+            &["--frobnicate", "yes"][..],
+            "rlockd: --frobnicate yes: unknown directive",
+        ),
+        (
+            &["--hash-max-listpack-entries", "many"],
+            "rlockd: --hash-max-listpack-entries many: ",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_rlockd"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.trim().starts_with(message), "{args:?}: {err}");
+    }
+}
+
+#[test]
 fn protected_mode_and_loglevel_flags_reach_config() {
     let (_server, port) = start(&[
         "--port",

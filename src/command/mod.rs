@@ -43,6 +43,7 @@ use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Db, LockPlan, Locked, slot_shard};
 use crate::protocol::Reply;
 use crate::pubsub::Origin;
+use crate::scripting::shebang::ScriptFlags;
 pub use spec::{CommandSpec, flag};
 
 /// Every command and subcommand, numbered for per-command statistics.
@@ -347,20 +348,32 @@ fn feed_monitors(shared: &Shared, client: &Client, args: &[Bytes]) {
 
 /// Whether a command line writes or may publish: what `CLIENT PAUSE
 /// WRITE` holds back (an EXEC counts if anything it would run does).
-pub fn replicates(client: &Client, args: &[Bytes]) -> bool {
-    let writes = |spec: &CommandSpec| spec.has(flag::WRITE) || spec.has(flag::MAY_REPLICATE);
-    let Some(id) = REGISTRY.lookup(&args[0]) else {
+/// A script's declared flags stand in for its command's, as in Redis: a
+/// `no-writes` EVAL or FCALL is not held back.
+pub fn replicates(shared: &Shared, client: &Client, args: &[Bytes]) -> bool {
+    let writes = |id: usize, args: &[Bytes]| {
+        let spec = REGISTRY.specs[id];
+        match scripting::declared_flags(shared, spec.name, args) {
+            Some(flags) => !flags.has(ScriptFlags::NO_WRITES),
+            None => spec.has(flag::WRITE) || spec.has(flag::MAY_REPLICATE),
+        }
+    };
+    // What is refused before running (unknown, wrong arity) is refused
+    // at once, paused or not, as in Redis.
+    let Ok(id) = REGISTRY.resolve(shared, args) else {
         return false;
     };
-    let spec = REGISTRY.specs[id];
-    if spec.name == "exec" {
+    if !REGISTRY.specs[id].arity_ok(args.len()) {
+        return false;
+    }
+    if REGISTRY.specs[id].name == "exec" {
         client
             .multi
             .iter()
             .flatten()
-            .any(|(id, _)| writes(REGISTRY.specs[*id]))
+            .any(|(id, queued)| writes(*id, queued))
     } else {
-        writes(spec)
+        writes(id, args)
     }
 }
 

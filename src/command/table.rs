@@ -109,11 +109,6 @@ static CLIENT_SUBS: &[C] = &[
             "2.4.0",
             "Closes connections chosen by address, id or other filters.",
         ),
-    C::new("reply", 3, Connection, conn::client_reply)
-        .flags(CONN)
-        .acl(CONNECTION)
-        .syntax("ON | OFF | SKIP")
-        .doc("3.2.0", "Turns the replies to this connection on or off, or skips the next one."),
     C::new("no-evict", 3, Connection, conn::client_no_evict)
         .flags(ADMIN | CONN)
         .acl(CONNECTION)
@@ -122,6 +117,11 @@ static CLIENT_SUBS: &[C] = &[
             "7.0.0",
             "Exempts this connection from client eviction (accepted; nothing is evicted).",
         ),
+    C::new("reply", 3, Connection, conn::client_reply)
+        .flags(NOSCRIPT | LOADING | STALE)
+        .acl(CONNECTION)
+        .syntax("ON | OFF | SKIP")
+        .doc("3.2.0", "Turns this connection's replies off, on, or off for the next command only."),
     C::new("pause", -3, Connection, conn::client_pause)
         .flags(ADMIN | NOSCRIPT | LOADING | STALE)
         .acl(CONNECTION)

@@ -68,7 +68,9 @@ impl SlowLog {
                     let more = format!("... ({} more bytes)", args[i].len() - MAX_ARG_BYTES);
                     [&args[i][..MAX_ARG_BYTES], more.as_bytes()].concat().into()
                 } else {
-                    args[i].clone()
+                    // A copy: a slice would keep the whole request's
+                    // input buffer alive for as long as the entry lives.
+                    Bytes::copy_from_slice(&args[i])
                 }
             })
             .collect();

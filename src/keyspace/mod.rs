@@ -188,9 +188,14 @@ impl Shard {
         }
     }
 
-    fn touch_all_watchers(&mut self, db: Option<usize>) {
-        for ((wdb, _), flags) in &self.watched {
-            if db.is_none_or(|d| d as u32 == *wdb) {
+    /// Before a flush: as in Redis, a flush touches only the watched keys
+    /// it removes, so a WATCH of a missing key survives FLUSHDB.
+    fn touch_flushed_watchers(&mut self, db: Option<usize>) {
+        for ((wdb, key), flags) in &self.watched {
+            let wdb = *wdb as usize;
+            let flushed = db.is_none_or(|d| d == wdb)
+                && self.dbs.get(wdb).is_some_and(|m| m.get(key).is_some());
+            if flushed {
                 flags.iter().for_each(|f| f.mark());
             }
         }
@@ -1010,10 +1015,10 @@ impl Db<'_, '_> {
         let waited = self.locked.waited_streams(Some(db));
         let mut removed = 0;
         for shard in self.locked.shards() {
+            shard.touch_flushed_watchers(Some(db));
             removed += shard.dbs[db].len() as u64;
             shard.dbs[db].clear(now);
             shard.access.retain(|(adb, _), _| *adb as usize != db);
-            shard.touch_all_watchers(Some(db));
             shard.stats.dirty += 1;
         }
         self.locked.ks.events.flushed();
@@ -1104,12 +1109,12 @@ pub fn flush_all(locked: &mut Locked<'_>) -> u64 {
     let now = locked.now;
     let mut removed = 0;
     for shard in locked.shards() {
+        shard.touch_flushed_watchers(None);
         for db in &mut shard.dbs {
             removed += db.len() as u64;
             db.clear(now);
         }
         shard.access.clear();
-        shard.touch_all_watchers(None);
         shard.stats.dirty += 1;
     }
     locked.ks.events.flushed();

@@ -4,38 +4,46 @@ use bytes::Bytes;
 
 use super::run::{self, Code, Mode};
 use super::{flush_mode, split_keys};
+use std::sync::Arc;
+
 use crate::command::Ctx;
 use crate::command::connection::help_reply;
+use crate::context::Shared;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::scripting::Runner;
-use crate::scripting::functions::{Collision, RestorePolicy, dump, undump};
+use crate::scripting::functions::{Collision, Library, RestorePolicy, dump, undump};
+use crate::scripting::shebang::ScriptFlags;
 use crate::util::glob_match;
+
+/// The library holding function `wanted`, and the function's own name
+/// and flags.
+fn find_function(shared: &Shared, wanted: &str) -> Option<(Arc<Library>, String, ScriptFlags)> {
+    let library = shared.scripts.libraries.read().find(wanted)?;
+    let function = library
+        .functions
+        .iter()
+        .find(|f| f.name.eq_ignore_ascii_case(wanted))?;
+    let (name, flags) = (function.name.clone(), function.flags);
+    Some((library, name, flags))
+}
+
+/// The flags function `name` was registered with, if it exists.
+pub(super) fn function_flags(shared: &Shared, name: &str) -> Option<ScriptFlags> {
+    find_function(shared, name).map(|(_, _, flags)| flags)
+}
 
 fn fcall_generic(ctx: &mut Ctx, readonly: bool) -> CmdResult<Reply> {
     let args = ctx.args;
     let (keys, argv) = split_keys(args, CmdError::other("ERR Bad number of keys provided"))?;
     let wanted = String::from_utf8_lossy(&args[1]);
-    let library = ctx
-        .shared
-        .scripts
-        .libraries
-        .read()
-        .find(&wanted)
+    let (library, name, flags) = find_function(ctx.shared, &wanted)
         .ok_or_else(|| CmdError::other("ERR Function not found"))?;
-    let Some(function) = library
-        .functions
-        .iter()
-        .find(|f| f.name.eq_ignore_ascii_case(&wanted))
-    else {
-        return Err(CmdError::other("ERR Function not found"));
-    };
-    let mode = Mode::new(ctx, readonly, Some(function.flags))?;
-    let name = function.name.clone();
+    let mode = Mode::new(ctx, readonly, Some(flags))?;
     run::run(
         ctx,
         Code::Function {
-            library: library.clone(),
+            library,
             name: &name,
         },
         keys,

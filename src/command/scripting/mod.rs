@@ -13,10 +13,11 @@ use bytes::Bytes;
 
 use super::Ctx;
 use super::connection::help_reply;
+use crate::context::Shared;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::scripting::Runner;
-use crate::scripting::shebang::{self, Declared};
+use crate::scripting::shebang::{self, Declared, ScriptFlags};
 use crate::util::parse_i64;
 use run::{Code, Mode};
 
@@ -25,6 +26,26 @@ use run::{Code, Mode};
 enum Source {
     Body,
     Sha,
+}
+
+/// The flags a script or function call declares (its shebang, or the
+/// function's registration), as Redis reads them before running a command:
+/// they replace the command's own write flags. `None`: nothing declared,
+/// or not a script call.
+pub fn declared_flags(shared: &Shared, command: &str, args: &[Bytes]) -> Option<ScriptFlags> {
+    let target = args.get(1)?;
+    let body = match command {
+        "eval" | "eval_ro" => target.clone(),
+        "evalsha" | "evalsha_ro" => shared
+            .scripts
+            .body(&String::from_utf8_lossy(target).to_ascii_lowercase())?,
+        "fcall" | "fcall_ro" => return function_flags(shared, &String::from_utf8_lossy(target)),
+        _ => return None,
+    };
+    match shebang::script_flags(&body) {
+        Ok(Declared::Flags(flags)) => Some(flags),
+        _ => None,
+    }
 }
 
 fn noscript() -> CmdError {
