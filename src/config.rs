@@ -44,6 +44,35 @@ pub struct Config {
     pub enable_clock_control: bool,
     /// Ours: where Prometheus metrics are served over HTTP (`None`: not served).
     pub metrics_port: Option<u16>,
+    /// Who may run DEBUG; fixed at startup, as in Redis.
+    pub enable_debug_command: DebugCommand,
+}
+
+/// `enable-debug-command`: nobody (Redis's default), everybody, or
+/// clients on the loopback interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DebugCommand {
+    #[default]
+    No,
+    Yes,
+    Local,
+}
+
+impl DebugCommand {
+    fn name(self) -> &'static str {
+        match self {
+            DebugCommand::No => "no",
+            DebugCommand::Yes => "yes",
+            DebugCommand::Local => "local",
+        }
+    }
+
+    fn parse(v: &str) -> Result<Self, String> {
+        [DebugCommand::No, DebugCommand::Yes, DebugCommand::Local]
+            .into_iter()
+            .find(|d| v.eq_ignore_ascii_case(d.name()))
+            .ok_or_else(|| "argument(s) must be one of the following: no, yes, local".into())
+    }
 }
 
 impl Default for Config {
@@ -76,6 +105,7 @@ impl Default for Config {
             cluster_enabled: false,
             enable_clock_control: false,
             metrics_port: None,
+            enable_debug_command: DebugCommand::No,
         }
     }
 }
@@ -124,7 +154,7 @@ fn parse_bounded(v: &str, min: i64) -> Result<i64, String> {
 }
 
 /// Memory sizes accept Redis's units (`1mb`, `2gb`, `100k`).
-fn parse_memory(v: &str) -> Result<u64, String> {
+pub fn parse_memory(v: &str) -> Result<u64, String> {
     let lower = v.to_ascii_lowercase();
     let split = lower
         .find(|c: char| !c.is_ascii_digit())
@@ -143,7 +173,8 @@ fn parse_memory(v: &str) -> Result<u64, String> {
         "gb" => 1024 * 1024 * 1024,
         _ => return Err("argument must be a memory value".into()),
     };
-    Ok(n * mult)
+    n.checked_mul(mult)
+        .ok_or_else(|| "argument must be a memory value".into())
 }
 
 fn parse_enum(v: &str, allowed: &[&str]) -> Result<String, String> {
@@ -399,6 +430,12 @@ pub static PARAMS: &[Param] = &[
         set: None,
     },
     Param {
+        name: "enable-debug-command",
+        alias: None,
+        get: |c| c.enable_debug_command.name().into(),
+        set: None,
+    },
+    Param {
         name: "metrics-port",
         alias: None,
         get: |c| c.metrics_port.unwrap_or(0).to_string(),
@@ -626,6 +663,7 @@ impl Config {
                 )
             }
             "cluster-enabled" => self.cluster_enabled = parse_yes_no(&value)?,
+            "enable-debug-command" => self.enable_debug_command = DebugCommand::parse(&value)?,
             name => {
                 let param = find_param(name).ok_or("unknown directive")?;
                 // Settings rlockd only reports (daemonize, dir…) are

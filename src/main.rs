@@ -48,6 +48,9 @@ struct Args {
     /// Serve Prometheus metrics over HTTP on this port (0 picks one).
     #[arg(long)]
     metrics_port: Option<String>,
+    /// Who may run DEBUG: no, yes, or local (loopback clients) [default: no].
+    #[arg(long, value_parser = ["no", "yes", "local"])]
+    enable_debug_command: Option<String>,
     /// Run on a manual clock that clients move with RLOCKD.CLOCK (tests only).
     #[arg(long)]
     enable_clock_control: bool,
@@ -71,6 +74,7 @@ impl Args {
             one("protected-mode", &self.protected_mode),
             one("cluster-enabled", &self.cluster_enabled),
             one("metrics-port", &self.metrics_port),
+            one("enable-debug-command", &self.enable_debug_command),
             self.enable_clock_control
                 .then(|| ("enable-clock-control", vec!["yes".to_string()])),
         ]

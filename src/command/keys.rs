@@ -407,7 +407,7 @@ pub fn randomkey(ctx: &mut Ctx) -> CmdResult<Reply> {
 /// bytes (Redis's rules for values that SET stores; one that APPEND or
 /// SETRANGE grew would be `raw` there); hashes and sorted sets keep the
 /// compact-or-not state Redis's conversions would have left.
-fn encoding_name(value: &Value) -> &'static str {
+pub(super) fn encoding_name(value: &Value) -> &'static str {
     match value {
         Value::Str(s) if s.len() <= 20 && parse_i64(s).is_some() => "int",
         Value::Str(s) if s.len() <= 44 => "embstr",

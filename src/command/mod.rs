@@ -6,6 +6,7 @@ mod bitmaps;
 mod blocking;
 mod cluster;
 mod connection;
+mod debug;
 mod docs;
 mod expire;
 mod fixture;

@@ -121,3 +121,39 @@ pub fn latency_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
         ],
     ))
 }
+
+/// LOLWUT [VERSION v]: like Redis 7.0, plain LOLWUT shows only the
+/// version line. Redis draws its own art for versions 5 and 6; rlockd
+/// draws a padlock instead, shut for 5 and open for 6.
+pub fn lolwut(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let version = match ctx.args {
+        [_, token, v, ..] if token.eq_ignore_ascii_case(b"version") => {
+            parse_i64(v).ok_or(CmdError::NotInteger)?
+        }
+        _ => 7,
+    };
+    let mut text = match version {
+        5 => padlock(false),
+        6 => padlock(true),
+        _ => String::new(),
+    };
+    text.push_str(&format!("Redis ver. {}\n", crate::protocol::REDIS_VERSION));
+    Ok(Reply::Verbatim(text.into()))
+}
+
+/// A padlock in box-drawing characters; `open` lifts its shackle.
+fn padlock(open: bool) -> String {
+    let shackle: &[&str] = if open {
+        &["   ╭────╮", "   │    │", "   │     ", "   │     "]
+    } else {
+        &["   ╭────╮", "   │    │", "   │    │", "   │    │"]
+    };
+    let body = [" ╭─┴────┴─╮", " │   ◯    │", " │   ┃    │", " ╰────────╯"];
+    let mut out: String = shackle
+        .iter()
+        .chain(&body)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    out.push('\n');
+    out
+}

@@ -10,9 +10,9 @@ use super::spec::acl::{
 use super::spec::flag::*;
 use super::spec::{CommandSpec as C, Group::*, KeySpec};
 use super::{
-    acl as acls, bitmaps, blocking, cluster, connection as conn, expire, fixture, geo, hashes,
-    hyperloglog, keys, lists, memory, multi, operator, scripting, server, sets, sort, streams,
-    strings, zsets,
+    acl as acls, bitmaps, blocking, cluster, connection as conn, debug, expire, fixture, geo,
+    hashes, hyperloglog, keys, lists, memory, multi, operator, scripting, server, sets, sort,
+    streams, strings, zsets,
 };
 
 const RO: &[&str] = &["RO"];
@@ -766,6 +766,12 @@ pub static COMMANDS: &[C] = &[
         .doc("1.0.0", "Stops the server gracefully: connections are closed, the process exits."),
     C::new("monitor", 1, Server, operator::monitor).flags(ADMIN | NOSCRIPT | LOADING | STALE)
         .doc("1.0.0", "Streams every command the server runs, as it runs it."),
+    // Holds the whole keyspace so that DEBUG SLEEP stops what Redis's would.
+    C::new("debug", -2, Server, debug::debug).flags(ADMIN | NOSCRIPT | LOADING | STALE | WHOLE_KEYSPACE)
+        .doc("1.0.0", "Subcommands for test suites: SLEEP, OBJECT, DIGEST, PROTOCOL, POPULATE…"),
+    C::new("lolwut", -1, Server, operator::lolwut).flags(READ_FAST)
+        .syntax("[VERSION version]")
+        .doc("5.0.0", "Draws a picture, then the server's version."),
     C::container("acl", Server, ACL_SUBS).doc("6.0.0", "Commands about ACL users and permissions."),
     C::container("slowlog", Server, SLOWLOG_SUBS).doc("2.2.12", "Reads and clears the log of slow commands."),
     C::container("latency", Server, LATENCY_SUBS).doc("2.8.13", "Latency monitoring."),
