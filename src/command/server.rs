@@ -464,6 +464,22 @@ fn cpu_seconds() -> (f64, f64) {
 /// The most `used_memory` INFO has reported.
 static USED_MEMORY_PEAK: AtomicU64 = AtomicU64::new(0);
 
+/// The allocator's bytes now, the most seen, and the process's resident size.
+pub(super) struct MemoryNow {
+    pub used: u64,
+    pub peak: u64,
+    pub rss: u64,
+}
+
+pub(super) fn memory_now() -> MemoryNow {
+    let rss = rss_bytes();
+    let used = crate::util::alloc::allocated().unwrap_or(rss);
+    let peak = USED_MEMORY_PEAK
+        .fetch_max(used, Ordering::Relaxed)
+        .max(used);
+    MemoryNow { used, peak, rss }
+}
+
 fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/statm")
         .ok()
@@ -569,11 +585,7 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             "Clients"
         }
         "memory" => {
-            let rss = rss_bytes();
-            let used = crate::util::alloc::allocated().unwrap_or(rss);
-            let peak = USED_MEMORY_PEAK
-                .fetch_max(used, Ordering::Relaxed)
-                .max(used);
+            let MemoryNow { used, peak, rss } = memory_now();
             line("used_memory", &used);
             line("used_memory_human", &human_bytes(used));
             line("used_memory_rss", &rss);

@@ -468,6 +468,12 @@ const SCRIPT_KEYS_RW: &[KeySpec] = &[KeySpec::keynum(2, RW_ACCESS_UPDATE)];
 const SCRIPT_KEYS_RO: &[KeySpec] = &[KeySpec::keynum(2, RO_ACCESS)];
 const EVAL_FLAGS: u32 = NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | SCRIPT;
 
+const ALL_SHARDS_SPECIAL: &[&str] = &[
+    "nondeterministic_output",
+    "request_policy:all_shards",
+    "response_policy:special",
+];
+
 static MEMORY_SUBS: &[C] = &[
     C::new("usage", -3, Server, memory::usage)
         .flags(READONLY)
@@ -477,6 +483,24 @@ static MEMORY_SUBS: &[C] = &[
             "4.0.0",
             "Returns the bytes a key and its value would take in Redis.",
         ),
+    C::new("stats", 2, Server, memory::stats)
+        .flags(WHOLE_KEYSPACE)
+        .tips(&[
+            "nondeterministic_output",
+            "request_policy:all_shards",
+            "response_policy:special",
+        ])
+        .doc("4.0.0", "Describes the server's memory use."),
+    C::new("doctor", 2, Server, memory::doctor)
+        .tips(ALL_SHARDS_SPECIAL)
+        .doc("4.0.0", "A short report on the server's memory use."),
+    C::new("malloc-stats", 2, Server, memory::malloc_stats)
+        .tips(&[
+            "nondeterministic_output",
+            "request_policy:all_shards",
+            "response_policy:special",
+        ])
+        .doc("4.0.0", "The allocator's own statistics."),
     C::new("purge", 2, Server, memory::purge)
         .tips(&["request_policy:all_shards", "response_policy:all_succeeded"])
         .doc("4.0.0", "Asks the allocator to give memory back."),
@@ -744,7 +768,7 @@ pub static COMMANDS: &[C] = &[
     C::container("command", Server, COMMAND_SUBS).runs_bare(server::command_all).flags(LOADING | STALE).acl(CONNECTION).tips(NONDET_ORDER)
         .doc("2.8.13", "Describes every command the server knows."),
     C::new("info", -1, Server, server::info).flags(LOADING | STALE | WHOLE_KEYSPACE).acl(DANGEROUS)
-        .tips(&["nondeterministic_output", "request_policy:all_shards", "response_policy:special"])
+        .tips(ALL_SHARDS_SPECIAL)
         .syntax("[section...]")
         .doc("1.0.0", "Reports the server's state and statistics, by section."),
     C::container("config", Server, CONFIG_SUBS).doc("2.0.0", "Reads and changes settings."),
