@@ -7,6 +7,9 @@ use mlua::{Lua, LuaString, MultiValue, Table, Value};
 
 const MAX_NESTING: usize = 16;
 
+/// Lua 5.1's `LUAI_MAXCSTACK`.
+const LUA_C_STACK: usize = 8000;
+
 fn fail(message: impl std::fmt::Display) -> mlua::Error {
     mlua::Error::runtime(message.to_string())
 }
@@ -138,6 +141,13 @@ pub fn install(lua: &Lua, globals: &Table) -> mlua::Result<()> {
         lua.create_function(|lua, args: MultiValue| {
             if args.is_empty() {
                 return Err(fail("MessagePack pack needs input."));
+            }
+            // Redis's module asks Lua's C stack (8000 slots, the arguments
+            // already on it) for room for as many again.
+            if args.len() * 2 > LUA_C_STACK {
+                return Err(fail(
+                    "bad argument #0 to 'pack' (Too many arguments for MessagePack pack.)",
+                ));
             }
             let mut out = Vec::new();
             for v in args.iter() {
