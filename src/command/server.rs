@@ -99,6 +99,7 @@ pub fn config_set(ctx: &mut Ctx) -> CmdResult<Reply> {
     }
     ctx.shared.pubsub.configure(&updated);
     ctx.shared.slowlog.configure(&updated);
+    ctx.shared.latency.configure(&updated);
     if updated.requirepass != ctx.shared.config.read().requirepass {
         ctx.shared
             .acl

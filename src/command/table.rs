@@ -241,16 +241,22 @@ static LATENCY_SUBS: &[C] = &[
     latency_report("graph", 3, operator::latency_graph)
         .syntax("event")
         .doc("2.8.13", "Returns a latency graph for an event."),
-    latency_report("latest", 2, operator::latency_samples).doc(
+    latency_report("latest", 2, operator::latency_latest).doc(
         "2.8.13",
         "Returns the latest latency samples for all events.",
     ),
     C::new("help", 2, Server, operator::latency_help)
         .flags(LOADING | STALE)
         .doc("2.8.13", "Lists the LATENCY subcommands."),
-    latency_report("history", 3, operator::latency_samples)
+    latency_report("history", 3, operator::latency_history)
         .syntax("event")
         .doc("2.8.13", "Returns timestamp-latency samples for an event."),
+    latency_report("histogram", -2, operator::latency_histogram)
+        .syntax("[command [command ...]]")
+        .doc(
+            "7.0.0",
+            "Returns the distribution of each command's latency.",
+        ),
     C::new("reset", -2, Server, operator::latency_reset)
         .flags(ADMIN | NOSCRIPT | LOADING | STALE)
         .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])

@@ -7,6 +7,7 @@ pub mod acl;
 pub mod client;
 mod fault;
 pub mod introspect;
+pub mod latency;
 pub mod slowlog;
 
 pub use client::{Client, WatchState};
@@ -33,6 +34,18 @@ pub struct CommandStat {
     pub usec: AtomicU64,
     pub failed: AtomicU64,
     pub rejected: AtomicU64,
+    /// Calls by duration, for LATENCY HISTOGRAM: bucket `i` counts those of
+    /// at most 2^i microseconds (and more than half that).
+    pub histogram: [AtomicU64; HISTOGRAM_BUCKETS],
+}
+
+/// Up to 2^31 µs (about 36 minutes); slower calls count in the last.
+pub const HISTOGRAM_BUCKETS: usize = 32;
+
+/// The bucket of a call that took `micros`.
+fn histogram_bucket(micros: u64) -> usize {
+    let bits = (u64::BITS - micros.saturating_sub(1).leading_zeros()) as usize;
+    bits.min(HISTOGRAM_BUCKETS - 1)
 }
 
 pub struct Stats {
@@ -63,8 +76,9 @@ impl Stats {
     pub fn record_call(&self, id: usize, took: Duration, failed: bool) {
         let stat = &self.commands[id];
         stat.calls.fetch_add(1, Ordering::Relaxed);
-        stat.usec
-            .fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+        let micros = took.as_micros() as u64;
+        stat.usec.fetch_add(micros, Ordering::Relaxed);
+        stat.histogram[histogram_bucket(micros)].fetch_add(1, Ordering::Relaxed);
         if failed {
             stat.failed.fetch_add(1, Ordering::Relaxed);
         }
@@ -85,6 +99,9 @@ impl Stats {
         for stat in &self.commands {
             for counter in [&stat.calls, &stat.usec, &stat.failed, &stat.rejected] {
                 counter.store(0, Ordering::Relaxed);
+            }
+            for bucket in &stat.histogram {
+                bucket.store(0, Ordering::Relaxed);
             }
         }
         for counter in [
@@ -111,6 +128,7 @@ pub struct Shared {
     pub clients: DashMap<u64, Arc<ClientHandle>>,
     pub stats: Stats,
     pub slowlog: slowlog::SlowLog,
+    pub latency: latency::LatencyMonitor,
     next_client_id: AtomicU64,
     pub started_ms: u64,
     pub run_id: String,
@@ -145,9 +163,12 @@ impl Shared {
         let cluster = config.cluster_enabled.then(ClusterNode::new);
         let slowlog = slowlog::SlowLog::default();
         slowlog.configure(&config);
+        let latency = latency::LatencyMonitor::default();
+        latency.configure(&config);
         Shared {
             acl: acl::Acl::new(commands, config.requirepass.as_deref()),
             slowlog,
+            latency,
             cluster,
             keyspace: Keyspace::with_events(config.databases, clock, pubsub.clone()),
             pubsub,
