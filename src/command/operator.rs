@@ -2,7 +2,6 @@
 
 use std::sync::atomic::Ordering;
 
-
 use super::Ctx;
 use super::connection::help_reply;
 use crate::error::{CmdError, CmdResult};
