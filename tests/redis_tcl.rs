@@ -35,6 +35,7 @@ const REDIS_VERSION: &str = "7.0.15";
 /// parallel run ends sooner (unit/type/list-2 is left out: all its tests
 /// are `slow`).
 const UNITS: &[&str] = &[
+    "unit/scripting",
     "unit/hyperloglog",
     "unit/geo",
     "unit/type/list",
@@ -53,6 +54,13 @@ const UNITS: &[&str] = &[
     "unit/keyspace",
     "unit/type/incr",
     "unit/type/list-3",
+    // The server's surface: functions and the operator's tools (unit/info
+    // is left out: all of it is `external:skip`).
+    "unit/functions",
+    "unit/introspection-2",
+    "unit/introspection",
+    "unit/latency-monitor",
+    "unit/slowlog",
 ];
 
 /// Tests that need what no external server offers a client (replication,

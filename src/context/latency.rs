@@ -1,6 +1,6 @@
-//! The latency monitor: events (`command`, `fast-command`) that took at
-//! least `latency-monitor-threshold` milliseconds, one sample per second
-//! per event (the worst), the last 160 kept, as Redis keeps them.
+//! The latency monitor: events (`command`, `fast-command`, `expire-cycle`)
+//! that took at least `latency-monitor-threshold` milliseconds, one sample
+//! per second per event (the worst), the last 160 kept, as Redis keeps them.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};

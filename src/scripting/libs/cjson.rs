@@ -359,80 +359,64 @@ fn answer(values: Vec<Value>) -> mlua::Result<MultiValue> {
     Ok(MultiValue::from_vec(values))
 }
 
+/// A setting that is on or off: a boolean, or "on"/"off".
+fn switch_function(
+    lua: &Lua,
+    cjson: &Table,
+    name: &'static str,
+    field: fn(&mut Settings) -> &mut bool,
+) -> mlua::Result<()> {
+    cjson.set(
+        name,
+        lua.create_function(move |lua, args: MultiValue| {
+            let args = config_args(name, args, 1)?;
+            let mut cfg = settings(lua);
+            if let Some(i) = enum_option(name, args.first(), OFF_ON)? {
+                *field(&mut cfg) = i == 1;
+            }
+            let now = *field(&mut cfg);
+            lua.set_app_data(cfg);
+            Ok(now)
+        })?,
+    )
+}
+
+/// A setting that is an integer in `min..=max`.
+fn integer_function(
+    lua: &Lua,
+    cjson: &Table,
+    name: &'static str,
+    max: i64,
+    field: fn(&mut Settings) -> &mut i64,
+) -> mlua::Result<()> {
+    cjson.set(
+        name,
+        lua.create_function(move |lua, args: MultiValue| {
+            let args = config_args(name, args, 1)?;
+            let mut cfg = settings(lua);
+            integer_option(name, args.first(), 1, max, field(&mut cfg))?;
+            let now = *field(&mut cfg);
+            lua.set_app_data(cfg);
+            Ok(now)
+        })?,
+    )
+}
+
 fn install_config(lua: &Lua, cjson: &Table) -> mlua::Result<()> {
     const MAX: i64 = i32::MAX as i64;
-    config_function(
-        lua,
-        cjson,
-        "encode_max_depth",
-        |_, cfg, args| {
-            integer_option(
-                "encode_max_depth",
-                args.first(),
-                1,
-                MAX,
-                &mut cfg.encode_max_depth,
-            )?;
-            answer(vec![Value::Integer(cfg.encode_max_depth)])
-        },
-        1,
-    )?;
-    config_function(
-        lua,
-        cjson,
-        "decode_max_depth",
-        |_, cfg, args| {
-            integer_option(
-                "decode_max_depth",
-                args.first(),
-                1,
-                MAX,
-                &mut cfg.decode_max_depth,
-            )?;
-            answer(vec![Value::Integer(cfg.decode_max_depth)])
-        },
-        1,
-    )?;
-    config_function(
-        lua,
-        cjson,
-        "encode_number_precision",
-        |_, cfg, args| {
-            integer_option(
-                "encode_number_precision",
-                args.first(),
-                1,
-                14,
-                &mut cfg.precision,
-            )?;
-            answer(vec![Value::Integer(cfg.precision)])
-        },
-        1,
-    )?;
-    config_function(
-        lua,
-        cjson,
-        "encode_keep_buffer",
-        |_, cfg, args| {
-            if let Some(i) = enum_option("encode_keep_buffer", args.first(), OFF_ON)? {
-                cfg.keep_buffer = i == 1;
-            }
-            answer(vec![Value::Boolean(cfg.keep_buffer)])
-        },
-        1,
-    )?;
-    config_function(
-        lua,
-        cjson,
-        "decode_invalid_numbers",
-        |_, cfg, args| {
-            if let Some(i) = enum_option("decode_invalid_numbers", args.first(), OFF_ON)? {
-                cfg.decode_invalid_numbers = i == 1;
-            }
-            answer(vec![Value::Boolean(cfg.decode_invalid_numbers)])
-        },
-        1,
-    )?;
+    integer_function(lua, cjson, "encode_max_depth", MAX, |c| {
+        &mut c.encode_max_depth
+    })?;
+    integer_function(lua, cjson, "decode_max_depth", MAX, |c| {
+        &mut c.decode_max_depth
+    })?;
+    integer_function(lua, cjson, "encode_number_precision", 14, |c| {
+        &mut c.precision
+    })?;
+    switch_function(lua, cjson, "encode_keep_buffer", |c| &mut c.keep_buffer)?;
+    switch_function(lua, cjson, "decode_invalid_numbers", |c| {
+        &mut c.decode_invalid_numbers
+    })?;
     config_function(
         lua,
         cjson,
@@ -443,11 +427,8 @@ fn install_config(lua: &Lua, cjson: &Table) -> mlua::Result<()> {
                 InvalidNumbers::Allow,
                 InvalidNumbers::AsNull,
             ];
-            if let Some(i) = enum_option(
-                "encode_invalid_numbers",
-                args.first(),
-                &["off", "on", "null"],
-            )? {
+            let names = ["off", "on", "null"];
+            if let Some(i) = enum_option("encode_invalid_numbers", args.first(), &names)? {
                 cfg.invalid_numbers = modes[i];
             }
             answer(vec![match cfg.invalid_numbers {
@@ -465,20 +446,9 @@ fn install_config(lua: &Lua, cjson: &Table) -> mlua::Result<()> {
             if let Some(i) = enum_option("encode_sparse_array", args.first(), OFF_ON)? {
                 cfg.sparse_convert = i == 1;
             }
-            integer_option(
-                "encode_sparse_array",
-                args.get(1),
-                0,
-                MAX,
-                &mut cfg.sparse_ratio,
-            )?;
-            integer_option(
-                "encode_sparse_array",
-                args.get(2),
-                0,
-                MAX,
-                &mut cfg.sparse_safe,
-            )?;
+            let name = "encode_sparse_array";
+            integer_option(name, args.get(1), 0, MAX, &mut cfg.sparse_ratio)?;
+            integer_option(name, args.get(2), 0, MAX, &mut cfg.sparse_safe)?;
             answer(vec![
                 Value::Boolean(cfg.sparse_convert),
                 Value::Integer(cfg.sparse_ratio),
