@@ -55,14 +55,19 @@ fn encode(out: &mut Vec<u8>, v: &Value, depth: usize) -> mlua::Result<()> {
                 Ok(())
             }
             None => {
-                let pairs: Vec<(Value, Value)> = t
-                    .clone()
-                    .pairs::<Value, Value>()
-                    .collect::<mlua::Result<_>>()?;
-                rmp::encode::write_map_len(out, pairs.len() as u32).map_err(fail)?;
-                for (k, v) in &pairs {
-                    encode(out, k, depth + 1)?;
-                    encode(out, v, depth + 1)?;
+                // Counted, then encoded pair by pair: holding every key and
+                // value at once would take a Lua reference each, and a large
+                // map runs out of them.
+                let mut len = 0u32;
+                for pair in t.clone().pairs::<Value, Value>() {
+                    pair?;
+                    len += 1;
+                }
+                rmp::encode::write_map_len(out, len).map_err(fail)?;
+                for pair in t.clone().pairs::<Value, Value>() {
+                    let (k, v) = pair?;
+                    encode(out, &k, depth + 1)?;
+                    encode(out, &v, depth + 1)?;
                 }
                 Ok(())
             }
