@@ -318,14 +318,22 @@ pub fn command_getkeys(ctx: &mut Ctx) -> CmdResult<Reply> {
         .resolve(ctx.shared, line)
         .map_err(|_| CmdError::other("ERR Invalid command specified"))?;
     let spec = REGISTRY.specs[id];
+    // Redis's order: a command that never takes keys, then the arity,
+    // then the keys of this line.
+    // (shard channels' specs name no keys.)
+    if spec.keys.iter().all(|k| k.is_not_key()) {
+        return Err(CmdError::other("ERR The command has no key arguments"));
+    }
     if !spec.arity_ok(line.len()) {
         return Err(CmdError::other(
             "ERR Invalid number of arguments specified for command",
         ));
     }
     let keys: Vec<Reply> = spec.key_args(line).map(Reply::bulk_from).collect();
-    if keys.is_empty() {
-        return Err(CmdError::other("ERR The command has no key arguments"));
+    if keys.is_empty() && !spec.has(flag::NO_MANDATORY_KEYS) {
+        return Err(CmdError::other(
+            "ERR Invalid arguments specified for command",
+        ));
     }
     Ok(Reply::Array(keys))
 }
