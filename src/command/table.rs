@@ -798,6 +798,7 @@ pub static COMMANDS: &[C] = &[
         .doc("1.0.0", "Streams every command the server runs, as it runs it."),
     // Holds the whole keyspace so that DEBUG SLEEP stops what Redis's would.
     C::new("debug", -2, Server, debug::debug).flags(ADMIN | NOSCRIPT | LOADING | STALE | WHOLE_KEYSPACE)
+        .syntax("subcommand [argument [argument ...]]")
         .doc("1.0.0", "Subcommands for test suites: SLEEP, OBJECT, DIGEST, PROTOCOL, POPULATE…"),
     C::new("lolwut", -1, Server, operator::lolwut).flags(READ_FAST)
         .syntax("[VERSION version]")
