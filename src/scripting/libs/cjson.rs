@@ -334,15 +334,19 @@ fn enum_option(name: &str, arg: Option<&Value>, names: &[&str]) -> mlua::Result<
 
 const OFF_ON: &[&str] = &["off", "on"];
 
-/// Registers a configuration function that edits the settings and answers
-/// with what they are now.
-fn config_function(
+/// Registers a configuration function: `edit` changes the settings from
+/// the arguments (at most `most` of them) and answers with what they are now.
+fn config_function<R, F>(
     lua: &Lua,
     cjson: &Table,
     name: &'static str,
-    edit: fn(&Lua, &mut Settings, &[Value]) -> mlua::Result<MultiValue>,
     most: usize,
-) -> mlua::Result<()> {
+    edit: F,
+) -> mlua::Result<()>
+where
+    R: mlua::IntoLuaMulti,
+    F: Fn(&Lua, &mut Settings, &[Value]) -> mlua::Result<R> + Send + 'static,
+{
     cjson.set(
         name,
         lua.create_function(move |lua, args: MultiValue| {
@@ -355,10 +359,6 @@ fn config_function(
     )
 }
 
-fn answer(values: Vec<Value>) -> mlua::Result<MultiValue> {
-    Ok(MultiValue::from_vec(values))
-}
-
 /// A setting that is on or off: a boolean, or "on"/"off".
 fn switch_function(
     lua: &Lua,
@@ -366,22 +366,15 @@ fn switch_function(
     name: &'static str,
     field: fn(&mut Settings) -> &mut bool,
 ) -> mlua::Result<()> {
-    cjson.set(
-        name,
-        lua.create_function(move |lua, args: MultiValue| {
-            let args = config_args(name, args, 1)?;
-            let mut cfg = settings(lua);
-            if let Some(i) = enum_option(name, args.first(), OFF_ON)? {
-                *field(&mut cfg) = i == 1;
-            }
-            let now = *field(&mut cfg);
-            lua.set_app_data(cfg);
-            Ok(now)
-        })?,
-    )
+    config_function(lua, cjson, name, 1, move |_, cfg, args| {
+        if let Some(i) = enum_option(name, args.first(), OFF_ON)? {
+            *field(cfg) = i == 1;
+        }
+        Ok(*field(cfg))
+    })
 }
 
-/// A setting that is an integer in `min..=max`.
+/// A setting that is an integer in `1..=max`.
 fn integer_function(
     lua: &Lua,
     cjson: &Table,
@@ -389,17 +382,10 @@ fn integer_function(
     max: i64,
     field: fn(&mut Settings) -> &mut i64,
 ) -> mlua::Result<()> {
-    cjson.set(
-        name,
-        lua.create_function(move |lua, args: MultiValue| {
-            let args = config_args(name, args, 1)?;
-            let mut cfg = settings(lua);
-            integer_option(name, args.first(), 1, max, field(&mut cfg))?;
-            let now = *field(&mut cfg);
-            lua.set_app_data(cfg);
-            Ok(now)
-        })?,
-    )
+    config_function(lua, cjson, name, 1, move |_, cfg, args| {
+        integer_option(name, args.first(), 1, max, field(cfg))?;
+        Ok(*field(cfg))
+    })
 }
 
 fn install_config(lua: &Lua, cjson: &Table) -> mlua::Result<()> {
@@ -417,46 +403,30 @@ fn install_config(lua: &Lua, cjson: &Table) -> mlua::Result<()> {
     switch_function(lua, cjson, "decode_invalid_numbers", |c| {
         &mut c.decode_invalid_numbers
     })?;
-    config_function(
-        lua,
-        cjson,
-        "encode_invalid_numbers",
-        |lua, cfg, args| {
-            let modes = [
-                InvalidNumbers::Refuse,
-                InvalidNumbers::Allow,
-                InvalidNumbers::AsNull,
-            ];
-            let names = ["off", "on", "null"];
-            if let Some(i) = enum_option("encode_invalid_numbers", args.first(), &names)? {
-                cfg.invalid_numbers = modes[i];
-            }
-            answer(vec![match cfg.invalid_numbers {
-                InvalidNumbers::AsNull => Value::String(lua.create_string("null")?),
-                mode => Value::Boolean(mode == InvalidNumbers::Allow),
-            }])
-        },
-        1,
-    )?;
-    config_function(
-        lua,
-        cjson,
-        "encode_sparse_array",
-        |_, cfg, args| {
-            if let Some(i) = enum_option("encode_sparse_array", args.first(), OFF_ON)? {
-                cfg.sparse_convert = i == 1;
-            }
-            let name = "encode_sparse_array";
-            integer_option(name, args.get(1), 0, MAX, &mut cfg.sparse_ratio)?;
-            integer_option(name, args.get(2), 0, MAX, &mut cfg.sparse_safe)?;
-            answer(vec![
-                Value::Boolean(cfg.sparse_convert),
-                Value::Integer(cfg.sparse_ratio),
-                Value::Integer(cfg.sparse_safe),
-            ])
-        },
-        3,
-    )
+    config_function(lua, cjson, "encode_invalid_numbers", 1, |lua, cfg, args| {
+        let modes = [
+            InvalidNumbers::Refuse,
+            InvalidNumbers::Allow,
+            InvalidNumbers::AsNull,
+        ];
+        let names = ["off", "on", "null"];
+        if let Some(i) = enum_option("encode_invalid_numbers", args.first(), &names)? {
+            cfg.invalid_numbers = modes[i];
+        }
+        Ok(match cfg.invalid_numbers {
+            InvalidNumbers::AsNull => Value::String(lua.create_string("null")?),
+            mode => Value::Boolean(mode == InvalidNumbers::Allow),
+        })
+    })?;
+    config_function(lua, cjson, "encode_sparse_array", 3, |_, cfg, args| {
+        if let Some(i) = enum_option("encode_sparse_array", args.first(), OFF_ON)? {
+            cfg.sparse_convert = i == 1;
+        }
+        let name = "encode_sparse_array";
+        integer_option(name, args.get(1), 0, MAX, &mut cfg.sparse_ratio)?;
+        integer_option(name, args.get(2), 0, MAX, &mut cfg.sparse_safe)?;
+        Ok((cfg.sparse_convert, cfg.sparse_ratio, cfg.sparse_safe))
+    })
 }
 
 pub fn install(lua: &Lua, globals: &Table) -> mlua::Result<()> {
