@@ -70,6 +70,35 @@ pub struct Config {
     /// `-LOADING`, so no lock a crashed server granted can be granted again
     /// while its lease may still run (0: off).
     pub lock_restart_grace_ms: u64,
+    /// Who may run DEBUG; fixed at startup, as in Redis.
+    pub enable_debug_command: DebugCommand,
+}
+
+/// `enable-debug-command`: nobody (Redis's default), everybody, or
+/// clients on the loopback interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DebugCommand {
+    #[default]
+    No,
+    Yes,
+    Local,
+}
+
+impl DebugCommand {
+    fn name(self) -> &'static str {
+        match self {
+            DebugCommand::No => "no",
+            DebugCommand::Yes => "yes",
+            DebugCommand::Local => "local",
+        }
+    }
+
+    fn parse(v: &str) -> Result<Self, String> {
+        [DebugCommand::No, DebugCommand::Yes, DebugCommand::Local]
+            .into_iter()
+            .find(|d| v.eq_ignore_ascii_case(d.name()))
+            .ok_or_else(|| "argument(s) must be one of the following: no, yes, local".into())
+    }
 }
 
 impl Default for Config {
@@ -116,6 +145,7 @@ impl Default for Config {
             auto_aof_rewrite_percentage: 100,
             auto_aof_rewrite_min_size: 64 * 1024 * 1024,
             lock_restart_grace_ms: 0,
+            enable_debug_command: DebugCommand::No,
         }
     }
 }
@@ -176,7 +206,7 @@ fn parse_count(v: &str) -> Result<u64, String> {
 /// Memory sizes with Redis's units (`1mb`, `2gb`, `100k`), read as
 /// Redis's `memtoull` reads them: digits alone (none is 0), a number too
 /// large saturates, and a unit that overflows wraps.
-fn parse_memory(v: &str) -> Result<u64, String> {
+pub fn parse_memory(v: &str) -> Result<u64, String> {
     let bad = || "argument must be a memory value".to_string();
     let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
     let (digits, unit) = v.split_at(split);
@@ -553,6 +583,12 @@ pub static PARAMS: &[Param] = &[
         set: None,
     },
     Param {
+        name: "enable-debug-command",
+        alias: None,
+        get: |c| c.enable_debug_command.name().into(),
+        set: None,
+    },
+    Param {
         name: "metrics-port",
         alias: None,
         get: |c| c.metrics_port.unwrap_or(0).to_string(),
@@ -864,6 +900,7 @@ impl Config {
                 self.appendfilename = value
             }
             "lock-restart-grace-ms" => self.lock_restart_grace_ms = parse_num(&value)?,
+            "enable-debug-command" => self.enable_debug_command = DebugCommand::parse(&value)?,
             name => {
                 let param = find_param(name).ok_or("unknown directive")?;
                 // Settings rlockd only reports (daemonize, dir…) are

@@ -29,5 +29,5 @@ pub mod scripting;
 pub mod server;
 pub mod util;
 
-pub use config::Config;
+pub use config::{Config, DebugCommand};
 pub use server::{BlockingServer, Server, ServerBuilder, ServerHandle};

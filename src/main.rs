@@ -49,6 +49,9 @@ struct Args {
     /// Serve Prometheus metrics over HTTP on this port (0 picks one).
     #[arg(long)]
     metrics_port: Option<String>,
+    /// Who may run DEBUG: no, yes, or local (loopback clients) [default: no].
+    #[arg(long, value_parser = ["no", "yes", "local"])]
+    enable_debug_command: Option<String>,
     /// Run on a manual clock that clients move with RLOCKD.CLOCK (tests only).
     #[arg(long)]
     enable_clock_control: bool,
@@ -151,6 +154,7 @@ impl Args {
             one("appendfilename", &self.appendfilename),
             one("aof-load-truncated", &self.aof_load_truncated),
             one("lock-restart-grace-ms", &self.lock_restart_grace_ms),
+            one("enable-debug-command", &self.enable_debug_command),
             self.enable_clock_control
                 .then(|| ("enable-clock-control", vec!["yes".to_string()])),
         ]

@@ -1,7 +1,8 @@
 //! The real `redis-cli` against rlockd, compared with the same runs
 //! against a real `redis-server`: one-shot commands, piped stdin, and an
 //! interactive session on a pseudo-terminal (which exercises the
-//! `COMMAND DOCS` hints that redis-cli fetches at start-up).
+//! `COMMAND DOCS` hints that redis-cli fetches at start-up), and `monitor`
+//! on one while another client takes and releases a Redisson lock.
 //!
 //! Skips without redis-server/redis-cli unless `RLOCKD_REQUIRE_REDIS=1`;
 //! `CONFORMANCE_SELF_TEST=1` runs a second redis-server instead of rlockd.
@@ -333,69 +334,111 @@ fn one_shot_and_piped_output_matches_redis() {
 // ---------------------------------------------------------------------------
 // Interactive mode, on a pseudo-terminal made by script(1).
 
+/// An interactive redis-cli on a pseudo-terminal, and what it has shown.
+struct Terminal {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    screen: Arc<Mutex<Vec<u8>>>,
+    reader: std::thread::JoinHandle<()>,
+    port: String,
+}
+
+impl Terminal {
+    fn open(cli: &Path, script: &Path, addr: SocketAddr) -> Terminal {
+        let port = addr.port().to_string();
+        // A fixed terminal size keeps linenoise from asking the terminal
+        // for its cursor position (whose answer never comes here).
+        let inner = format!(
+            "stty cols 200 rows 50; exec {} -p {port}",
+            shell_quote(&cli.display().to_string())
+        );
+        let mut child = Command::new(script)
+            .args(["-qfec", &inner, "/dev/null"])
+            .env("TERM", "xterm")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run script(1)");
+        let screen = Arc::new(Mutex::new(Vec::new()));
+        let mut out = child.stdout.take().unwrap();
+        let reader = {
+            let screen = screen.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = out.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    screen.lock().unwrap().extend_from_slice(&buf[..n]);
+                }
+            })
+        };
+        let stdin = child.stdin.take().unwrap();
+        Terminal {
+            child,
+            stdin,
+            screen,
+            reader,
+            port,
+        }
+    }
+
+    fn prompt(&self) -> String {
+        format!("127.0.0.1:{}> ", self.port)
+    }
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.screen.lock().unwrap()).into_owned()
+    }
+
+    /// Waits until the screen satisfies `done`, or the deadline passes.
+    fn wait_until(&self, deadline: Instant, done: impl Fn(&str) -> bool) {
+        while !done(&self.screen()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn type_keys(&mut self, keys: &str) {
+        let _ = self.stdin.write_all(keys.as_bytes());
+        let _ = self.stdin.flush();
+    }
+
+    /// Waits for redis-cli to exit (killed at the deadline); the whole
+    /// screen, the port replaced by PORT.
+    fn close(mut self, deadline: Instant) -> String {
+        while self.child.try_wait().unwrap().is_none() {
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        drop(self.stdin);
+        let _ = self.child.wait();
+        let _ = self.reader.join();
+        let screen = String::from_utf8_lossy(&self.screen.lock().unwrap()).into_owned();
+        screen.replace(&self.port, "PORT")
+    }
+}
+
 /// Types `lines` into an interactive redis-cli, one after each prompt,
 /// and returns everything the terminal showed (port replaced by PORT).
 fn interactive(cli: &Path, script: &Path, addr: SocketAddr, lines: &[&str]) -> String {
-    let port = addr.port().to_string();
-    // A fixed terminal size keeps linenoise from asking the terminal
-    // for its cursor position (whose answer never comes here).
-    let inner = format!(
-        "stty cols 200 rows 50; exec {} -p {port}",
-        shell_quote(&cli.display().to_string())
-    );
-    let mut child = Command::new(script)
-        .args(["-qfec", &inner, "/dev/null"])
-        .env("TERM", "xterm")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run script(1)");
-    let screen = Arc::new(Mutex::new(Vec::new()));
-    let mut out = child.stdout.take().unwrap();
-    let reader = {
-        let screen = screen.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = out.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                screen.lock().unwrap().extend_from_slice(&buf[..n]);
-            }
-        })
-    };
-    let prompt = format!("127.0.0.1:{port}> ");
+    let mut term = Terminal::open(cli, script, addr);
+    let prompt = term.prompt();
     let prompts_after_reply = |s: &str| {
         // The first prompt, then one after every reply (they follow "\n").
         let first = usize::from(s.contains(&prompt));
         first + s.matches(&format!("\n{prompt}")).count()
     };
-    let mut stdin = child.stdin.take().unwrap();
     let deadline = Instant::now() + CLI_TIMEOUT;
     for (i, line) in lines.iter().enumerate() {
         // Wait for the prompt that follows the previous reply.
-        while prompts_after_reply(&String::from_utf8_lossy(&screen.lock().unwrap())) < i + 1 {
-            if Instant::now() > deadline {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let _ = stdin.write_all(format!("{line}\r").as_bytes());
-        let _ = stdin.flush();
+        term.wait_until(deadline, |s| prompts_after_reply(s) > i);
+        term.type_keys(&format!("{line}\r"));
     }
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    drop(stdin);
-    let _ = child.wait();
-    let _ = reader.join();
-    let screen = String::from_utf8_lossy(&screen.lock().unwrap()).into_owned();
-    screen.replace(&port, "PORT")
+    term.close(deadline)
 }
 
 fn shell_quote(s: &str) -> String {
@@ -533,4 +576,142 @@ fn interactive_session_matches_redis() {
         diffs.push(report);
     }
     finish("redis-cli interactive: 1 session", started, diffs);
+}
+
+// ---------------------------------------------------------------------------
+// `monitor` in an interactive redis-cli while another client takes and
+// releases a Redisson lock.
+
+const LOCK_SCRIPT: &str = include_str!("../conformance/scripts/seed002_lock.lua");
+const UNLOCK_SCRIPT: &str = include_str!("../conformance/scripts/seed002_unlock.lua");
+
+/// Sends one command as RESP and returns its reply (one simple frame).
+fn send(stream: &mut std::net::TcpStream, args: &[&str]) -> String {
+    let mut frame = format!("*{}\r\n", args.len());
+    for a in args {
+        frame.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+    }
+    stream.write_all(frame.as_bytes()).unwrap();
+    let mut reply = Vec::new();
+    let mut buf = [0u8; 512];
+    // A bulk string is two lines, anything else here one.
+    while !(reply.ends_with(b"\r\n")
+        && (reply.first() != Some(&b'$')
+            || reply.starts_with(b"$-1")
+            || reply.windows(2).filter(|w| w == b"\r\n").count() == 2))
+    {
+        let n = stream.read(&mut buf).unwrap();
+        assert!(n > 0, "the server closed the connection");
+        reply.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&reply).into_owned()
+}
+
+/// The MONITOR lines a terminal showed, each without its timestamp and
+/// with the client's port as PORT: `[0 127.0.0.1:PORT] "evalsha" ...`.
+fn monitor_lines(screen: &str) -> Vec<String> {
+    visible_lines(screen)
+        .iter()
+        .filter_map(|l| {
+            let (stamp, rest) = l.split_once(' ')?;
+            let is_stamp = stamp.split_once('.').is_some_and(|(s, us)| {
+                s.bytes().all(|b| b.is_ascii_digit()) && us.bytes().all(|b| b.is_ascii_digit())
+            });
+            if !is_stamp || !rest.starts_with('[') {
+                return None;
+            }
+            let (who, command) = rest.split_once("] ")?;
+            let who = match who.rsplit_once(':') {
+                Some((host, _)) => format!("{host}:PORT"),
+                None => who.to_string(),
+            };
+            Some(format!("{who}] {command}"))
+        })
+        .collect()
+}
+
+/// Runs `monitor` in an interactive redis-cli while another connection
+/// takes the lock twice (reentrant), releases it twice (the second
+/// release publishes the unlock message); the lines the terminal showed.
+fn monitor_a_lock(cli: &Path, script: &Path, addr: SocketAddr) -> Vec<String> {
+    let deadline = Instant::now() + CLI_TIMEOUT;
+    let mut term = Terminal::open(cli, script, addr);
+    let prompt = term.prompt();
+    term.wait_until(deadline, |s| s.contains(&prompt));
+    term.type_keys("monitor\r");
+    term.wait_until(deadline, |s| s.contains("OK"));
+
+    let mut client = std::net::TcpStream::connect(addr).unwrap();
+    let sha = send(&mut client, &["SCRIPT", "LOAD", LOCK_SCRIPT]);
+    let sha = sha.lines().nth(1).unwrap_or_default().to_string();
+    let lock = ["EVALSHA", &sha, "1", "{L}", "30000", "owner-a:1"];
+    assert_eq!(send(&mut client, &lock), "$-1\r\n");
+    assert_eq!(send(&mut client, &lock), "$-1\r\n");
+    let unlock = [
+        "EVAL",
+        UNLOCK_SCRIPT,
+        "2",
+        "{L}",
+        "redisson_lock__channel:{L}",
+        "0",
+        "30000",
+        "owner-a:1",
+    ];
+    assert_eq!(send(&mut client, &unlock), ":0\r\n");
+    assert_eq!(send(&mut client, &unlock), ":1\r\n");
+
+    term.wait_until(deadline, |s| s.contains("\"publish\""));
+    // Monitor mode reads until the connection ends: stop the terminal now.
+    monitor_lines(&term.close(Instant::now()))
+}
+
+#[test]
+fn interactive_monitor_shows_a_redisson_lock() {
+    let (Some(server_bin), Some(cli)) = (
+        refserver::redis_server_path("redis_cli monitor"),
+        refserver::redis_cli_path("redis_cli monitor"),
+    ) else {
+        return;
+    };
+    let Some(script) = refserver::require_tool("redis_cli monitor", "script", "SCRIPT") else {
+        return;
+    };
+    let redis = RedisServer::start(&server_bin);
+    let subject = Subject::start(&server_bin);
+    let theirs = monitor_a_lock(&cli, &script, redis.addr);
+    let ours = monitor_a_lock(&cli, &script, subject.addr());
+
+    // What the operator sees: the client's script calls, then each call
+    // the script makes, as `[0 lua]`.
+    let client = "[0 127.0.0.1:PORT]";
+    let lock_calls = [
+        "[0 lua] \"exists\" \"{L}\"",
+        "[0 lua] \"hincrby\" \"{L}\" \"owner-a:1\" \"1\"",
+        "[0 lua] \"pexpire\" \"{L}\" \"30000\"",
+    ];
+    for want in [
+        format!("{client} \"SCRIPT\" \"LOAD\""),
+        format!("{client} \"EVALSHA\""),
+        lock_calls[0].to_string(),
+        lock_calls[1].to_string(),
+        lock_calls[2].to_string(),
+        "[0 lua] \"hexists\" \"{L}\" \"owner-a:1\"".to_string(),
+        format!("{client} \"EVAL\""),
+        "[0 lua] \"hincrby\" \"{L}\" \"owner-a:1\" \"-1\"".to_string(),
+        "[0 lua] \"del\" \"{L}\"".to_string(),
+        "[0 lua] \"publish\" \"redisson_lock__channel:{L}\" \"0\"".to_string(),
+    ] {
+        assert!(
+            ours.iter().any(|l| l.starts_with(&want)),
+            "{}: no MONITOR line starting with {want:?} in:\n{}",
+            subject.name(),
+            ours.join("\n")
+        );
+    }
+    assert_eq!(
+        theirs,
+        ours,
+        "MONITOR lines (without timestamps and ports): redis-server, then {}",
+        subject.name()
+    );
 }

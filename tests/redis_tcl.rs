@@ -40,6 +40,7 @@ const REDIS_VERSION: &str = "7.0.15";
 /// networking, client-eviction, pubsubshard, shutdown, oom-score-adj, tls,
 /// and querybuf (`slow`).
 const UNITS: &[&str] = &[
+    "unit/scripting",
     "unit/hyperloglog",
     "unit/geo",
     "unit/type/list",
@@ -67,6 +68,13 @@ const UNITS: &[&str] = &[
     "unit/info-command",
     "unit/lazyfree",
     "unit/quit",
+    // The server's surface: functions and the operator's tools (unit/info
+    // is left out: all of it is `external:skip`).
+    "unit/functions",
+    "unit/introspection-2",
+    "unit/introspection",
+    "unit/latency-monitor",
+    "unit/slowlog",
 ];
 
 /// Tests that need what no external server offers a client (replication,

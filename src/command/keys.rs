@@ -420,7 +420,7 @@ pub fn randomkey(ctx: &mut Ctx) -> CmdResult<Reply> {
 /// Redis's name for how it would hold a value: a string's follows from its
 /// bytes and how it was written; hashes, sets and sorted sets keep the
 /// compact-or-not state Redis's conversions would have left.
-fn encoding_name(value: &Value) -> &'static str {
+pub(super) fn encoding_name(value: &Value) -> &'static str {
     match value {
         Value::Str(s, form) => form.encoding(s).name(),
         Value::Hash(h) if h.is_listpack() => "listpack",

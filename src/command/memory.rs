@@ -1,7 +1,8 @@
-//! MEMORY USAGE / PURGE / HELP.
+//! MEMORY USAGE / STATS / DOCTOR / MALLOC-STATS / PURGE / HELP.
 
 use super::Ctx;
 use super::connection::help_reply;
+use super::server::{MemoryNow, memory_now};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::memory_usage;
 use crate::protocol::Reply;
@@ -34,6 +35,129 @@ pub fn purge(_ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::OK)
 }
 
+/// A dictionary entry and its bucket pointer, as Redis 7.0's dict holds a key.
+const DICT_ENTRY_BYTES: u64 = 24 + 8;
+
+/// MEMORY STATS: Redis 7.0's fields in its order. rlockd has no replication
+/// backlog, AOF buffer or cluster links (0), and its allocator reports one
+/// figure, so `allocator.*` repeat it and the resident size.
+pub fn stats(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let MemoryNow { used, peak, rss } = memory_now();
+    let (_, scripts) = ctx.shared.scripts.cached();
+    let databases = ctx.shared.config.read().databases;
+    let int = |n: u64| Reply::Int(n as i64);
+    let field = |name: &str| Reply::bulk_str(name);
+    let mut out = vec![
+        (field("peak.allocated"), int(peak)),
+        (field("total.allocated"), int(used)),
+        (field("startup.allocated"), int(0)),
+        (field("replication.backlog"), int(0)),
+        (field("clients.slaves"), int(0)),
+        (field("clients.normal"), int(0)),
+        (field("cluster.links"), int(0)),
+        (field("aof.buffer"), int(0)),
+        (field("lua.caches"), int(scripts as u64)),
+        (field("functions.caches"), int(0)),
+    ];
+    let (mut keys, mut overhead) = (0u64, 0u64);
+    for db in 0..databases {
+        let (main, expires) = ctx.locked.shards().fold((0, 0), |(k, e), s| {
+            (k + s.db_len(db) as u64, e + s.expires_len(db) as u64)
+        });
+        if main == 0 {
+            continue;
+        }
+        keys += main;
+        overhead += (main + expires) * DICT_ENTRY_BYTES;
+        out.push((
+            Reply::Bulk(format!("db.{db}").into()),
+            Reply::Map(vec![
+                (
+                    field("overhead.hashtable.main"),
+                    int(main * DICT_ENTRY_BYTES),
+                ),
+                (
+                    field("overhead.hashtable.expires"),
+                    int(expires * DICT_ENTRY_BYTES),
+                ),
+                (field("overhead.hashtable.slot-to-keys"), int(0)),
+            ]),
+        ));
+    }
+    let dataset = used.saturating_sub(overhead);
+    let ratio = |a: u64, b: u64| a as f64 / b.max(1) as f64;
+    out.extend([
+        (field("overhead.total"), int(overhead)),
+        (field("keys.count"), int(keys)),
+        (field("keys.bytes-per-key"), int(used / keys.max(1))),
+        (field("dataset.bytes"), int(dataset)),
+        (
+            field("dataset.percentage"),
+            Reply::Double(100.0 * ratio(dataset, used)),
+        ),
+        (
+            field("peak.percentage"),
+            Reply::Double(100.0 * ratio(used, peak)),
+        ),
+        (field("allocator.allocated"), int(used)),
+        (field("allocator.active"), int(used)),
+        (field("allocator.resident"), int(rss)),
+        (field("allocator-fragmentation.ratio"), Reply::Double(1.0)),
+        (field("allocator-fragmentation.bytes"), int(0)),
+        (
+            field("allocator-rss.ratio"),
+            Reply::Double(ratio(rss, used)),
+        ),
+        (field("allocator-rss.bytes"), int(rss.saturating_sub(used))),
+        (field("rss-overhead.ratio"), Reply::Double(1.0)),
+        (field("rss-overhead.bytes"), int(0)),
+        (field("fragmentation"), Reply::Double(ratio(rss, used))),
+        (field("fragmentation.bytes"), int(rss.saturating_sub(used))),
+    ]);
+    Ok(Reply::Map(out))
+}
+
+/// Below this many bytes a report has too little to go on (Redis's bar too).
+const DOCTOR_MIN_BYTES: u64 = 5 << 20;
+
+/// MEMORY DOCTOR: rlockd's own short report.
+pub fn doctor(_ctx: &mut Ctx) -> CmdResult<Reply> {
+    let MemoryNow { used, peak, rss } = memory_now();
+    let report = if used < DOCTOR_MIN_BYTES {
+        "rlockd holds less than 5 MB: too little to say anything about its memory.\n".to_string()
+    } else {
+        let mut lines = Vec::new();
+        if peak > used.saturating_mul(3) / 2 {
+            lines.push(format!(
+                "* The peak ({peak} bytes) is well above what is used now ({used} bytes): \
+                 a burst of keys or large values came and went."
+            ));
+        }
+        if rss > used.saturating_mul(3) / 2 {
+            lines.push(format!(
+                "* The process holds {rss} bytes for {used} bytes in use: the allocator \
+                 keeps freed pages; MEMORY PURGE asks it to return them."
+            ));
+        }
+        if lines.is_empty() {
+            "rlockd's memory looks healthy: no peak far above the current use, and the \
+             resident size close to it.\n"
+                .to_string()
+        } else {
+            lines.join("\n") + "\n"
+        }
+    };
+    Ok(Reply::Verbatim(report.into()))
+}
+
+/// The allocator's figures are in INFO memory and MEMORY STATS; like a
+/// Redis built without jemalloc, this has no report of its own.
+pub fn malloc_stats(_ctx: &mut Ctx) -> CmdResult<Reply> {
+    Ok(Reply::bulk_str(
+        "Stats not supported for the current allocator",
+    ))
+}
+
 pub fn help(_ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(help_reply(
         "MEMORY",
@@ -42,6 +166,12 @@ pub fn help(_ctx: &mut Ctx) -> CmdResult<Reply> {
             "    The bytes <key> and its value would take in Redis 7.0.",
             "PURGE",
             "    Accepted; the allocator returns memory by itself.",
+            "STATS",
+            "    Memory use: Redis 7.0's fields, rlockd's figures.",
+            "DOCTOR",
+            "    A short report on memory use.",
+            "MALLOC-STATS",
+            "    The allocator's own report (none: see STATS).",
         ],
     ))
 }

@@ -6,6 +6,7 @@ mod bitmaps;
 mod blocking;
 mod cluster;
 mod connection;
+mod debug;
 mod docs;
 mod expire;
 mod fixture;
@@ -323,6 +324,12 @@ pub fn execute(
     if monitored && !spec.has(flag::SKIP_MONITOR) && !spec.has(flag::ADMIN) {
         feed_monitors(shared, client, args);
     }
+    let event = if spec.has(flag::FAST) {
+        "fast-command"
+    } else {
+        "command"
+    };
+    shared.latency.observe(event, took);
     shared.stats.record_call(id, took, result.is_err());
     if let Err(e) = &result {
         shared.stats.record_error(e.code());

@@ -1,6 +1,6 @@
 //! The operator's tools: MONITOR, SLOWLOG, LATENCY, DEBUG, LOLWUT.
 
-use bytes::Bytes;
+use std::sync::atomic::Ordering;
 
 use super::Ctx;
 use super::connection::help_reply;
@@ -68,8 +68,8 @@ pub fn slowlog_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
     ))
 }
 
-// LATENCY: rlockd records no latency events (it has no fork, no AOF, no
-// eviction cycles to time), so it answers as Redis does before any.
+// LATENCY: the events `command` and `fast-command`, recorded by dispatch
+// when a command takes at least `latency-monitor-threshold` ms.
 
 pub fn latency_doctor(ctx: &mut Ctx) -> CmdResult<Reply> {
     let report = if ctx.shared.config.read().latency_monitor_threshold == 0 {
@@ -77,27 +77,176 @@ pub fn latency_doctor(ctx: &mut Ctx) -> CmdResult<Reply> {
          instance. You may use \"CONFIG SET latency-monitor-threshold <milliseconds>.\" in \
          order to enable it. If we weren't in a deep space mission I'd suggest to take a look \
          at https://redis.io/topics/latency-monitor.\n"
+            .to_string()
     } else {
-        "Dave, no latency spike was observed during the lifetime of this Redis instance, not \
-         in the slightest bit. I honestly think you ought to sit down calmly, take a stress \
-         pill, and think things over.\n"
+        ctx.shared.latency.with_events(|events| {
+            if events.is_empty() {
+                return "Dave, no latency spike was observed during the lifetime of this Redis \
+                        instance, not in the slightest bit. I honestly think you ought to sit \
+                        down calmly, take a stress pill, and think things over.\n"
+                    .to_string();
+            }
+            // rlockd's own report: one line per event.
+            let mut out = String::from("Latency spikes observed:\n\n");
+            for (n, (name, event)) in events.iter().enumerate() {
+                let total: u64 = event.samples.iter().map(|s| s.millis).sum();
+                let average = total / event.samples.len().max(1) as u64;
+                out.push_str(&format!(
+                    "{}. {name}: {} spikes, average {average}ms, worst {}ms.\n",
+                    n + 1,
+                    event.samples.len(),
+                    event.max
+                ));
+            }
+            out.push_str(
+                "\nSLOWLOG GET shows which commands were slow; a script or a command over a \
+                 large value holds its keys for that long.\n",
+            );
+            out
+        })
     };
-    Ok(Reply::Verbatim(Bytes::from_static(report.as_bytes())))
+    Ok(Reply::Verbatim(report.into()))
 }
 
-pub fn latency_samples(_ctx: &mut Ctx) -> CmdResult<Reply> {
-    Ok(Reply::Array(Vec::new()))
+/// Per event: its name, the time and latency of its last sample, its worst.
+pub fn latency_latest(ctx: &mut Ctx) -> CmdResult<Reply> {
+    Ok(ctx.shared.latency.with_events(|events| {
+        Reply::Array(
+            events
+                .iter()
+                .filter_map(|(name, event)| {
+                    let last = event.samples.back()?;
+                    Some(Reply::Array(vec![
+                        Reply::bulk_str(name),
+                        Reply::Int(last.unix_secs as i64),
+                        Reply::Int(last.millis as i64),
+                        Reply::Int(event.max as i64),
+                    ]))
+                })
+                .collect(),
+        )
+    }))
 }
 
-pub fn latency_reset(_ctx: &mut Ctx) -> CmdResult<Reply> {
-    Ok(Reply::Int(0))
+pub fn latency_history(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let name = String::from_utf8_lossy(ctx.arg(2)).into_owned();
+    Ok(ctx.shared.latency.with_events(|events| {
+        Reply::Array(events.get(&name).map_or_else(Vec::new, |event| {
+            event
+                .samples
+                .iter()
+                .map(|s| {
+                    Reply::Array(vec![
+                        Reply::Int(s.unix_secs as i64),
+                        Reply::Int(s.millis as i64),
+                    ])
+                })
+                .collect()
+        }))
+    }))
 }
 
+pub fn latency_reset(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let names: Vec<String> = ctx.args[2..]
+        .iter()
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    Ok(Reply::Int(ctx.shared.latency.reset(&names) as i64))
+}
+
+/// Rows of the graph: the tallest column is this high.
+const GRAPH_ROWS: u64 = 4;
+
+/// rlockd's own graph: one column per sample (oldest first), as tall as
+/// its latency against the worst, under Redis's header line.
 pub fn latency_graph(ctx: &mut Ctx) -> CmdResult<Reply> {
-    Err(CmdError::other(format!(
-        "ERR No samples available for event '{}'",
-        String::from_utf8_lossy(ctx.arg(2))
-    )))
+    let name = String::from_utf8_lossy(ctx.arg(2)).into_owned();
+    ctx.shared.latency.with_events(|events| {
+        let event = events
+            .get(&name)
+            .filter(|e| !e.samples.is_empty())
+            .ok_or_else(|| {
+                CmdError::other(format!("ERR No samples available for event '{name}'"))
+            })?;
+        let high = event.samples.iter().map(|s| s.millis).max().unwrap_or(0);
+        let low = event.samples.iter().map(|s| s.millis).min().unwrap_or(0);
+        let mut out = format!(
+            "{name} - high {high} ms, low {low} ms (all time high {} ms)\n{}\n",
+            event.max,
+            "-".repeat(80)
+        );
+        for row in (1..=GRAPH_ROWS).rev() {
+            let line: String = event
+                .samples
+                .iter()
+                .map(|s| {
+                    if s.millis * GRAPH_ROWS >= row * high.max(1) {
+                        '#'
+                    } else {
+                        ' '
+                    }
+                })
+                .collect();
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        Ok(Reply::Verbatim(out.into()))
+    })
+}
+
+/// LATENCY HISTOGRAM [command ...]: calls and their cumulative distribution
+/// in microseconds (power-of-two buckets) per command that ran; a
+/// container names its subcommands; unknown names are skipped.
+pub fn latency_histogram(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let registry = &super::REGISTRY;
+    let ids: Vec<usize> = if ctx.args.len() == 2 {
+        (0..registry.specs.len()).collect()
+    } else {
+        ctx.args[2..]
+            .iter()
+            .filter_map(|arg| {
+                let name = String::from_utf8_lossy(arg).to_ascii_lowercase();
+                registry.lookup_full(&name)
+            })
+            .flat_map(|id| {
+                let prefix = format!("{}|", registry.full_names[id]);
+                let subs = registry
+                    .full_names
+                    .iter()
+                    .enumerate()
+                    .filter(move |(_, n)| n.starts_with(&prefix));
+                std::iter::once(id).chain(subs.map(|(sub, _)| sub))
+            })
+            .collect()
+    };
+    let stats = &ctx.shared.stats.commands;
+    let pairs = ids
+        .into_iter()
+        .filter_map(|id| {
+            let stat = &stats[id];
+            let calls = stat.calls.load(Ordering::Relaxed);
+            if calls == 0 {
+                return None;
+            }
+            let mut cumulative = 0;
+            let mut buckets = Vec::new();
+            for (i, bucket) in stat.histogram.iter().enumerate() {
+                let n = bucket.load(Ordering::Relaxed);
+                if n > 0 {
+                    cumulative += n;
+                    buckets.push((Reply::Int(1 << i), Reply::Int(cumulative as i64)));
+                }
+            }
+            Some((
+                Reply::bulk_str(&registry.full_names[id]),
+                Reply::Map(vec![
+                    (Reply::bulk_str("calls"), Reply::Int(calls as i64)),
+                    (Reply::bulk_str("histogram_usec"), Reply::Map(buckets)),
+                ]),
+            ))
+        })
+        .collect();
+    Ok(Reply::Map(pairs))
 }
 
 pub fn latency_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
@@ -120,4 +269,40 @@ pub fn latency_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
             "    If no commands are specified then all histograms are replied.",
         ],
     ))
+}
+
+/// LOLWUT [VERSION v]: like Redis 7.0, plain LOLWUT shows only the
+/// version line. Redis draws its own art for versions 5 and 6; rlockd
+/// draws a padlock instead, shut for 5 and open for 6.
+pub fn lolwut(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let version = match ctx.args {
+        [_, token, v, ..] if token.eq_ignore_ascii_case(b"version") => {
+            parse_i64(v).ok_or(CmdError::NotInteger)?
+        }
+        _ => 7,
+    };
+    let mut text = match version {
+        5 => padlock(false),
+        6 => padlock(true),
+        _ => String::new(),
+    };
+    text.push_str(&format!("Redis ver. {}\n", crate::protocol::REDIS_VERSION));
+    Ok(Reply::Verbatim(text.into()))
+}
+
+/// A padlock in box-drawing characters; `open` lifts its shackle.
+fn padlock(open: bool) -> String {
+    let shackle: &[&str] = if open {
+        &["   ╭────╮", "   │    │", "   │     ", "   │     "]
+    } else {
+        &["   ╭────╮", "   │    │", "   │    │", "   │    │"]
+    };
+    let body = [" ╭─┴────┴─╮", " │   ◯    │", " │   ┃    │", " ╰────────╯"];
+    let mut out: String = shackle
+        .iter()
+        .chain(&body)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    out.push('\n');
+    out
 }

@@ -114,6 +114,7 @@ pub fn config_set(ctx: &mut Ctx) -> CmdResult<Reply> {
     ctx.shared.slowlog.configure(&updated);
     ctx.shared.keyspace.set_limits(updated.encoding);
     crate::context::persistence::reconfigure(ctx.shared, &ctx.shared.config.read(), &updated);
+    ctx.shared.latency.configure(&updated);
     if updated.requirepass != ctx.shared.config.read().requirepass {
         ctx.shared
             .acl
@@ -332,14 +333,22 @@ pub fn command_getkeys(ctx: &mut Ctx) -> CmdResult<Reply> {
         .resolve(ctx.shared, line)
         .map_err(|_| CmdError::other("ERR Invalid command specified"))?;
     let spec = REGISTRY.specs[id];
+    // Redis's order: a command that never takes keys, then the arity,
+    // then the keys of this line.
+    // (shard channels' specs name no keys.)
+    if spec.keys.iter().all(|k| k.is_not_key()) {
+        return Err(CmdError::other("ERR The command has no key arguments"));
+    }
     if !spec.arity_ok(line.len()) {
         return Err(CmdError::other(
             "ERR Invalid number of arguments specified for command",
         ));
     }
     let keys: Vec<Reply> = spec.key_args(line).map(Reply::bulk_from).collect();
-    if keys.is_empty() {
-        return Err(CmdError::other("ERR The command has no key arguments"));
+    if keys.is_empty() && !spec.has(flag::NO_MANDATORY_KEYS) {
+        return Err(CmdError::other(
+            "ERR Invalid arguments specified for command",
+        ));
     }
     Ok(Reply::Array(keys))
 }
@@ -479,6 +488,22 @@ fn cpu_seconds() -> (f64, f64) {
 /// The most `used_memory` INFO has reported.
 static USED_MEMORY_PEAK: AtomicU64 = AtomicU64::new(0);
 
+/// The allocator's bytes now, the most seen, and the process's resident size.
+pub(super) struct MemoryNow {
+    pub used: u64,
+    pub peak: u64,
+    pub rss: u64,
+}
+
+pub(super) fn memory_now() -> MemoryNow {
+    let rss = rss_bytes();
+    let used = crate::util::alloc::allocated().unwrap_or(rss);
+    let peak = USED_MEMORY_PEAK
+        .fetch_max(used, Ordering::Relaxed)
+        .max(used);
+    MemoryNow { used, peak, rss }
+}
+
 fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/statm")
         .ok()
@@ -584,11 +609,7 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             "Clients"
         }
         "memory" => {
-            let rss = rss_bytes();
-            let used = crate::util::alloc::allocated().unwrap_or(rss);
-            let peak = USED_MEMORY_PEAK
-                .fetch_max(used, Ordering::Relaxed)
-                .max(used);
+            let MemoryNow { used, peak, rss } = memory_now();
             line("used_memory", &used);
             line("used_memory_human", &human_bytes(used));
             line("used_memory_rss", &rss);

@@ -10,9 +10,9 @@ use super::spec::acl::{
 use super::spec::flag::*;
 use super::spec::{CommandSpec as C, Group::*, KeySpec};
 use super::{
-    acl as acls, bitmaps, blocking, cluster, connection as conn, expire, fixture, geo, hashes,
-    hyperloglog, keys, lists, memory, migrate, multi, operator, scripting, server, sets, sort,
-    streams, strings, tracking, zsets,
+    acl as acls, bitmaps, blocking, cluster, connection as conn, debug, expire, fixture, geo,
+    hashes, hyperloglog, keys, lists, memory, migrate, multi, operator, scripting, server, sets,
+    sort, streams, strings, tracking, zsets,
 };
 
 const RO: &[&str] = &["RO"];
@@ -271,16 +271,22 @@ static LATENCY_SUBS: &[C] = &[
     latency_report("graph", 3, operator::latency_graph)
         .syntax("event")
         .doc("2.8.13", "Returns a latency graph for an event."),
-    latency_report("latest", 2, operator::latency_samples).doc(
+    latency_report("latest", 2, operator::latency_latest).doc(
         "2.8.13",
         "Returns the latest latency samples for all events.",
     ),
     C::new("help", 2, Server, operator::latency_help)
         .flags(LOADING | STALE)
         .doc("2.8.13", "Lists the LATENCY subcommands."),
-    latency_report("history", 3, operator::latency_samples)
+    latency_report("history", 3, operator::latency_history)
         .syntax("event")
         .doc("2.8.13", "Returns timestamp-latency samples for an event."),
+    latency_report("histogram", -2, operator::latency_histogram)
+        .syntax("[command [command ...]]")
+        .doc(
+            "7.0.0",
+            "Returns the distribution of each command's latency.",
+        ),
     C::new("reset", -2, Server, operator::latency_reset)
         .flags(ADMIN | NOSCRIPT | LOADING | STALE)
         .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
@@ -498,6 +504,12 @@ const SCRIPT_KEYS_RW: &[KeySpec] = &[KeySpec::keynum(2, RW_ACCESS_UPDATE)];
 const SCRIPT_KEYS_RO: &[KeySpec] = &[KeySpec::keynum(2, RO_ACCESS)];
 const EVAL_FLAGS: u32 = NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | SCRIPT;
 
+const ALL_SHARDS_SPECIAL: &[&str] = &[
+    "nondeterministic_output",
+    "request_policy:all_shards",
+    "response_policy:special",
+];
+
 static MEMORY_SUBS: &[C] = &[
     C::new("usage", -3, Server, memory::usage)
         .flags(READONLY)
@@ -507,6 +519,24 @@ static MEMORY_SUBS: &[C] = &[
             "4.0.0",
             "Returns the bytes a key and its value would take in Redis.",
         ),
+    C::new("stats", 2, Server, memory::stats)
+        .flags(WHOLE_KEYSPACE)
+        .tips(&[
+            "nondeterministic_output",
+            "request_policy:all_shards",
+            "response_policy:special",
+        ])
+        .doc("4.0.0", "Describes the server's memory use."),
+    C::new("doctor", 2, Server, memory::doctor)
+        .tips(ALL_SHARDS_SPECIAL)
+        .doc("4.0.0", "A short report on the server's memory use."),
+    C::new("malloc-stats", 2, Server, memory::malloc_stats)
+        .tips(&[
+            "nondeterministic_output",
+            "request_policy:all_shards",
+            "response_policy:special",
+        ])
+        .doc("4.0.0", "The allocator's own statistics."),
     C::new("purge", 2, Server, memory::purge)
         .tips(&["request_policy:all_shards", "response_policy:all_succeeded"])
         .doc("4.0.0", "Asks the allocator to give memory back."),
@@ -774,7 +804,7 @@ pub static COMMANDS: &[C] = &[
     C::container("command", Server, COMMAND_SUBS).runs_bare(server::command_all).flags(LOADING | STALE).acl(CONNECTION).tips(NONDET_ORDER)
         .doc("2.8.13", "Describes every command the server knows."),
     C::new("info", -1, Server, server::info).flags(LOADING | STALE | WHOLE_KEYSPACE).acl(DANGEROUS)
-        .tips(&["nondeterministic_output", "request_policy:all_shards", "response_policy:special"])
+        .tips(ALL_SHARDS_SPECIAL)
         .syntax("[section...]")
         .doc("1.0.0", "Reports the server's state and statistics, by section."),
     C::container("config", Server, CONFIG_SUBS).doc("2.0.0", "Reads and changes settings."),
@@ -798,6 +828,13 @@ pub static COMMANDS: &[C] = &[
         .doc("1.0.0", "Stops the server gracefully: connections are closed, the process exits."),
     C::new("monitor", 1, Server, operator::monitor).flags(ADMIN | NOSCRIPT | LOADING | STALE)
         .doc("1.0.0", "Streams every command the server runs, as it runs it."),
+    // Holds the whole keyspace so that DEBUG SLEEP stops what Redis's would.
+    C::new("debug", -2, Server, debug::debug).flags(ADMIN | NOSCRIPT | LOADING | STALE | WHOLE_KEYSPACE)
+        .syntax("subcommand [argument [argument ...]]")
+        .doc("1.0.0", "Subcommands for test suites: SLEEP, OBJECT, DIGEST, PROTOCOL, POPULATE…"),
+    C::new("lolwut", -1, Server, operator::lolwut).flags(READ_FAST)
+        .syntax("[VERSION version]")
+        .doc("5.0.0", "Draws a picture, then the server's version."),
     C::container("acl", Server, ACL_SUBS).doc("6.0.0", "Commands about ACL users and permissions."),
     C::container("slowlog", Server, SLOWLOG_SUBS).doc("2.2.12", "Reads and clears the log of slow commands."),
     C::container("latency", Server, LATENCY_SUBS).doc("2.8.13", "Latency monitoring."),

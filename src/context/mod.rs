@@ -7,6 +7,7 @@ pub mod acl;
 pub mod client;
 mod fault;
 pub mod introspect;
+pub mod latency;
 pub mod persistence;
 pub mod slowlog;
 
@@ -34,6 +35,18 @@ pub struct CommandStat {
     pub usec: AtomicU64,
     pub failed: AtomicU64,
     pub rejected: AtomicU64,
+    /// Calls by duration, for LATENCY HISTOGRAM: bucket `i` counts those of
+    /// at most 2^i microseconds (and more than half that).
+    pub histogram: [AtomicU64; HISTOGRAM_BUCKETS],
+}
+
+/// Up to 2^31 µs (about 36 minutes); slower calls count in the last.
+pub const HISTOGRAM_BUCKETS: usize = 32;
+
+/// The bucket of a call that took `micros`.
+fn histogram_bucket(micros: u64) -> usize {
+    let bits = (u64::BITS - micros.saturating_sub(1).leading_zeros()) as usize;
+    bits.min(HISTOGRAM_BUCKETS - 1)
 }
 
 pub struct Stats {
@@ -64,8 +77,9 @@ impl Stats {
     pub fn record_call(&self, id: usize, took: Duration, failed: bool) {
         let stat = &self.commands[id];
         stat.calls.fetch_add(1, Ordering::Relaxed);
-        stat.usec
-            .fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+        let micros = took.as_micros() as u64;
+        stat.usec.fetch_add(micros, Ordering::Relaxed);
+        stat.histogram[histogram_bucket(micros)].fetch_add(1, Ordering::Relaxed);
         if failed {
             stat.failed.fetch_add(1, Ordering::Relaxed);
         }
@@ -96,6 +110,9 @@ impl Stats {
             for counter in [&stat.calls, &stat.usec, &stat.failed, &stat.rejected] {
                 counter.store(0, Ordering::Relaxed);
             }
+            for bucket in &stat.histogram {
+                bucket.store(0, Ordering::Relaxed);
+            }
         }
         for counter in [
             &self.connections_received,
@@ -121,6 +138,7 @@ pub struct Shared {
     pub clients: DashMap<u64, Arc<ClientHandle>>,
     pub stats: Stats,
     pub slowlog: slowlog::SlowLog,
+    pub latency: latency::LatencyMonitor,
     next_client_id: AtomicU64,
     pub started_ms: u64,
     pub run_id: String,
@@ -159,10 +177,13 @@ impl Shared {
         slowlog.configure(&config);
         let keyspace = Keyspace::with_events(config.databases, clock, pubsub.clone());
         keyspace.set_limits(config.encoding);
+        let latency = latency::LatencyMonitor::default();
+        latency.configure(&config);
         Shared {
             acl: acl::Acl::new(commands, config.requirepass.as_deref()),
             persistence: persistence::Persistence::default(),
             slowlog,
+            latency,
             cluster,
             keyspace,
             pubsub,

@@ -46,6 +46,13 @@ pub enum Reply {
     Verbatim(Bytes),
     /// Out-of-band messages (pub/sub); an array in RESP2.
     Push(Vec<Reply>),
+    /// A number too large for an integer, in decimal: `(` in RESP3, a bulk
+    /// string in RESP2.
+    BigNumber(Bytes),
+    /// A reply preceded by attributes (RESP3 `|`); RESP2 sees the reply only.
+    Attributed(Vec<(Reply, Reply)>, Box<Reply>),
+    /// A push frame, then the reply (RESP3 only: DEBUG PROTOCOL push).
+    AfterPush(Vec<Reply>, Box<Reply>),
 }
 
 impl Reply {
@@ -123,10 +130,22 @@ impl Reply {
                     Protocol::Resp2 => int_line(out, b'*', pairs.len() as i64 * 2),
                     Protocol::Resp3 => int_line(out, b'%', pairs.len() as i64),
                 }
-                for (k, v) in pairs {
-                    k.encode(proto, out);
-                    v.encode(proto, out);
+                pairs_body(out, proto, pairs);
+            }
+            Reply::BigNumber(digits) => match proto {
+                Protocol::Resp2 => bulk(out, digits),
+                Protocol::Resp3 => line(out, b'(', digits),
+            },
+            Reply::Attributed(pairs, reply) => {
+                if proto == Protocol::Resp3 {
+                    int_line(out, b'|', pairs.len() as i64);
+                    pairs_body(out, proto, pairs);
                 }
+                reply.encode(proto, out);
+            }
+            Reply::AfterPush(items, reply) => {
+                Reply::Push(items.clone()).encode(proto, out);
+                reply.encode(proto, out);
             }
             Reply::Double(d) => {
                 let text = crate::util::format_double(*d);
@@ -182,6 +201,13 @@ fn bulk(out: &mut BytesMut, data: &[u8]) {
     out.reserve(data.len() + 2);
     out.put_slice(data);
     out.put_slice(b"\r\n");
+}
+
+fn pairs_body(out: &mut BytesMut, proto: Protocol, pairs: &[(Reply, Reply)]) {
+    for (k, v) in pairs {
+        k.encode(proto, out);
+        v.encode(proto, out);
+    }
 }
 
 fn aggregate(out: &mut BytesMut, proto: Protocol, tag: u8, items: &[Reply]) {

@@ -120,6 +120,16 @@ pub unsafe fn push_reply(state: *mut ffi::lua_State, reply: &Reply, resp3: bool)
             Reply::Int(n) => ffi::lua_pushnumber(state, *n as f64),
             Reply::Bulk(b) => push_bytes(state, b),
             Reply::Verbatim(b) if !resp3 => push_bytes(state, b),
+            Reply::BigNumber(digits) if !resp3 => push_bytes(state, digits),
+            Reply::BigNumber(digits) => {
+                ffi::lua_createtable(state, 0, 1);
+                push_bytes(state, digits);
+                ffi::lua_setfield(state, -2, c"big_number".as_ptr());
+            }
+            // A script sees the reply: attributes and pushes are for clients.
+            Reply::Attributed(_, reply) | Reply::AfterPush(_, reply) => {
+                push_reply(state, reply, resp3)
+            }
             Reply::Nil | Reply::NilArray if resp3 => ffi::lua_pushnil(state),
             Reply::Nil | Reply::NilArray => ffi::lua_pushboolean(state, 0),
             Reply::Array(items) | Reply::Push(items) => push_sequence(state, items, resp3),

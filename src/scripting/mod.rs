@@ -670,6 +670,8 @@ impl ScriptEngine {
         let mut pool = self.pool.lock();
         while let Some(vm) = pool.pop() {
             if vm.generation == generation {
+                // The last run's cjson settings stay with it.
+                libs::cjson::reset(&vm.lua);
                 return Ok(vm);
             }
         }

@@ -299,10 +299,12 @@ setmetatable(G, {
   end,
   __metatable = false,
 })
+-- getmetatable(_G) shows an empty read-only table: changing it fails with
+-- Redis's error, and it does not lead to G itself.
 ENV = setmetatable({}, {
   __index = G,
   __newindex = readonly_error,
-  __metatable = false,
+  __metatable = protect({}),
 })
 READONLY[ENV] = true
 G._G = ENV

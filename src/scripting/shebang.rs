@@ -125,14 +125,26 @@ pub fn library_name(code: &[u8]) -> Result<String, CmdError> {
     if !terminated {
         return Err(CmdError::other("ERR Invalid library metadata"));
     }
-    let mut words = words(&line[2..]);
+    // Split as Redis splits it: quotes group (`name="lib"`), and the first
+    // word, less its `#!`, names the engine (`#! name=x` names none).
+    let words = crate::protocol::parse::split_args(line)
+        .filter(|w| !w.is_empty())
+        .ok_or_else(|| CmdError::other("ERR Invalid library metadata"))?;
+    let mut words = words
+        .into_iter()
+        .map(|w| String::from_utf8_lossy(&w).into_owned());
     let engine = words.next().unwrap_or_default();
+    let engine = engine.get(2..).unwrap_or_default();
     if !engine.eq_ignore_ascii_case("lua") {
         return Err(CmdError::Other(format!("ERR Engine '{engine}' not found")));
     }
     let mut name = None;
     for option in words {
-        match option.strip_prefix("name=") {
+        let value = option
+            .get(..5)
+            .filter(|p| p.eq_ignore_ascii_case("name="))
+            .map(|_| &option[5..]);
+        match value {
             Some(_) if name.is_some() => {
                 return Err(CmdError::other(
                     "ERR Invalid metadata value, name argument was given multiple times",
@@ -217,6 +229,13 @@ mod tests {
         assert_eq!(name("#!lua name=b-c\n"), Err(NAME_RULE.into()));
         assert_eq!(
             name("#!lua name=a"),
+            Err("ERR Invalid library metadata".into())
+        );
+        assert_eq!(name("#!lua name=\"q\"\n"), Ok("q".into()));
+        assert_eq!(name("#!lua NAME=u\n"), Ok("u".into()));
+        assert_eq!(name("#! name=a\n"), Err("ERR Engine '' not found".into()));
+        assert_eq!(
+            name("#!lua name=\"a\n"),
             Err("ERR Invalid library metadata".into())
         );
         assert_eq!(

@@ -413,7 +413,10 @@ async fn expiry_loop(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     loop {
         tokio::select! {
             _ = tick.tick() => {
+                let started = std::time::Instant::now();
                 shared.keyspace.expire_due();
+                // Redis's latency event for a slow active-expiry cycle.
+                shared.latency.observe("expire-cycle", started.elapsed());
                 if shared.persistence.take_request(&shared) {
                     let shared = shared.clone();
                     tokio::task::spawn_blocking(move || {

@@ -198,6 +198,7 @@ impl RedisServer {
                 .args(["--save", ""])
                 .args(["--appendonly", "no"])
                 .args(["--daemonize", "no"])
+                .args(["--enable-debug-command", "yes"])
                 .args(["--loglevel", "warning"])
                 .args(&extra)
                 .arg("--dir")
@@ -287,7 +288,13 @@ impl Rlockd {
     }
 
     pub fn start_setup(setup: Setup) -> Rlockd {
+        // DEBUG on both sides, as the reference's command line allows it.
+        let config = rlockd::Config {
+            enable_debug_command: rlockd::DebugCommand::Yes,
+            ..rlockd::Config::default()
+        };
         let mut builder = rlockd::Server::builder()
+            .config(config)
             .port(0)
             .cluster_enabled(setup.cluster);
         if let Some(p) = setup.password {

@@ -105,12 +105,22 @@ pub fn function_delete(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::OK)
 }
 
+/// What Redis answers a FUNCTION subcommand given too many arguments.
+fn function_sub_arity(ctx: &Ctx) -> CmdError {
+    CmdError::Other(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try FUNCTION HELP.",
+        String::from_utf8_lossy(&ctx.args[1])
+    ))
+}
+
 pub fn function_flush(ctx: &mut Ctx) -> CmdResult<Reply> {
-    const ONLY_MODES: &str = "ERR FUNCTION FLUSH only supports SYNC|ASYNC option";
-    flush_mode(ctx.args.get(2), ONLY_MODES)?;
     if ctx.args.len() > 3 {
-        return Err(CmdError::other(ONLY_MODES));
+        return Err(function_sub_arity(ctx));
     }
+    flush_mode(
+        ctx.args.get(2),
+        "ERR FUNCTION FLUSH only supports SYNC|ASYNC option",
+    )?;
     ctx.shared.scripts.libraries.write().clear();
     Ok(Reply::OK)
 }
@@ -182,6 +192,10 @@ pub fn function_dump(ctx: &mut Ctx) -> CmdResult<Reply> {
 }
 
 pub fn function_restore(ctx: &mut Ctx) -> CmdResult<Reply> {
+    // Too many arguments is reported before a bad policy, as in Redis.
+    if ctx.args.len() > 4 {
+        return Err(function_sub_arity(ctx));
+    }
     let policy = match ctx.args.get(3).map(|p| p.to_ascii_uppercase()).as_deref() {
         None | Some(b"APPEND") => RestorePolicy::Append,
         Some(b"FLUSH") => RestorePolicy::Flush,
@@ -192,12 +206,6 @@ pub fn function_restore(ctx: &mut Ctx) -> CmdResult<Reply> {
             ));
         }
     };
-    if ctx.args.len() > 4 {
-        return Err(CmdError::Other(format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try FUNCTION HELP.",
-            String::from_utf8_lossy(&ctx.args[1])
-        )));
-    }
     let engine = &ctx.shared.scripts;
     let heap = heap_limit(ctx);
     let libraries = undump(&ctx.args[2])?

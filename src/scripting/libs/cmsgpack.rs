@@ -7,6 +7,9 @@ use mlua::{Lua, LuaString, MultiValue, Table, Value};
 
 const MAX_NESTING: usize = 16;
 
+/// Lua 5.1's `LUAI_MAXCSTACK`.
+const LUA_C_STACK: usize = 8000;
+
 fn fail(message: impl std::fmt::Display) -> mlua::Error {
     mlua::Error::runtime(message.to_string())
 }
@@ -52,14 +55,19 @@ fn encode(out: &mut Vec<u8>, v: &Value, depth: usize) -> mlua::Result<()> {
                 Ok(())
             }
             None => {
-                let pairs: Vec<(Value, Value)> = t
-                    .clone()
-                    .pairs::<Value, Value>()
-                    .collect::<mlua::Result<_>>()?;
-                rmp::encode::write_map_len(out, pairs.len() as u32).map_err(fail)?;
-                for (k, v) in &pairs {
-                    encode(out, k, depth + 1)?;
-                    encode(out, v, depth + 1)?;
+                // Counted, then encoded pair by pair: holding every key and
+                // value at once would take a Lua reference each, and a large
+                // map runs out of them.
+                let mut len = 0u32;
+                for pair in t.clone().pairs::<Value, Value>() {
+                    pair?;
+                    len += 1;
+                }
+                rmp::encode::write_map_len(out, len).map_err(fail)?;
+                for pair in t.clone().pairs::<Value, Value>() {
+                    let (k, v) = pair?;
+                    encode(out, &k, depth + 1)?;
+                    encode(out, &v, depth + 1)?;
                 }
                 Ok(())
             }
@@ -138,6 +146,13 @@ pub fn install(lua: &Lua, globals: &Table) -> mlua::Result<()> {
         lua.create_function(|lua, args: MultiValue| {
             if args.is_empty() {
                 return Err(fail("MessagePack pack needs input."));
+            }
+            // Redis's module asks Lua's C stack (8000 slots, the arguments
+            // already on it) for room for as many again.
+            if args.len() * 2 > LUA_C_STACK {
+                return Err(fail(
+                    "bad argument #0 to 'pack' (Too many arguments for MessagePack pack.)",
+                ));
             }
             let mut out = Vec::new();
             for v in args.iter() {
