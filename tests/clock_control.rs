@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use common::{cmd, connect, err};
 use futures_util::StreamExt;
-use rlockd::{Config, Server, ServerHandle};
+use rlockd::{Config, ServerHandle};
 
 async fn start_controlled() -> ServerHandle {
     let config = Config {
@@ -15,12 +15,7 @@ async fn start_controlled() -> ServerHandle {
         notify_keyspace_events: "Ex".into(),
         ..Config::default()
     };
-    Server::builder()
-        .config(config)
-        .port(0)
-        .start()
-        .await
-        .unwrap()
+    common::start_with(config).await
 }
 
 #[tokio::test]

@@ -6,19 +6,14 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{cmd, connect, err};
-use rlockd::{Config, DebugCommand, Server};
+use rlockd::{Config, DebugCommand};
 
 async fn server_with(debug: DebugCommand) -> rlockd::ServerHandle {
     let config = Config {
         enable_debug_command: debug,
         ..Config::default()
     };
-    Server::builder()
-        .config(config)
-        .port(0)
-        .start()
-        .await
-        .unwrap()
+    common::start_with(config).await
 }
 
 #[tokio::test]

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use common::{cmd, connect};
 use redis::Value;
+use rlockd::Config;
 use rlockd::server::{LockKind, LockOwner};
-use rlockd::{Config, Server};
 
 const LOCK_SCRIPT: &str = include_str!("../conformance/scripts/seed000_lock.lua");
 
@@ -42,12 +42,7 @@ async fn locks_show_owners_holds_and_leases() {
         enable_clock_control: true,
         ..Config::default()
     };
-    let server = Server::builder()
-        .config(config)
-        .port(0)
-        .start()
-        .await
-        .unwrap();
+    let server = common::start_with(config).await;
     let mut c = connect(&server).await;
     let lock = |owner: &'static str| {
         let mut cmd = redis::cmd("EVAL");

@@ -39,7 +39,13 @@ pub async fn until_blocked(c: &mut MultiplexedConnection, n: usize) {
 }
 
 pub async fn start() -> ServerHandle {
+    start_with(rlockd::Config::default()).await
+}
+
+/// A server on a free port with this configuration.
+pub async fn start_with(config: rlockd::Config) -> ServerHandle {
     Server::builder()
+        .config(config)
         .port(0)
         .start()
         .await
