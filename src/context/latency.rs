@@ -43,8 +43,11 @@ impl LatencyMonitor {
     /// Records `took` under `event` when it reaches the threshold.
     pub fn observe(&self, event: &str, took: Duration) {
         let threshold = self.threshold_ms.load(Ordering::Relaxed);
+        if threshold == 0 {
+            return;
+        }
         let millis = took.as_millis() as u64;
-        if threshold == 0 || millis < threshold {
+        if millis < threshold {
             return;
         }
         let unix_secs = SystemTime::now()

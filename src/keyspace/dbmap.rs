@@ -174,13 +174,15 @@ impl DbMap {
     }
 
     pub fn get(&self, key: &[u8]) -> Option<&Entry> {
-        self.table
-            .find(self.hash(key), |n| n.key() == key)
-            .map(Node::entry)
+        self.get_hashed(self.hash(key), key)
     }
 
-    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        let hash = self.hash(key);
+    /// `get` with the key's `hash` already known.
+    pub fn get_hashed(&self, hash: u64, key: &[u8]) -> Option<&Entry> {
+        self.table.find(hash, |n| n.key() == key).map(Node::entry)
+    }
+
+    pub fn get_mut_hashed(&mut self, hash: u64, key: &[u8]) -> Option<&mut Entry> {
         self.table
             .find_mut(hash, |n| n.key() == key)
             .map(Node::entry_mut)
@@ -309,7 +311,9 @@ mod tests {
         assert_eq!(map.iter().map(|(k, _)| k.len()).sum::<usize>(), 1001);
         let entry = map.remove(&long).expect("present");
         assert_eq!(entry.value, Value::string(Bytes::from(long.repeat(2))));
-        map.get_mut(b"").expect("present").set_expire_at(Some(3));
+        map.get_mut_hashed(map.hash(b""), b"")
+            .expect("present")
+            .set_expire_at(Some(3));
         assert_eq!(map.take_expired(map.hash(b""), 3).len(), 1);
         assert_eq!(map.len(), 1);
     }

@@ -850,17 +850,39 @@ impl Db<'_, '_> {
     fn lookup(&mut self, key: &[u8], count: bool, touch: bool) -> CmdResult<Option<&mut Entry>> {
         let (now, db, ks) = (self.locked.now, self.index, self.locked.ks);
         self.locked.record(db, key)?;
-        let shard = self.locked.shard(key_shard(key))?;
-        if reclaim_if_expired(shard, db, key, now, ks) {
-            // Group readers blocked on the stream learn it is gone once
-            // the command is done (it may make a new one meanwhile).
-            self.signal_ready(key)?;
+        let index = key_shard(key);
+        let shard = self.locked.shard(index)?;
+        // One hash for both probes: a hit (the lock path's common case)
+        // is looked at, then handed out.
+        let hash = shard.dbs[db].hash(key);
+        let live = match shard.dbs[db].get_hashed(hash, key) {
+            Some(entry) if entry.is_expired(now) => {
+                if reclaim_if_expired(shard, db, key, now, ks) {
+                    // Group readers blocked on the stream learn it is gone
+                    // once the command is done (it may make a new one
+                    // meanwhile).
+                    self.signal_ready(key)?;
+                }
+                false
+            }
+            found => found.is_some(),
+        };
+        let shard = self.locked.shard(index)?;
+        if count {
+            if live {
+                shard.stats.hits += 1;
+            } else {
+                shard.stats.misses += 1;
+                ks.events.notify(Event::KeyMiss, db, key);
+            }
         }
-        let shard = self.locked.shard(key_shard(key))?;
+        if !live {
+            return Ok(None);
+        }
         if touch {
             shard.use_access(db, key, now);
         }
-        Ok(live_entry(shard, db, key, now, count, ks))
+        Ok(shard.dbs[db].get_mut_hashed(hash, key))
     }
 
     /// The live value at `key`, looked at without any effect: no
@@ -1054,30 +1076,6 @@ impl Db<'_, '_> {
         }
         Ok(())
     }
-}
-
-/// The live entry of `key` (`reclaim_if_expired` has run).
-/// `count` makes this a read lookup for the hit/miss statistics.
-fn live_entry<'s>(
-    shard: &'s mut Shard,
-    db: usize,
-    key: &[u8],
-    now: u64,
-    count: bool,
-    ks: &Keyspace,
-) -> Option<&'s mut Entry> {
-    let events = &ks.events;
-    let found = shard.dbs[db].get_mut(key).filter(|e| !e.is_expired(now));
-    if count {
-        let stats = &mut shard.stats;
-        if found.is_some() {
-            stats.hits += 1;
-        } else {
-            stats.misses += 1;
-            events.notify(Event::KeyMiss, db, key);
-        }
-    }
-    found
 }
 
 /// Deletes `key` if its deadline has passed (unless expiry is held: then

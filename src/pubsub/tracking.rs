@@ -122,12 +122,16 @@ pub struct Scope(());
 
 impl Scope {
     pub fn enter(client: u64) -> Scope {
-        SCOPE.set(Some(ScopeState {
-            client,
-            after: Vec::new(),
-            changed: BTreeMap::new(),
-            script_read: false,
-        }));
+        // `with_borrow_mut` rather than `set`, which goes through the
+        // lazy-initialisation path on every call (every command).
+        SCOPE.with_borrow_mut(|scope| {
+            *scope = Some(ScopeState {
+                client,
+                after: Vec::new(),
+                changed: BTreeMap::new(),
+                script_read: false,
+            })
+        });
         Scope(())
     }
 
@@ -144,7 +148,7 @@ impl Scope {
 
 impl Drop for Scope {
     fn drop(&mut self) {
-        SCOPE.set(None);
+        SCOPE.with_borrow_mut(|scope| *scope = None);
     }
 }
 
