@@ -49,12 +49,10 @@ pub struct Config {
     pub metrics_port: Option<u16>,
     /// When values leave their compact forms (`hash-max-listpack-entries`…).
     pub encoding: EncodingLimits,
-    /// Redis's list and stream node sizes: reported and kept, with no
-    /// effect on how rlockd holds lists and streams.
+    /// Redis's list node sizes: reported and kept, with no effect on how
+    /// rlockd holds lists.
     pub list_max_listpack_size: i64,
     pub list_compress_depth: i64,
-    pub stream_node_max_bytes: u64,
-    pub stream_node_max_entries: i64,
     /// Log every write to the append-only file and load it at start.
     pub appendonly: bool,
     /// `always`, `everysec` or `no`.
@@ -135,8 +133,6 @@ impl Default for Config {
             encoding: EncodingLimits::default(),
             list_max_listpack_size: -2,
             list_compress_depth: 0,
-            stream_node_max_bytes: 4096,
-            stream_node_max_entries: 100,
             appendonly: false,
             appendfsync: "everysec".into(),
             dir: String::new(),
@@ -636,16 +632,15 @@ pub static PARAMS: &[Param] = &[
     setting!(
         "stream-node-max-bytes",
         None,
-        stream_node_max_bytes,
+        encoding.stream_node_max_bytes,
         parse_memory_size
     ),
     setting!(
         "stream-node-max-entries",
         None,
-        stream_node_max_entries,
-        |v| parse_bounded(v, 0)
+        encoding.stream_node_max_entries,
+        parse_count
     ),
-    fixed!("appendfsync", "everysec"),
     fixed!("daemonize", "no"),
     fixed!("dbfilename", "dump.rdb"),
     Param {

@@ -196,7 +196,9 @@ struct TrimArgs {
 
 /// Parses XADD's options (up to its id) or XTRIM's, with Redis's checks
 /// in its order.
-fn parse_trim_args(args: &[Bytes], xadd: bool) -> CmdResult<TrimArgs> {
+/// `node_entries` is `stream-node-max-entries`: an approximate trim's
+/// default LIMIT is a hundred nodes' worth.
+fn parse_trim_args(args: &[Bytes], xadd: bool, node_entries: u64) -> CmdResult<TrimArgs> {
     let mut out = TrimArgs {
         trim: None,
         approx: false,
@@ -273,7 +275,8 @@ fn parse_trim_args(args: &[Bytes], xadd: bool) -> CmdResult<TrimArgs> {
             ));
         }
         Some(n) => n as u64,
-        // Redis's default: 100 nodes' worth (stream-node-max-entries 100).
+        None if out.approx && node_entries > 0 => node_entries.saturating_mul(100),
+        // With nodes of any size, Redis's fixed default.
         None if out.approx => 10_000,
         None => 0,
     };
@@ -304,7 +307,8 @@ fn next_id(stream: &Stream, wanted: AddId, now: u64) -> CmdResult<StreamId> {
 }
 
 pub fn xadd(ctx: &mut Ctx) -> CmdResult<Reply> {
-    let opts = parse_trim_args(ctx.args, true)?;
+    let limits = ctx.db().limits();
+    let opts = parse_trim_args(ctx.args, true, limits.stream_node_max_entries)?;
     let fields = ctx.args.get(opts.next + 1..).unwrap_or_default();
     if fields.len() < 2 || fields.len() % 2 == 1 {
         return Err(CmdError::WrongArity("xadd".into()));
@@ -332,7 +336,7 @@ pub fn xadd(ctx: &mut Ctx) -> CmdResult<Reply> {
         ));
     }
     let id = next_id(stream, opts.id, now)?;
-    stream.append(id, fields.to_vec());
+    stream.append(id, fields.to_vec(), &limits);
     let trimmed = opts
         .trim
         .map_or(0, |how| stream.trim(how, opts.approx, opts.limit));
@@ -421,7 +425,8 @@ pub fn xdel(ctx: &mut Ctx) -> CmdResult<Reply> {
 }
 
 pub fn xtrim(ctx: &mut Ctx) -> CmdResult<Reply> {
-    let opts = parse_trim_args(ctx.args, false)?;
+    let limits = ctx.db().limits();
+    let opts = parse_trim_args(ctx.args, false, limits.stream_node_max_entries)?;
     let key = ctx.arg(1).clone();
     let mut db = ctx.db();
     let Some(stream) = stream_for_write(&mut db, &key)? else {

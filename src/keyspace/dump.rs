@@ -199,7 +199,8 @@ fn decode_stream(r: &mut Reader) -> Option<Stream> {
         let fields = (0..fields)
             .map(|_| r.bytes().map(Bytes::copy_from_slice))
             .collect::<Option<Vec<_>>>()?;
-        stream.append(id, fields);
+        // The payload keeps no node boundaries: Redis's default sizes.
+        stream.append(id, fields, &EncodingLimits::DEFAULT);
     }
     stream.last_id = r.id()?;
     if previous.is_some_and(|p| p > stream.last_id) {

@@ -12,6 +12,10 @@ pub struct EncodingLimits {
     pub set_max_intset_entries: u64,
     pub zset_max_listpack_entries: u64,
     pub zset_max_listpack_value: u64,
+    /// A stream node's size in entries and bytes (`stream-node-max-*`;
+    /// 0: no limit), which approximate trimming works in.
+    pub stream_node_max_entries: u64,
+    pub stream_node_max_bytes: u64,
 }
 
 impl Default for EncodingLimits {
@@ -32,6 +36,8 @@ impl EncodingLimits {
         set_max_intset_entries: 512,
         zset_max_listpack_entries: 128,
         zset_max_listpack_value: 64,
+        stream_node_max_entries: 100,
+        stream_node_max_bytes: 4096,
     };
 
     /// Whether a hash of `len` pairs may stay a listpack.
@@ -50,6 +56,14 @@ impl EncodingLimits {
 
     /// Whether a sorted set of `len` members, the longest `longest` bytes,
     /// may be a listpack.
+    /// Whether a stream node holding `entries` entries in `bytes` bytes
+    /// takes one more of `more` bytes.
+    pub fn stream_node_takes(&self, entries: u64, bytes: u64, more: u64) -> bool {
+        let max_entries = self.stream_node_max_entries;
+        let max_bytes = self.stream_node_max_bytes;
+        (max_entries == 0 || entries < max_entries) && (max_bytes == 0 || bytes + more < max_bytes)
+    }
+
     pub fn zset_fits(&self, len: usize, longest: usize) -> bool {
         within(len, self.zset_max_listpack_entries) && within(longest, self.zset_max_listpack_value)
     }
@@ -58,7 +72,7 @@ impl EncodingLimits {
 /// The keyspace's copy, which CONFIG SET replaces: atomics, so that a
 /// write reads the limits without taking a lock.
 #[derive(Debug)]
-pub(super) struct SharedLimits([AtomicU64; 5]);
+pub(super) struct SharedLimits([AtomicU64; 7]);
 
 impl SharedLimits {
     pub(super) fn new(limits: EncodingLimits) -> Self {
@@ -74,6 +88,8 @@ impl SharedLimits {
             l.set_max_intset_entries,
             l.zset_max_listpack_entries,
             l.zset_max_listpack_value,
+            l.stream_node_max_entries,
+            l.stream_node_max_bytes,
         ];
         for (slot, v) in self.0.iter().zip(values) {
             slot.store(v, Ordering::Relaxed);
@@ -81,7 +97,7 @@ impl SharedLimits {
     }
 
     pub(super) fn load(&self) -> EncodingLimits {
-        let [a, b, c, d, e] = &self.0;
+        let [a, b, c, d, e, f, g] = &self.0;
         let get = |x: &AtomicU64| x.load(Ordering::Relaxed);
         EncodingLimits {
             hash_max_listpack_entries: get(a),
@@ -89,6 +105,8 @@ impl SharedLimits {
             set_max_intset_entries: get(c),
             zset_max_listpack_entries: get(d),
             zset_max_listpack_value: get(e),
+            stream_node_max_entries: get(f),
+            stream_node_max_bytes: get(g),
         }
     }
 }

@@ -9,6 +9,8 @@ use std::fmt;
 
 use bytes::Bytes;
 
+use super::EncodingLimits;
+
 /// A stream entry id: milliseconds, then a sequence number.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct StreamId {
@@ -53,10 +55,6 @@ impl fmt::Display for StreamId {
         write!(f, "{}-{}", self.ms, self.seq)
     }
 }
-
-/// Redis's defaults for `stream-node-max-entries` / `-bytes`.
-const NODE_MAX_ENTRIES: u32 = 100;
-const NODE_MAX_BYTES: usize = 4096;
 
 /// One listpack node as Redis would hold it: entries appended to it
 /// (deleted ones included), those still live, its last id and a rough
@@ -241,10 +239,11 @@ impl Stream {
     }
 
     /// Appends an entry; the caller has checked `id` is past `last_id`.
-    pub fn append(&mut self, id: StreamId, fields: Vec<Bytes>) {
+    /// A new node starts where Redis would start one (`limits`' node sizes).
+    pub fn append(&mut self, id: StreamId, fields: Vec<Bytes>, limits: &EncodingLimits) {
         let bytes = entry_bytes(&fields);
         let fits = self.nodes.last_key_value().is_some_and(|(_, n)| {
-            n.appended < NODE_MAX_ENTRIES && n.bytes + bytes < NODE_MAX_BYTES
+            limits.stream_node_takes(u64::from(n.appended), n.bytes as u64, bytes as u64)
         });
         if fits {
             if let Some(mut last) = self.nodes.last_entry() {
@@ -491,7 +490,11 @@ mod tests {
     fn stream_of(n: u64) -> Stream {
         let mut s = Stream::default();
         for i in 1..=n {
-            s.append(StreamId::new(i, 0), vec![Bytes::from_static(b"f")]);
+            s.append(
+                StreamId::new(i, 0),
+                vec![Bytes::from_static(b"f")],
+                &EncodingLimits::DEFAULT,
+            );
         }
         s
     }
