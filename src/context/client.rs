@@ -58,6 +58,22 @@ impl Client {
             rules.enabled && rules.nopass
         };
         handle.info.lock().user = user.name.clone();
+        Client::fresh(handle, user, authenticated)
+    }
+
+    /// The client a script's commands run as: the caller's database and
+    /// identity, but its own protocol and no transaction state.
+    pub fn for_script(caller: &Client) -> Client {
+        Client {
+            db: caller.db,
+            for_script: true,
+            ..Client::fresh(caller.handle.clone(), caller.user.clone(), true)
+        }
+    }
+
+    /// A client in database 0 speaking RESP2, with no transaction,
+    /// subscription or wait.
+    fn fresh(handle: Arc<ClientHandle>, user: Arc<UserSlot>, authenticated: bool) -> Client {
         Client {
             id: handle.id,
             db: 0,
@@ -76,30 +92,6 @@ impl Client {
             retry_deadline: None,
             pubsub: Subscriptions::default(),
             handle,
-        }
-    }
-
-    /// The client a script's commands run as: the caller's database and
-    /// identity, but its own protocol and no transaction state.
-    pub fn for_script(caller: &Client) -> Client {
-        Client {
-            id: caller.id,
-            db: caller.db,
-            protocol: Protocol::Resp2,
-            authenticated: true,
-            user: caller.user.clone(),
-            multi: None,
-            multi_failed: false,
-            watch: None,
-            close_after_reply: false,
-            replies: ReplyMode::On,
-            close_silently: false,
-            for_script: true,
-            in_exec: false,
-            blocked: None,
-            retry_deadline: None,
-            pubsub: Subscriptions::default(),
-            handle: caller.handle.clone(),
         }
     }
 
