@@ -329,7 +329,7 @@ fn digest(ctx: &mut Ctx) -> Reply {
         let mut acc = [0; 20];
         for shard in ctx.locked.shards() {
             for (key, entry) in shard.entries(db, now) {
-                fold(&mut acc, sha1(&[key, &value_digest(entry)]));
+                fold(&mut acc, sha1(&[key, &value_digest(&entry.entry())]));
             }
         }
         if acc != [0; 20] {
@@ -351,7 +351,7 @@ fn digest_values(ctx: &mut Ctx) -> Reply {
                 .shards()
                 .flat_map(|s| s.entries(db, now))
                 .find(|(k, _)| *k == key.as_ref())
-                .map_or([0; 20], |(_, e)| value_digest(e));
+                .map_or([0; 20], |(_, e)| value_digest(&e.entry()));
             hex(&found)
         })
         .collect();

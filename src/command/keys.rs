@@ -110,12 +110,9 @@ pub fn scan(ctx: &mut Ctx) -> CmdResult<Reply> {
     while shard_idx < SHARDS && found.len() < opts.count {
         let shard = &shards[shard_idx];
         let want = opts.count - found.len();
-        let entries = shard.entries(db, now).map(|(k, e)| {
-            (
-                position_of(k),
-                (Bytes::copy_from_slice(k), e.value.type_name()),
-            )
-        });
+        let entries = shard
+            .entries(db, now)
+            .map(|(k, e)| (position_of(k), (Bytes::copy_from_slice(k), e.type_name())));
         let (got, next) = page(entries, from, want);
         found.extend(got);
         match next {

@@ -98,7 +98,7 @@ pub fn held_locks(
                 let ttl = entry
                     .expire_at()
                     .map(|at| Duration::from_millis(at.saturating_sub(now)));
-                let (kind, owners) = match &entry.value {
+                let (kind, owners) = match &entry.entry().value {
                     Value::Str(owner, _) if ttl.is_some() => (
                         LockKind::String,
                         vec![LockOwner {

@@ -125,11 +125,14 @@ impl Locked<'_> {
         let now = self.now;
         for (db, key) in changes.keys.drain(..) {
             let entry = match self.shard(key_shard(&key)) {
-                Ok(shard) => shard.dbs[db].get(&key).filter(|e| !e.is_expired(now)),
+                Ok(shard) => shard.dbs[db]
+                    .get(&key)
+                    .filter(|n| !n.is_expired(now))
+                    .map(|n| n.entry()),
                 // Every changed key's shard is held.
                 Err(_) => continue,
             };
-            record_key(&mut changes.batch, db, &key, entry);
+            record_key(&mut changes.batch, db, &key, entry.as_deref());
         }
         changes.seen.clear();
         self.changes = Some(changes);
@@ -162,7 +165,7 @@ impl Locked<'_> {
                     .flat_map(|db| {
                         s.dbs[db]
                             .iter()
-                            .map(|(k, _)| (db, Bytes::copy_from_slice(k)))
+                            .map(|n| (db, Bytes::copy_from_slice(n.key())))
                             .collect::<Vec<_>>()
                     })
                     .collect::<Vec<_>>()
@@ -236,9 +239,9 @@ impl Keyspace {
             };
             let now = self.clock.now_ms();
             for (db, map) in shard.dbs.iter().enumerate() {
-                for (key, entry) in map.iter().filter(|(_, e)| !e.is_expired(now)) {
+                for node in map.iter().filter(|n| !n.is_expired(now)) {
                     let mut batch = Batch::default();
-                    record_key(&mut batch, db, key, Some(entry));
+                    record_key(&mut batch, db, node.key(), Some(&node.entry()));
                     stream.put_plain(&batch);
                 }
             }

@@ -501,7 +501,7 @@ impl Locked<'_> {
             for (bdb, key) in shard.blocked.keys() {
                 let bdb = *bdb as usize;
                 if db.is_none_or(|d| d == bdb)
-                    && matches!(shard.dbs[bdb].get(key), Some(e) if matches!(e.value, Value::Stream(_)))
+                    && matches!(shard.dbs[bdb].get(key), Some(n) if matches!(n.entry().value, Value::Stream(_)))
                 {
                     waited.push((bdb, key.clone()));
                 }

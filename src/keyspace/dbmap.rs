@@ -5,15 +5,21 @@
 //! wheel entry needs no database number, and SWAPDB moves deadlines with
 //! their keys. The table shrinks as keys go, so memory taken by a burst of
 //! locks is given back after they are released.
+//!
+//! A key holding a small packed hash (a Redisson lock) rests packed: its
+//! deadline, key and the hash's bytes in one allocation. Handed out for
+//! change it is unpacked into a whole `Entry`; `settle` packs it again
+//! once the change is done, so a command sees one representation only.
 
 use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
+use std::borrow::Cow;
 use std::hash::BuildHasher;
 use std::ptr::NonNull;
 
 use hashbrown::HashTable;
 use hashbrown::hash_table::Entry as Slot;
 
-use super::Entry;
+use super::{Entry, HashValue, Value};
 use crate::expiry::wheel::TimerWheel;
 
 /// Tables smaller than this are not worth shrinking.
@@ -22,15 +28,28 @@ const SHRINK_FLOOR: usize = 64;
 /// Stale wheel entries a map tolerates beyond two per key.
 const WHEEL_SLACK: usize = 1024;
 
-/// Where a node's key length and key bytes start.
+/// Where a whole node's key length and key bytes start.
 const KEY_LEN_AT: usize = std::mem::size_of::<Entry>();
 const KEY_AT: usize = KEY_LEN_AT + std::mem::size_of::<u32>();
 
-/// A key and its entry in one allocation (`[entry][key length][key]`),
-/// named by one thin pointer. The table's slots are the bulk of a
-/// small lock's memory: at a million keys the table is half empty, so
-/// every byte of a slot costs two per key. A slot holding the key and
-/// entry themselves took 64 bytes; a pointer takes 8.
+/// A packed node: `[deadline u64, 0 for none][key length u8][hash length
+/// u8][key][hash bytes]`. A lock's key, lease and one-field hash take 64
+/// bytes this way, where a whole node and the hash's own allocation took
+/// 64 and 48.
+const PACKED_KEY_LEN_AT: usize = std::mem::size_of::<u64>();
+const PACKED_HASH_LEN_AT: usize = PACKED_KEY_LEN_AT + 1;
+const PACKED_KEY_AT: usize = PACKED_HASH_LEN_AT + 1;
+
+/// The pointer bit that marks a packed node: both forms are aligned as
+/// an `Entry` is, so the lowest bit of their address is free.
+const PACKED: usize = 1;
+
+/// A key and its entry in one allocation, named by one thin pointer,
+/// whole (`[entry][key length u32][key]`) or packed (see
+/// `PACKED_KEY_AT`). The table's slots are the bulk of a small lock's
+/// memory: at a million keys the table is half empty, so every byte of a
+/// slot costs two per key. A slot holding the key and entry themselves
+/// took 64 bytes; a pointer takes 8.
 pub struct Node(NonNull<u8>);
 
 // A node owns its entry and key as a `Box` would.
@@ -41,6 +60,14 @@ impl Node {
     fn layout(key_len: usize) -> Layout {
         Layout::from_size_align(KEY_AT + key_len, std::mem::align_of::<Entry>())
             .expect("a key fits in memory")
+    }
+
+    fn packed_layout(key_len: usize, hash_len: usize) -> Layout {
+        Layout::from_size_align(
+            PACKED_KEY_AT + key_len + hash_len,
+            std::mem::align_of::<Entry>(),
+        )
+        .expect("at most 520 bytes")
     }
 
     fn new(key: &[u8], entry: Entry) -> Node {
@@ -63,25 +90,137 @@ impl Node {
         }
     }
 
-    pub fn key(&self) -> &[u8] {
-        // SAFETY: `new` wrote the length and that many key bytes.
+    /// The packed form of `key` and `entry`, if the entry is a packed hash
+    /// and both are short enough for one-byte lengths.
+    fn packed(key: &[u8], entry: &Entry) -> Option<Node> {
+        let Value::Hash(HashValue::Packed(pairs)) = &entry.value else {
+            return None;
+        };
+        let key_len = u8::try_from(key.len()).ok()?;
+        let hash_len = u8::try_from(pairs.len()).ok()?;
+        let layout = Self::packed_layout(key.len(), pairs.len());
+        // SAFETY: the layout is non-zero sized and aligned for the u64
+        // deadline at offset 0; the lengths, key and pairs are written
+        // after it, inside the allocation. The tag bit is free (the
+        // address is aligned to 8) and the tagged pointer stays inside the
+        // allocation, which is at least `PACKED_KEY_AT` bytes long.
         unsafe {
-            let len = self.0.add(KEY_LEN_AT).cast::<u32>().read_unaligned() as usize;
-            std::slice::from_raw_parts(self.0.add(KEY_AT).as_ptr(), len)
+            let Some(ptr) = NonNull::new(alloc(layout)) else {
+                handle_alloc_error(layout)
+            };
+            ptr.cast::<u64>().write(entry.expire_at().unwrap_or(0));
+            ptr.add(PACKED_KEY_LEN_AT).write(key_len);
+            ptr.add(PACKED_HASH_LEN_AT).write(hash_len);
+            let key_at = ptr.add(PACKED_KEY_AT);
+            std::ptr::copy_nonoverlapping(key.as_ptr(), key_at.as_ptr(), key.len());
+            let pairs_at = key_at.add(key.len());
+            std::ptr::copy_nonoverlapping(pairs.as_ptr(), pairs_at.as_ptr(), pairs.len());
+            Some(Node(ptr.byte_add(PACKED)))
         }
     }
 
-    pub fn entry(&self) -> &Entry {
-        // SAFETY: `new` wrote an entry at offset 0; it lives until drop.
-        unsafe { self.0.cast::<Entry>().as_ref() }
+    fn is_packed(&self) -> bool {
+        self.0.addr().get() & PACKED != 0
     }
 
+    /// Where the allocation starts, the tag bit taken off.
+    fn base(&self) -> NonNull<u8> {
+        // SAFETY: a packed node's pointer is its allocation's start plus
+        // one (see `packed`); a whole node's is the start itself.
+        unsafe { self.0.byte_sub(self.0.addr().get() & PACKED) }
+    }
+
+    /// A packed node's key and hash lengths.
+    fn packed_lens(&self) -> (usize, usize) {
+        let base = self.base();
+        // SAFETY: `packed` wrote both lengths.
+        unsafe {
+            (
+                base.add(PACKED_KEY_LEN_AT).read() as usize,
+                base.add(PACKED_HASH_LEN_AT).read() as usize,
+            )
+        }
+    }
+
+    pub fn key(&self) -> &[u8] {
+        let base = self.base();
+        // SAFETY: `new` or `packed` wrote the length and that many key
+        // bytes where each form keeps them.
+        unsafe {
+            if self.is_packed() {
+                let (key_len, _) = self.packed_lens();
+                std::slice::from_raw_parts(base.add(PACKED_KEY_AT).as_ptr(), key_len)
+            } else {
+                let len = base.add(KEY_LEN_AT).cast::<u32>().read_unaligned() as usize;
+                std::slice::from_raw_parts(base.add(KEY_AT).as_ptr(), len)
+            }
+        }
+    }
+
+    /// A packed node's hash bytes.
+    fn packed_pairs(&self) -> &[u8] {
+        let (key_len, hash_len) = self.packed_lens();
+        // SAFETY: `packed` wrote `hash_len` bytes after the key.
+        unsafe {
+            std::slice::from_raw_parts(self.base().add(PACKED_KEY_AT + key_len).as_ptr(), hash_len)
+        }
+    }
+
+    /// A whole node's entry; `None` for a packed one.
+    fn whole(&self) -> Option<&Entry> {
+        // SAFETY: `new` wrote an entry at offset 0; it lives until drop.
+        (!self.is_packed()).then(|| unsafe { self.0.cast::<Entry>().as_ref() })
+    }
+
+    pub fn expire_at(&self) -> Option<u64> {
+        match self.whole() {
+            Some(entry) => entry.expire_at(),
+            // SAFETY: `packed` wrote the deadline at offset 0, aligned.
+            None => Some(unsafe { self.base().cast::<u64>().read() }).filter(|&at| at != 0),
+        }
+    }
+
+    pub fn is_expired(&self, now: u64) -> bool {
+        self.expire_at().is_some_and(|at| at <= now)
+    }
+
+    /// What TYPE answers, without unpacking.
+    pub fn type_name(&self) -> &'static str {
+        self.whole().map_or("hash", |e| e.value.type_name())
+    }
+
+    /// The entry; a packed node's is made for the occasion.
+    pub fn entry(&self) -> Cow<'_, Entry> {
+        match self.whole() {
+            Some(entry) => Cow::Borrowed(entry),
+            None => Cow::Owned(Entry::new(
+                Value::Hash(HashValue::Packed(self.packed_pairs().into())),
+                self.expire_at(),
+            )),
+        }
+    }
+
+    /// The entry for change, unpacking the node first.
     fn entry_mut(&mut self) -> &mut Entry {
-        // SAFETY: as `entry`, and `&mut self` makes the borrow unique.
+        if self.is_packed() {
+            *self = Node::new(self.key(), self.entry().into_owned());
+        }
+        // SAFETY: whole now, so `new` wrote an entry at offset 0; `&mut
+        // self` makes the borrow unique.
         unsafe { self.0.cast::<Entry>().as_mut() }
     }
 
+    /// Packs a whole node whose entry allows it.
+    fn pack(&mut self) {
+        if let Some(packed) = self.whole().and_then(|e| Node::packed(self.key(), e)) {
+            *self = packed;
+        }
+    }
+
     fn into_entry(self) -> Entry {
+        if self.is_packed() {
+            return self.entry().into_owned();
+        }
         let this = std::mem::ManuallyDrop::new(self);
         // SAFETY: the entry is moved out exactly once and the memory
         // freed without dropping it again (`this` never drops).
@@ -93,12 +232,23 @@ impl Node {
     }
 
     fn replace_entry(&mut self, entry: Entry) {
-        *self.entry_mut() = entry;
+        if self.is_packed() {
+            *self = Node::new(self.key(), entry);
+        } else {
+            *self.entry_mut() = entry;
+        }
     }
 }
 
 impl Drop for Node {
     fn drop(&mut self) {
+        if self.is_packed() {
+            let (key_len, hash_len) = self.packed_lens();
+            // SAFETY: a packed node holds plain bytes, allocated with
+            // this layout.
+            unsafe { dealloc(self.base().as_ptr(), Self::packed_layout(key_len, hash_len)) };
+            return;
+        }
         let layout = Self::layout(self.key().len());
         // SAFETY: the entry is live (see `into_entry`) and the memory was
         // allocated with this layout.
@@ -114,6 +264,9 @@ pub struct DbMap {
     hasher: foldhash::fast::RandomState,
     /// Deadlines, each naming its key by hash.
     wheel: TimerWheel<u64>,
+    /// The hash of the keys last handed out for change or stored whole,
+    /// to pack once the change is done.
+    unsettled: Option<u64>,
 }
 
 impl DbMap {
@@ -124,6 +277,7 @@ impl DbMap {
             table: HashTable::new(),
             hasher: Default::default(),
             wheel: TimerWheel::new(now),
+            unsettled: None,
         }
     }
     /// The hash the wheel files a key's deadline under.
@@ -138,6 +292,27 @@ impl DbMap {
     pub fn clear(&mut self, now: u64) {
         self.table = HashTable::new();
         self.wheel = TimerWheel::new(now);
+        self.unsettled = None;
+    }
+
+    /// Packs the keys handed out for change since the last call. A
+    /// change to another key settles the previous one first, so at most
+    /// one key per map is ever whole but packable.
+    pub fn settle(&mut self) {
+        if let Some(hash) = self.unsettled.take() {
+            // Nodes whose hashes merely look alike are packed too; packing
+            // is always allowed.
+            self.table.iter_hash_mut(hash).for_each(Node::pack);
+        }
+    }
+
+    /// Settles what a change to another key left whole; the key with this
+    /// hash is handed out next.
+    fn unsettle(&mut self, hash: u64) {
+        if self.unsettled != Some(hash) {
+            self.settle();
+            self.unsettled = Some(hash);
+        }
     }
 
     /// Files `key`'s deadline in the wheel.
@@ -173,16 +348,18 @@ impl DbMap {
             .retain(|at, &hash| due_by(table, hasher, hash, at));
     }
 
-    pub fn get(&self, key: &[u8]) -> Option<&Entry> {
+    pub fn get(&self, key: &[u8]) -> Option<&Node> {
         self.get_hashed(self.hash(key), key)
     }
 
     /// `get` with the key's `hash` already known.
-    pub fn get_hashed(&self, hash: u64, key: &[u8]) -> Option<&Entry> {
-        self.table.find(hash, |n| n.key() == key).map(Node::entry)
+    pub fn get_hashed(&self, hash: u64, key: &[u8]) -> Option<&Node> {
+        self.table.find(hash, |n| n.key() == key)
     }
 
+    /// The entry for change, whole until the next `settle`.
     pub fn get_mut_hashed(&mut self, hash: u64, key: &[u8]) -> Option<&mut Entry> {
+        self.unsettle(hash);
         self.table
             .find_mut(hash, |n| n.key() == key)
             .map(Node::entry_mut)
@@ -191,6 +368,7 @@ impl DbMap {
     /// Stores `entry` under `key`, replacing what was there.
     pub fn insert(&mut self, key: &[u8], entry: Entry) {
         let hash = self.hash(key);
+        self.unsettle(hash);
         let hasher = &self.hasher;
         match self
             .table
@@ -221,7 +399,7 @@ impl DbMap {
         let mut taken = Vec::new();
         let hasher = &self.hasher;
         while let Ok(slot) = self.table.find_entry(hash, |n| {
-            n.entry().is_expired(now) && hasher.hash_one(n.key()) == hash
+            n.is_expired(now) && hasher.hash_one(n.key()) == hash
         }) {
             taken.push(slot.remove().0);
         }
@@ -231,12 +409,8 @@ impl DbMap {
         taken
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &Entry)> {
-        self.table.iter().map(|n| (n.key(), n.entry()))
-    }
-
-    pub fn values(&self) -> impl Iterator<Item = &Entry> {
-        self.table.iter().map(Node::entry)
+    pub fn iter(&self) -> impl Iterator<Item = &Node> {
+        self.table.iter()
     }
 
     /// Halves the table's room once three quarters of it is unused, so a
@@ -263,7 +437,7 @@ fn due_by(
 ) -> bool {
     table
         .find(hash, |n| {
-            n.entry().expire_at().is_some_and(|d| d <= at) && hasher.hash_one(n.key()) == hash
+            n.expire_at().is_some_and(|d| d <= at) && hasher.hash_one(n.key()) == hash
         })
         .is_some()
 }
@@ -271,7 +445,7 @@ fn due_by(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::keyspace::Value;
+    use crate::keyspace::EncodingLimits;
     use bytes::Bytes;
 
     fn entry(at: Option<u64>) -> Entry {
@@ -306,9 +480,9 @@ mod tests {
         for key in [&b""[..], b"k", &long] {
             let value = Value::string(Bytes::from(key.repeat(2)));
             map.insert(key, Entry::new(value.clone(), None));
-            assert_eq!(map.get(key).map(|e| &e.value), Some(&value));
+            assert_eq!(map.get(key).map(|n| n.entry().value.clone()), Some(value));
         }
-        assert_eq!(map.iter().map(|(k, _)| k.len()).sum::<usize>(), 1001);
+        assert_eq!(map.iter().map(|n| n.key().len()).sum::<usize>(), 1001);
         let entry = map.remove(&long).expect("present");
         assert_eq!(entry.value, Value::string(Bytes::from(long.repeat(2))));
         map.get_mut_hashed(map.hash(b""), b"")
@@ -325,5 +499,125 @@ mod tests {
         map.insert(b"k", entry(Some(7)));
         assert_eq!(map.len(), 1);
         assert_eq!(map.get(b"k").unwrap().expire_at(), Some(7));
+    }
+
+    fn hash_of(pairs: &[(&[u8], &[u8])]) -> Value {
+        let mut hash = HashValue::default();
+        for (field, value) in pairs {
+            hash.insert(field, value, &EncodingLimits::default());
+        }
+        Value::Hash(hash)
+    }
+
+    fn is_packed(map: &DbMap, key: &[u8]) -> bool {
+        map.get(key).expect("present").is_packed()
+    }
+
+    const OWNER: &[u8] = b"8743c9c0-0795-4907-87fd-6c719a6b4586:1";
+
+    #[test]
+    fn a_small_hash_rests_packed_and_unpacks_for_change() {
+        let mut map = DbMap::new(0);
+        map.insert(b"lock", Entry::new(hash_of(&[(OWNER, b"1")]), Some(30_000)));
+        assert!(!is_packed(&map, b"lock"), "whole until settled");
+        map.settle();
+        assert!(is_packed(&map, b"lock"));
+        let node = map.get(b"lock").expect("present");
+        assert_eq!(node.key(), b"lock");
+        assert_eq!(node.expire_at(), Some(30_000));
+        assert_eq!(node.type_name(), "hash");
+        assert!(!node.is_expired(29_999) && node.is_expired(30_000));
+        assert_eq!(node.entry().value, hash_of(&[(OWNER, b"1")]));
+
+        let hash = map.hash(b"lock");
+        let held = map.get_mut_hashed(hash, b"lock").expect("present");
+        let Value::Hash(h) = &mut held.value else {
+            panic!("a hash")
+        };
+        h.insert(OWNER, b"2", &EncodingLimits::default());
+        held.set_expire_at(None);
+        assert!(!is_packed(&map, b"lock"));
+        map.settle();
+        assert!(is_packed(&map, b"lock"));
+        let node = map.get(b"lock").expect("present");
+        assert_eq!(node.expire_at(), None);
+        assert_eq!(node.entry().value, hash_of(&[(OWNER, b"2")]));
+
+        map.insert(b"lock", entry(Some(5)));
+        map.settle();
+        assert!(!is_packed(&map, b"lock"), "strings stay whole");
+        assert_eq!(map.get(b"lock").expect("present").type_name(), "string");
+    }
+
+    #[test]
+    fn changing_another_key_settles_the_last_one() {
+        let mut map = DbMap::new(0);
+        map.insert(b"a", Entry::new(hash_of(&[(b"f", b"v")]), None));
+        map.insert(b"b", Entry::new(hash_of(&[(b"f", b"v")]), None));
+        assert!(is_packed(&map, b"a") && !is_packed(&map, b"b"));
+        map.get_mut_hashed(map.hash(b"a"), b"a");
+        assert!(!is_packed(&map, b"a") && is_packed(&map, b"b"));
+        map.get_mut_hashed(map.hash(b"missing"), b"missing");
+        assert!(is_packed(&map, b"a") && is_packed(&map, b"b"));
+    }
+
+    #[test]
+    fn packs_only_what_one_byte_lengths_hold() {
+        let limits = EncodingLimits::default();
+        // 1 + 60 + 1 + 64 + 1 + 64 + 1 + 63 = 255 bytes packed.
+        let mut at_limit = HashValue::default();
+        at_limit.insert(&[b'a'; 60], &[b'v'; 64], &limits);
+        at_limit.insert(&[b'b'; 64], &[b'v'; 63], &limits);
+        let mut over = at_limit.clone();
+        over.insert(b"c", b"", &limits);
+        let mut map = DbMap::new(0);
+        let long_key = [b'k'; 256];
+        let cases = [
+            (&long_key[..255], at_limit.clone(), true),
+            (&long_key[..], at_limit.clone(), false),
+            (&long_key[..1], over, false),
+            (&[][..], HashValue::default(), true),
+        ];
+        for (key, hash, packs) in cases {
+            let value = Value::Hash(hash);
+            map.insert(key, Entry::new(value.clone(), Some(u64::MAX)));
+            map.settle();
+            assert_eq!(is_packed(&map, key), packs, "key of {}", key.len());
+            let node = map.get(key).expect("present");
+            assert_eq!(node.key(), key);
+            assert_eq!(node.expire_at(), Some(u64::MAX));
+            assert_eq!(node.entry().value, value);
+        }
+    }
+
+    #[test]
+    fn packed_nodes_expire_and_give_back_their_entries() {
+        let mut map = DbMap::new(0);
+        for i in 0..1000u64 {
+            let key = format!("lock:{i}");
+            map.insert(
+                key.as_bytes(),
+                Entry::new(hash_of(&[(OWNER, b"1")]), Some(i + 1)),
+            );
+            map.schedule(key.as_bytes(), i + 1);
+        }
+        map.settle();
+        assert!(map.iter().all(Node::is_packed));
+        let expired = map.expire_due(500);
+        assert_eq!(expired.len(), 500);
+        assert!(expired.iter().all(|n| n.is_packed() && n.is_expired(500)));
+        let entry = map.remove(b"lock:700").expect("present");
+        assert_eq!(entry.expire_at(), Some(701));
+        assert_eq!(entry.value, hash_of(&[(OWNER, b"1")]));
+        let taken = expired.into_iter().next().expect("one").into_entry();
+        assert_eq!(taken.value, hash_of(&[(OWNER, b"1")]));
+        assert_eq!(map.len(), 499);
+        map.insert(b"lock:800", entry.clone());
+        assert_eq!(
+            map.get(b"lock:800").expect("present").expire_at(),
+            Some(701)
+        );
+        map.clear(0);
+        assert_eq!(map.len(), 0);
     }
 }

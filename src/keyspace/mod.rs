@@ -29,6 +29,7 @@ use parking_lot::{Mutex, MutexGuard};
 use crate::clock::Clock;
 use crate::error::{CmdError, CmdResult};
 use dbmap::DbMap;
+pub use dbmap::Node;
 pub use events::Event;
 
 pub use blocked::{End, Outcome, StreamWait, Taken, Waiter, Wanted, ZEnd};
@@ -114,6 +115,9 @@ impl TimedDbs {
 pub struct Shard {
     dbs: Vec<DbMap>,
     timed: TimedDbs,
+    /// The databases with a key handed out for change since the shard
+    /// was last let go, to pack again (see `DbMap::settle`).
+    unsettled: TimedDbs,
     watched: Map<(u32, Bytes), Vec<Arc<WatchFlag>>>,
     blocked: blocked::WaiterQueues,
     access: access::AccessMap,
@@ -125,6 +129,7 @@ impl Shard {
         Shard {
             dbs: (0..databases).map(|_| DbMap::new(now)).collect(),
             timed: TimedDbs::default(),
+            unsettled: TimedDbs::default(),
             watched: Map::default(),
             blocked: Map::default(),
             access: Map::default(),
@@ -138,14 +143,37 @@ impl Shard {
 
     pub fn expires_len(&self, db: usize) -> usize {
         self.dbs[db]
-            .values()
-            .filter(|e| e.expire_at().is_some())
+            .iter()
+            .filter(|n| n.expire_at().is_some())
             .count()
     }
 
-    /// Live entries of one database, for whole-keyspace commands.
-    pub fn entries(&self, db: usize, now: u64) -> impl Iterator<Item = (&[u8], &Entry)> {
-        self.dbs[db].iter().filter(move |(_, e)| !e.is_expired(now))
+    /// Live keys of one database, for whole-keyspace commands.
+    pub fn entries(&self, db: usize, now: u64) -> impl Iterator<Item = (&[u8], &Node)> {
+        self.dbs[db]
+            .iter()
+            .filter(move |n| !n.is_expired(now))
+            .map(|n| (n.key(), n))
+    }
+
+    /// `key`'s entry for change (its `hash` known).
+    fn entry_mut(&mut self, db: usize, hash: u64, key: &[u8]) -> Option<&mut Entry> {
+        self.unsettled.mark(db);
+        self.dbs[db].get_mut_hashed(hash, key)
+    }
+
+    /// Stores `entry` under `key`, replacing what was there.
+    fn put(&mut self, db: usize, key: &[u8], entry: Entry) {
+        self.unsettled.mark(db);
+        self.dbs[db].insert(key, entry);
+    }
+
+    /// Packs again what was handed out for change: the command is done.
+    fn settle(&mut self) {
+        let unsettled = std::mem::take(&mut self.unsettled);
+        for db in unsettled.dbs(self.dbs.len()) {
+            self.dbs[db].settle();
+        }
     }
 
     /// Files `key`'s deadline in its database's wheel.
@@ -213,7 +241,7 @@ impl Shard {
             }
             for node in self.dbs[db].expire_due(now) {
                 let key = node.key();
-                lag = lag.max(now - node.entry().expire_at().unwrap_or(now));
+                lag = lag.max(now - node.expire_at().unwrap_or(now));
                 self.touch_watchers(db, key);
                 self.forget_access(db, key);
                 if matches!(node.entry().value, Value::Stream(_)) {
@@ -495,6 +523,9 @@ impl Drop for Locked<'_> {
         if self.changes.is_some() {
             self.log_changes();
         }
+        for (_, shard) in &mut self.guards {
+            shard.settle();
+        }
     }
 }
 
@@ -571,7 +602,7 @@ impl<'a> Locked<'a> {
                     if let Some(at) = entry.expire_at() {
                         shard.schedule(db, &key, at);
                     }
-                    shard.dbs[db].insert(&key, entry);
+                    shard.put(db, &key, entry);
                 }
                 None => {
                     shard.dbs[db].remove(&key);
@@ -592,9 +623,11 @@ impl<'a> Locked<'a> {
                 if db.is_some_and(|db| db != index) {
                     continue;
                 }
-                for (key, entry) in map.iter() {
+                for node in map.iter() {
+                    let key = node.key();
                     if !journal.contains(index, key) {
-                        journal.push(index, Bytes::copy_from_slice(key), Some(entry.clone()));
+                        let entry = node.entry().into_owned();
+                        journal.push(index, Bytes::copy_from_slice(key), Some(entry));
                     }
                 }
             }
@@ -608,7 +641,9 @@ impl<'a> Locked<'a> {
         if journal.contains(db, key) {
             return Ok(());
         }
-        let prior = self.shard(key_shard(key))?.dbs[db].get(key).cloned();
+        let prior = self.shard(key_shard(key))?.dbs[db]
+            .get(key)
+            .map(|n| n.entry().into_owned());
         let journal = self.journal.as_mut().expect("checked above");
         journal.push(db, Bytes::copy_from_slice(key), prior);
         Ok(())
@@ -712,7 +747,7 @@ impl<'a> Locked<'a> {
                 .flat_map(|s| {
                     [a, b]
                         .into_iter()
-                        .flat_map(|db| s.dbs[db].iter().map(|(k, _)| Bytes::copy_from_slice(k)))
+                        .flat_map(|db| s.dbs[db].iter().map(|n| Bytes::copy_from_slice(n.key())))
                         .collect::<Vec<_>>()
                 })
                 .collect();
@@ -726,6 +761,8 @@ impl<'a> Locked<'a> {
             shard.dbs.swap(a, b);
             shard.timed.mark(a);
             shard.timed.mark(b);
+            shard.unsettled.mark(a);
+            shard.unsettled.mark(b);
             if !shard.access.is_empty() {
                 let other = |db: u32| match db as usize {
                     d if d == a => b as u32,
@@ -882,7 +919,7 @@ impl Db<'_, '_> {
         if touch {
             shard.use_access(db, key, now);
         }
-        Ok(shard.dbs[db].get_mut_hashed(hash, key))
+        Ok(shard.entry_mut(db, hash, key))
     }
 
     /// The live value at `key`, looked at without any effect: no
@@ -891,8 +928,11 @@ impl Db<'_, '_> {
     pub fn peek(&mut self, key: &[u8]) -> CmdResult<Option<&Value>> {
         let (now, db) = (self.locked.now, self.index);
         let shard = self.locked.shard(key_shard(key))?;
-        Ok(shard.dbs[db]
-            .get(key)
+        let hash = shard.dbs[db].hash(key);
+        // Unpacked like a key about to change: a lock script looks at the
+        // key it goes on to change.
+        Ok(shard
+            .entry_mut(db, hash, key)
             .filter(|e| !e.is_expired(now))
             .map(|e| &e.value))
     }
@@ -953,7 +993,7 @@ impl Db<'_, '_> {
         // group readers of a stream it replaces learn that it is gone.
         let may_serve =
             replaces_stream || matches!(value, Value::List(_) | Value::ZSet(_) | Value::Stream(_));
-        shard.dbs[db].insert(key, Entry::new(value, expire_at));
+        shard.put(db, key, Entry::new(value, expire_at));
         shard.forget_access(db, key);
         if existing.is_none() {
             self.locked.ks.events.notify(Event::New, db, key);
