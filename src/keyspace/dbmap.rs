@@ -8,8 +8,10 @@
 //!
 //! A key holding a small packed hash (a Redisson lock) rests packed: its
 //! deadline, key and the hash's bytes in one allocation. Handed out for
-//! change it is unpacked into a whole `Entry`; `settle` packs it again
-//! once the change is done, so a command sees one representation only.
+//! change it is unpacked into a whole `Entry`, and packed again when
+//! another key of its map is handed out or stored: at most one key per map
+//! is whole but packable, and a lock taken and released before its map
+//! sees another change is never packed at all.
 
 use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
 use std::borrow::Cow;
@@ -264,8 +266,8 @@ pub struct DbMap {
     hasher: foldhash::fast::RandomState,
     /// Deadlines, each naming its key by hash.
     wheel: TimerWheel<u64>,
-    /// The hash of the keys last handed out for change or stored whole,
-    /// to pack once the change is done.
+    /// The hash of the key last handed out for change or stored whole,
+    /// packed when another key is (see `unsettle`).
     unsettled: Option<u64>,
 }
 
@@ -295,10 +297,8 @@ impl DbMap {
         self.unsettled = None;
     }
 
-    /// Packs the keys handed out for change since the last call. A
-    /// change to another key settles the previous one first, so at most
-    /// one key per map is ever whole but packable.
-    pub fn settle(&mut self) {
+    /// Packs the key last handed out for change, as far as it allows.
+    fn settle(&mut self) {
         if let Some(hash) = self.unsettled.take() {
             // Nodes whose hashes merely look alike are packed too; packing
             // is always allowed.
@@ -306,8 +306,9 @@ impl DbMap {
         }
     }
 
-    /// Settles what a change to another key left whole; the key with this
-    /// hash is handed out next.
+    /// Packs the key last handed out, unless it is the one with this hash,
+    /// which is handed out next. No borrow of the last one can be alive:
+    /// this takes the map mutably.
     fn unsettle(&mut self, hash: u64) {
         if self.unsettled != Some(hash) {
             self.settle();

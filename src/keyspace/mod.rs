@@ -115,9 +115,6 @@ impl TimedDbs {
 pub struct Shard {
     dbs: Vec<DbMap>,
     timed: TimedDbs,
-    /// The databases with a key handed out for change since the shard
-    /// was last let go, to pack again (see `DbMap::settle`).
-    unsettled: TimedDbs,
     watched: Map<(u32, Bytes), Vec<Arc<WatchFlag>>>,
     blocked: blocked::WaiterQueues,
     access: access::AccessMap,
@@ -129,7 +126,6 @@ impl Shard {
         Shard {
             dbs: (0..databases).map(|_| DbMap::new(now)).collect(),
             timed: TimedDbs::default(),
-            unsettled: TimedDbs::default(),
             watched: Map::default(),
             blocked: Map::default(),
             access: Map::default(),
@@ -154,26 +150,6 @@ impl Shard {
             .iter()
             .filter(move |n| !n.is_expired(now))
             .map(|n| (n.key(), n))
-    }
-
-    /// `key`'s entry for change (its `hash` known).
-    fn entry_mut(&mut self, db: usize, hash: u64, key: &[u8]) -> Option<&mut Entry> {
-        self.unsettled.mark(db);
-        self.dbs[db].get_mut_hashed(hash, key)
-    }
-
-    /// Stores `entry` under `key`, replacing what was there.
-    fn put(&mut self, db: usize, key: &[u8], entry: Entry) {
-        self.unsettled.mark(db);
-        self.dbs[db].insert(key, entry);
-    }
-
-    /// Packs again what was handed out for change: the command is done.
-    fn settle(&mut self) {
-        let unsettled = std::mem::take(&mut self.unsettled);
-        for db in unsettled.dbs(self.dbs.len()) {
-            self.dbs[db].settle();
-        }
     }
 
     /// Files `key`'s deadline in its database's wheel.
@@ -523,9 +499,6 @@ impl Drop for Locked<'_> {
         if self.changes.is_some() {
             self.log_changes();
         }
-        for (_, shard) in &mut self.guards {
-            shard.settle();
-        }
     }
 }
 
@@ -602,7 +575,7 @@ impl<'a> Locked<'a> {
                     if let Some(at) = entry.expire_at() {
                         shard.schedule(db, &key, at);
                     }
-                    shard.put(db, &key, entry);
+                    shard.dbs[db].insert(&key, entry);
                 }
                 None => {
                     shard.dbs[db].remove(&key);
@@ -761,8 +734,6 @@ impl<'a> Locked<'a> {
             shard.dbs.swap(a, b);
             shard.timed.mark(a);
             shard.timed.mark(b);
-            shard.unsettled.mark(a);
-            shard.unsettled.mark(b);
             if !shard.access.is_empty() {
                 let other = |db: u32| match db as usize {
                     d if d == a => b as u32,
@@ -919,7 +890,7 @@ impl Db<'_, '_> {
         if touch {
             shard.use_access(db, key, now);
         }
-        Ok(shard.entry_mut(db, hash, key))
+        Ok(shard.dbs[db].get_mut_hashed(hash, key))
     }
 
     /// The live value at `key`, looked at without any effect: no
@@ -931,8 +902,8 @@ impl Db<'_, '_> {
         let hash = shard.dbs[db].hash(key);
         // Unpacked like a key about to change: a lock script looks at the
         // key it goes on to change.
-        Ok(shard
-            .entry_mut(db, hash, key)
+        Ok(shard.dbs[db]
+            .get_mut_hashed(hash, key)
             .filter(|e| !e.is_expired(now))
             .map(|e| &e.value))
     }
@@ -993,7 +964,7 @@ impl Db<'_, '_> {
         // group readers of a stream it replaces learn that it is gone.
         let may_serve =
             replaces_stream || matches!(value, Value::List(_) | Value::ZSet(_) | Value::Stream(_));
-        shard.put(db, key, Entry::new(value, expire_at));
+        shard.dbs[db].insert(key, Entry::new(value, expire_at));
         shard.forget_access(db, key);
         if existing.is_none() {
             self.locked.ks.events.notify(Event::New, db, key);
