@@ -7,7 +7,10 @@
 //!
 //! The wheel holds no authority: an entry firing only means "look at this
 //! key now". The key's own deadline decides, so entries left behind by a
-//! changed or removed TTL are harmless.
+//! changed or removed TTL are harmless. Nor does an entry hold its
+//! deadline: where one must be re-filed, the wheel asks its owner for the
+//! item's deadline now, so an entry is the item alone (a key's hash, 8
+//! bytes, for a million leases).
 
 const LEVELS: usize = 6;
 const SLOT_BITS: u32 = 6;
@@ -18,13 +21,13 @@ pub struct TimerWheel<T> {
     now: u64,
     /// Allocated on the first insert: most of the 128 shards' wheels of an
     /// idle server never hold a deadline.
-    levels: Vec<Vec<Vec<(u64, T)>>>,
+    levels: Vec<Vec<Vec<T>>>,
     /// Items per level, to skip empty levels without looking at their slots.
     counts: [usize; LEVELS],
     len: usize,
 }
 
-impl<T> TimerWheel<T> {
+impl<T: Copy + Ord> TimerWheel<T> {
     pub fn new(now: u64) -> Self {
         TimerWheel {
             now,
@@ -50,7 +53,7 @@ impl<T> TimerWheel<T> {
                 .collect();
         }
         let (level, slot) = self.position(deadline);
-        self.levels[level][slot].push((deadline, item));
+        self.levels[level][slot].push(item);
         self.counts[level] += 1;
         self.len += 1;
     }
@@ -72,15 +75,37 @@ impl<T> TimerWheel<T> {
         (LEVELS - 1, slot)
     }
 
-    /// Drops the items `keep` refuses, giving back the room they took.
-    pub fn retain(&mut self, mut keep: impl FnMut(u64, &T) -> bool) {
-        for (level, slots) in self.levels.iter_mut().enumerate() {
-            for slot in slots.iter_mut() {
-                let before = slot.len();
-                slot.retain(|(deadline, item)| keep(*deadline, item));
-                slot.shrink_to_fit();
-                self.counts[level] -= before - slot.len();
-                self.len -= before - slot.len();
+    /// When the time a slot covers ends: it is the next of that level's
+    /// spans with the slot's number to start after `now`. `None` for the
+    /// last level, where deadlines beyond the horizon park.
+    fn slot_end(&self, level: usize, slot: usize) -> Option<u64> {
+        if level == LEVELS - 1 {
+            return None;
+        }
+        let shift = SLOT_BITS * level as u32;
+        let current = self.now >> shift;
+        let ahead = (slot as u64).wrapping_sub(current + 1) % SLOTS as u64 + 1;
+        Some((current + ahead + 1) << shift)
+    }
+
+    /// Drops the items that could no longer be the entry a deadline is
+    /// due by: those `deadline_of` gives none, or one after their slot's
+    /// time (a later deadline has an entry of its own), and the repeats
+    /// of an item within a slot.
+    pub fn retain(&mut self, mut deadline_of: impl FnMut(T) -> Option<u64>) {
+        for level in 0..self.levels.len() {
+            for slot in 0..SLOTS {
+                let end = self.slot_end(level, slot);
+                let items = &mut self.levels[level][slot];
+                let before = items.len();
+                items.sort_unstable();
+                items.dedup();
+                items.retain(|&item| {
+                    deadline_of(item).is_some_and(|at| end.is_none_or(|end| at < end))
+                });
+                items.shrink_to_fit();
+                self.counts[level] -= before - items.len();
+                self.len -= before - items.len();
             }
         }
         if self.len == 0 {
@@ -88,8 +113,15 @@ impl<T> TimerWheel<T> {
         }
     }
 
-    /// Moves time forward to `now` and hands every item due by then to `fire`.
-    pub fn advance(&mut self, now: u64, mut fire: impl FnMut(T)) {
+    /// Moves time forward to `now` and hands every item that may be due by
+    /// then to `fire`. `deadline_of` tells where an item of a coarser slot
+    /// that comes due goes now: `None` drops it.
+    pub fn advance(
+        &mut self,
+        now: u64,
+        mut deadline_of: impl FnMut(T) -> Option<u64>,
+        mut fire: impl FnMut(T),
+    ) {
         while self.now < now {
             if self.is_empty() {
                 self.now = now;
@@ -110,34 +142,33 @@ impl<T> TimerWheel<T> {
             self.now += 1;
             let t = self.now;
             // At a level boundary, the coarser slot that now starts is spread
-            // down into the finer levels before the level-0 slot fires.
+            // down into the finer levels before the level-0 slot fires. Its
+            // items are for deadlines in its span; one whose key's deadline
+            // is later now has a later entry too.
             for level in (1..LEVELS).rev() {
                 let shift = SLOT_BITS * level as u32;
                 if t & ((1u64 << shift) - 1) == 0 {
                     let slot = ((t >> shift) as usize) & (SLOTS - 1);
+                    let parked = level == LEVELS - 1;
+                    let end = t + (1u64 << shift);
                     let items = std::mem::take(&mut self.levels[level][slot]);
                     self.counts[level] -= items.len();
                     self.len -= items.len();
-                    for (deadline, item) in items {
-                        if deadline <= t {
-                            fire(item);
-                        } else {
-                            self.insert(deadline, item);
+                    for item in items {
+                        match deadline_of(item) {
+                            Some(at) if at <= t => fire(item),
+                            Some(at) if parked || at < end => self.insert(at, item),
+                            _ => {}
                         }
                     }
                 }
             }
+            // A level-0 slot holds the deadlines of this very millisecond.
             let slot = (t as usize) & (SLOTS - 1);
             let items = std::mem::take(&mut self.levels[0][slot]);
             self.counts[0] -= items.len();
             self.len -= items.len();
-            for (deadline, item) in items {
-                if deadline <= t {
-                    fire(item);
-                } else {
-                    self.insert(deadline, item);
-                }
-            }
+            items.into_iter().for_each(&mut fire);
         }
     }
 }
@@ -149,17 +180,18 @@ mod tests {
 
     #[test]
     fn fires_at_deadline_not_before() {
+        let deadline = |x: &str| Some(if x == "a" { 1005 } else { 71_000 });
         let mut w = TimerWheel::new(1000);
         w.insert(1005, "a");
-        w.insert(1000 + 70_000, "b");
+        w.insert(71_000, "b");
         let mut fired = Vec::new();
-        w.advance(1004, |x| fired.push(x));
+        w.advance(1004, deadline, |x| fired.push(x));
         assert!(fired.is_empty());
-        w.advance(1005, |x| fired.push(x));
+        w.advance(1005, deadline, |x| fired.push(x));
         assert_eq!(fired, vec!["a"]);
-        w.advance(1000 + 69_999, |x| fired.push(x));
+        w.advance(70_999, deadline, |x| fired.push(x));
         assert_eq!(fired, vec!["a"]);
-        w.advance(1000 + 70_000, |x| fired.push(x));
+        w.advance(71_000, deadline, |x| fired.push(x));
         assert_eq!(fired, vec!["a", "b"]);
         assert!(w.is_empty());
     }
@@ -169,12 +201,42 @@ mod tests {
         let mut w = TimerWheel::new(0);
         for i in 1..=1000u64 {
             w.insert(i * 37, i);
+            w.insert(i * 37, i);
         }
-        w.retain(|_, &i| i % 2 == 0);
-        assert_eq!(w.len(), 500);
+        let deadline = |i: u64| i.is_multiple_of(2).then_some(i * 37);
+        w.retain(deadline);
+        assert_eq!(w.len(), 500, "odd items dropped, repeats merged");
         let mut fired = Vec::new();
-        w.advance(1_000_000, |i| fired.push(i));
+        w.advance(1_000_000, deadline, |i| fired.push(i));
+        fired.sort();
         assert_eq!(fired, (1..=500).map(|i| i * 2).collect::<Vec<_>>());
+        assert!(w.is_empty());
+    }
+
+    /// An item's deadline may move after it was filed, and its owner
+    /// files the new one: an entry for a deadline since put off goes, one
+    /// for a deadline since brought forward fires (again) at its slot's
+    /// start at the latest.
+    #[test]
+    fn follows_deadlines_that_moved() {
+        let mut w = TimerWheel::new(0);
+        let mut deadlines = [10_000u64, 20_000, 30_000];
+        for (i, &at) in deadlines.iter().enumerate() {
+            w.insert(at, i);
+        }
+        deadlines[0] = 500_000;
+        w.insert(500_000, 0);
+        deadlines[1] = 7_000;
+        w.insert(7_000, 1);
+        assert_eq!(w.slot_end(2, (30_000 >> 12) & 63), Some(32_768));
+        w.retain(|i| Some(deadlines[i]));
+        assert_eq!(w.len(), 4, "item 0's first entry is gone");
+        let mut fired = Vec::new();
+        for t in (1000..=1_000_000).step_by(1000) {
+            w.advance(t, |i| Some(deadlines[i]), |i| fired.push((i, t)));
+        }
+        let expected = [(1, 7_000), (1, 17_000), (2, 30_000), (0, 500_000)];
+        assert_eq!(fired, expected);
         assert!(w.is_empty());
     }
 
@@ -182,13 +244,16 @@ mod tests {
     fn far_future_is_kept() {
         let mut w = TimerWheel::new(0);
         let far = 3 * 365 * 24 * 3600 * 1000u64;
+        let deadline = |_| Some(far);
         w.insert(far, 1);
         let mut fired = Vec::new();
         // Stepping a millisecond at a time this would never finish.
-        w.advance(far - 1, |x| fired.push(x));
+        w.advance(far - 1, deadline, |x| fired.push(x));
         assert!(fired.is_empty());
         assert_eq!(w.len(), 1);
-        w.advance(far, |x| fired.push(x));
+        w.retain(deadline);
+        assert_eq!(w.len(), 1);
+        w.advance(far, deadline, |x| fired.push(x));
         assert_eq!(fired, vec![1]);
     }
 
@@ -202,11 +267,15 @@ mod tests {
             for (i, d) in items.iter().enumerate() {
                 w.insert(start + 1 + d, i);
             }
+            let deadline = |i: usize| Some(start + 1 + items[i]);
             let mut now = start;
             let mut fired = vec![false; items.len()];
-            for s in steps {
+            for (n, s) in steps.into_iter().enumerate() {
                 now += s;
-                w.advance(now, |i| {
+                if n % 3 == 0 {
+                    w.retain(deadline);
+                }
+                w.advance(now, deadline, |i| {
                     assert!(!fired[i]);
                     fired[i] = true;
                 });

@@ -329,7 +329,12 @@ impl DbMap {
     pub fn expire_due(&mut self, now: u64) -> Vec<Node> {
         self.sweep_wheel();
         let mut due = Vec::new();
-        self.wheel.advance(now, |hash| due.push(hash));
+        let (table, hasher) = (&self.table, &self.hasher);
+        self.wheel.advance(
+            now,
+            |hash| deadline_of(table, hasher, hash),
+            |hash| due.push(hash),
+        );
         due.into_iter()
             .flat_map(|hash| self.take_expired(hash, now))
             .collect()
@@ -338,15 +343,15 @@ impl DbMap {
     /// Drops the wheel's entries for deadlines no key has any more (keys
     /// deleted or given a new deadline), once they are most of it: a burst
     /// of released locks gives back the room of their leases before the
-    /// leases would have run out. Amortised: a sweep leaves at most one
-    /// entry per key, and the next needs as many again.
+    /// leases would have run out. Amortised: a sweep leaves one entry per
+    /// key (more only for a key whose deadline was brought forward), and
+    /// the next needs as many again.
     fn sweep_wheel(&mut self) {
         if self.wheel.len() <= 2 * self.len() + WHEEL_SLACK {
             return;
         }
         let (table, hasher) = (&self.table, &self.hasher);
-        self.wheel
-            .retain(|at, &hash| due_by(table, hasher, hash, at));
+        self.wheel.retain(|hash| deadline_of(table, hasher, hash));
     }
 
     pub fn get(&self, key: &[u8]) -> Option<&Node> {
@@ -426,21 +431,18 @@ impl DbMap {
     }
 }
 
-/// Whether a key with this hash is due by `at`: the wheel's entry for `at`
-/// may be the one that reclaims it (the wheel files a deadline already past
-/// at the next tick, so a key's own deadline may be earlier than its
-/// entry's).
-fn due_by(
+/// The deadline the wheel's entry for this hash stands for: the earliest
+/// of the keys with this hash (one key, bar a 64-bit collision).
+fn deadline_of(
     table: &HashTable<Node>,
     hasher: &foldhash::fast::RandomState,
     hash: u64,
-    at: u64,
-) -> bool {
+) -> Option<u64> {
     table
-        .find(hash, |n| {
-            n.expire_at().is_some_and(|d| d <= at) && hasher.hash_one(n.key()) == hash
-        })
-        .is_some()
+        .iter_hash(hash)
+        .filter(|n| hasher.hash_one(n.key()) == hash)
+        .filter_map(Node::expire_at)
+        .min()
 }
 
 #[cfg(test)]
