@@ -118,9 +118,11 @@ async fn run(
 
         let mut closing = false;
         loop {
+            let unread = input.len();
             match requests.next_request(&mut input, client.authenticated) {
                 Ok(Some(_)) if handle.is_killed() => return Ok(()),
                 Ok(Some(args)) => {
+                    client.query_bytes = unread;
                     if shared
                         .faults
                         .holds_back(|| replicates(shared, client, &args))
