@@ -250,7 +250,12 @@ impl Waiting<'_> {
             let Some(outcome) = outcome else {
                 break Ok(None);
             };
+            let served = matches!(outcome, Outcome::Served { .. });
+            let serving = std::time::Instant::now();
             if let Some(reply) = blocked.reply(outcome) {
+                if served {
+                    crate::command::log_if_slow(self.shared, client, serving.elapsed(), args);
+                }
                 if let Reply::Error(e) = &reply {
                     let id = handle.info.lock().last_cmd;
                     self.shared.stats.record_unblocked_error(id, e.code());

@@ -273,6 +273,28 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
     reply
 }
 
+/// Enters a command in the slow log if it took long enough: when it ran,
+/// or for a blocking command when it was served (a timeout is not logged,
+/// as in Redis 7.0).
+pub fn log_if_slow(shared: &Shared, client: &Client, took: std::time::Duration, args: &[Bytes]) {
+    if !shared.slowlog.is_slow(took) {
+        return;
+    }
+    // Redis's script client has no address and no name.
+    let caller = if client.for_script {
+        Caller {
+            addr: "?:0".into(),
+            name: None,
+        }
+    } else {
+        Caller {
+            addr: client.handle.addr.to_string(),
+            name: client.handle.info.lock().name.clone(),
+        }
+    };
+    shared.slowlog.record(took, args, caller);
+}
+
 /// Runs a resolved command with its shards already held (directly, or as
 /// part of EXEC).
 pub fn execute(
@@ -304,22 +326,10 @@ pub fn execute(
     let result = handler(&mut ctx);
     tracking::remember(&ctx, spec);
     let took = started.elapsed();
-    // A command that blocked is logged by neither its first run nor its
-    // retries, as in Redis 7.0.
-    if !spec.has(flag::SKIP_SLOWLOG) && client.blocked.is_none() && shared.slowlog.is_slow(took) {
-        // Redis's script client has no address and no name.
-        let caller = if client.for_script {
-            Caller {
-                addr: "?:0".into(),
-                name: None,
-            }
-        } else {
-            Caller {
-                addr: client.handle.addr.to_string(),
-                name: client.handle.info.lock().name.clone(),
-            }
-        };
-        shared.slowlog.record(took, args, caller);
+    // A command that blocked is logged once served (see `log_if_slow`),
+    // not by its first run, as in Redis 7.0.
+    if !spec.has(flag::SKIP_SLOWLOG) && client.blocked.is_none() {
+        log_if_slow(shared, client, took, args);
     }
     if monitored && !spec.has(flag::SKIP_MONITOR) && !spec.has(flag::ADMIN) {
         feed_monitors(shared, client, args);
