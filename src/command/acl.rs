@@ -126,6 +126,12 @@ impl Denied {
     }
 }
 
+/// Whether the client's user may run a command line, asked without
+/// running it (`redis.acl_check_cmd`): nothing is logged.
+pub fn permits(client: &Client, id: usize, args: &[Bytes]) -> bool {
+    client.user.unrestricted() || allowed(&client.user.rules(), id, args).is_ok()
+}
+
 /// Checks a command against the client's user, logging a refusal.
 pub fn check(
     shared: &Shared,

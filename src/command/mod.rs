@@ -340,8 +340,15 @@ pub fn execute(
         "command"
     };
     shared.latency.observe(event, took);
-    shared.stats.record_call(id, took, result.is_err());
-    if let Err(e) = &result {
+    // A script's error reply counts as the script's failure too.
+    let error = match &result {
+        Err(e) | Ok(Reply::Error(e)) => Some(e),
+        Ok(_) => None,
+    };
+    shared.stats.record_call(id, took, error.is_some());
+    if let Some(e) = error
+        && !matches!(e, CmdError::Counted(_))
+    {
         shared.stats.record_error(e.code());
     }
     result.unwrap_or_else(Reply::Error)

@@ -181,36 +181,62 @@ struct ScriptCalls<'s, 'c, 'a> {
 }
 
 impl Host for ScriptCalls<'_, '_, '_> {
+    fn acl_permits(&mut self, argv: &[Bytes]) -> Option<bool> {
+        let id = REGISTRY.resolve(self.ctx.shared, argv).ok()?;
+        Some(acl::permits(&self.client, id, argv))
+    }
+
     fn call(&mut self, argv: &[Bytes], resp3: bool, run: &RunState) -> Reply {
         let fail = |text: &str| Reply::Error(CmdError::other(text));
         if self.retry.is_some() {
             return fail("ERR the script is being restarted");
         }
+        // A refused call is an error reply of its own in the error stats
+        // (and a rejected call of a known command), as in Redis: the
+        // script sees it as already counted.
+        let stats = &self.ctx.shared.stats;
+        let refuse = |id: Option<usize>, e: CmdError| {
+            stats.record_error(e.code());
+            if let Some(id) = id {
+                stats.record_rejected(id);
+            }
+            Reply::Error(e)
+        };
         let Ok(id) = REGISTRY.resolve(self.ctx.shared, argv) else {
-            return fail("ERR Unknown Redis command called from script");
+            return refuse(
+                None,
+                CmdError::other("ERR Unknown Redis command called from script"),
+            );
         };
         let spec: &CommandSpec = REGISTRY.specs[id];
-        if !spec.arity_ok(argv.len()) {
-            return fail("ERR Wrong number of args calling Redis command from script");
-        }
-        if spec.has(flag::NOSCRIPT) {
-            return fail("ERR This Redis command is not allowed from script");
-        }
-        if !self.client.user.unrestricted()
-            && let Err(denied) =
-                acl::check(self.ctx.shared, &self.client, id, argv, acl::Context::Lua)
+        let refused = if !spec.arity_ok(argv.len()) {
+            Some(CmdError::other(
+                "ERR Wrong number of args calling Redis command from script",
+            ))
+        } else if spec.has(flag::NOSCRIPT) {
+            Some(CmdError::other(
+                "ERR This Redis command is not allowed from script",
+            ))
+        } else if let Some(denied) = (!self.client.user.unrestricted())
+            .then(|| acl::check(self.ctx.shared, &self.client, id, argv, acl::Context::Lua).err())
+            .flatten()
         {
-            return Reply::Error(denied.script_error());
-        }
+            Some(denied.script_error())
         // Redis counts commands that may replicate (PUBLISH, PFCOUNT) as writes here.
-        if (spec.has(flag::WRITE) || spec.has(flag::MAY_REPLICATE)) && self.mode.readonly {
-            return fail("ERR Write commands are not allowed from read-only scripts.");
-        }
-        if self.ctx.shared.cluster.is_some()
+        } else if (spec.has(flag::WRITE) || spec.has(flag::MAY_REPLICATE)) && self.mode.readonly {
+            Some(CmdError::other(
+                "ERR Write commands are not allowed from read-only scripts.",
+            ))
+        } else if self.ctx.shared.cluster.is_some()
             && !self.mode.cross_slot
             && common_slot(spec.routed_args(argv)).is_err()
         {
-            return fail(&CmdError::ScriptCrossSlot.to_string());
+            Some(CmdError::ScriptCrossSlot)
+        } else {
+            None
+        };
+        if let Some(e) = refused {
+            return refuse(Some(id), e);
         }
         // Everything the command touches is taken before it runs.
         let mut keys = spec.key_args(argv);
