@@ -72,6 +72,10 @@ pub struct Config {
     pub lock_restart_grace_ms: u64,
     /// Who may run DEBUG; fixed at startup, as in Redis.
     pub enable_debug_command: DebugCommand,
+    /// Writes are refused unless this many replicas are within
+    /// `min_replicas_max_lag` seconds: with any, always (there are none).
+    pub min_replicas_to_write: i64,
+    pub min_replicas_max_lag: i64,
     /// The values of the `kept!` settings that were set, by name.
     pub kept: BTreeMap<&'static str, String>,
 }
@@ -146,6 +150,8 @@ impl Default for Config {
             auto_aof_rewrite_min_size: 64 * 1024 * 1024,
             lock_restart_grace_ms: 0,
             enable_debug_command: DebugCommand::No,
+            min_replicas_to_write: 0,
+            min_replicas_max_lag: 10,
             kept: BTreeMap::new(),
         }
     }
@@ -727,7 +733,18 @@ pub static PARAMS: &[Param] = &[
     fixed!("hll-sparse-max-bytes", "3000", Startup),
     fixed!("io-threads", "1", Never),
     fixed!("replica-read-only", "yes", Startup),
-    fixed!("min-replicas-to-write", "0", Startup),
+    setting!(
+        "min-replicas-to-write",
+        Some("min-slaves-to-write"),
+        min_replicas_to_write,
+        |v| parse_int_in(v, 0, i32::MAX.into())
+    ),
+    setting!(
+        "min-replicas-max-lag",
+        Some("min-slaves-max-lag"),
+        min_replicas_max_lag,
+        |v| parse_int_in(v, 0, i32::MAX.into())
+    ),
     fixed!("lazyfree-lazy-user-del", "no", Startup),
     Param {
         name: "replicaof",

@@ -241,6 +241,11 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
     {
         return reject(client, Some(id), e);
     }
+    if shared.guard.armed()
+        && let Err(e) = state_allows(shared, client, id, args)
+    {
+        return reject(client, Some(id), e);
+    }
     if pubsub::in_subscribed_mode(client) && !pubsub::allowed_while_subscribed(&reg.full_names[id])
     {
         let e = pubsub::subscribed_mode_error(&reg.full_names[id]);
@@ -368,6 +373,52 @@ fn feed_monitors(shared: &Shared, client: &Client, args: &[Bytes]) {
         Origin::Client(&client.handle.addr)
     };
     shared.pubsub.monitors.feed(client.db, origin, args);
+}
+
+/// Redis's checks of the server's state before a command: over
+/// `maxmemory`, one that may grow the data is refused, and so is anything
+/// queued in MULTI (EXEC counts what it queued); without the replicas
+/// `min-replicas-to-write` asks for, a write is.
+fn state_allows(shared: &Shared, client: &Client, id: usize, args: &[Bytes]) -> CmdResult<()> {
+    let flags = if REGISTRY.specs[id].name == "exec" {
+        client
+            .multi
+            .iter()
+            .flatten()
+            .fold(0, |all, (id, queued)| all | run_flags(shared, *id, queued))
+    } else {
+        run_flags(shared, id, args)
+    };
+    let queueing = client.multi.is_some()
+        && !matches!(
+            REGISTRY.specs[id].name,
+            "exec" | "discard" | "quit" | "reset"
+        );
+    if (queueing || flags & flag::DENYOOM != 0) && shared.guard.out_of_memory() {
+        return Err(CmdError::other(crate::context::guard::OOM));
+    }
+    if flags & flag::WRITE != 0 && shared.guard.replicas_missing() {
+        return Err(CmdError::other(crate::context::guard::NOREPLICAS));
+    }
+    Ok(())
+}
+
+/// A command's flags for this line: a script that declares flags writes
+/// and grows the data as it declares (`no-writes`, `allow-oom`), as in
+/// Redis; one without a shebang has its command's flags.
+fn run_flags(shared: &Shared, id: usize, args: &[Bytes]) -> u32 {
+    let spec = REGISTRY.specs[id];
+    let Some(declared) = scripting::declared_flags(shared, spec.name, args) else {
+        return spec.flags;
+    };
+    let mut flags = spec.flags & !(flag::WRITE | flag::DENYOOM);
+    if !declared.has(ScriptFlags::NO_WRITES) {
+        flags |= flag::WRITE;
+        if !declared.has(ScriptFlags::ALLOW_OOM) {
+            flags |= flag::DENYOOM;
+        }
+    }
+    flags
 }
 
 /// Whether a command line writes or may publish: what `CLIENT PAUSE

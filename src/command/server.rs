@@ -128,6 +128,7 @@ pub fn config_set(ctx: &mut Ctx) -> CmdResult<Reply> {
     ctx.shared.keyspace.set_limits(updated.encoding);
     crate::context::persistence::reconfigure(ctx.shared, &ctx.shared.config.read(), &updated);
     ctx.shared.latency.configure(&updated);
+    ctx.shared.guard.configure(&updated);
     if updated.requirepass != ctx.shared.config.read().requirepass {
         ctx.shared
             .acl
@@ -548,23 +549,12 @@ pub(super) struct MemoryNow {
 }
 
 pub(super) fn memory_now() -> MemoryNow {
-    let rss = rss_bytes();
+    let rss = crate::util::alloc::rss_bytes();
     let used = crate::util::alloc::allocated().unwrap_or(rss);
     let peak = USED_MEMORY_PEAK
         .fetch_max(used, Ordering::Relaxed)
         .max(used);
     MemoryNow { used, peak, rss }
-}
-
-fn rss_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| {
-            s.split_whitespace()
-                .nth(1)
-                .and_then(|v| v.parse::<u64>().ok())
-        })
-        .map_or(0, |pages| pages * 4096)
 }
 
 fn human_bytes(n: u64) -> String {

@@ -79,6 +79,10 @@ impl RunState {
     pub fn mark_wrote(&self) {
         self.wrote.store(true, Ordering::Release);
     }
+
+    pub fn has_written(&self) -> bool {
+        self.wrote.load(Ordering::Acquire)
+    }
 }
 
 /// The run a Lua state is executing, where its hook and SCRIPT KILL find it.

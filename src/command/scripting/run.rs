@@ -14,7 +14,7 @@ use bytes::Bytes;
 use super::native::{self, NativeRun};
 use crate::cluster::common_slot;
 use crate::command::{CommandSpec, Ctx, REGISTRY, acl, execute, flag, lock_plan};
-use crate::context::Client;
+use crate::context::{Client, guard};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{LockPlan, key_shard};
 use crate::protocol::{Protocol, Reply};
@@ -42,6 +42,8 @@ pub(crate) struct Mode {
     pub readonly: bool,
     /// `allow-cross-slot-keys`: calls in cluster mode may mix slots.
     pub cross_slot: bool,
+    /// `allow-oom`: calls are not refused over `maxmemory`.
+    pub allow_oom: bool,
 }
 
 impl Mode {
@@ -52,6 +54,7 @@ impl Mode {
             return Ok(Mode {
                 readonly: ro,
                 cross_slot: false,
+                allow_oom: false,
             });
         };
         if ro && !flags.has(ScriptFlags::NO_WRITES) {
@@ -67,6 +70,7 @@ impl Mode {
         Ok(Mode {
             readonly: flags.has(ScriptFlags::NO_WRITES),
             cross_slot: flags.has(ScriptFlags::ALLOW_CROSS_SLOT),
+            allow_oom: flags.has(ScriptFlags::ALLOW_OOM),
         })
     }
 }
@@ -88,6 +92,7 @@ pub(crate) fn run(
     if let Code::Script { sha, .. } = code
         && !mode.readonly
         && shared.cluster.is_none()
+        && !shared.guard.armed()
         && ctx.client.user.unrestricted()
         && let Some(native) = native::find(sha)
         && let Some(reply) = native(&mut NativeRun::new(ctx, keys, argv))
@@ -180,6 +185,27 @@ struct ScriptCalls<'s, 'c, 'a> {
     retry: Option<LockPlan>,
 }
 
+impl ScriptCalls<'_, '_, '_> {
+    /// Redis's checks of the server's state for one call: a write without
+    /// the replicas `min-replicas-to-write` asks for, and until the script
+    /// first writes, over `maxmemory`, a command that may grow the data
+    /// (unless the script is `allow-oom`).
+    fn state_refusal(&self, spec: &CommandSpec, run: &RunState) -> Option<CmdError> {
+        let guard = &self.ctx.shared.guard;
+        if !guard.armed() {
+            return None;
+        }
+        if spec.has(flag::WRITE) && guard.replicas_missing() {
+            return Some(CmdError::other(guard::NOREPLICAS));
+        }
+        (spec.has(flag::DENYOOM)
+            && !self.mode.allow_oom
+            && !run.has_written()
+            && guard.out_of_memory())
+        .then(|| CmdError::other(guard::OOM))
+    }
+}
+
 impl Host for ScriptCalls<'_, '_, '_> {
     fn acl_permits(&mut self, argv: &[Bytes]) -> Option<bool> {
         let id = REGISTRY.resolve(self.ctx.shared, argv).ok()?;
@@ -233,7 +259,7 @@ impl Host for ScriptCalls<'_, '_, '_> {
         {
             Some(CmdError::ScriptCrossSlot)
         } else {
-            None
+            self.state_refusal(spec, run)
         };
         if let Some(e) = refused {
             return refuse(Some(id), e);
