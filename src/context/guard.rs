@@ -12,8 +12,9 @@ use crate::config::Config;
 pub struct StateGuard {
     /// Either check is on: the only thing read when neither is.
     armed: AtomicBool,
-    /// `maxmemory` (0: none). rlockd evicts no key, whatever the policy,
-    /// so it refuses as Redis does once eviction cannot make room.
+    /// `maxmemory` under the `noeviction` policy, else 0. rlockd evicts no
+    /// key; under the evicting policies it keeps taking writes (README), as
+    /// Redis does while eviction makes room.
     memory_limit: AtomicU64,
     /// `min-replicas-to-write` asks for replicas within
     /// `min-replicas-max-lag`, and a lone server has none.
@@ -25,7 +26,11 @@ pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 
 impl StateGuard {
     pub fn configure(&self, config: &Config) {
-        let limit = config.maxmemory;
+        let limit = if config.maxmemory_policy == "noeviction" {
+            config.maxmemory
+        } else {
+            0
+        };
         let missing = config.min_replicas_to_write > 0 && config.min_replicas_max_lag > 0;
         self.memory_limit.store(limit, Ordering::Relaxed);
         self.replicas_missing.store(missing, Ordering::Relaxed);
