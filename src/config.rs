@@ -1,6 +1,8 @@
 //! Server settings, and the one table of parameters that CONFIG GET/SET
 //! (and later the config file) read and write.
 
+use std::collections::BTreeMap;
+
 use crate::keyspace::EncodingLimits;
 use crate::util::{glob_match, parse_i64};
 
@@ -70,6 +72,12 @@ pub struct Config {
     pub lock_restart_grace_ms: u64,
     /// Who may run DEBUG; fixed at startup, as in Redis.
     pub enable_debug_command: DebugCommand,
+    /// Writes are refused unless this many replicas are within
+    /// `min_replicas_max_lag` seconds: with any, always (there are none).
+    pub min_replicas_to_write: i64,
+    pub min_replicas_max_lag: i64,
+    /// The values of the `kept!` settings that were set, by name.
+    pub kept: BTreeMap<&'static str, String>,
 }
 
 /// `enable-debug-command`: nobody (Redis's default), everybody, or
@@ -142,6 +150,9 @@ impl Default for Config {
             auto_aof_rewrite_min_size: 64 * 1024 * 1024,
             lock_restart_grace_ms: 0,
             enable_debug_command: DebugCommand::No,
+            min_replicas_to_write: 0,
+            min_replicas_max_lag: 10,
+            kept: BTreeMap::new(),
         }
     }
 }
@@ -149,14 +160,28 @@ impl Default for Config {
 type Getter = fn(&Config) -> String;
 type Setter = fn(&mut Config, &str) -> Result<(), String>;
 
-/// One setting: its name(s), how to read it, and how to change it at run
-/// time (`None`: fixed at startup).
+/// One setting: its name(s), how to read it, and how it changes at run time.
 pub struct Param {
     pub name: &'static str,
     pub alias: Option<&'static str>,
     pub get: Getter,
-    pub set: Option<Setter>,
+    pub set: Change,
 }
+
+/// How CONFIG SET treats a setting.
+#[derive(Clone, Copy)]
+pub enum Change {
+    /// Fixed at startup, in Redis too: CONFIG SET refuses it.
+    Never,
+    /// Redis changes it at run time, rlockd keeps its startup value (its
+    /// listeners, its own startup settings): CONFIG SET accepts that value
+    /// unchanged, as Redis does, and refuses any other as immutable.
+    Startup,
+    With(Setter),
+}
+
+/// Settings a CONFIG GET pattern never lists: only their exact name does.
+const HIDDEN: &[&str] = &["key-load-delay"];
 
 fn yes_no(b: bool) -> String {
     if b { "yes" } else { "no" }.into()
@@ -234,6 +259,38 @@ fn parse_memory_size(v: &str) -> Result<u64, String> {
     Ok(n)
 }
 
+/// A memory size of at least `min`, at most `LONG_MAX`.
+fn parse_memory_in(v: &str, min: u64) -> Result<u64, String> {
+    let n = parse_memory(v)?;
+    if n < min || n > i64::MAX as u64 {
+        return Err(out_of_range(min, i64::MAX));
+    }
+    Ok(n)
+}
+
+/// An integer within bounds, kept as its text.
+fn int_text(v: &str, min: i64, max: i64) -> Result<String, String> {
+    parse_int_in(v, min, max).map(|n| n.to_string())
+}
+
+/// `maxmemory-clients`: bytes (with units), or a share of `maxmemory`
+/// written `N%`.
+fn parse_memory_or_percent(v: &str) -> Result<String, String> {
+    let bad = || "argument must be a memory or percent value".to_string();
+    if let Some(digits) = v.strip_suffix('%') {
+        let n = parse_i64(digits.as_bytes())
+            .filter(|n| *n >= 0)
+            .ok_or_else(bad)?;
+        if n > 100 {
+            return Err("percentage argument must be less or equal to 100".into());
+        }
+        return Ok(format!("{n}%"));
+    }
+    parse_memory_size(v)
+        .map(|n| n.to_string())
+        .map_err(|_| bad())
+}
+
 fn parse_enum(v: &str, allowed: &[&str]) -> Result<String, String> {
     let lower = v.to_ascii_lowercase();
     if allowed.contains(&lower.as_str()) {
@@ -255,14 +312,37 @@ const POLICIES: &[&str] = &[
     "noeviction",
 ];
 
-/// Settings Redis has but we only report, so clients that read them work.
+/// Settings Redis has but we only report, so clients that read them work;
+/// `$change` says whether Redis lets CONFIG SET change them.
 macro_rules! fixed {
-    ($name:literal, $value:literal) => {
+    ($name:literal, $value:literal, $change:ident) => {
         Param {
             name: $name,
             alias: None,
             get: |_| $value.into(),
-            set: None,
+            set: Change::$change,
+        }
+    };
+}
+
+/// A setting Redis has that would change nothing in rlockd, which only
+/// checks and keeps its value, so that CONFIG SET and GET answer as Redis's.
+macro_rules! kept {
+    ($name:literal, $default:literal, $parse:expr) => {
+        Param {
+            name: $name,
+            alias: None,
+            get: |c| {
+                c.kept
+                    .get($name)
+                    .cloned()
+                    .unwrap_or_else(|| $default.into())
+            },
+            set: Change::With(|c, v| {
+                let value = $parse(v)?;
+                c.kept.insert($name, value);
+                Ok(())
+            }),
         }
     };
 }
@@ -275,7 +355,7 @@ macro_rules! setting {
             name: $name,
             alias: $alias,
             get: |c| c.$($field).+.to_string(),
-            set: Some(|c, v| {
+            set: Change::With(|c, v| {
                 c.$($field).+ = $parse(v)?;
                 Ok(())
             }),
@@ -288,19 +368,19 @@ pub static PARAMS: &[Param] = &[
         name: "bind",
         alias: None,
         get: |c| c.bind.join(" "),
-        set: None,
+        set: Change::Startup,
     },
     Param {
         name: "port",
         alias: None,
         get: |c| c.port.to_string(),
-        set: None,
+        set: Change::Startup,
     },
     Param {
         name: "requirepass",
         alias: None,
         get: |c| c.requirepass.clone().unwrap_or_default(),
-        set: Some(|c, v| {
+        set: Change::With(|c, v| {
             c.requirepass = (!v.is_empty()).then(|| v.to_string());
             Ok(())
         }),
@@ -309,19 +389,19 @@ pub static PARAMS: &[Param] = &[
         name: "aclfile",
         alias: None,
         get: |c| c.aclfile.clone(),
-        set: None,
+        set: Change::Never,
     },
     Param {
         name: "databases",
         alias: None,
         get: |c| c.databases.to_string(),
-        set: None,
+        set: Change::Never,
     },
     Param {
         name: "maxclients",
         alias: None,
         get: |c| c.maxclients.to_string(),
-        set: Some(|c, v| {
+        set: Change::With(|c, v| {
             c.maxclients = parse_num(v)? as usize;
             Ok(())
         }),
@@ -330,7 +410,7 @@ pub static PARAMS: &[Param] = &[
         name: "loglevel",
         alias: None,
         get: |c| c.loglevel.clone(),
-        set: Some(|c, v| {
+        set: Change::With(|c, v| {
             c.loglevel = parse_enum(v, LOGLEVELS)?;
             Ok(())
         }),
@@ -339,7 +419,7 @@ pub static PARAMS: &[Param] = &[
         name: "protected-mode",
         alias: None,
         get: |c| yes_no(c.protected_mode),
-        set: Some(|c, v| {
+        set: Change::With(|c, v| {
             c.protected_mode = parse_yes_no(v)?;
             Ok(())
         }),
@@ -348,7 +428,7 @@ pub static PARAMS: &[Param] = &[
         name: "timeout",
         alias: None,
         get: |c| c.timeout.to_string(),
-        set: Some(|c, v| {
+        set: Change::With(|c, v| {
             c.timeout = parse_num(v)?;
             Ok(())
         }),
@@ -357,7 +437,7 @@ pub static PARAMS: &[Param] = &[
         name: "tcp-keepalive",
         alias: None,
         get: |c| c.tcp_keepalive.to_string(),
-        set: Some(|c, v| {
+        set: Change::With(|c, v| {
             c.tcp_keepalive = parse_num(v)?;
             Ok(())
         }),
@@ -366,7 +446,7 @@ pub static PARAMS: &[Param] = &[
         name: "maxmemory",
         alias: None,
         get: |c| c.maxmemory.to_string(),
-        set: Some(|c, v| {
+        set: Change::With(|c, v| {
             c.maxmemory = parse_memory(v)?;
             Ok(())
         }),
@@ -375,7 +455,7 @@ pub static PARAMS: &[Param] = &[
         name: "maxmemory-policy",
         alias: None,
         get: |c| c.maxmemory_policy.clone(),
-        set: Some(|c, v| {
+        set: Change::With(|c, v| {
             c.maxmemory_policy = parse_enum(v, POLICIES)?;
             Ok(())
         }),
@@ -384,7 +464,7 @@ pub static PARAMS: &[Param] = &[
         name: "busy-reply-threshold",
         alias: Some("lua-time-limit"),
         get: |c| c.busy_reply_threshold.to_string(),
-        set: Some(|c, v| {
+        set: Change::With(|c, v| {
             c.busy_reply_threshold = parse_num(v)?;
             Ok(())
         }),
@@ -393,7 +473,7 @@ pub static PARAMS: &[Param] = &[
         name: "slowlog-log-slower-than",
         alias: None,
         get: |c| c.slowlog_log_slower_than.to_string(),
-        set: Some(|c, v| {
+        set: Change::With(|c, v| {
             c.slowlog_log_slower_than = parse_bounded(v, -1)?;
             Ok(())
         }),
@@ -402,7 +482,7 @@ pub static PARAMS: &[Param] = &[
         name: "slowlog-max-len",
         alias: None,
         get: |c| c.slowlog_max_len.to_string(),
-        set: Some(|c, v| {
+        set: Change::With(|c, v| {
             c.slowlog_max_len = parse_bounded(v, 0)?;
             Ok(())
         }),
@@ -411,7 +491,7 @@ pub static PARAMS: &[Param] = &[
         name: "tracking-table-max-keys",
         alias: None,
         get: |c| c.tracking_table_max_keys.to_string(),
-        set: Some(|c, v| {
+        set: Change::With(|c, v| {
             c.tracking_table_max_keys = parse_bounded(v, 0)? as u64;
             Ok(())
         }),
@@ -420,7 +500,7 @@ pub static PARAMS: &[Param] = &[
         name: "acllog-max-len",
         alias: None,
         get: |c| c.acllog_max_len.to_string(),
-        set: Some(|c, v| {
+        set: Change::With(|c, v| {
             c.acllog_max_len = parse_bounded(v, 0)?;
             Ok(())
         }),
@@ -429,7 +509,7 @@ pub static PARAMS: &[Param] = &[
         name: "latency-monitor-threshold",
         alias: None,
         get: |c| c.latency_monitor_threshold.to_string(),
-        set: Some(|c, v| {
+        set: Change::With(|c, v| {
             c.latency_monitor_threshold = parse_bounded(v, 0)?;
             Ok(())
         }),
@@ -444,7 +524,7 @@ pub static PARAMS: &[Param] = &[
                 crate::keyspace::events::parse_flags(&c.notify_keyspace_events).unwrap_or(0),
             )
         },
-        set: Some(|c, v| {
+        set: Change::With(|c, v| {
             crate::keyspace::events::parse_flags(v)
                 .ok_or_else(|| crate::keyspace::events::INVALID_FLAGS.to_string())?;
             c.notify_keyspace_events = v.to_string();
@@ -455,7 +535,7 @@ pub static PARAMS: &[Param] = &[
         name: "hz",
         alias: None,
         get: |c| c.hz.to_string(),
-        set: Some(|c, v| {
+        set: Change::With(|c, v| {
             c.hz = parse_num(v)?.clamp(1, 500);
             Ok(())
         }),
@@ -464,7 +544,7 @@ pub static PARAMS: &[Param] = &[
         name: "save",
         alias: None,
         get: |c| c.save.clone(),
-        set: Some(|c, v| {
+        set: Change::With(|c, v| {
             c.save = v.to_string();
             Ok(())
         }),
@@ -473,7 +553,7 @@ pub static PARAMS: &[Param] = &[
         name: "client-output-buffer-limit",
         alias: None,
         get: |c| c.client_output_buffer_limit.clone(),
-        set: Some(|c, v| {
+        set: Change::With(|c, v| {
             c.client_output_buffer_limit = merge_buffer_limits(&c.client_output_buffer_limit, v)?;
             Ok(())
         }),
@@ -482,7 +562,7 @@ pub static PARAMS: &[Param] = &[
         name: "appendonly",
         alias: None,
         get: |c| yes_no(c.appendonly),
-        set: Some(|c, v| {
+        set: Change::With(|c, v| {
             c.appendonly = parse_yes_no(v)?;
             Ok(())
         }),
@@ -491,7 +571,7 @@ pub static PARAMS: &[Param] = &[
         name: "appendfsync",
         alias: None,
         get: |c| c.appendfsync.clone(),
-        set: Some(|c, v| {
+        set: Change::With(|c, v| {
             c.appendfsync = parse_enum(v, crate::persist::Fsync::NAMES)?;
             Ok(())
         }),
@@ -507,7 +587,7 @@ pub static PARAMS: &[Param] = &[
             };
             dir.map_or_else(|_| c.dir.clone(), |p| p.to_string_lossy().into_owned())
         },
-        set: Some(|c, v| {
+        set: Change::With(|c, v| {
             if !std::path::Path::new(v).is_dir() {
                 return Err("No such file or directory".into());
             }
@@ -519,13 +599,13 @@ pub static PARAMS: &[Param] = &[
         name: "appendfilename",
         alias: None,
         get: |c| c.appendfilename.clone(),
-        set: None,
+        set: Change::Never,
     },
     Param {
         name: "aof-load-truncated",
         alias: None,
         get: |c| yes_no(c.aof_load_truncated),
-        set: Some(|c, v| {
+        set: Change::With(|c, v| {
             c.aof_load_truncated = parse_yes_no(v)?;
             Ok(())
         }),
@@ -534,7 +614,7 @@ pub static PARAMS: &[Param] = &[
         name: "auto-aof-rewrite-percentage",
         alias: None,
         get: |c| c.auto_aof_rewrite_percentage.to_string(),
-        set: Some(|c, v| {
+        set: Change::With(|c, v| {
             c.auto_aof_rewrite_percentage = parse_num(v)?;
             Ok(())
         }),
@@ -543,7 +623,7 @@ pub static PARAMS: &[Param] = &[
         name: "auto-aof-rewrite-min-size",
         alias: None,
         get: |c| c.auto_aof_rewrite_min_size.to_string(),
-        set: Some(|c, v| {
+        set: Change::With(|c, v| {
             c.auto_aof_rewrite_min_size = parse_memory(v)?;
             Ok(())
         }),
@@ -552,13 +632,13 @@ pub static PARAMS: &[Param] = &[
         name: "lock-restart-grace-ms",
         alias: None,
         get: |c| c.lock_restart_grace_ms.to_string(),
-        set: None,
+        set: Change::Startup,
     },
     Param {
         name: "lua-heap-limit",
         alias: None,
         get: |c| c.lua_heap_limit.to_string(),
-        set: Some(|c, v| {
+        set: Change::With(|c, v| {
             c.lua_heap_limit = parse_memory(v)?.max(1024 * 1024);
             Ok(())
         }),
@@ -567,7 +647,7 @@ pub static PARAMS: &[Param] = &[
         name: "script-kill-rollback",
         alias: None,
         get: |c| yes_no(c.script_kill_rollback),
-        set: Some(|c, v| {
+        set: Change::With(|c, v| {
             c.script_kill_rollback = parse_yes_no(v)?;
             Ok(())
         }),
@@ -576,19 +656,19 @@ pub static PARAMS: &[Param] = &[
         name: "enable-clock-control",
         alias: None,
         get: |c| yes_no(c.enable_clock_control),
-        set: None,
+        set: Change::Startup,
     },
     Param {
         name: "enable-debug-command",
         alias: None,
         get: |c| c.enable_debug_command.name().into(),
-        set: None,
+        set: Change::Never,
     },
     Param {
         name: "metrics-port",
         alias: None,
         get: |c| c.metrics_port.unwrap_or(0).to_string(),
-        set: None,
+        set: Change::Startup,
     },
     setting!(
         "hash-max-listpack-entries",
@@ -641,20 +721,56 @@ pub static PARAMS: &[Param] = &[
         encoding.stream_node_max_entries,
         parse_count
     ),
-    fixed!("daemonize", "no"),
-    fixed!("dbfilename", "dump.rdb"),
+    fixed!("daemonize", "no", Never),
+    fixed!("dbfilename", "dump.rdb", Never),
     Param {
         name: "cluster-enabled",
         alias: None,
         get: |c| yes_no(c.cluster_enabled),
-        set: None,
+        set: Change::Never,
     },
-    fixed!("proto-max-bulk-len", "536870912"),
-    fixed!("hll-sparse-max-bytes", "3000"),
-    fixed!("io-threads", "1"),
-    fixed!("replica-read-only", "yes"),
-    fixed!("min-replicas-to-write", "0"),
-    fixed!("lazyfree-lazy-user-del", "no"),
+    fixed!("proto-max-bulk-len", "536870912", Startup),
+    fixed!("hll-sparse-max-bytes", "3000", Startup),
+    fixed!("io-threads", "1", Never),
+    fixed!("replica-read-only", "yes", Startup),
+    setting!(
+        "min-replicas-to-write",
+        Some("min-slaves-to-write"),
+        min_replicas_to_write,
+        |v| parse_int_in(v, 0, i32::MAX.into())
+    ),
+    setting!(
+        "min-replicas-max-lag",
+        Some("min-slaves-max-lag"),
+        min_replicas_max_lag,
+        |v| parse_int_in(v, 0, i32::MAX.into())
+    ),
+    fixed!("lazyfree-lazy-user-del", "no", Startup),
+    Param {
+        name: "replicaof",
+        alias: Some("slaveof"),
+        get: |_| String::new(),
+        set: Change::Never,
+    },
+    kept!("repl-backlog-size", "1048576", |v| {
+        // Redis's backlog is never smaller than 16 kB, whatever is asked.
+        parse_memory_in(v, 1).map(|n| n.max(16 * 1024).to_string())
+    }),
+    kept!("maxmemory-clients", "0", parse_memory_or_percent),
+    kept!("maxmemory-samples", "5", |v| int_text(
+        v,
+        1,
+        i32::MAX.into()
+    )),
+    kept!("maxmemory-eviction-tenacity", "10", |v| int_text(v, 0, 100)),
+    kept!("client-query-buffer-limit", "1073741824", |v| {
+        parse_memory_in(v, 1024 * 1024).map(|n| n.to_string())
+    }),
+    kept!("key-load-delay", "0", |v| int_text(
+        v,
+        i32::MIN.into(),
+        i32::MAX.into()
+    )),
 ];
 
 /// CONFIG SET client-output-buffer-limit: `<class> <hard> <soft>
@@ -716,7 +832,10 @@ pub fn get_matching(config: &Config, patterns: &[&[u8]]) -> Vec<(&'static str, S
         let lower = pat.to_ascii_lowercase();
         for p in PARAMS {
             for name in std::iter::once(p.name).chain(p.alias) {
-                if glob_match(&lower, name.as_bytes(), true) && !out.iter().any(|(n, _)| *n == name)
+                let listed = !HIDDEN.contains(&name) || lower == name.as_bytes();
+                if listed
+                    && glob_match(&lower, name.as_bytes(), true)
+                    && !out.iter().any(|(n, _)| *n == name)
                 {
                     out.push((name, (p.get)(config)));
                 }
@@ -784,7 +903,9 @@ mod tests {
     #[test]
     fn keyspace_events_are_stored_canonically() {
         let mut c = Config::default();
-        let set = find_param("notify-keyspace-events").unwrap().set.unwrap();
+        let Change::With(set) = find_param("notify-keyspace-events").unwrap().set else {
+            panic!("notify-keyspace-events is settable")
+        };
         let get = find_param("notify-keyspace-events").unwrap().get;
         set(&mut c, "KEA").unwrap();
         assert_eq!(get(&c), "AKE");
@@ -900,7 +1021,7 @@ impl Config {
                 let param = find_param(name).ok_or("unknown directive")?;
                 // Settings rlockd only reports (daemonize, dir…) are
                 // accepted so that existing files load.
-                if let Some(set) = param.set {
+                if let Change::With(set) = param.set {
                     set(self, &value)?;
                 }
             }

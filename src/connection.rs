@@ -118,9 +118,11 @@ async fn run(
 
         let mut closing = false;
         loop {
+            let unread = input.len();
             match requests.next_request(&mut input, client.authenticated) {
                 Ok(Some(_)) if handle.is_killed() => return Ok(()),
                 Ok(Some(args)) => {
+                    client.query_bytes = unread;
                     if shared
                         .faults
                         .holds_back(|| replicates(shared, client, &args))
@@ -248,7 +250,12 @@ impl Waiting<'_> {
             let Some(outcome) = outcome else {
                 break Ok(None);
             };
+            let served = matches!(outcome, Outcome::Served { .. });
+            let serving = std::time::Instant::now();
             if let Some(reply) = blocked.reply(outcome) {
+                if served {
+                    crate::command::log_if_slow(self.shared, client, serving.elapsed(), args);
+                }
                 if let Reply::Error(e) = &reply {
                     let id = handle.info.lock().last_cmd;
                     self.shared.stats.record_unblocked_error(id, e.code());

@@ -55,6 +55,10 @@ pub enum CmdError {
     /// Like `Other`, for text that echoes raw bytes (a script's source) and
     /// must reach the client byte for byte.
     RawText(bytes::Bytes),
+    /// Like `Other`, for a command's error that a script passes on: the
+    /// error stats counted it where the command failed, not again for the
+    /// script (its call still counts as failed).
+    Counted(String),
 }
 
 impl CmdError {
@@ -65,7 +69,7 @@ impl CmdError {
     /// The first word of the error: clients match on it.
     pub fn code(&self) -> &str {
         let text = match self {
-            CmdError::Other(t) => t.as_str(),
+            CmdError::Other(t) | CmdError::Counted(t) => t.as_str(),
             CmdError::RawText(t) => {
                 let end = t.iter().position(|&c| c == b' ').unwrap_or(t.len());
                 return std::str::from_utf8(&t[..end]).unwrap_or("ERR");
@@ -136,7 +140,7 @@ impl fmt::Display for CmdError {
             SelectInClusterMode => f.write_str("ERR SELECT is not allowed in cluster mode"),
             InvalidSlot => f.write_str("ERR Invalid slot"),
             InvalidSlotOrCount => f.write_str("ERR Invalid slot or number of keys"),
-            Other(text) => f.write_str(text),
+            Other(text) | Counted(text) => f.write_str(text),
             RawText(text) => f.write_str(&String::from_utf8_lossy(text)),
         }
     }

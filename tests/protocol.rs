@@ -272,3 +272,66 @@ fn multibulk_over_one_million_is_refused() {
     let got = exchange(server.addr, b"*1048576\r\n", QUIET);
     assert!(!got.ends_with(b"<closed>"), "{}", show(&got, 200));
 }
+
+/// CLIENT INFO's fields that do not depend on the process (ids, ports,
+/// ages, allocator sizes), as `name=value`, in order: the running client's
+/// `qbuf` counts its request and whatever was pipelined behind it, as in
+/// Redis, whose query buffer is trimmed only after the batch has run.
+/// `lib-name`/`lib-ver` (CLIENT SETINFO, Redis 7.2, README "Differences")
+/// are left out.
+fn stable_client_fields(reply: &[u8]) -> Vec<String> {
+    const VARYING: &[&str] = &[
+        "id",
+        "addr",
+        "laddr",
+        "fd",
+        "age",
+        "idle",
+        "qbuf-free",
+        "argv-mem",
+        "rbs",
+        "rbp",
+        "tot-mem",
+        "lib-name",
+        "lib-ver",
+    ];
+    let text = String::from_utf8_lossy(reply);
+    let line = text.lines().nth(1).unwrap_or_default();
+    line.split(' ')
+        .map(|field| match field.split_once('=') {
+            Some((name, _)) if VARYING.contains(&name) => name.to_string(),
+            _ => field.to_string(),
+        })
+        .filter(|f| !f.starts_with("lib-"))
+        .collect()
+}
+
+#[test]
+fn client_info_fields_match_redis() {
+    let Some(bin) = refserver::redis_server_path("protocol") else {
+        return;
+    };
+    let redis = RedisServer::start(&bin);
+    let subject = Subject::start(&bin);
+    let requests: [(&str, Vec<u8>); 3] = [
+        ("multibulk", multibulk(&[b"CLIENT", b"INFO"])),
+        ("inline", b"CLIENT INFO\r\n".to_vec()),
+        (
+            "pipelined",
+            [multibulk(&[b"CLIENT", b"LIST"]), multibulk(&[b"PING"])].concat(),
+        ),
+    ];
+    let mut diffs = Vec::new();
+    for (name, bytes) in &requests {
+        let want = stable_client_fields(&exchange(redis.addr, bytes, QUIET));
+        let got = stable_client_fields(&exchange(subject.addr(), bytes, QUIET));
+        assert!(want.iter().any(|f| f.starts_with("qbuf=")), "{want:?}");
+        if want != got {
+            diffs.push(format!(
+                "\n[{name}]\n  redis-server: {want:?}\n  {:<14}{got:?}\n",
+                subject.name()
+            ));
+        }
+    }
+    refserver::finish("protocol: CLIENT INFO fields", Instant::now(), diffs);
+}

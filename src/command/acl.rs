@@ -126,6 +126,12 @@ impl Denied {
     }
 }
 
+/// Whether the client's user may run a command line, asked without
+/// running it (`redis.acl_check_cmd`): nothing is logged.
+pub fn permits(client: &Client, id: usize, args: &[Bytes]) -> bool {
+    client.user.unrestricted() || allowed(&client.user.rules(), id, args).is_ok()
+}
+
 /// Checks a command against the client's user, logging a refusal.
 pub fn check(
     shared: &Shared,
@@ -152,7 +158,7 @@ pub fn check(
             object: denied.object(id, args),
             username: client.user.name.clone(),
             created_ms: shared.now_ms(),
-            client_info: super::connection::describe(shared, &client.handle),
+            client_info: super::connection::describe(shared, &client.handle, client.query_bytes),
         },
         log_max_len(shared),
     );
@@ -177,7 +183,7 @@ pub fn log_auth_failure(shared: &Shared, client: &Client, username: &str) {
             object: "AUTH".into(),
             username: username.into(),
             created_ms: shared.now_ms(),
-            client_info: super::connection::describe(shared, &client.handle),
+            client_info: super::connection::describe(shared, &client.handle, client.query_bytes),
         },
         log_max_len(shared),
     );
@@ -209,9 +215,9 @@ fn selector_allows(
     }
     if !selector.all_keys {
         for (i, key) in spec.key_positions(args).filter(|(_, k)| !k.is_not_key()) {
-            let read = key.flags.contains(&"access");
-            let write = key
-                .flags
+            let flags = spec.key_flags(key, args);
+            let read = flags.contains(&"access");
+            let write = flags
                 .iter()
                 .any(|f| matches!(*f, "insert" | "delete" | "update"));
             if !selector.allows_key(&args[i], read, write) {

@@ -408,6 +408,24 @@ struct FieldWrites {
     differed: bool,
 }
 
+/// BITFIELD writes only with a SET or INCRBY operation, read as Redis
+/// walks the operations (a GET's own arguments are skipped).
+pub fn bitfield_key_flags(args: &[Bytes]) -> &'static [&'static str] {
+    let mut i = 2;
+    while i < args.len() {
+        let left = args.len() - i;
+        let op = args[i].to_ascii_lowercase();
+        match &op[..] {
+            b"get" if left >= 3 => i += 2,
+            b"set" | b"incrby" if left >= 4 => return &["RW", "access", "update"],
+            b"overflow" if left >= 2 => i += 1,
+            _ => {}
+        }
+        i += 1;
+    }
+    &["RO", "access"]
+}
+
 pub fn bitfield(ctx: &mut Ctx) -> CmdResult<Reply> {
     bitfield_generic(ctx, false)
 }

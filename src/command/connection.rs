@@ -214,8 +214,9 @@ pub fn client_no_evict(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::OK)
 }
 
-/// One CLIENT LIST line, with Redis's field names and order.
-pub(super) fn describe(shared: &Shared, handle: &ClientHandle) -> String {
+/// One CLIENT LIST line, with Redis's field names and order; `qbuf` is
+/// the client's unread input (only the running client has any).
+pub(super) fn describe(shared: &Shared, handle: &ClientHandle, qbuf: usize) -> String {
     let now = shared.now_ms();
     let info = handle.info.lock().clone();
     let cmd = info
@@ -259,7 +260,7 @@ pub(super) fn describe(shared: &Shared, handle: &ClientHandle) -> String {
         flags.push('N');
     }
     format!(
-        "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
         handle.id,
         handle.addr,
         handle.laddr,
@@ -272,6 +273,7 @@ pub(super) fn describe(shared: &Shared, handle: &ClientHandle) -> String {
         info.psub,
         info.ssub,
         info.multi,
+        qbuf,
         handle.backlog.load(std::sync::atomic::Ordering::Relaxed),
         cmd,
         info.user,
@@ -343,7 +345,12 @@ pub fn client_list(ctx: &mut Ctx) -> CmdResult<Reply> {
         if ids.as_ref().is_none_or(|l| l.contains(&handle.id))
             && client_type.as_ref().is_none_or(|t| has_type(&handle, t))
         {
-            out.push_str(&describe(ctx.shared, &handle));
+            let qbuf = if handle.id == ctx.client.id {
+                ctx.client.query_bytes
+            } else {
+                0
+            };
+            out.push_str(&describe(ctx.shared, &handle, qbuf));
             out.push('\n');
         }
     }
@@ -351,7 +358,7 @@ pub fn client_list(ctx: &mut Ctx) -> CmdResult<Reply> {
 }
 
 pub fn client_info(ctx: &mut Ctx) -> CmdResult<Reply> {
-    let mut line = describe(ctx.shared, &ctx.client.handle);
+    let mut line = describe(ctx.shared, &ctx.client.handle, ctx.client.query_bytes);
     line.push('\n');
     Ok(Reply::Verbatim(Bytes::from(line)))
 }
@@ -372,6 +379,7 @@ pub fn client_kill(ctx: &mut Ctx) -> CmdResult<Reply> {
     let mut id = None;
     let mut addr = None;
     let mut laddr = None;
+    let mut user = None;
     let mut client_type: Option<Vec<u8>> = None;
     let mut skipme = true;
     let mut i = 2;
@@ -401,7 +409,12 @@ pub fn client_kill(ctx: &mut Ctx) -> CmdResult<Reply> {
                 }
                 client_type = Some(kind);
             }
-            b"user" | b"maxage" => {}
+            b"user" => {
+                if ctx.shared.acl.user(&value).is_none() {
+                    return Err(CmdError::other(format!("ERR No such user '{value}'")));
+                }
+                user = Some(value);
+            }
             _ => return Err(CmdError::Syntax),
         }
         i += 2;
@@ -417,6 +430,7 @@ pub fn client_kill(ctx: &mut Ctx) -> CmdResult<Reply> {
                 .as_ref()
                 .is_none_or(|a| *a == target.laddr.to_string())
             && client_type.as_ref().is_none_or(|t| has_type(&target, t))
+            && user.as_ref().is_none_or(|u| *u == target.info.lock().user)
             && !(skipme && target.id == me);
         if matches {
             kill(ctx, &target);

@@ -241,6 +241,11 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
     {
         return reject(client, Some(id), e);
     }
+    if shared.guard.armed()
+        && let Err(e) = state_allows(shared, client, id, args)
+    {
+        return reject(client, Some(id), e);
+    }
     if pubsub::in_subscribed_mode(client) && !pubsub::allowed_while_subscribed(&reg.full_names[id])
     {
         let e = pubsub::subscribed_mode_error(&reg.full_names[id]);
@@ -271,6 +276,28 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
         shared.pubsub.tracking.command_done(client.id);
     }
     reply
+}
+
+/// Enters a command in the slow log if it took long enough: when it ran,
+/// or for a blocking command when it was served (a timeout is not logged,
+/// as in Redis 7.0).
+pub fn log_if_slow(shared: &Shared, client: &Client, took: std::time::Duration, args: &[Bytes]) {
+    if !shared.slowlog.is_slow(took) {
+        return;
+    }
+    // Redis's script client has no address and no name.
+    let caller = if client.for_script {
+        Caller {
+            addr: "?:0".into(),
+            name: None,
+        }
+    } else {
+        Caller {
+            addr: client.handle.addr.to_string(),
+            name: client.handle.info.lock().name.clone(),
+        }
+    };
+    shared.slowlog.record(took, args, caller);
 }
 
 /// Runs a resolved command with its shards already held (directly, or as
@@ -304,22 +331,10 @@ pub fn execute(
     let result = handler(&mut ctx);
     tracking::remember(&ctx, spec);
     let took = started.elapsed();
-    // A command that blocked is logged by neither its first run nor its
-    // retries, as in Redis 7.0.
-    if !spec.has(flag::SKIP_SLOWLOG) && client.blocked.is_none() && shared.slowlog.is_slow(took) {
-        // Redis's script client has no address and no name.
-        let caller = if client.for_script {
-            Caller {
-                addr: "?:0".into(),
-                name: None,
-            }
-        } else {
-            Caller {
-                addr: client.handle.addr.to_string(),
-                name: client.handle.info.lock().name.clone(),
-            }
-        };
-        shared.slowlog.record(took, args, caller);
+    // A command that blocked is logged once served (see `log_if_slow`),
+    // not by its first run, as in Redis 7.0.
+    if !spec.has(flag::SKIP_SLOWLOG) && client.blocked.is_none() {
+        log_if_slow(shared, client, took, args);
     }
     if monitored && !spec.has(flag::SKIP_MONITOR) && !spec.has(flag::ADMIN) {
         feed_monitors(shared, client, args);
@@ -330,8 +345,15 @@ pub fn execute(
         "command"
     };
     shared.latency.observe(event, took);
-    shared.stats.record_call(id, took, result.is_err());
-    if let Err(e) = &result {
+    // A script's error reply counts as the script's failure too.
+    let error = match &result {
+        Err(e) | Ok(Reply::Error(e)) => Some(e),
+        Ok(_) => None,
+    };
+    shared.stats.record_call(id, took, error.is_some());
+    if let Some(e) = error
+        && !matches!(e, CmdError::Counted(_))
+    {
         shared.stats.record_error(e.code());
     }
     result.unwrap_or_else(Reply::Error)
@@ -351,6 +373,52 @@ fn feed_monitors(shared: &Shared, client: &Client, args: &[Bytes]) {
         Origin::Client(&client.handle.addr)
     };
     shared.pubsub.monitors.feed(client.db, origin, args);
+}
+
+/// Redis's checks of the server's state before a command: over
+/// `maxmemory`, one that may grow the data is refused, and so is anything
+/// queued in MULTI (EXEC counts what it queued); without the replicas
+/// `min-replicas-to-write` asks for, a write is.
+fn state_allows(shared: &Shared, client: &Client, id: usize, args: &[Bytes]) -> CmdResult<()> {
+    let flags = if REGISTRY.specs[id].name == "exec" {
+        client
+            .multi
+            .iter()
+            .flatten()
+            .fold(0, |all, (id, queued)| all | run_flags(shared, *id, queued))
+    } else {
+        run_flags(shared, id, args)
+    };
+    let queueing = client.multi.is_some()
+        && !matches!(
+            REGISTRY.specs[id].name,
+            "exec" | "discard" | "quit" | "reset"
+        );
+    if (queueing || flags & flag::DENYOOM != 0) && shared.guard.out_of_memory() {
+        return Err(CmdError::other(crate::context::guard::OOM));
+    }
+    if flags & flag::WRITE != 0 && shared.guard.replicas_missing() {
+        return Err(CmdError::other(crate::context::guard::NOREPLICAS));
+    }
+    Ok(())
+}
+
+/// A command's flags for this line: a script that declares flags writes
+/// and grows the data as it declares (`no-writes`, `allow-oom`), as in
+/// Redis; one without a shebang has its command's flags.
+fn run_flags(shared: &Shared, id: usize, args: &[Bytes]) -> u32 {
+    let spec = REGISTRY.specs[id];
+    let Some(declared) = scripting::declared_flags(shared, spec.name, args) else {
+        return spec.flags;
+    };
+    let mut flags = spec.flags & !(flag::WRITE | flag::DENYOOM);
+    if !declared.has(ScriptFlags::NO_WRITES) {
+        flags |= flag::WRITE;
+        if !declared.has(ScriptFlags::ALLOW_OOM) {
+            flags |= flag::DENYOOM;
+        }
+    }
+    flags
 }
 
 /// Whether a command line writes or may publish: what `CLIENT PAUSE

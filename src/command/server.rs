@@ -9,7 +9,7 @@ use bytes::Bytes;
 use super::connection::help_reply;
 use super::spec::{CommandSpec, KeySpec, acl, flag};
 use super::{Ctx, REGISTRY, docs};
-use crate::config::{find_param, get_matching};
+use crate::config::{Change, Param, find_param, get_matching};
 use crate::context::Shared;
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{ShardStats, flush_all};
@@ -89,32 +89,46 @@ pub fn config_set(ctx: &mut Ctx) -> CmdResult<Reply> {
     if !pairs.len().is_multiple_of(2) {
         return Err(CmdError::WrongArity("config|set".into()));
     }
-    // All or nothing: changes apply to a copy that replaces the original
-    // only once every value is accepted.
-    let mut updated = ctx.shared.config.read().clone();
+    let failed = |name: &str, why: &str| {
+        CmdError::other(format!(
+            "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+        ))
+    };
+    // Redis's order: every name is checked (known, changeable, given
+    // once) before any value is.
+    let mut named: Vec<(String, &'static Param, String)> = Vec::new();
     for pair in pairs.chunks(2) {
         let name = String::from_utf8_lossy(&pair[0]).into_owned();
-        let value = String::from_utf8_lossy(&pair[1]).into_owned();
         let Some(param) = find_param(&name) else {
             return Err(CmdError::other(format!(
                 "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
             )));
         };
-        let failed = |why: &str| {
-            CmdError::other(format!(
-                "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
-            ))
+        if matches!(param.set, Change::Never) {
+            return Err(failed(&name, "can't set immutable config"));
+        }
+        if named.iter().any(|(n, _, _)| n.eq_ignore_ascii_case(&name)) {
+            return Err(failed(&name, "duplicate parameter"));
+        }
+        named.push((name, param, String::from_utf8_lossy(&pair[1]).into_owned()));
+    }
+    // All or nothing: changes apply to a copy that replaces the original
+    // only once every value is accepted.
+    let mut updated = ctx.shared.config.read().clone();
+    for (name, param, value) in &named {
+        let result = match param.set {
+            Change::With(set) => set(&mut updated, value),
+            Change::Startup if (param.get)(&updated).eq_ignore_ascii_case(value) => Ok(()),
+            _ => Err("can't set immutable config".into()),
         };
-        let set = param
-            .set
-            .ok_or_else(|| failed("can't set immutable config"))?;
-        set(&mut updated, &value).map_err(|why| failed(&why))?;
+        result.map_err(|why| failed(name, &why))?;
     }
     ctx.shared.pubsub.configure(&updated);
     ctx.shared.slowlog.configure(&updated);
     ctx.shared.keyspace.set_limits(updated.encoding);
     crate::context::persistence::reconfigure(ctx.shared, &ctx.shared.config.read(), &updated);
     ctx.shared.latency.configure(&updated);
+    ctx.shared.guard.configure(&updated);
     if updated.requirepass != ctx.shared.config.read().requirepass {
         ctx.shared
             .acl
@@ -329,8 +343,42 @@ pub fn command_docs(ctx: &mut Ctx) -> CmdResult<Reply> {
 
 pub fn command_getkeys(ctx: &mut Ctx) -> CmdResult<Reply> {
     let line = &ctx.args[2..];
+    let (_, positions) = keys_of_line(ctx.shared, line)?;
+    Ok(Reply::Array(
+        positions
+            .into_iter()
+            .map(|(i, _)| Reply::bulk_from(&line[i]))
+            .collect(),
+    ))
+}
+
+/// Each key with its spec's access flags (`RW`, `access`, ...), as an
+/// ACL-aware client needs to know what a line would touch.
+pub fn command_getkeysandflags(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let line = &ctx.args[2..];
+    let (spec, positions) = keys_of_line(ctx.shared, line)?;
+    Ok(Reply::Array(
+        positions
+            .into_iter()
+            .map(|(i, k)| {
+                let flags = spec.key_flags(k, line);
+                Reply::Array(vec![
+                    Reply::bulk_from(&line[i]),
+                    Reply::Set(flags.iter().map(|f| Reply::status(f)).collect()),
+                ])
+            })
+            .collect(),
+    ))
+}
+
+/// The key positions of a full command line, with the spec of each; the
+/// errors of COMMAND GETKEYS when the line names no keys.
+fn keys_of_line<'a>(
+    shared: &Shared,
+    line: &'a [Bytes],
+) -> CmdResult<(&'static CommandSpec, Vec<(usize, &'a KeySpec)>)> {
     let id = REGISTRY
-        .resolve(ctx.shared, line)
+        .resolve(shared, line)
         .map_err(|_| CmdError::other("ERR Invalid command specified"))?;
     let spec = REGISTRY.specs[id];
     // Redis's order: a command that never takes keys, then the arity,
@@ -344,13 +392,16 @@ pub fn command_getkeys(ctx: &mut Ctx) -> CmdResult<Reply> {
             "ERR Invalid number of arguments specified for command",
         ));
     }
-    let keys: Vec<Reply> = spec.key_args(line).map(Reply::bulk_from).collect();
+    let keys: Vec<_> = spec
+        .key_positions(line)
+        .filter(|(_, k)| !k.is_not_key())
+        .collect();
     if keys.is_empty() && !spec.has(flag::NO_MANDATORY_KEYS) {
         return Err(CmdError::other(
             "ERR Invalid arguments specified for command",
         ));
     }
-    Ok(Reply::Array(keys))
+    Ok((spec, keys))
 }
 
 pub fn command_list(ctx: &mut Ctx) -> CmdResult<Reply> {
@@ -403,6 +454,8 @@ pub fn command_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
             "    Return documentation for the given commands, or all of them.",
             "GETKEYS <full-command>",
             "    Return the keys of a full command line.",
+            "GETKEYSANDFLAGS <full-command>",
+            "    Return the keys of a full command line with their access flags.",
             "LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]",
             "    Return the command names, optionally filtered.",
         ],
@@ -496,23 +549,12 @@ pub(super) struct MemoryNow {
 }
 
 pub(super) fn memory_now() -> MemoryNow {
-    let rss = rss_bytes();
+    let rss = crate::util::alloc::rss_bytes();
     let used = crate::util::alloc::allocated().unwrap_or(rss);
     let peak = USED_MEMORY_PEAK
         .fetch_max(used, Ordering::Relaxed)
         .max(used);
     MemoryNow { used, peak, rss }
-}
-
-fn rss_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| {
-            s.split_whitespace()
-                .nth(1)
-                .and_then(|v| v.parse::<u64>().ok())
-        })
-        .map_or(0, |pages| pages * 4096)
 }
 
 fn human_bytes(n: u64) -> String {

@@ -12,6 +12,10 @@ pub type Handler = fn(&mut Ctx<'_, '_>) -> CmdResult<Reply>;
 /// Finds a key argument the key specs cannot (see `find_more_keys`).
 pub type KeyFinder = fn(&[Bytes]) -> Option<usize>;
 
+/// The access flags of a key whose spec says `variable_flags`, read from
+/// the line (SET with or without GET).
+pub type KeyFlagsReader = fn(&[Bytes]) -> &'static [&'static str];
+
 /// Command flags, in the order Redis lists them in COMMAND INFO.
 pub mod flag {
     pub const WRITE: u32 = 1 << 0;
@@ -362,6 +366,8 @@ pub struct CommandSpec {
     /// Keys the specs cannot locate, found by reading the line (SORT's
     /// STORE): an argument index.
     pub find_more_keys: Option<KeyFinder>,
+    /// What a `variable_flags` key spec's flags are for a line.
+    pub vary_key_flags: Option<KeyFlagsReader>,
 }
 
 impl CommandSpec {
@@ -380,6 +386,7 @@ impl CommandSpec {
             handler: Some(handler),
             subcommands: &[],
             find_more_keys: None,
+            vary_key_flags: None,
         }
     }
 
@@ -399,6 +406,7 @@ impl CommandSpec {
             handler: None,
             subcommands: subs,
             find_more_keys: None,
+            vary_key_flags: None,
         }
     }
 
@@ -407,6 +415,20 @@ impl CommandSpec {
         self.handler = Some(handler);
         self.arity = -1;
         self
+    }
+
+    pub const fn vary_key_flags(mut self, read: KeyFlagsReader) -> Self {
+        self.vary_key_flags = Some(read);
+        self
+    }
+
+    /// A key's access flags on this line: its spec's, or for a
+    /// `variable_flags` spec what the line makes them.
+    pub fn key_flags(&self, key: &KeySpec, args: &[Bytes]) -> &'static [&'static str] {
+        match self.vary_key_flags {
+            Some(read) if key.flags.contains(&"variable_flags") => read(args),
+            _ => key.flags,
+        }
     }
 
     pub const fn find_more_keys(mut self, find: KeyFinder) -> Self {

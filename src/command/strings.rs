@@ -108,6 +108,16 @@ fn expiry_deadline(
     u64::try_from(at).map_err(|_| CmdError::InvalidExpireTime(cmd))
 }
 
+/// SET reads its key only with GET (an ACL user without read access to
+/// the key may still overwrite it).
+pub fn set_key_flags(args: &[Bytes]) -> &'static [&'static str] {
+    if args.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get")) {
+        &["RW", "access", "update"]
+    } else {
+        &["OW", "update"]
+    }
+}
+
 pub fn set(ctx: &mut Ctx) -> CmdResult<Reply> {
     let opts = parse_set_options(&ctx.args[3..])?;
     let now = ctx.now();

@@ -488,6 +488,19 @@ static COMMAND_SUBS: &[C] = &[
         .acl(CONNECTION)
         .syntax("command arg...")
         .doc("2.8.13", "Extracts the key names from a full command line."),
+    C::new(
+        "getkeysandflags",
+        -4,
+        Server,
+        server::command_getkeysandflags,
+    )
+    .flags(LOADING | STALE)
+    .acl(CONNECTION)
+    .syntax("command arg...")
+    .doc(
+        "7.0.0",
+        "Extracts the key names and their access flags from a full command line.",
+    ),
     C::new("list", -2, Server, server::command_list)
         .flags(LOADING | STALE)
         .acl(CONNECTION)
@@ -945,7 +958,7 @@ pub static COMMANDS: &[C] = &[
         .syntax("key")
         .doc("1.0.0", "Returns the string value of a key."),
     C::new("set", -3, String, strings::set).flags(WRITE | DENYOOM).acl(STRING)
-        .keys(&key1(&["RW", "access", "update", "variable_flags"]))
+        .keys(&key1(&["RW", "access", "update", "variable_flags"])).vary_key_flags(strings::set_key_flags)
         .syntax("key value [NX | XX] [GET] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]")
         .doc("1.0.0", "Sets a string value, optionally only if absent or present, with a time to live."),
     C::new("setnx", 3, String, strings::setnx).flags(WRITE_FAST).acl(STRING).keys(&key1(&["OW", "insert"]))
@@ -1031,7 +1044,7 @@ pub static COMMANDS: &[C] = &[
         .syntax("operation destkey key...")
         .doc("2.6.0", "Stores the AND, OR, XOR or NOT of strings at a key; returns its length."),
     C::new("bitfield", -2, Bitmap, bitmaps::bitfield).flags(WRITE | DENYOOM).acl(BITMAP)
-        .keys(&key1(&["RW", "access", "update", "variable_flags"]))
+        .keys(&key1(&["RW", "access", "update", "variable_flags"])).vary_key_flags(bitmaps::bitfield_key_flags)
         .syntax("key [GET (encoding offset) | ([OVERFLOW (WRAP | SAT | FAIL)] (SET (encoding offset value) | INCRBY (encoding offset increment)))]...")
         .doc("3.2.0", "Reads, writes and adds to integer fields of any width at any bit offset of a string."),
     C::new("bitfield_ro", -2, Bitmap, bitmaps::bitfield_ro).flags(READ_FAST).acl(BITMAP).keys(&key1(RO_ACCESS))

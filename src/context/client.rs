@@ -49,6 +49,10 @@ pub struct Client {
     /// Pub/sub subscriptions and the mailbox messages arrive in.
     pub pubsub: Subscriptions,
     pub handle: Arc<ClientHandle>,
+    /// The bytes of input not yet consumed when the running command was
+    /// read, itself included: CLIENT LIST's `qbuf` for the client itself,
+    /// since Redis trims its query buffer only after running a batch.
+    pub query_bytes: usize,
 }
 
 impl Client {
@@ -88,6 +92,7 @@ impl Client {
             close_silently: false,
             for_script: false,
             in_exec: false,
+            query_bytes: 0,
             blocked: None,
             retry_deadline: None,
             pubsub: Subscriptions::default(),

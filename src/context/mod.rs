@@ -6,6 +6,7 @@
 pub mod acl;
 pub mod client;
 mod fault;
+pub mod guard;
 pub mod introspect;
 pub mod latency;
 pub mod persistence;
@@ -157,6 +158,8 @@ pub struct Shared {
     pub shutdown: tokio::sync::watch::Sender<bool>,
     /// The append-only file's rewrites, and the restart grace period.
     pub persistence: persistence::Persistence,
+    /// OOM and NOREPLICAS refusals.
+    pub guard: guard::StateGuard,
 }
 
 impl Shared {
@@ -179,7 +182,10 @@ impl Shared {
         keyspace.set_limits(config.encoding);
         let latency = latency::LatencyMonitor::default();
         latency.configure(&config);
+        let guard = guard::StateGuard::default();
+        guard.configure(&config);
         Shared {
+            guard,
             acl: acl::Acl::new(commands, config.requirepass.as_deref()),
             persistence: persistence::Persistence::default(),
             slowlog,

@@ -30,6 +30,16 @@ pub unsafe extern "C-unwind" fn redis_call(state: *mut ffi::lua_State) -> c_int 
         if call_onto_stack(state) {
             return 1;
         }
+        raise_at_caller(state)
+    }
+}
+
+/// Raises the error table on top of the stack with the script's position.
+///
+/// # Safety
+/// Called from a C function Lua called; its frames own nothing.
+unsafe fn raise_at_caller(state: *mut ffi::lua_State) -> c_int {
+    unsafe {
         let mut ar: ffi::lua_Debug = std::mem::zeroed();
         if ffi::lua_getstack(state, 1, &mut ar) != 0
             && ffi::lua_getinfo(state, c"Sl".as_ptr(), &mut ar) != 0
@@ -40,6 +50,46 @@ pub unsafe extern "C-unwind" fn redis_call(state: *mut ffi::lua_State) -> c_int 
             ffi::lua_setfield(state, -2, c"line".as_ptr());
         }
         ffi::lua_error(state)
+    }
+}
+
+/// # Safety
+/// Called by Lua only, as `redis.acl_check_cmd`: whether the script's user
+/// may run the command line given, which is not run.
+pub unsafe extern "C-unwind" fn acl_check_cmd(state: *mut ffi::lua_State) -> c_int {
+    let nargs = unsafe { ffi::lua_gettop(state) };
+    let verdict: Result<bool, &'static [u8]> = with_active(|scope| {
+        let Some(scope) = scope else {
+            return Err(b"ERR redis.acl_check_cmd outside of a script run".as_slice());
+        };
+        let mut argv = std::mem::take(&mut scope.line);
+        // SAFETY: `nargs` is the stack's height on entry.
+        let verdict = if !unsafe { read_args(state, nargs, &mut argv) } {
+            Err(b"ERR Lua redis lib command arguments must be strings or integers".as_slice())
+        } else if argv.is_empty() {
+            Err(b"ERR Please specify at least one argument for this redis lib call".as_slice())
+        } else {
+            scope
+                .host
+                .acl_permits(&argv)
+                .ok_or(b"ERR Invalid command passed to redis.acl_check_cmd()".as_slice())
+        };
+        argv.clear();
+        scope.line = argv;
+        verdict
+    });
+    unsafe {
+        ffi::lua_settop(state, 0);
+        match verdict {
+            Ok(permitted) => {
+                ffi::lua_pushboolean(state, c_int::from(permitted));
+                1
+            }
+            Err(message) => {
+                push_error_table(state, message);
+                raise_at_caller(state)
+            }
+        }
     }
 }
 

@@ -51,7 +51,7 @@ fn to_reply(value: &Value, depth: usize) -> Reply {
 
 fn table_to_reply(t: &Table, depth: usize) -> Reply {
     if let Ok(Value::String(e)) = t.raw_get::<Value>("err") {
-        return Reply::Error(CmdError::Other(text(&e)));
+        return Reply::Error(error_of_table(t, text(&e)));
     }
     if let Ok(Value::String(s)) = t.raw_get::<Value>("ok") {
         return Reply::Status(text(&s).replace(['\r', '\n'], " ").into());
@@ -114,9 +114,9 @@ pub unsafe fn push_reply(state: *mut ffi::lua_State, reply: &Reply, resp3: bool)
         ffi::luaL_checkstack(state, 4, c"reply nested too deeply".as_ptr());
         match reply {
             Reply::Status(s) => wrap_str(state, c"ok", s.as_bytes()),
-            Reply::Error(CmdError::Other(text)) => push_error_table(state, text.as_bytes()),
+            Reply::Error(CmdError::Other(text)) => push_command_error(state, text.as_bytes()),
             // `render_errors` has made every error `Other`.
-            Reply::Error(e) => push_error_table(state, e.code().as_bytes()),
+            Reply::Error(e) => push_command_error(state, e.code().as_bytes()),
             Reply::Int(n) => ffi::lua_pushnumber(state, *n as f64),
             Reply::Bulk(b) => push_bytes(state, b),
             Reply::Verbatim(b) if !resp3 => push_bytes(state, b),
@@ -230,6 +230,31 @@ unsafe fn wrap_str(state: *mut ffi::lua_State, field: &CStr, text: &[u8]) {
 /// As for `push_reply`.
 pub unsafe fn push_error_table(state: *mut ffi::lua_State, message: &[u8]) {
     unsafe { wrap_str(state, c"err", message) }
+}
+
+/// The field Redis sets in a command's error table: the error stats have
+/// it already, so a script that returns or raises it is not counted again.
+const COUNTED_FIELD: &str = "ignore_error_stats_update";
+
+/// A command's error as a script sees it, marked as counted.
+///
+/// # Safety
+/// As for `push_reply`.
+unsafe fn push_command_error(state: *mut ffi::lua_State, message: &[u8]) {
+    unsafe {
+        push_error_table(state, message);
+        ffi::lua_pushboolean(state, 1);
+        ffi::lua_setfield(state, -2, c"ignore_error_stats_update".as_ptr());
+    }
+}
+
+/// The error an error table stands for, `Counted` when a command's.
+pub fn error_of_table(t: &Table, message: String) -> CmdError {
+    if matches!(t.raw_get::<Value>(COUNTED_FIELD), Ok(Value::Boolean(true))) {
+        CmdError::Counted(message)
+    } else {
+        CmdError::Other(message)
+    }
 }
 
 #[cfg(test)]

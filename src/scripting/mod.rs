@@ -79,6 +79,10 @@ impl RunState {
     pub fn mark_wrote(&self) {
         self.wrote.store(true, Ordering::Release);
     }
+
+    pub fn has_written(&self) -> bool {
+        self.wrote.load(Ordering::Acquire)
+    }
 }
 
 /// The run a Lua state is executing, where its hook and SCRIPT KILL find it.
@@ -190,6 +194,9 @@ impl Vm {
         redis.set("call", unsafe { lua.create_c_function(call::redis_call)? })?;
         redis.set("pcall", unsafe {
             lua.create_c_function(call::redis_pcall)?
+        })?;
+        redis.set("acl_check_cmd", unsafe {
+            lua.create_c_function(call::acl_check_cmd)?
         })?;
         redis.set("REDIS_VERSION", crate::protocol::REDIS_VERSION)?;
         redis.set("REDIS_VERSION_NUM", 0x0007_000f)?;
@@ -469,6 +476,10 @@ pub trait Host {
     /// answers its reply, in RESP3 if the script asked for it. A command
     /// that writes marks `run` before it runs (SCRIPT KILL then refuses).
     fn call(&mut self, argv: &[Bytes], resp3: bool, run: &RunState) -> Reply;
+
+    /// Whether the script's user may run the command line, or `None` if
+    /// there is no such command (`redis.acl_check_cmd`).
+    fn acl_permits(&mut self, argv: &[Bytes]) -> Option<bool>;
 }
 
 /// The keyspace's busy flags and the shards a run holds: raised once the
@@ -835,10 +846,9 @@ fn script_error(value: &Value, sha: &str) -> CmdError {
         // Any other host error: its first line, without the traceback.
         _ => message.lines().next().unwrap_or_default().to_string(),
     };
-    match (source, line) {
-        (Some(source), Some(line)) => {
-            CmdError::Other(format!("{message} script: {sha}, on {source}:{line}."))
-        }
-        _ => CmdError::Other(message),
-    }
+    let message = match (source, line) {
+        (Some(source), Some(line)) => format!("{message} script: {sha}, on {source}:{line}."),
+        _ => message,
+    };
+    convert::error_of_table(t, message)
 }

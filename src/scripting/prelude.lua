@@ -400,6 +400,11 @@ local function read_flags(list)
 end
 
 local function register_function(...)
+  -- A function that kept `redis` from its library's loading cannot
+  -- register more once the library is loaded.
+  if not loading then
+    register_error("redis.register_function can only be called on FUNCTION LOAD command")
+  end
   local count = select("#", ...)
   if count < 1 or count > 2 then
     register_error("wrong number of arguments to redis.register_function")

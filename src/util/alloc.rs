@@ -65,6 +65,23 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Counting<A> {
     }
 }
 
+/// What the server uses: the bytes allocated when counted, else its RSS.
+pub fn used_memory() -> u64 {
+    allocated().unwrap_or_else(rss_bytes)
+}
+
+/// The process's resident set, from `/proc` (0 where there is none).
+pub fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .map_or(0, |pages| pages * 4096)
+}
+
 /// Bytes allocated and not freed, if the process counts them.
 pub fn allocated() -> Option<u64> {
     let live: i64 = LIVE.iter().map(|s| s.0.load(Ordering::Relaxed)).sum();

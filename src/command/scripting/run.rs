@@ -14,7 +14,7 @@ use bytes::Bytes;
 use super::native::{self, NativeRun};
 use crate::cluster::common_slot;
 use crate::command::{CommandSpec, Ctx, REGISTRY, acl, execute, flag, lock_plan};
-use crate::context::Client;
+use crate::context::{Client, guard};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{LockPlan, key_shard};
 use crate::protocol::{Protocol, Reply};
@@ -42,6 +42,8 @@ pub(crate) struct Mode {
     pub readonly: bool,
     /// `allow-cross-slot-keys`: calls in cluster mode may mix slots.
     pub cross_slot: bool,
+    /// `allow-oom`: calls are not refused over `maxmemory`.
+    pub allow_oom: bool,
 }
 
 impl Mode {
@@ -52,6 +54,7 @@ impl Mode {
             return Ok(Mode {
                 readonly: ro,
                 cross_slot: false,
+                allow_oom: false,
             });
         };
         if ro && !flags.has(ScriptFlags::NO_WRITES) {
@@ -67,6 +70,7 @@ impl Mode {
         Ok(Mode {
             readonly: flags.has(ScriptFlags::NO_WRITES),
             cross_slot: flags.has(ScriptFlags::ALLOW_CROSS_SLOT),
+            allow_oom: flags.has(ScriptFlags::ALLOW_OOM),
         })
     }
 }
@@ -88,6 +92,7 @@ pub(crate) fn run(
     if let Code::Script { sha, .. } = code
         && !mode.readonly
         && shared.cluster.is_none()
+        && !shared.guard.armed()
         && ctx.client.user.unrestricted()
         && let Some(native) = native::find(sha)
         && let Some(reply) = native(&mut NativeRun::new(ctx, keys, argv))
@@ -180,37 +185,84 @@ struct ScriptCalls<'s, 'c, 'a> {
     retry: Option<LockPlan>,
 }
 
+impl ScriptCalls<'_, '_, '_> {
+    /// Redis's checks of the server's state for one call: a write without
+    /// the replicas `min-replicas-to-write` asks for, and until the script
+    /// first writes, over `maxmemory`, a command that may grow the data
+    /// (unless the script is `allow-oom`).
+    fn state_refusal(&self, spec: &CommandSpec, run: &RunState) -> Option<CmdError> {
+        let guard = &self.ctx.shared.guard;
+        if !guard.armed() {
+            return None;
+        }
+        if spec.has(flag::WRITE) && guard.replicas_missing() {
+            return Some(CmdError::other(guard::NOREPLICAS));
+        }
+        (spec.has(flag::DENYOOM)
+            && !self.mode.allow_oom
+            && !run.has_written()
+            && guard.out_of_memory())
+        .then(|| CmdError::other(guard::OOM))
+    }
+}
+
 impl Host for ScriptCalls<'_, '_, '_> {
+    fn acl_permits(&mut self, argv: &[Bytes]) -> Option<bool> {
+        let id = REGISTRY.resolve(self.ctx.shared, argv).ok()?;
+        Some(acl::permits(&self.client, id, argv))
+    }
+
     fn call(&mut self, argv: &[Bytes], resp3: bool, run: &RunState) -> Reply {
         let fail = |text: &str| Reply::Error(CmdError::other(text));
         if self.retry.is_some() {
             return fail("ERR the script is being restarted");
         }
+        // A refused call is an error reply of its own in the error stats
+        // (and a rejected call of a known command), as in Redis: the
+        // script sees it as already counted.
+        let stats = &self.ctx.shared.stats;
+        let refuse = |id: Option<usize>, e: CmdError| {
+            stats.record_error(e.code());
+            if let Some(id) = id {
+                stats.record_rejected(id);
+            }
+            Reply::Error(e)
+        };
         let Ok(id) = REGISTRY.resolve(self.ctx.shared, argv) else {
-            return fail("ERR Unknown Redis command called from script");
+            return refuse(
+                None,
+                CmdError::other("ERR Unknown Redis command called from script"),
+            );
         };
         let spec: &CommandSpec = REGISTRY.specs[id];
-        if !spec.arity_ok(argv.len()) {
-            return fail("ERR Wrong number of args calling Redis command from script");
-        }
-        if spec.has(flag::NOSCRIPT) {
-            return fail("ERR This Redis command is not allowed from script");
-        }
-        if !self.client.user.unrestricted()
-            && let Err(denied) =
-                acl::check(self.ctx.shared, &self.client, id, argv, acl::Context::Lua)
+        let refused = if !spec.arity_ok(argv.len()) {
+            Some(CmdError::other(
+                "ERR Wrong number of args calling Redis command from script",
+            ))
+        } else if spec.has(flag::NOSCRIPT) {
+            Some(CmdError::other(
+                "ERR This Redis command is not allowed from script",
+            ))
+        } else if let Some(denied) = (!self.client.user.unrestricted())
+            .then(|| acl::check(self.ctx.shared, &self.client, id, argv, acl::Context::Lua).err())
+            .flatten()
         {
-            return Reply::Error(denied.script_error());
-        }
+            Some(denied.script_error())
         // Redis counts commands that may replicate (PUBLISH, PFCOUNT) as writes here.
-        if (spec.has(flag::WRITE) || spec.has(flag::MAY_REPLICATE)) && self.mode.readonly {
-            return fail("ERR Write commands are not allowed from read-only scripts.");
-        }
-        if self.ctx.shared.cluster.is_some()
+        } else if (spec.has(flag::WRITE) || spec.has(flag::MAY_REPLICATE)) && self.mode.readonly {
+            Some(CmdError::other(
+                "ERR Write commands are not allowed from read-only scripts.",
+            ))
+        } else if self.ctx.shared.cluster.is_some()
             && !self.mode.cross_slot
             && common_slot(spec.routed_args(argv)).is_err()
         {
-            return fail(&CmdError::ScriptCrossSlot.to_string());
+            Some(CmdError::ScriptCrossSlot)
+        } else {
+            self.state_refusal(spec, run)
+        };
+        if let Some(e) = refused {
+            return refuse(Some(id), e);
         }
         // Everything the command touches is taken before it runs.
         let mut keys = spec.key_args(argv);

@@ -1,0 +1,52 @@
+//! What refuses a command for the server's state rather than its own
+//! arguments, as Redis does before running one: memory over `maxmemory`
+//! (`-OOM`, for commands that may grow the data) and too few replicas for
+//! `min-replicas-to-write` (`-NOREPLICAS`, for writes; rlockd has none).
+//! Off by default, and then a command pays one relaxed load.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use crate::config::Config;
+
+#[derive(Default)]
+pub struct StateGuard {
+    /// Either check is on: the only thing read when neither is.
+    armed: AtomicBool,
+    /// `maxmemory` under the `noeviction` policy, else 0. rlockd evicts no
+    /// key; under the evicting policies it keeps taking writes (README), as
+    /// Redis does while eviction makes room.
+    memory_limit: AtomicU64,
+    /// `min-replicas-to-write` asks for replicas within
+    /// `min-replicas-max-lag`, and a lone server has none.
+    replicas_missing: AtomicBool,
+}
+
+pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+
+impl StateGuard {
+    pub fn configure(&self, config: &Config) {
+        let limit = if config.maxmemory_policy == "noeviction" {
+            config.maxmemory
+        } else {
+            0
+        };
+        let missing = config.min_replicas_to_write > 0 && config.min_replicas_max_lag > 0;
+        self.memory_limit.store(limit, Ordering::Relaxed);
+        self.replicas_missing.store(missing, Ordering::Relaxed);
+        self.armed.store(limit > 0 || missing, Ordering::Relaxed);
+    }
+
+    pub fn armed(&self) -> bool {
+        self.armed.load(Ordering::Relaxed)
+    }
+
+    pub fn out_of_memory(&self) -> bool {
+        let limit = self.memory_limit.load(Ordering::Relaxed);
+        limit > 0 && crate::util::alloc::used_memory() > limit
+    }
+
+    pub fn replicas_missing(&self) -> bool {
+        self.replicas_missing.load(Ordering::Relaxed)
+    }
+}
