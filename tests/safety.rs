@@ -43,6 +43,8 @@ use rlockd::ServerHandle;
 use rlockd::server::PauseMode;
 
 const LEASE_MS: u64 = 3_000;
+/// How long a fair-lock waiter waits for its turn once it is at the head.
+const PATIENCE_MS: u64 = 2_000;
 const PERMITS: i64 = 2;
 const CLIENTS: usize = 5;
 /// Lock names per protocol: few, so that clients contend.
@@ -76,9 +78,42 @@ enum Kind {
     Plain,
     /// A semaphore of `PERMITS` permits.
     Semaphore,
+    /// Redisson's fair lock: a queue of waiters, each with a deadline.
+    Fair,
 }
 
-const KINDS: [Kind; 4] = [Kind::Reentrant, Kind::Fenced, Kind::Plain, Kind::Semaphore];
+const KINDS: [Kind; 5] = [
+    Kind::Reentrant,
+    Kind::Fenced,
+    Kind::Plain,
+    Kind::Semaphore,
+    Kind::Fair,
+];
+
+/// A lock script broken on purpose, to show the checker catches it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sabotage {
+    None,
+    /// The reentrant lock grants whoever asks.
+    Reentrant,
+    /// The fair lock grants a free lock to whoever asks, queue or not.
+    Fair,
+}
+
+impl Sabotage {
+    /// The locks a history drives: a sabotaged one alone, so that it is
+    /// caught quickly.
+    fn kinds(self) -> &'static [Kind] {
+        match self {
+            Sabotage::None | Sabotage::Reentrant => &KINDS,
+            Sabotage::Fair => &[Kind::Fair],
+        }
+    }
+}
+
+/// A waiter told by a wake-up that a lock is free: `client` is the one
+/// woken (the fair lock's head), `None` when any waiter may try.
+type Woken = (Kind, usize, Option<usize>);
 
 /// What the model says one client holds of one lock.
 #[derive(Clone, Copy, Debug)]
@@ -98,12 +133,15 @@ struct Scripts {
     sem_set: Script,
     sem_acquire: Script,
     sem_release: Script,
+    fair_acquire: Script,
+    fair_release: Script,
 }
 
 impl Scripts {
-    fn new(broken_lock: bool) -> Scripts {
+    fn new(sabotage: Sabotage) -> Scripts {
+        let fair_acquire = include_str!("../conformance/scripts/fair_acquire.lua");
         Scripts {
-            lock: Script::new(if broken_lock {
+            lock: Script::new(if sabotage == Sabotage::Reentrant {
                 // Grants whoever asks: the checker must catch it.
                 "redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return nil"
             } else {
@@ -125,6 +163,12 @@ impl Scripts {
             )),
             sem_acquire: Script::new(include_str!("../conformance/scripts/semaphore_acquire.lua")),
             sem_release: Script::new(include_str!("../conformance/scripts/semaphore_release.lua")),
+            fair_acquire: Script::new(&if sabotage == Sabotage::Fair {
+                fair_acquire.replace("(head == false or head == owner)", "true")
+            } else {
+                fair_acquire.to_string()
+            }),
+            fair_release: Script::new(include_str!("../conformance/scripts/fair_release.lua")),
         }
     }
 }
@@ -145,18 +189,22 @@ struct Run<'s> {
     /// crashes and restarts are among the faults.
     aof_dir: Option<&'s std::path::Path>,
     rng: Rng,
+    kinds: &'static [Kind],
     scripts: &'s Scripts,
     clients: Vec<MultiplexedConnection>,
     holds: HashMap<(Kind, usize, usize), Hold>,
     /// Highest fencing token granted, per lock name.
     tokens: HashMap<usize, i64>,
+    /// Each fair lock's queue: waiters in order, with the deadline (server
+    /// ms) past which a waiter that has not taken the lock is dropped.
+    queues: HashMap<usize, Vec<(usize, i64)>>,
     /// Wake-ups (PUBLISH on a lock's channel) seen, by channel.
     wakeups: tokio::sync::mpsc::UnboundedReceiver<String>,
     wakeup_sender: tokio::sync::mpsc::UnboundedSender<String>,
     listener: tokio::task::JoinHandle<()>,
     /// A client told by a wake-up that this lock is free, before anyone
     /// else acted on it.
-    woken: Option<(Kind, usize)>,
+    woken: Option<Woken>,
     log: Vec<String>,
     outcome: Outcome,
 }
@@ -171,6 +219,14 @@ fn channel(kind: Kind, name: usize) -> String {
 
 fn owner(client: usize) -> String {
     format!("client-{client}:1")
+}
+
+/// A fair lock's hash, queue and deadlines.
+fn fair_keys(name: usize) -> [String; 3] {
+    let k = key(Kind::Fair, name);
+    let queue = format!("redisson_lock_queue:{k}");
+    let timeouts = format!("redisson_lock_timeout:{k}");
+    [k, queue, timeouts]
 }
 
 /// A server on a manual clock starting at `at`, with the append-only file
@@ -308,7 +364,7 @@ impl Run<'_> {
                 until: now + LEASE_MS,
             },
         );
-        if self.woken == Some((kind, name)) {
+        if self.woken.is_some_and(|(k, n, _)| (k, n) == (kind, name)) {
             self.woken = None;
         }
     }
@@ -316,22 +372,147 @@ impl Run<'_> {
     /// A client was refused: if a wake-up told it the lock was free and
     /// nobody acted on the lock since, the wake-up was a lie.
     fn refused(&mut self, kind: Kind, name: usize, client: usize) {
-        if self.woken == Some((kind, name)) {
+        if let Some((k, n, who)) = self.woken
+            && (k, n) == (kind, name)
+            && who.is_none_or(|w| w == client)
+        {
             self.fail(format!(
                 "{kind:?} lock {name}: client {client} was woken but refused the free lock"
             ));
         }
     }
 
-    /// The release that freed a lock published a wake-up: it must arrive.
-    async fn expect_wakeup(&mut self, kind: Kind, name: usize) {
-        let wanted = channel(kind, name);
+    /// The release that freed a lock published a wake-up on `wanted`: it
+    /// must arrive.
+    async fn expect_wakeup(&mut self, wanted: String, woken: Woken) {
         let got = tokio::time::timeout(Duration::from_secs(2), self.wakeups.recv()).await;
         match got {
-            Ok(Some(ch)) if ch == wanted => self.woken = Some((kind, name)),
-            other => self.fail(format!(
-                "release of {kind:?} lock {name}: no wake-up ({other:?})"
+            Ok(Some(ch)) if ch == wanted => self.woken = Some(woken),
+            other => self.fail(format!("no wake-up on {wanted} ({other:?})")),
+        }
+    }
+
+    /// Checks a fair-lock acquire's reply against the model's queue: the
+    /// lock goes to the head of the queue (stale waiters dropped first) or
+    /// to anyone when nobody waits, and a refused client is told the wait
+    /// its place in the queue gives it.
+    fn fair_acquired(&mut self, name: usize, client: usize, reply: Value) {
+        let now = self.now() as i64;
+        let holder = self
+            .holders(Kind::Fair, name)
+            .first()
+            .and_then(|&c| Some((c, self.valid(Kind::Fair, name, c)?.until as i64)));
+        let queue = self.queues.entry(name).or_default();
+        queue.retain(|&(_, deadline)| deadline > now);
+        let head = queue.first().map(|&(c, _)| c);
+        let queued = queue.iter().find(|&&(c, _)| c == client).map(|&(_, d)| d);
+        let wait = if holder.is_none() && head.is_none_or(|h| h == client) {
+            if head.is_some() {
+                queue.remove(0);
+            }
+            // Everyone behind waits one turn less.
+            queue.iter_mut().for_each(|(_, d)| *d -= PATIENCE_MS as i64);
+            None
+        } else if holder.is_some_and(|(c, _)| c == client) {
+            None
+        } else if let Some(deadline) = queued {
+            Some(deadline - PATIENCE_MS as i64 - now)
+        } else {
+            let turn = queue
+                .last()
+                .map_or_else(|| holder.map_or(-2, |(_, u)| u), |&(_, d)| d);
+            queue.push((client, turn + PATIENCE_MS as i64));
+            Some(turn - now)
+        };
+        match (wait, reply) {
+            (None, Value::Nil) => self.granted(Kind::Fair, name, client, true),
+            (Some(_), Value::Nil) => {
+                let queue = self.queues[&name].clone();
+                self.fail(format!(
+                    "fair lock {name} granted to client {client} out of queue order (queue {queue:?}, holder {holder:?})"
+                ));
+            }
+            (Some(wait), Value::Int(told)) if told == wait => {
+                self.refused(Kind::Fair, name, client)
+            }
+            (wait, reply) => self.fail(format!(
+                "fair lock {name} acquire by {client}: reply {reply:?}, model's wait {wait:?}"
             )),
+        }
+    }
+
+    /// Checks a fair-lock release's reply; a release that leaves the lock
+    /// free wakes the head of the queue (stale waiters dropped from the
+    /// head first), and only it.
+    async fn fair_released(
+        &mut self,
+        name: usize,
+        client: usize,
+        hold: Option<Hold>,
+        reply: Value,
+    ) {
+        let now = self.now() as i64;
+        let held = hold.is_some() || !self.holders(Kind::Fair, name).is_empty();
+        let queue = self.queues.entry(name).or_default();
+        while queue.first().is_some_and(|&(_, d)| d <= now) {
+            queue.remove(0);
+        }
+        let head = queue.first().map(|&(c, _)| c);
+        match (hold, reply) {
+            (Some(h), Value::Int(0)) if h.count > 1 => {
+                let until = self.now() + LEASE_MS;
+                let count = h.count - 1;
+                self.holds
+                    .insert((Kind::Fair, name, client), Hold { count, until });
+                return;
+            }
+            (Some(h), Value::Int(1)) if h.count == 1 => {}
+            (None, Value::Int(1)) if !held => {}
+            (None, Value::Nil) if held => return,
+            (hold, reply) => {
+                return self.fail(format!(
+                    "fair unlock of lock {name} by {client} holding {hold:?}: reply {reply:?}"
+                ));
+            }
+        }
+        if let Some(head) = head {
+            let wanted = format!("{}:{}", channel(Kind::Fair, name), owner(head));
+            self.expect_wakeup(wanted, (Kind::Fair, name, Some(head)))
+                .await;
+        }
+    }
+
+    /// Every waiter is granted or times out: once every deadline and lease
+    /// has passed, each fair lock's queue is empty after one more
+    /// acquire, which is granted at once.
+    async fn drain_fair(&mut self) {
+        let latest = self
+            .queues
+            .values()
+            .flatten()
+            .map(|&(_, d)| d.max(0) as u64)
+            .max()
+            .unwrap_or(0);
+        let by = latest.saturating_sub(self.now()) + 2 * LEASE_MS + 1;
+        self.log
+            .push(format!("clock +{by} ms: every deadline passes"));
+        self.server().clock().advance(Duration::from_millis(by));
+        self.woken = None;
+        for name in 0..NAMES {
+            self.log.push(format!("client 0 acquires Fair {name}"));
+            self.acquire(Kind::Fair, name, 0).await;
+            let [_, queue, timeouts] = fair_keys(name);
+            let left: (i64, i64) = redis::pipe()
+                .llen(&queue)
+                .zcard(&timeouts)
+                .query_async(&mut self.clients[0])
+                .await
+                .unwrap();
+            if left != (0, 0) {
+                self.fail(format!(
+                    "fair lock {name}: waiters left after every deadline passed (queue, deadlines): {left:?}"
+                ));
+            }
         }
     }
 
@@ -403,6 +584,18 @@ impl Run<'_> {
                     other => self.fail(format!("SET NX by {client}: reply {other:?}")),
                 }
             }
+            Kind::Fair => {
+                let now = self.now();
+                let args = [
+                    LEASE_MS.to_string(),
+                    me,
+                    PATIENCE_MS.to_string(),
+                    now.to_string(),
+                ];
+                let script = self.scripts.fair_acquire.clone();
+                let reply = self.invoke(client, &script, &fair_keys(name), &args).await;
+                self.fair_acquired(name, client, reply);
+            }
             Kind::Semaphore => {
                 let reply = self
                     .invoke(
@@ -469,13 +662,23 @@ impl Run<'_> {
                         );
                     }
                     (Some(h), Value::Int(1)) if h.count == 1 => {
-                        self.expect_wakeup(kind, name).await;
+                        self.expect_wakeup(channel(kind, name), (kind, name, None))
+                            .await;
                     }
                     (None, Value::Nil) => {}
                     (hold, reply) => self.fail(format!(
                         "unlock of {kind:?} lock {name} by {client} holding {hold:?}: reply {reply:?}"
                     )),
                 }
+            }
+            Kind::Fair => {
+                let now = self.now();
+                let [lock, queue, timeouts] = fair_keys(name);
+                let keys = [lock, queue, timeouts, channel(kind, name)];
+                let args = ["0".into(), LEASE_MS.to_string(), me, now.to_string()];
+                let script = self.scripts.fair_release.clone();
+                let reply = self.invoke(client, &script, &keys, &args).await;
+                self.fair_released(name, client, hold, reply).await;
             }
             Kind::Plain => {
                 let reply = self
@@ -522,7 +725,7 @@ impl Run<'_> {
         let me = owner(client);
         let hold = self.valid(kind, name, client);
         let reply = match kind {
-            Kind::Reentrant | Kind::Fenced => {
+            Kind::Reentrant | Kind::Fenced | Kind::Fair => {
                 self.invoke(
                     client,
                     &self.scripts.renew.clone(),
@@ -619,19 +822,20 @@ impl Run<'_> {
         if self.rng.below(16) == 0 {
             self.server().delay_replies(Duration::ZERO);
         }
-        let kind = KINDS[self.rng.below(KINDS.len() as u64) as usize];
+        let kind = self.kinds[self.rng.below(self.kinds.len() as u64) as usize];
         let name = self.rng.below(NAMES as u64) as usize;
         let client = self.rng.below(CLIENTS as u64) as usize;
-        let holding = self.valid(kind, name, client).is_some();
         let action = self.rng.below(10);
         // A woken waiter tries first, as it would.
-        if let Some((k, n)) = self.woken
+        if let Some((k, n, who)) = self.woken
             && (k, n) == (kind, name)
-            && !holding
         {
-            self.log
-                .push(format!("client {client} (woken) acquires {kind:?} {name}"));
-            return self.acquire(kind, name, client).await;
+            let client = who.unwrap_or(client);
+            if self.valid(kind, name, client).is_none() {
+                self.log
+                    .push(format!("client {client} (woken) acquires {kind:?} {name}"));
+                return self.acquire(kind, name, client).await;
+            }
         }
         self.woken = None;
         match action {
@@ -676,11 +880,11 @@ async fn listen(
 async fn history(
     seed: u64,
     steps: u64,
-    broken_lock: bool,
+    sabotage: Sabotage,
     aof_dir: Option<&std::path::Path>,
 ) -> Outcome {
     let server = start_server(aof_dir, std::time::SystemTime::now()).await;
-    let scripts = Scripts::new(broken_lock);
+    let scripts = Scripts::new(sabotage);
     let mut clients = Vec::new();
     for _ in 0..CLIENTS {
         clients.push(common::connect(&server).await);
@@ -691,10 +895,12 @@ async fn history(
         server: Some(server),
         aof_dir,
         rng: Rng(seed),
+        kinds: sabotage.kinds(),
         scripts: &scripts,
         clients,
         holds: HashMap::new(),
         tokens: HashMap::new(),
+        queues: HashMap::new(),
         wakeups: rx,
         wakeup_sender: tx,
         listener,
@@ -713,6 +919,9 @@ async fn history(
         if run.outcome.violation.is_some() {
             break;
         }
+    }
+    if run.outcome.violation.is_none() && run.kinds.contains(&Kind::Fair) {
+        run.drain_fair().await;
     }
     let outcome = std::mem::take(&mut run.outcome);
     run.listener.abort();
@@ -738,7 +947,7 @@ async fn no_history_breaks_mutual_exclusion() {
     };
     let (mut operations, mut grants, mut longest) = (0, 0, 0);
     for &seed in &seeds {
-        let outcome = history(seed, steps, false, None).await;
+        let outcome = history(seed, steps, Sabotage::None, None).await;
         if let Some(violation) = outcome.violation {
             panic!("seed {seed} (replay: SAFETY_SEED={seed} SAFETY_STEPS={steps}): {violation}");
         }
@@ -756,9 +965,20 @@ async fn no_history_breaks_mutual_exclusion() {
 /// caught within a short history.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_checker_catches_a_lock_that_grants_twice() {
-    let caught = history(7, 400, true, None).await;
+    let caught = history(7, 400, Sabotage::Reentrant, None).await;
     let violation = caught.violation.expect("a broken lock must be caught");
     assert!(violation.contains("while clients"), "{violation}");
+}
+
+/// A fair lock that hands a free lock to whoever asks, past the waiters
+/// queued before it, is caught.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_checker_catches_a_fair_lock_that_skips_the_queue() {
+    let caught = history(7, 400, Sabotage::Fair, None).await;
+    let violation = caught
+        .violation
+        .expect("a queue-jumping fair lock must be caught");
+    assert!(violation.contains("out of queue order"), "{violation}");
 }
 
 /// Crashes and restarts with the append-only file on (`appendfsync
@@ -776,7 +996,7 @@ async fn no_history_breaks_mutual_exclusion_across_restarts() {
             .join(format!("safety-aof-{}-{seed}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let outcome = history(seed, steps, false, Some(&dir)).await;
+        let outcome = history(seed, steps, Sabotage::None, Some(&dir)).await;
         let _ = std::fs::remove_dir_all(&dir);
         if let Some(violation) = outcome.violation {
             panic!(
