@@ -1,8 +1,9 @@
 //! A seeded, randomized safety checker for the lock family (issue #15, 1).
 //!
 //! Clients take, re-enter, renew and release locks of several protocols
-//! (Redisson's reentrant lock, the fenced lock, SET NX PX with
-//! compare-and-delete, the semaphore) over real connections, while faults
+//! (Redisson's reentrant lock, fair lock and read/write lock, the fenced
+//! lock, SET NX PX with compare-and-delete, the semaphore) over real
+//! connections, while faults
 //! are injected through the fixture API: the manual clock jumps forward
 //! (leases run out mid-critical-section, renewals race expiry), connections
 //! are dropped, replies are delayed, writes are paused. One task drives
@@ -12,8 +13,12 @@
 //!
 //! After each reply the checker compares it with a model of what each
 //! client holds and until when (in server time), and fails on:
-//! - two holders of an exclusive lock whose leases overlap, or more
-//!   semaphore holders than permits;
+//! - two holders of an exclusive lock whose leases overlap, a writer whose
+//!   lease overlaps a reader's or another writer's, or more semaphore
+//!   holders than permits;
+//! - a fair lock granted to anyone but the head of its queue (waiters past
+//!   their deadline dropped), a waiter told a wait its place does not give
+//!   it, or a waiter left queued once every deadline has passed;
 //! - a fencing token that does not grow;
 //! - a release that does not wake a waiter (its PUBLISH never arrives) or a
 //!   woken waiter that cannot take the lock nobody else took meanwhile;
@@ -45,6 +50,8 @@ use rlockd::server::PauseMode;
 const LEASE_MS: u64 = 3_000;
 /// How long a fair-lock waiter waits for its turn once it is at the head.
 const PATIENCE_MS: u64 = 2_000;
+/// The longest lease a client can hold: a write lock entered twice.
+const LONGEST_LEASE_MS: u64 = 2 * LEASE_MS;
 const PERMITS: i64 = 2;
 const CLIENTS: usize = 5;
 /// Lock names per protocol: few, so that clients contend.
@@ -80,15 +87,33 @@ enum Kind {
     Semaphore,
     /// Redisson's fair lock: a queue of waiters, each with a deadline.
     Fair,
+    /// The read side of Redisson's read/write lock.
+    Read,
+    /// Its write side (the same hash).
+    Write,
 }
 
-const KINDS: [Kind; 5] = [
+const KINDS: [Kind; 7] = [
     Kind::Reentrant,
     Kind::Fenced,
     Kind::Plain,
     Kind::Semaphore,
     Kind::Fair,
+    Kind::Read,
+    Kind::Write,
 ];
+
+/// The read side's watchdog (ours; Redisson's renews every reader's
+/// holds at once): the owner's live read holds, and the hash with them,
+/// get a fresh lease. 1 if any hold was still live.
+const READ_RENEW: &str = "local renewed = 0
+for i = tonumber(redis.call('hget', KEYS[1], ARGV[2]) or 0), 1, -1 do
+    renewed = renewed + redis.call('pexpire', KEYS[2] .. ':' .. i, ARGV[1])
+end
+if renewed > 0 then
+    redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), ARGV[1]))
+end
+return renewed > 0 and 1 or 0";
 
 /// A lock script broken on purpose, to show the checker catches it.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -98,6 +123,8 @@ enum Sabotage {
     Reentrant,
     /// The fair lock grants a free lock to whoever asks, queue or not.
     Fair,
+    /// The write side is granted while readers hold the lock.
+    ReadWrite,
 }
 
 impl Sabotage {
@@ -107,6 +134,7 @@ impl Sabotage {
         match self {
             Sabotage::None | Sabotage::Reentrant => &KINDS,
             Sabotage::Fair => &[Kind::Fair],
+            Sabotage::ReadWrite => &[Kind::Read, Kind::Write],
         }
     }
 }
@@ -135,11 +163,17 @@ struct Scripts {
     sem_release: Script,
     fair_acquire: Script,
     fair_release: Script,
+    read_acquire: Script,
+    read_release: Script,
+    read_renew: Script,
+    write_acquire: Script,
+    write_release: Script,
 }
 
 impl Scripts {
     fn new(sabotage: Sabotage) -> Scripts {
         let fair_acquire = include_str!("../conformance/scripts/fair_acquire.lua");
+        let write_acquire = include_str!("../conformance/scripts/rw_write_acquire.lua");
         Scripts {
             lock: Script::new(if sabotage == Sabotage::Reentrant {
                 // Grants whoever asks: the checker must catch it.
@@ -169,6 +203,15 @@ impl Scripts {
                 fair_acquire.to_string()
             }),
             fair_release: Script::new(include_str!("../conformance/scripts/fair_release.lua")),
+            read_acquire: Script::new(include_str!("../conformance/scripts/rw_read_acquire.lua")),
+            read_release: Script::new(include_str!("../conformance/scripts/rw_read_release.lua")),
+            read_renew: Script::new(READ_RENEW),
+            write_acquire: Script::new(&if sabotage == Sabotage::ReadWrite {
+                write_acquire.replace("if mode == false then", "if mode ~= 'write' then")
+            } else {
+                write_acquire.to_string()
+            }),
+            write_release: Script::new(include_str!("../conformance/scripts/rw_write_release.lua")),
         }
     }
 }
@@ -198,6 +241,11 @@ struct Run<'s> {
     /// Each fair lock's queue: waiters in order, with the deadline (server
     /// ms) past which a waiter that has not taken the lock is dropped.
     queues: HashMap<usize, Vec<(usize, i64)>>,
+    /// Each client's read holds of each read/write lock (by name and
+    /// client): the lease end of each hold, newest last (never earlier than
+    /// the one below), as the lock keeps one timeout key per hold and a
+    /// release drops the newest.
+    reads: HashMap<(usize, usize), Vec<u64>>,
     /// Wake-ups (PUBLISH on a lock's channel) seen, by channel.
     wakeups: tokio::sync::mpsc::UnboundedReceiver<String>,
     wakeup_sender: tokio::sync::mpsc::UnboundedSender<String>,
@@ -210,11 +258,27 @@ struct Run<'s> {
 }
 
 fn key(kind: Kind, name: usize) -> String {
-    format!("{kind:?}:{{lock{name}}}")
+    match kind {
+        Kind::Read | Kind::Write => format!("ReadWrite:{{lock{name}}}"),
+        _ => format!("{kind:?}:{{lock{name}}}"),
+    }
 }
 
 fn channel(kind: Kind, name: usize) -> String {
-    format!("redisson_lock__channel:{}", key(kind, name))
+    match kind {
+        Kind::Read | Kind::Write => format!("redisson_rwlock:{}", key(kind, name)),
+        _ => format!("redisson_lock__channel:{}", key(kind, name)),
+    }
+}
+
+/// The prefix of a reader's timeout keys, one per hold: `<prefix>:<n>`.
+fn read_timeouts(name: usize, client: usize) -> String {
+    format!("{}:{}:rwlock_timeout", key(Kind::Read, name), owner(client))
+}
+
+/// The read/write lock's hash field of a client's write holds.
+fn writer(client: usize) -> String {
+    format!("{}:write", owner(client))
 }
 
 fn owner(client: usize) -> String {
@@ -276,10 +340,32 @@ impl Run<'_> {
     /// The model's hold of `client` on a lock, if its lease is still valid.
     fn valid(&self, kind: Kind, name: usize, client: usize) -> Option<Hold> {
         let now = self.now();
-        self.holds
-            .get(&(kind, name, client))
-            .copied()
-            .filter(|h| h.until > now)
+        let hold = if kind == Kind::Read {
+            let leases = self.reads.get(&(name, client))?;
+            Some(Hold {
+                count: leases.len() as i64,
+                until: *leases.last()?,
+            })
+        } else {
+            self.holds.get(&(kind, name, client)).copied()
+        };
+        hold.filter(|h| h.until > now)
+    }
+
+    /// Who holds either side of a read/write lock, and when the last of
+    /// their leases ends: the lock's hash lives exactly that long.
+    fn rw_holds(&self, name: usize) -> (Vec<(Kind, usize)>, Option<u64>) {
+        let mut holds = Vec::new();
+        let mut last = None;
+        for kind in [Kind::Read, Kind::Write] {
+            for c in 0..CLIENTS {
+                if let Some(h) = self.valid(kind, name, c) {
+                    last = last.max(Some(h.until));
+                    holds.push((kind, c));
+                }
+            }
+        }
+        (holds, last)
     }
 
     fn holders(&self, kind: Kind, name: usize) -> Vec<usize> {
@@ -364,6 +450,11 @@ impl Run<'_> {
                 until: now + LEASE_MS,
             },
         );
+        self.taken(kind, name);
+    }
+
+    /// Whoever a wake-up told about this lock has been answered.
+    fn taken(&mut self, kind: Kind, name: usize) {
         if self.woken.is_some_and(|(k, n, _)| (k, n) == (kind, name)) {
             self.woken = None;
         }
@@ -493,7 +584,7 @@ impl Run<'_> {
             .map(|&(_, d)| d.max(0) as u64)
             .max()
             .unwrap_or(0);
-        let by = latest.saturating_sub(self.now()) + 2 * LEASE_MS + 1;
+        let by = latest.saturating_sub(self.now()) + LONGEST_LEASE_MS + 1;
         self.log
             .push(format!("clock +{by} ms: every deadline passes"));
         self.server().clock().advance(Duration::from_millis(by));
@@ -514,6 +605,127 @@ impl Run<'_> {
                 ));
             }
         }
+    }
+
+    /// Either side of the read/write lock: granted unless another client
+    /// holds the write side, or (for the write side) anyone holds the read
+    /// side; a refusal is told what is left of the lock's lease.
+    async fn rw_acquire(&mut self, kind: Kind, name: usize, client: usize) {
+        let own_write = self.valid(Kind::Write, name, client);
+        // A writer does not take the read side here: Redisson lets it, but
+        // its read release then sets the hash's lease from the read holds
+        // alone, which can cut a re-entered write lease short (a corner of
+        // the protocol, not of the server). Re-entering the write side adds
+        // a whole lease to what is left (`pttl + lease`): two holds at
+        // most, so no lease is longer than `LONGEST_LEASE_MS`.
+        if own_write.is_some_and(|h| kind == Kind::Read || h.count >= 2) {
+            return;
+        }
+        let (holds, last) = self.rw_holds(name);
+        let blockers: Vec<(Kind, usize)> = holds
+            .into_iter()
+            .filter(|&(k, c)| match kind {
+                Kind::Read => k == Kind::Write && c != client,
+                _ => c != client || k == Kind::Read,
+            })
+            .collect();
+        let k = key(kind, name);
+        let lease = LEASE_MS.to_string();
+        let reply = if kind == Kind::Read {
+            let script = self.scripts.read_acquire.clone();
+            let keys = [k, read_timeouts(name, client)];
+            let args = [lease, owner(client), writer(client)];
+            self.invoke(client, &script, &keys, &args).await
+        } else {
+            let script = self.scripts.write_acquire.clone();
+            self.invoke(client, &script, &[k], &[lease, writer(client)])
+                .await
+        };
+        let now = self.now();
+        match reply {
+            Value::Nil if blockers.is_empty() => {
+                self.outcome.grants += 1;
+                self.taken(Kind::Write, name);
+                if kind == Kind::Read {
+                    let leases = self.reads.entry((name, client)).or_default();
+                    if leases.last().is_some_and(|&u| u <= now) {
+                        leases.clear();
+                    }
+                    leases.push(now + LEASE_MS);
+                } else {
+                    let hold = Hold {
+                        count: own_write.map_or(0, |h| h.count) + 1,
+                        until: own_write.map_or(now, |h| h.until) + LEASE_MS,
+                    };
+                    self.holds.insert((kind, name, client), hold);
+                }
+            }
+            Value::Nil => self.fail(format!(
+                "{kind:?} side of read/write lock {name} granted to client {client} while clients {blockers:?} hold it"
+            )),
+            Value::Int(ttl)
+                if !blockers.is_empty() && last.map(|l| l as i64 - now as i64) == Some(ttl) =>
+            {
+                self.refused(kind, name, client)
+            }
+            other => self.fail(format!(
+                "{kind:?} side of read/write lock {name} by {client} (held by {blockers:?} until {last:?}): reply {other:?}"
+            )),
+        }
+    }
+
+    /// A release of either side; the one that frees the lock wakes its
+    /// waiters, and none may free it while someone else still holds it.
+    async fn rw_release(&mut self, kind: Kind, name: usize, client: usize, hold: Option<Hold>) {
+        let k = key(kind, name);
+        let reply = if kind == Kind::Read {
+            let script = self.scripts.read_release.clone();
+            let keys = [
+                k.clone(),
+                channel(kind, name),
+                read_timeouts(name, client),
+                k,
+            ];
+            let args = ["0".into(), owner(client)];
+            let reply = self.invoke(client, &script, &keys, &args).await;
+            if let Some(leases) = self.reads.get_mut(&(name, client)) {
+                leases.pop();
+            }
+            reply
+        } else {
+            let script = self.scripts.write_release.clone();
+            let args = ["0".into(), LEASE_MS.to_string(), writer(client)];
+            self.invoke(client, &script, &[k, channel(kind, name)], &args)
+                .await
+        };
+        let (holds, _) = self.rw_holds(name);
+        match (kind, hold, reply) {
+            (Kind::Write, Some(h), Value::Int(0)) if h.count > 1 => {
+                let until = self.now() + LEASE_MS;
+                let count = h.count - 1;
+                self.holds
+                    .insert((kind, name, client), Hold { count, until });
+                return;
+            }
+            (Kind::Write, Some(h), Value::Int(1)) if h.count == 1 => {}
+            (_, None, Value::Int(1)) | (Kind::Read, Some(_), Value::Int(1)) if holds.is_empty() => {
+            }
+            (Kind::Write, None, Value::Nil) | (Kind::Read, Some(_), Value::Int(0))
+                if !holds.is_empty() =>
+            {
+                return;
+            }
+            // A read hold whose lease ran out may still be counted while
+            // other readers keep the hash.
+            (Kind::Read, None, Value::Int(0) | Value::Nil) => return,
+            (_, hold, reply) => {
+                return self.fail(format!(
+                    "{kind:?} unlock of read/write lock {name} by {client} holding {hold:?} (then held by {holds:?}): reply {reply:?}"
+                ));
+            }
+        }
+        self.expect_wakeup(channel(kind, name), (Kind::Write, name, None))
+            .await;
     }
 
     async fn acquire(&mut self, kind: Kind, name: usize, client: usize) {
@@ -596,6 +808,7 @@ impl Run<'_> {
                 let reply = self.invoke(client, &script, &fair_keys(name), &args).await;
                 self.fair_acquired(name, client, reply);
             }
+            Kind::Read | Kind::Write => self.rw_acquire(kind, name, client).await,
             Kind::Semaphore => {
                 let reply = self
                     .invoke(
@@ -680,6 +893,7 @@ impl Run<'_> {
                 let reply = self.invoke(client, &script, &keys, &args).await;
                 self.fair_released(name, client, hold, reply).await;
             }
+            Kind::Read | Kind::Write => self.rw_release(kind, name, client, hold).await,
             Kind::Plain => {
                 let reply = self
                     .invoke(client, &self.scripts.cad.clone(), &[k], &[me])
@@ -743,6 +957,24 @@ impl Run<'_> {
                 )
                 .await
             }
+            Kind::Write => {
+                self.invoke(
+                    client,
+                    &self.scripts.renew.clone(),
+                    &[k],
+                    &[LEASE_MS.to_string(), writer(client)],
+                )
+                .await
+            }
+            Kind::Read => {
+                self.invoke(
+                    client,
+                    &self.scripts.read_renew.clone(),
+                    &[k, read_timeouts(name, client)],
+                    &[LEASE_MS.to_string(), me],
+                )
+                .await
+            }
             Kind::Semaphore => return,
         };
         let renewed = match &reply {
@@ -752,8 +984,17 @@ impl Run<'_> {
         };
         match (hold, renewed) {
             (Some(h), true) => {
-                let until = self.now() + LEASE_MS;
-                self.holds.insert((kind, name, client), Hold { until, ..h });
+                let now = self.now();
+                let until = now + LEASE_MS;
+                if kind == Kind::Read {
+                    let leases = self.reads.entry((name, client)).or_default();
+                    leases
+                        .iter_mut()
+                        .filter(|u| **u > now)
+                        .for_each(|u| *u = until);
+                } else {
+                    self.holds.insert((kind, name, client), Hold { until, ..h });
+                }
             }
             (None, false) => {
                 self.holds.remove(&(kind, name, client));
@@ -866,7 +1107,10 @@ async fn listen(
 ) -> tokio::task::JoinHandle<()> {
     let subscriber = redis::Client::open(server.url()).unwrap();
     let mut pubsub = subscriber.get_async_pubsub().await.unwrap();
-    pubsub.psubscribe("redisson_lock__channel:*").await.unwrap();
+    pubsub
+        .psubscribe(&["redisson_lock__channel:*", "redisson_rwlock:*"])
+        .await
+        .unwrap();
     tokio::spawn(async move {
         let mut messages = pubsub.on_message();
         while let Some(m) = messages.next().await {
@@ -901,6 +1145,7 @@ async fn history(
         holds: HashMap::new(),
         tokens: HashMap::new(),
         queues: HashMap::new(),
+        reads: HashMap::new(),
         wakeups: rx,
         wakeup_sender: tx,
         listener,
@@ -961,24 +1206,31 @@ async fn no_history_breaks_mutual_exclusion() {
     );
 }
 
-/// The checker is not vacuous: a lock script that grants to everyone is
-/// caught within a short history.
+/// The checker is not vacuous: a history driving a lock script broken
+/// on purpose ends in a violation that says what broke.
+async fn assert_caught(sabotage: Sabotage, says: &str) {
+    let caught = history(7, 400, sabotage, None).await;
+    let violation = caught.violation.expect("a broken lock must be caught");
+    assert!(violation.contains(says), "{violation}");
+}
+
+/// A lock script that grants to everyone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_checker_catches_a_lock_that_grants_twice() {
-    let caught = history(7, 400, Sabotage::Reentrant, None).await;
-    let violation = caught.violation.expect("a broken lock must be caught");
-    assert!(violation.contains("while clients"), "{violation}");
+    assert_caught(Sabotage::Reentrant, "while clients").await;
 }
 
 /// A fair lock that hands a free lock to whoever asks, past the waiters
-/// queued before it, is caught.
+/// queued before it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_checker_catches_a_fair_lock_that_skips_the_queue() {
-    let caught = history(7, 400, Sabotage::Fair, None).await;
-    let violation = caught
-        .violation
-        .expect("a queue-jumping fair lock must be caught");
-    assert!(violation.contains("out of queue order"), "{violation}");
+    assert_caught(Sabotage::Fair, "out of queue order").await;
+}
+
+/// A read/write lock that grants the write side while readers hold it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_checker_catches_a_writer_granted_over_readers() {
+    assert_caught(Sabotage::ReadWrite, "while clients [(Read").await;
 }
 
 /// Crashes and restarts with the append-only file on (`appendfsync
