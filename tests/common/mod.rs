@@ -58,8 +58,11 @@ pub async fn connect(server: &ServerHandle) -> MultiplexedConnection {
 
 /// Like `connect`, for tasks that cannot borrow the server.
 pub async fn connect_url(url: String) -> MultiplexedConnection {
-    // No response timeout: a debug build runs long scripts slowly.
-    let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
+    // No response timeout: a debug build runs long scripts slowly. A
+    // connection may wait out a busy machine (redis-rs gives up after 1 s).
+    let config = redis::AsyncConnectionConfig::new()
+        .set_response_timeout(None)
+        .set_connection_timeout(Some(WAIT));
     redis::Client::open(url)
         .unwrap()
         .get_multiplexed_async_connection_with_config(&config)
