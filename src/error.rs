@@ -47,6 +47,9 @@ pub enum CmdError {
     ScriptCrossSlot,
     /// A cluster command while cluster mode is off.
     ClusterDisabled,
+    /// Cluster mode: a CLUSTER subcommand that would change or report on a
+    /// topology other than the one fixed node rlockd is.
+    ClusterTopologyFixed(String),
     SelectInClusterMode,
     InvalidSlot,
     InvalidSlotOrCount,
@@ -137,6 +140,10 @@ impl fmt::Display for CmdError {
                 f.write_str("ERR Script attempted to access a non local key in a cluster node")
             }
             ClusterDisabled => f.write_str("ERR This instance has cluster support disabled"),
+            ClusterTopologyFixed(sub) => write!(
+                f,
+                "ERR CLUSTER {sub} is not supported: this rlockd is a one-node cluster owning every slot"
+            ),
             SelectInClusterMode => f.write_str("ERR SELECT is not allowed in cluster mode"),
             InvalidSlot => f.write_str("ERR Invalid slot"),
             InvalidSlotOrCount => f.write_str("ERR Invalid slot or number of keys"),

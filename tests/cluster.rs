@@ -171,6 +171,31 @@ async fn topology_names_this_node_where_the_client_reached_it() {
     ] {
         assert!(help.iter().any(|l| l.starts_with(sub)), "{sub} in {help:?}");
     }
+    // The topology is fixed: what would change it is refused, keys stay.
+    let () = common::cmd(&mut con, &["SET", "{a}k", "v"]).await.unwrap();
+    for args in [
+        &["CLUSTER", "RESET", "HARD"][..],
+        &["CLUSTER", "addslots", "1"],
+        &["CLUSTER", "MEET", "127.0.0.1", "7000"],
+        &["CLUSTER", "REPLICAS", "abc"],
+    ] {
+        let err = common::cmd::<redis::Value>(&mut con, args)
+            .await
+            .unwrap_err();
+        let sub = args[1].to_uppercase();
+        assert_eq!(
+            err.detail(),
+            Some(
+                format!(
+                    "CLUSTER {sub} is not supported: this rlockd is a one-node cluster owning every slot"
+                )
+                .as_str()
+            ),
+            "{args:?}"
+        );
+    }
+    let v: String = common::cmd(&mut con, &["GET", "{a}k"]).await.unwrap();
+    assert_eq!(v, "v");
     server.shutdown().await;
 }
 

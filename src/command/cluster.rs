@@ -118,6 +118,14 @@ pub fn cluster_keyslot(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::Int(key_slot(ctx.arg(2)).into()))
 }
 
+/// ADDSLOTS, MEET, RESET and the rest that move slots or nodes, or report
+/// on failures and replicas: a one-node cluster has none to move or report.
+pub fn cluster_topology(ctx: &mut Ctx) -> CmdResult<Reply> {
+    node(ctx)?;
+    let sub = String::from_utf8_lossy(ctx.arg(1)).to_uppercase();
+    Err(CmdError::ClusterTopologyFixed(sub))
+}
+
 /// A number argument: not a number is one error, out of range another.
 fn slot_number(arg: &[u8]) -> CmdResult<i64> {
     parse_i64(arg).ok_or(CmdError::NotInteger)
@@ -172,6 +180,8 @@ pub fn cluster_help(ctx: &mut Ctx) -> CmdResult<Reply> {
             "    Describe each shard: its slot ranges and its nodes.",
             "SLOTS",
             "    Describe each slot range: start, end, then the master's ip, port and id.",
+            "ADDSLOTS | DELSLOTS | MEET | FORGET | REPLICATE | FAILOVER | RESET | SETSLOT | ...",
+            "    Refused: this one-node cluster's topology is fixed.",
         ],
     ))
 }

@@ -666,8 +666,34 @@ static SCRIPT_SUBS: &[C] = &[
         .doc("5.0.0", "Lists the SCRIPT subcommands."),
 ];
 
-/// CLUSTER's subcommands that a one-node cluster answers.
+/// What a subcommand that moves slots or nodes is flagged as in Redis.
+const TOPOLOGY: u32 = ADMIN | STALE | NO_ASYNC_LOADING;
+
+/// CLUSTER's subcommands: those a one-node cluster answers, and those that
+/// would change or ask about its topology, which it refuses (it is fixed).
 static CLUSTER_SUBS: &[C] = &[
+    C::new("addslots", -3, Cluster, cluster::cluster_topology)
+        .flags(TOPOLOGY)
+        .syntax("slot [slot ...]")
+        .doc("3.0.0", "Assigns hash slots to this node."),
+    C::new("addslotsrange", -4, Cluster, cluster::cluster_topology)
+        .flags(TOPOLOGY)
+        .syntax("start-slot end-slot [start-slot end-slot ...]")
+        .doc("7.0.0", "Assigns ranges of hash slots to this node."),
+    C::new("bumpepoch", 2, Cluster, cluster::cluster_topology)
+        .flags(TOPOLOGY)
+        .tips(NONDET)
+        .doc("3.0.0", "Advances this node's config epoch."),
+    C::new(
+        "count-failure-reports",
+        3,
+        Cluster,
+        cluster::cluster_topology,
+    )
+    .flags(ADMIN | STALE)
+    .tips(NONDET)
+    .syntax("node-id")
+    .doc("3.0.0", "Counts the failure reports about a node."),
     C::new(
         "countkeysinslot",
         3,
@@ -677,6 +703,28 @@ static CLUSTER_SUBS: &[C] = &[
     .flags(STALE | SLOT_ARG)
     .syntax("slot")
     .doc("3.0.0", "Counts the keys in a hash slot."),
+    C::new("delslots", -3, Cluster, cluster::cluster_topology)
+        .flags(TOPOLOGY)
+        .syntax("slot [slot ...]")
+        .doc("3.0.0", "Takes hash slots away from this node."),
+    C::new("delslotsrange", -4, Cluster, cluster::cluster_topology)
+        .flags(TOPOLOGY)
+        .syntax("start-slot end-slot [start-slot end-slot ...]")
+        .doc("7.0.0", "Takes ranges of hash slots away from this node."),
+    C::new("failover", -2, Cluster, cluster::cluster_topology)
+        .flags(TOPOLOGY)
+        .syntax("[FORCE | TAKEOVER]")
+        .doc("3.0.0", "Makes a replica take over from its master."),
+    C::new("flushslots", 2, Cluster, cluster::cluster_topology)
+        .flags(TOPOLOGY)
+        .doc("3.0.0", "Takes every hash slot away from this node."),
+    C::new("forget", 3, Cluster, cluster::cluster_topology)
+        .flags(TOPOLOGY)
+        .syntax("node-id")
+        .doc(
+            "3.0.0",
+            "Drops a node from this node's view of the cluster.",
+        ),
     C::new("getkeysinslot", 4, Cluster, cluster::cluster_getkeysinslot)
         .flags(STALE | SLOT_ARG)
         .tips(NONDET)
@@ -697,6 +745,10 @@ static CLUSTER_SUBS: &[C] = &[
         .flags(STALE)
         .tips(NONDET)
         .doc("7.0.0", "Lists the links to peer nodes."),
+    C::new("meet", -4, Cluster, cluster::cluster_topology)
+        .flags(TOPOLOGY)
+        .syntax("ip port [cluster-bus-port]")
+        .doc("3.0.0", "Joins another node to the cluster."),
     C::new("myid", 2, Cluster, cluster::cluster_myid)
         .flags(STALE)
         .doc("3.0.0", "Returns this node's id."),
@@ -707,10 +759,42 @@ static CLUSTER_SUBS: &[C] = &[
             "3.0.0",
             "Describes every node of the cluster, one line each.",
         ),
+    C::new("replicas", 3, Cluster, cluster::cluster_topology)
+        .flags(ADMIN | STALE)
+        .tips(NONDET)
+        .syntax("node-id")
+        .doc("5.0.0", "Lists the replicas of a master."),
+    C::new("replicate", 3, Cluster, cluster::cluster_topology)
+        .flags(TOPOLOGY)
+        .syntax("node-id")
+        .doc("3.0.0", "Makes this node a replica of a master."),
+    C::new("reset", -2, Cluster, cluster::cluster_topology)
+        .flags(ADMIN | NOSCRIPT | STALE)
+        .syntax("[HARD | SOFT]")
+        .doc("3.0.0", "Makes this node forget the cluster."),
+    C::new("saveconfig", 2, Cluster, cluster::cluster_topology)
+        .flags(TOPOLOGY)
+        .doc("3.0.0", "Writes the cluster configuration to disk."),
+    C::new("set-config-epoch", 3, Cluster, cluster::cluster_topology)
+        .flags(TOPOLOGY)
+        .syntax("config-epoch")
+        .doc("3.0.0", "Sets this new node's config epoch."),
+    C::new("setslot", -4, Cluster, cluster::cluster_topology)
+        .flags(TOPOLOGY)
+        .syntax("slot IMPORTING node-id | MIGRATING node-id | NODE node-id | STABLE")
+        .doc("3.0.0", "Moves a hash slot between nodes."),
     C::new("shards", 2, Cluster, cluster::cluster_shards)
         .flags(STALE)
         .tips(NONDET)
         .doc("7.0.0", "Describes each shard: its slot ranges and nodes."),
+    C::new("slaves", 3, Cluster, cluster::cluster_topology)
+        .flags(ADMIN | STALE)
+        .tips(NONDET)
+        .syntax("node-id")
+        .doc(
+            "3.0.0",
+            "Lists the replicas of a master (the old name of REPLICAS).",
+        ),
     C::new("slots", 2, Cluster, cluster::cluster_slots)
         .flags(STALE)
         .tips(NONDET)
