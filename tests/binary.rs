@@ -313,21 +313,36 @@ fn protected_mode_and_loglevel_flags_reach_config() {
 
 #[test]
 fn loglevel_warning_leaves_out_notices() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(env!("CARGO_BIN_EXE_rlockd"))
-        .args(["--port", &port.to_string(), "--loglevel", "warning"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(std::time::Instant::now() < deadline, "never listened");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    // No ready line names the port at this level, so the test picks one;
+    // another process may take it first, so a server is ours only when
+    // INFO names our child's pid, and a child that could not bind is
+    // started again on another port.
+    let (child, port) = (0..5)
+        .find_map(|_| {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let mut child = Command::new(env!("CARGO_BIN_EXE_rlockd"))
+                .args(["--port", &port.to_string(), "--loglevel", "warning"])
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let ours = format!("process_id:{}\r\n", child.id());
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while std::time::Instant::now() < deadline {
+                if child.try_wait().unwrap().is_some() {
+                    return None;
+                }
+                if serves_as(port, &ours) {
+                    return Some((child, port));
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            panic!("never listened");
+        })
+        .expect("a free port within five tries");
     assert_eq!(ask(port, b"PING\r\n"), "+PONG\r\n");
     let pid = child.id().to_string();
     Command::new("kill").args(["-TERM", &pid]).status().unwrap();
@@ -338,6 +353,27 @@ fn loglevel_warning_leaves_out_notices() {
         "",
         "no notice-level lines"
     );
+}
+
+/// Whether the server on `port` answers INFO with `line` (read whole:
+/// INFO server is longer than one read).
+fn serves_as(port: u16, line: &str) -> bool {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    if s.write_all(b"INFO server\r\n").is_err() {
+        return false;
+    }
+    let mut info = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n @ 1..) = s.read(&mut buf) {
+        info.extend_from_slice(&buf[..n]);
+        if info.ends_with(b"\r\n\r\n") {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&info).contains(line)
 }
 
 /// Runs the binary, applies `config_set` (CONFIG SET arguments, if any),
