@@ -340,6 +340,8 @@ fn loglevel_warning_leaves_out_notices() {
                 }
                 std::thread::sleep(Duration::from_millis(10));
             }
+            let _ = child.kill();
+            let _ = child.wait();
             panic!("never listened");
         })
         .expect("a free port within five tries");
