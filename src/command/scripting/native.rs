@@ -92,18 +92,29 @@ impl<'r, 'c, 'a> NativeRun<'r, 'c, 'a> {
     /// declared keys, whose shards the run holds). A failure, which the
     /// checks before the run rule out, ends the run with the command's
     /// error.
-    fn call(&mut self, line: &[Bytes]) -> Result<Reply, Reply> {
-        let id = REGISTRY
-            .lookup(&line[0])
-            .ok_or_else(|| Reply::Error(crate::command::unknown_command(line)))?;
-        match execute(self.ctx.shared, &mut self.client, id, line, self.ctx.locked) {
+    fn call(&mut self, cmd: Call, args: &[&Bytes]) -> Result<Reply, Reply> {
+        // No call takes more than `LONGEST` arguments; a line on the stack
+        // spares an allocation per call.
+        let mut line: [Bytes; LONGEST + 1] = Default::default();
+        line[0] = Bytes::from_static(cmd.name());
+        for (slot, arg) in line[1..].iter_mut().zip(args) {
+            *slot = Bytes::clone(arg);
+        }
+        let line = &line[..=args.len()];
+        match execute(
+            self.ctx.shared,
+            &mut self.client,
+            cmd.id(),
+            line,
+            self.ctx.locked,
+        ) {
             Reply::Error(e) => Err(Reply::Error(e)),
             reply => Ok(reply),
         }
     }
 
-    fn int(&mut self, line: &[Bytes]) -> Result<i64, Reply> {
-        match self.call(line)? {
+    fn int(&mut self, cmd: Call, args: &[&Bytes]) -> Result<i64, Reply> {
+        match self.call(cmd, args)? {
             Reply::Int(n) => Ok(n),
             other => Err(other),
         }
@@ -130,44 +141,92 @@ fn lease_ok(lease: &[u8]) -> bool {
     (1..=13).contains(&lease.len()) && lease[0] != b'0' && lease.iter().all(u8::is_ascii_digit)
 }
 
-/// A command name or literal argument, as `redis.call` would pass it.
-fn word(w: &'static [u8]) -> Bytes {
-    Bytes::from_static(w)
+/// The commands the scripts call, resolved once: a run skips the name
+/// lookup a client's line needs.
+#[derive(Clone, Copy)]
+enum Call {
+    Exists,
+    Hset,
+    Hincrby,
+    Hexists,
+    Pexpire,
+    Pttl,
+    Del,
+    Publish,
 }
+
+/// The most arguments a call takes (HINCRBY's three).
+const LONGEST: usize = 3;
+
+const CALLS: [Call; 8] = [
+    Call::Exists,
+    Call::Hset,
+    Call::Hincrby,
+    Call::Hexists,
+    Call::Pexpire,
+    Call::Pttl,
+    Call::Del,
+    Call::Publish,
+];
+
+static CALL_IDS: LazyLock<[usize; CALLS.len()]> =
+    LazyLock::new(|| CALLS.map(|c| REGISTRY.lookup(c.name()).expect("a command in the table")));
+
+impl Call {
+    fn name(self) -> &'static [u8] {
+        match self {
+            Call::Exists => b"exists",
+            Call::Hset => b"hset",
+            Call::Hincrby => b"hincrby",
+            Call::Hexists => b"hexists",
+            Call::Pexpire => b"pexpire",
+            Call::Pttl => b"pttl",
+            Call::Del => b"del",
+            Call::Publish => b"publish",
+        }
+    }
+
+    fn id(self) -> usize {
+        CALL_IDS[self as usize]
+    }
+}
+
+/// Literal arguments, as `redis.call` would pass them.
+static ONE: Bytes = Bytes::from_static(b"1");
+static MINUS_ONE: Bytes = Bytes::from_static(b"-1");
 
 /// `seed002_lock.lua` (Redisson's tryLockInnerAsync): KEYS[1] the lock,
 /// ARGV[1] the lease, ARGV[2] the owner.
 fn reentrant_lock(run: &mut NativeRun) -> Option<Reply> {
-    reentrant_lock_with(run, b"hincrby")
+    reentrant_lock_with(run, Call::Hincrby)
 }
 
 /// `seed000_lock.lua`: the same, taking a free lock with HSET.
 fn reentrant_lock_hset(run: &mut NativeRun) -> Option<Reply> {
-    reentrant_lock_with(run, b"hset")
+    reentrant_lock_with(run, Call::Hset)
 }
 
-fn reentrant_lock_with(run: &mut NativeRun, take_free: &'static [u8]) -> Option<Reply> {
-    let (Some(key), [lease, owner, ..]) = (run.keys.first().cloned(), run.args) else {
+fn reentrant_lock_with(run: &mut NativeRun, take_free: Call) -> Option<Reply> {
+    let (Some(key), [lease, owner, ..]) = (run.keys.first(), run.args) else {
         return None;
     };
-    let (lease, owner) = (lease.clone(), owner.clone());
     match run.holds(&key, &owner)? {
         Holds::Count(n) if n == i64::MAX => return None,
         _ if !lease_ok(&lease) => return None,
         _ => {}
     }
     let steps = |run: &mut NativeRun| -> Result<Reply, Reply> {
-        if run.int(&[word(b"exists"), key.clone()])? == 0 {
-            run.int(&[word(take_free), key.clone(), owner.clone(), word(b"1")])?;
-            run.int(&[word(b"pexpire"), key.clone(), lease.clone()])?;
+        if run.int(Call::Exists, &[&key])? == 0 {
+            run.int(take_free, &[&key, &owner, &ONE])?;
+            run.int(Call::Pexpire, &[&key, &lease])?;
             return Ok(Reply::Nil);
         }
-        if run.int(&[word(b"hexists"), key.clone(), owner.clone()])? == 1 {
-            run.int(&[word(b"hincrby"), key.clone(), owner.clone(), word(b"1")])?;
-            run.int(&[word(b"pexpire"), key.clone(), lease.clone()])?;
+        if run.int(Call::Hexists, &[&key, &owner])? == 1 {
+            run.int(Call::Hincrby, &[&key, &owner, &ONE])?;
+            run.int(Call::Pexpire, &[&key, &lease])?;
             return Ok(Reply::Nil);
         }
-        run.call(&[word(b"pttl"), key.clone()])
+        run.call(Call::Pttl, &[&key])
     };
     Some(steps(run).unwrap_or_else(|failed| failed))
 }
@@ -188,8 +247,6 @@ fn reentrant_unlock_with(run: &mut NativeRun, publish_free: bool) -> Option<Repl
     let ([key, channel, ..], [message, lease, owner, ..]) = (run.keys, run.args) else {
         return None;
     };
-    let (key, channel) = (key.clone(), channel.clone());
-    let (message, lease, owner) = (message.clone(), lease.clone(), owner.clone());
     match run.holds(&key, &owner)? {
         Holds::Count(n) if n == i64::MIN => return None,
         // A free lock is an error-free run for seed002 too: its HEXISTS on
@@ -198,19 +255,19 @@ fn reentrant_unlock_with(run: &mut NativeRun, publish_free: bool) -> Option<Repl
         _ => {}
     }
     let steps = |run: &mut NativeRun| -> Result<Reply, Reply> {
-        if publish_free && run.int(&[word(b"exists"), key.clone()])? == 0 {
-            run.int(&[word(b"publish"), channel.clone(), message.clone()])?;
+        if publish_free && run.int(Call::Exists, &[&key])? == 0 {
+            run.int(Call::Publish, &[&channel, &message])?;
             return Ok(Reply::Int(1));
         }
-        if run.int(&[word(b"hexists"), key.clone(), owner.clone()])? == 0 {
+        if run.int(Call::Hexists, &[&key, &owner])? == 0 {
             return Ok(Reply::Nil);
         }
-        if run.int(&[word(b"hincrby"), key.clone(), owner.clone(), word(b"-1")])? > 0 {
-            run.int(&[word(b"pexpire"), key.clone(), lease.clone()])?;
+        if run.int(Call::Hincrby, &[&key, &owner, &MINUS_ONE])? > 0 {
+            run.int(Call::Pexpire, &[&key, &lease])?;
             return Ok(Reply::Int(0));
         }
-        run.int(&[word(b"del"), key.clone()])?;
-        run.int(&[word(b"publish"), channel.clone(), message.clone()])?;
+        run.int(Call::Del, &[&key])?;
+        run.int(Call::Publish, &[&channel, &message])?;
         Ok(Reply::Int(1))
     };
     Some(steps(run).unwrap_or_else(|failed| failed))
