@@ -176,14 +176,15 @@ fn clock_control_by_flag_or_directive() {
 
 #[test]
 fn metrics_port_flag_serves_prometheus_text() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let (_server, redis_port) = start(&["--port", "0", "--metrics-port", &port.to_string()]);
+    // Port 0: the server picks both and logs where.
+    let (child, redis_port, metrics) = common::spawn_binary_logging(
+        &["--port", "0", "--metrics-port", "0"],
+        Some("metrics at http://"),
+    );
+    let _server = Running(child);
+    let addr = metrics.strip_suffix("/metrics").expect("the metrics URL");
     assert_eq!(ask(redis_port, b"PING\r\n"), "+PONG\r\n");
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     s.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").unwrap();
     let mut page = String::new();

@@ -559,38 +559,19 @@ fn redis_reads_our_file() {
         return;
     };
     // Redis 7 takes a lone appendonly.aof as the base of its multi-part AOF.
-    let copy = TempDir::new("differential-redis");
-    std::fs::copy(dir.aof(), copy.aof()).unwrap();
-    let port = free_port();
-    let mut redis = Command::new(server)
-        .args([
-            "--port",
-            &port.to_string(),
-            "--appendonly",
-            "yes",
-            "--dir",
-            copy.arg(),
-        ])
-        .args(["--save", "", "--daemonize", "no"])
-        .stdout(Stdio::null())
-        .spawn()
+    let aof = dir.aof();
+    let redis = refserver::RedisServer::start_setup(
+        &server,
+        refserver::Setup {
+            aof: Some(&aof),
+            ..refserver::Setup::default()
+        },
+    );
+    let mut rcon = redis::Client::open(format!("redis://{}/", redis.addr))
+        .unwrap()
+        .get_connection()
         .unwrap();
-    let started = Instant::now();
-    let mut rcon = loop {
-        match redis::Client::open(format!("redis://127.0.0.1:{port}/"))
-            .unwrap()
-            .get_connection()
-        {
-            Ok(c) => break c,
-            Err(_) if started.elapsed() < Duration::from_secs(10) => {
-                std::thread::sleep(Duration::from_millis(50))
-            }
-            Err(e) => panic!("redis-server did not start: {e}"),
-        }
-    };
     let theirs = dataset(&mut rcon);
-    let _ = redis.kill();
-    let _ = redis.wait();
     assert_eq!(ours, theirs);
 }
 
@@ -613,14 +594,6 @@ fn raw_reply(port: u16, inline: &str) -> String {
         out.extend_from_slice(&buf[..n]);
     }
     String::from_utf8_lossy(&out).into_owned()
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// `lock-restart-grace-ms`: reads and PING are answered, writes and

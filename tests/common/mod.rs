@@ -115,6 +115,13 @@ pub async fn read_quiet(s: &mut TcpStream) -> Vec<u8> {
 /// Starts the `rlockd` binary of this build with `args` and reads the port
 /// it logs once ready; the rest of its log is drained so it never blocks.
 pub fn spawn_binary(args: &[&str]) -> (Child, u16) {
+    let (child, port, _) = spawn_binary_logging(args, None);
+    (child, port)
+}
+
+/// `spawn_binary`, also waiting for a log line containing `marker` after
+/// the ready line; returns what follows the marker in it.
+pub fn spawn_binary_logging(args: &[&str], marker: Option<&str>) -> (Child, u16, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_rlockd"))
         .args(args)
         .stdout(Stdio::piped())
@@ -122,18 +129,19 @@ pub fn spawn_binary(args: &[&str]) -> (Child, u16) {
         .expect("rlockd starts");
     let stdout = child.stdout.take().expect("stdout");
     let mut lines = BufReader::new(stdout).lines();
-    let port = loop {
-        let line = lines.next().expect("a ready line").expect("utf-8 log");
-        if let Some(addr) = line.split("connections on ").nth(1) {
-            break addr
-                .rsplit(':')
-                .next()
-                .unwrap()
-                .trim()
-                .parse()
-                .expect("a port");
+    let mut next_after = |marker: &str| loop {
+        let line = lines.next().expect("a log line").expect("utf-8 log");
+        if let Some(rest) = line.split(marker).nth(1) {
+            break rest.trim().to_string();
         }
     };
+    let port = next_after("connections on ")
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .expect("a port");
+    let found = marker.map(next_after).unwrap_or_default();
     std::thread::spawn(move || lines.for_each(drop));
-    (child, port)
+    (child, port, found)
 }

@@ -97,6 +97,9 @@ pub struct Setup<'a> {
     pub password: Option<&'a str>,
     /// A one-node Redis Cluster owning every slot.
     pub cluster: bool,
+    /// An append-only file the reference server starts from (its own
+    /// directory gets a copy), with `appendonly yes`. rlockd ignores it.
+    pub aof: Option<&'a Path>,
 }
 
 /// Redis puts a node's cluster bus 10000 above its port and refuses a
@@ -182,6 +185,10 @@ impl RedisServer {
             if let Some(p) = setup.password {
                 extra.extend(["--requirepass".into(), p.into()]);
             }
+            if let Some(aof) = setup.aof {
+                std::fs::copy(aof, dir.join("appendonly.aof")).expect("a copy of the AOF");
+                extra.extend(["--appendonly".into(), "yes".into()]);
+            }
             if setup.cluster {
                 extra.extend([
                     "--cluster-enabled".into(),
@@ -216,6 +223,15 @@ impl RedisServer {
             loop {
                 if let Ok(Some(status)) = child.try_wait() {
                     last_err = format!("redis-server on port {port} exited: {status}");
+                    break;
+                }
+                // Another test's server may have taken the port between
+                // its pick and this bind: then ours exits, but the other
+                // answers PING meanwhile.
+                if ping(addr) && !serves_pid(addr, setup.password, child.id()) {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    last_err = format!("another server answered on port {port}");
                     break;
                 }
                 if ping(addr) {
@@ -265,6 +281,27 @@ pub fn ping(addr: SocketAddr) -> bool {
     }
     let mut buf = [0u8; 7];
     s.read_exact(&mut buf).is_ok() && (&buf == b"+PONG\r\n" || &buf == b"-NOAUTH")
+}
+
+/// Whether the server at `addr` is the process `pid` (INFO's
+/// `process_id`), authenticating first when it has a password.
+fn serves_pid(addr: SocketAddr, password: Option<&str>, pid: u32) -> bool {
+    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let mut request = String::new();
+    if let Some(p) = password {
+        request += &format!("*2\r\n$4\r\nAUTH\r\n${}\r\n{p}\r\n", p.len());
+    }
+    request += "INFO server\r\nQUIT\r\n";
+    if s.write_all(request.as_bytes()).is_err() {
+        return false;
+    }
+    // QUIT closes the connection once everything before it is answered.
+    let mut text = Vec::new();
+    let _ = s.read_to_end(&mut text);
+    String::from_utf8_lossy(&text).contains(&format!("\r\nprocess_id:{pid}\r\n"))
 }
 
 /// rlockd running in this process on its own runtime, on a free loopback

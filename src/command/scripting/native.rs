@@ -210,23 +210,23 @@ fn reentrant_lock_with(run: &mut NativeRun, take_free: Call) -> Option<Reply> {
     let (Some(key), [lease, owner, ..]) = (run.keys.first(), run.args) else {
         return None;
     };
-    match run.holds(&key, &owner)? {
+    match run.holds(key, owner)? {
         Holds::Count(n) if n == i64::MAX => return None,
-        _ if !lease_ok(&lease) => return None,
+        _ if !lease_ok(lease) => return None,
         _ => {}
     }
     let steps = |run: &mut NativeRun| -> Result<Reply, Reply> {
-        if run.int(Call::Exists, &[&key])? == 0 {
-            run.int(take_free, &[&key, &owner, &ONE])?;
-            run.int(Call::Pexpire, &[&key, &lease])?;
+        if run.int(Call::Exists, &[key])? == 0 {
+            run.int(take_free, &[key, owner, &ONE])?;
+            run.int(Call::Pexpire, &[key, lease])?;
             return Ok(Reply::Nil);
         }
-        if run.int(Call::Hexists, &[&key, &owner])? == 1 {
-            run.int(Call::Hincrby, &[&key, &owner, &ONE])?;
-            run.int(Call::Pexpire, &[&key, &lease])?;
+        if run.int(Call::Hexists, &[key, owner])? == 1 {
+            run.int(Call::Hincrby, &[key, owner, &ONE])?;
+            run.int(Call::Pexpire, &[key, lease])?;
             return Ok(Reply::Nil);
         }
-        run.call(Call::Pttl, &[&key])
+        run.call(Call::Pttl, &[key])
     };
     Some(steps(run).unwrap_or_else(|failed| failed))
 }
@@ -247,27 +247,27 @@ fn reentrant_unlock_with(run: &mut NativeRun, publish_free: bool) -> Option<Repl
     let ([key, channel, ..], [message, lease, owner, ..]) = (run.keys, run.args) else {
         return None;
     };
-    match run.holds(&key, &owner)? {
+    match run.holds(key, owner)? {
         Holds::Count(n) if n == i64::MIN => return None,
         // A free lock is an error-free run for seed002 too: its HEXISTS on
         // a missing key answers 0.
-        _ if !lease_ok(&lease) => return None,
+        _ if !lease_ok(lease) => return None,
         _ => {}
     }
     let steps = |run: &mut NativeRun| -> Result<Reply, Reply> {
-        if publish_free && run.int(Call::Exists, &[&key])? == 0 {
-            run.int(Call::Publish, &[&channel, &message])?;
+        if publish_free && run.int(Call::Exists, &[key])? == 0 {
+            run.int(Call::Publish, &[channel, message])?;
             return Ok(Reply::Int(1));
         }
-        if run.int(Call::Hexists, &[&key, &owner])? == 0 {
+        if run.int(Call::Hexists, &[key, owner])? == 0 {
             return Ok(Reply::Nil);
         }
-        if run.int(Call::Hincrby, &[&key, &owner, &MINUS_ONE])? > 0 {
-            run.int(Call::Pexpire, &[&key, &lease])?;
+        if run.int(Call::Hincrby, &[key, owner, &MINUS_ONE])? > 0 {
+            run.int(Call::Pexpire, &[key, lease])?;
             return Ok(Reply::Int(0));
         }
-        run.int(Call::Del, &[&key])?;
-        run.int(Call::Publish, &[&channel, &message])?;
+        run.int(Call::Del, &[key])?;
+        run.int(Call::Publish, &[channel, message])?;
         Ok(Reply::Int(1))
     };
     Some(steps(run).unwrap_or_else(|failed| failed))
