@@ -628,11 +628,14 @@ impl<'a> Locked<'a> {
     }
 
     fn acquire(&mut self, plan: &LockPlan) -> CmdResult<()> {
-        let ids: Vec<usize> = match plan {
-            LockPlan::Nothing => Vec::new(),
-            LockPlan::Shards(ids) => ids.clone(),
-            LockPlan::All => (0..SHARDS).collect(),
-        };
+        match plan {
+            LockPlan::Nothing => Ok(()),
+            LockPlan::Shards(ids) => self.acquire_each(ids.iter().copied()),
+            LockPlan::All => self.acquire_each(0..SHARDS),
+        }
+    }
+
+    fn acquire_each(&mut self, ids: impl Iterator<Item = usize>) -> CmdResult<()> {
         for idx in ids {
             let guard = self.ks.lock_shard(idx)?;
             self.guards.push((idx, guard));
