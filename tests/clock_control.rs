@@ -45,6 +45,11 @@ async fn a_client_moves_time_and_leases_expire_with_their_events() {
     cmd::<i64>(&mut c, &["RLOCKD.CLOCK", "ADVANCE", "1000"])
         .await
         .unwrap();
+    // As in Redis, the key lives through its deadline's millisecond.
+    assert_eq!(cmd::<i64>(&mut c, &["PTTL", "lease"]).await.unwrap(), 0);
+    cmd::<i64>(&mut c, &["RLOCKD.CLOCK", "ADVANCE", "1"])
+        .await
+        .unwrap();
     // Reclaimed by the command itself, not on the next lookup.
     assert_eq!(cmd::<i64>(&mut c, &["DBSIZE"]).await.unwrap(), 0);
     let msg = tokio::time::timeout(Duration::from_secs(5), events.on_message().next())

@@ -41,6 +41,9 @@ async fn leases_expire_when_the_test_moves_time() {
     server.clock().advance(Duration::from_millis(29_999));
     assert_eq!(cmd::<i64>(&mut c, &["PTTL", "lease"]).await.unwrap(), 1);
     server.clock().advance(Duration::from_millis(1));
+    // As in Redis, a key lives through its deadline's millisecond.
+    assert_eq!(cmd::<i64>(&mut c, &["PTTL", "lease"]).await.unwrap(), 0);
+    server.clock().advance(Duration::from_millis(1));
     assert_eq!(
         cmd::<Option<String>>(&mut c, &["GET", "lease"])
             .await

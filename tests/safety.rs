@@ -57,6 +57,8 @@ use redis::{Script, Value};
 use rlockd::ServerHandle;
 use rlockd::server::PauseMode;
 
+/// Operations a violation report ends with.
+const SAFETY_LOG_TAIL: usize = 40;
 const LEASE_MS: u64 = 3_000;
 /// How long a fair-lock waiter waits for its turn once it is at the head.
 const PATIENCE_MS: u64 = 2_000;
@@ -378,7 +380,7 @@ impl Run<'_> {
         if self.outcome.violation.is_none() {
             self.outcome.violation = Some(format!(
                 "{what}\nlast operations:\n  {}",
-                self.log[self.log.len().saturating_sub(12)..].join("\n  ")
+                self.log[self.log.len().saturating_sub(SAFETY_LOG_TAIL)..].join("\n  ")
             ));
         }
     }
@@ -395,7 +397,8 @@ impl Run<'_> {
         } else {
             self.holds.get(&(kind, name, client)).copied()
         };
-        hold.filter(|h| h.until > now)
+        // A key lives through its deadline's millisecond, as in Redis.
+        hold.filter(|h| h.until >= now)
     }
 
     /// Who holds either side of a read/write lock, and when the last of
@@ -673,7 +676,7 @@ impl Run<'_> {
                 self.taken(Kind::Write, name);
                 if kind == Kind::Read {
                     let leases = self.reads.entry((name, client)).or_default();
-                    if leases.last().is_some_and(|&u| u <= now) {
+                    if leases.last().is_some_and(|&u| u < now) {
                         leases.clear();
                     }
                     leases.push(now + LEASE_MS);
@@ -724,6 +727,19 @@ impl Run<'_> {
                 .await
         };
         let (holds, _) = self.rw_holds(name);
+        // Redisson's read release keeps the lock for holds with time left
+        // alone: a reader in its lease's last millisecond (PTTL 0, still
+        // valid, as on Redis) does not count, and goes with the lock.
+        let now = self.now();
+        let lasting: Vec<(Kind, usize)> = holds
+            .iter()
+            .copied()
+            .filter(|&(k, c)| {
+                kind == Kind::Write
+                    || k == Kind::Write
+                    || self.valid(k, name, c).is_some_and(|h| h.until > now)
+            })
+            .collect();
         match (kind, hold, reply) {
             (Kind::Write, Some(h), Value::Int(0)) if h.count > 1 => {
                 let until = self.now() + LEASE_MS;
@@ -733,10 +749,15 @@ impl Run<'_> {
                 return;
             }
             (Kind::Write, Some(h), Value::Int(1)) if h.count == 1 => {}
-            (_, None, Value::Int(1)) | (Kind::Read, Some(_), Value::Int(1)) if holds.is_empty() => {
+            (_, None, Value::Int(1)) | (Kind::Read, Some(_), Value::Int(1))
+                if lasting.is_empty() =>
+            {
+                for (_, c) in holds {
+                    self.reads.remove(&(name, c));
+                }
             }
             (Kind::Write, None, Value::Nil) | (Kind::Read, Some(_), Value::Int(0))
-                if !holds.is_empty() =>
+                if !lasting.is_empty() =>
             {
                 return;
             }
@@ -1025,7 +1046,7 @@ impl Run<'_> {
                     let leases = self.reads.entry((name, client)).or_default();
                     leases
                         .iter_mut()
-                        .filter(|u| **u > now)
+                        .filter(|u| **u >= now)
                         .for_each(|u| *u = until);
                 } else {
                     self.holds.insert((kind, name, client), Hold { until, ..h });
@@ -1073,7 +1094,7 @@ impl Run<'_> {
         let reads = self.reads.values().filter_map(|l| l.last().copied());
         let mut ends: Vec<u64> = holds
             .chain(reads)
-            .filter(|&u| u > now && u != u64::MAX)
+            .filter(|&u| u >= now && u != u64::MAX)
             .collect();
         ends.sort_unstable();
         ends
@@ -1099,7 +1120,7 @@ impl Run<'_> {
                 let ends = self.lease_ends();
                 let by = if !ends.is_empty() && self.rng.below(3) == 0 {
                     let end = ends[self.rng.below(ends.len() as u64) as usize];
-                    end - self.now() - self.rng.below(2)
+                    end + 1 - self.now() - self.rng.below(2)
                 } else {
                     self.rng.below(LEASE_MS * 3 / 2)
                 };

@@ -84,6 +84,9 @@ fn expire_generic(ctx: &mut Ctx, unit: Unit, base: Base, cmd: &'static str) -> C
     let now = ctx.now();
     let when = deadline_ms(ctx.arg(2), unit, base, now, cmd)?;
     let key = ctx.arg(1).clone();
+    // Loading the AOF, a past deadline is set rather than deleting the key
+    // (as in Redis): the key may still be in its deadline's millisecond.
+    let past = when <= now as i64 && !ctx.client.loading;
     let mut db = ctx.db();
     let Some(entry) = db.entry(&key)? else {
         return Ok(Reply::Int(0));
@@ -97,7 +100,7 @@ fn expire_generic(ctx: &mut Ctx, unit: Unit, base: Base, cmd: &'static str) -> C
     if !allowed {
         return Ok(Reply::Int(0));
     }
-    if when <= now as i64 {
+    if past {
         db.remove(&key)?;
         db.modified(&key, Event::Del)?;
     } else {

@@ -41,6 +41,8 @@ pub struct Client {
     pub for_script: bool,
     /// Running EXEC's queue: blocking commands answer at once.
     pub in_exec: bool,
+    /// Replaying the append-only file at start.
+    pub loading: bool,
     /// Set by a blocking command that found nothing: the connection waits
     /// on it before answering.
     pub blocked: Option<Blocked>,
@@ -92,6 +94,7 @@ impl Client {
             close_silently: false,
             for_script: false,
             in_exec: false,
+            loading: false,
             query_bytes: 0,
             blocked: None,
             retry_deadline: None,

@@ -21,6 +21,7 @@ use std::ptr::NonNull;
 use hashbrown::HashTable;
 use hashbrown::hash_table::Entry as Slot;
 
+use super::value::deadline_passed;
 use super::{Entry, HashValue, Value};
 use crate::expiry::wheel::TimerWheel;
 
@@ -183,7 +184,7 @@ impl Node {
     }
 
     pub fn is_expired(&self, now: u64) -> bool {
-        self.expire_at().is_some_and(|at| at <= now)
+        self.expire_at().is_some_and(|at| deadline_passed(at, now))
     }
 
     /// What TYPE answers, without unpacking.
@@ -329,13 +330,15 @@ impl DbMap {
         !self.wheel.is_empty()
     }
 
-    /// Takes out every key whose deadline is at or before `now`.
+    /// Takes out every key whose deadline has passed by `now`.
     pub fn expire_due(&mut self, now: u64) -> Vec<Node> {
         self.sweep_wheel();
         let mut due = Vec::new();
         let (table, hasher) = (&self.table, &self.hasher);
+        // The wheel fires a deadline in its own millisecond; the key lives
+        // through that one.
         self.wheel.advance(
-            now,
+            now.saturating_sub(1),
             |hash| deadline_of(table, hasher, hash),
             |hash| due.push(hash),
         );
@@ -408,7 +411,7 @@ impl DbMap {
         Some(node.into_entry())
     }
 
-    /// Takes out every key with this hash whose deadline is at or before
+    /// Takes out every key with this hash whose deadline has passed by
     /// `now` (the wheel fired for one of them; the others are due too).
     fn take_expired(&mut self, hash: u64, now: u64) -> Vec<Node> {
         let mut taken = Vec::new();
@@ -473,8 +476,8 @@ mod tests {
         let grown = map.table.capacity();
         assert_eq!(map.len(), 10_000);
         let hash = map.hash(b"k5");
-        assert!(map.take_expired(hash, 4).is_empty(), "not due yet");
-        let taken = map.take_expired(hash, 5);
+        assert!(map.take_expired(hash, 5).is_empty(), "not due yet");
+        let taken = map.take_expired(hash, 6);
         assert_eq!(taken.len(), 1);
         assert_eq!(taken[0].key(), b"k5");
         assert!(map.get(b"k5").is_none());
@@ -500,7 +503,7 @@ mod tests {
         map.get_mut_hashed(map.hash(b""), b"")
             .expect("present")
             .set_expire_at(Some(3));
-        assert_eq!(map.take_expired(map.hash(b""), 3).len(), 1);
+        assert_eq!(map.take_expired(map.hash(b""), 4).len(), 1);
         assert_eq!(map.len(), 1);
     }
 
@@ -538,7 +541,7 @@ mod tests {
         assert_eq!(node.key(), b"lock");
         assert_eq!(node.expire_at(), Some(30_000));
         assert_eq!(node.type_name(), "hash");
-        assert!(!node.is_expired(29_999) && node.is_expired(30_000));
+        assert!(!node.is_expired(30_000) && node.is_expired(30_001));
         assert_eq!(node.entry().value, hash_of(&[(OWNER, b"1")]));
 
         let hash = map.hash(b"lock");
@@ -618,9 +621,9 @@ mod tests {
         }
         map.settle();
         assert!(map.iter().all(Node::is_packed));
-        let expired = map.expire_due(500);
+        let expired = map.expire_due(501);
         assert_eq!(expired.len(), 500);
-        assert!(expired.iter().all(|n| n.is_packed() && n.is_expired(500)));
+        assert!(expired.iter().all(|n| n.is_packed() && n.is_expired(501)));
         let entry = map.remove(b"lock:700").expect("present");
         assert_eq!(entry.expire_at(), Some(701));
         assert_eq!(entry.value, hash_of(&[(OWNER, b"1")]));

@@ -217,7 +217,9 @@ impl Shard {
             }
             for node in self.dbs[db].expire_due(now) {
                 let key = node.key();
-                lag = lag.max(now - node.expire_at().unwrap_or(now));
+                // A key is due in the millisecond after its deadline's.
+                let due = node.expire_at().map_or(now, |at| at + 1);
+                lag = lag.max(now.saturating_sub(due));
                 self.touch_watchers(db, key);
                 self.forget_access(db, key);
                 if matches!(node.entry().value, Value::Stream(_)) {
@@ -1188,6 +1190,12 @@ mod tests {
         }
         assert_eq!(ks.expire_due_now(), 0);
         clock.advance(std::time::Duration::from_millis(5));
+        assert_eq!(
+            ks.expire_due_now(),
+            0,
+            "kept through the deadline's millisecond"
+        );
+        clock.advance(std::time::Duration::from_millis(1));
         assert_eq!(ks.expire_due_now(), dbs.len() as u64);
         // The pass that found the wheels empty forgets them.
         ks.expire_due_now();

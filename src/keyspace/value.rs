@@ -121,8 +121,15 @@ impl Entry {
     }
 
     pub fn is_expired(&self, now: u64) -> bool {
-        self.expire_at().is_some_and(|at| at <= now)
+        self.expire_at().is_some_and(|at| deadline_passed(at, now))
     }
+}
+
+/// Whether a key with deadline `at` is gone at `now`. Redis 7.0 keeps a
+/// key through its deadline's own millisecond (PTTL answers 0 then) and
+/// drops it in the next.
+pub fn deadline_passed(at: u64, now: u64) -> bool {
+    at < now
 }
 
 #[cfg(test)]

@@ -80,6 +80,7 @@ fn replay(shared: &Shared, name: &str, commands: Vec<Vec<Bytes>>) -> io::Result<
     let handle = Arc::new(ClientHandle::new(0, addr, addr, shared.now_ms()));
     let mut client = Client::new(handle, shared.acl.default_user());
     client.authenticated = true;
+    client.loading = true;
     for args in commands {
         if crate::command::REGISTRY.lookup(&args[0]).is_none() {
             return Err(refuse(format!(

@@ -167,8 +167,10 @@ impl ServerBuilder {
     /// use std::time::Duration;
     /// let server = rlockd::Server::builder().port(0).manual_clock().start().await?;
     /// let before = server.clock().now();
-    /// server.clock().advance(Duration::from_secs(30)); // leases of 30 s are gone now
-    /// assert_eq!(server.clock().now(), before + Duration::from_secs(30));
+    /// // Leases of 30 s are gone now: a key lives through its deadline's
+    /// // millisecond, as in Redis.
+    /// server.clock().advance(Duration::from_millis(30_001));
+    /// assert_eq!(server.clock().now(), before + Duration::from_millis(30_001));
     /// server.shutdown().await;
     /// # Ok(())
     /// # }
