@@ -7,7 +7,8 @@
 //! locks is given back after they are released.
 //!
 //! A key holding a small packed hash (a Redisson lock) rests packed: its
-//! deadline, key and the hash's bytes in one allocation. Handed out for
+//! deadline, key and the hash's items in their resting form (`compact`)
+//! in one allocation. Handed out for
 //! change it is unpacked into a whole `Entry`, and packed again when
 //! another key of its map is handed out or stored: at most one key per map
 //! is whole but packable, and a lock taken and released before its map
@@ -21,7 +22,7 @@ use std::ptr::NonNull;
 use hashbrown::HashTable;
 use hashbrown::hash_table::Entry as Slot;
 
-use super::{Entry, HashValue, Value};
+use super::{Entry, HashValue, Value, compact};
 use crate::expiry::wheel::TimerWheel;
 
 /// Tables smaller than this are not worth shrinking.
@@ -35,9 +36,10 @@ const KEY_LEN_AT: usize = std::mem::size_of::<Entry>();
 const KEY_AT: usize = KEY_LEN_AT + std::mem::size_of::<u32>();
 
 /// A packed node: `[deadline u64, 0 for none][key length u8][hash length
-/// u8][key][hash bytes]`. A lock's key, lease and one-field hash take 64
-/// bytes this way, where a whole node and the hash's own allocation took
-/// 64 and 48.
+/// u8][key][hash items at rest]`. A Redisson lock's key, lease and hash
+/// take 30 bytes and the key's length this way: 48 (an allocator's size
+/// class) for a key of up to 18 bytes, where a whole node and the hash's
+/// own allocation took 64 and 48.
 const PACKED_KEY_LEN_AT: usize = std::mem::size_of::<u64>();
 const PACKED_HASH_LEN_AT: usize = PACKED_KEY_LEN_AT + 1;
 const PACKED_KEY_AT: usize = PACKED_HASH_LEN_AT + 1;
@@ -98,13 +100,21 @@ impl Node {
         let Value::Hash(HashValue::Packed(pairs)) = &entry.value else {
             return None;
         };
+        // At rest the items are no longer than they are now, so a hash of
+        // up to 255 bytes fits the length byte, and a longer one is not
+        // walked at every settle.
         let key_len = u8::try_from(key.len()).ok()?;
-        let hash_len = u8::try_from(pairs.len()).ok()?;
-        let layout = Self::packed_layout(key.len(), pairs.len());
+        if pairs.len() > u8::MAX.into() {
+            return None;
+        }
+        let hash_len = compact::compact_len(pairs)? as u8;
+        let layout = Self::packed_layout(key.len(), hash_len.into());
         // SAFETY: the layout is non-zero sized and aligned for the u64
-        // deadline at offset 0; the lengths, key and pairs are written
-        // after it, inside the allocation. The tag bit is free (the
-        // address is aligned to 8) and the tagged pointer stays inside the
+        // deadline at offset 0; the lengths, key and items are written
+        // after it, inside the allocation (the items through a slice of
+        // the `hash_len` bytes left for them, whose bytes `alloc` leaves
+        // uninitialised: zeroed first). The tag bit is free (the address
+        // is aligned to 8) and the tagged pointer stays inside the
         // allocation, which is at least `PACKED_KEY_AT` bytes long.
         unsafe {
             let Some(ptr) = NonNull::new(alloc(layout)) else {
@@ -115,8 +125,10 @@ impl Node {
             ptr.add(PACKED_HASH_LEN_AT).write(hash_len);
             let key_at = ptr.add(PACKED_KEY_AT);
             std::ptr::copy_nonoverlapping(key.as_ptr(), key_at.as_ptr(), key.len());
-            let pairs_at = key_at.add(key.len());
-            std::ptr::copy_nonoverlapping(pairs.as_ptr(), pairs_at.as_ptr(), pairs.len());
+            let items_at = key_at.add(key.len());
+            items_at.write_bytes(0, hash_len.into());
+            let items = std::slice::from_raw_parts_mut(items_at.as_ptr(), hash_len.into());
+            compact::compact(pairs, items);
             Some(Node(ptr.byte_add(PACKED)))
         }
     }
@@ -159,8 +171,8 @@ impl Node {
         }
     }
 
-    /// A packed node's hash bytes.
-    fn packed_pairs(&self) -> &[u8] {
+    /// A packed node's hash items, at rest.
+    fn packed_items(&self) -> &[u8] {
         let (key_len, hash_len) = self.packed_lens();
         // SAFETY: `packed` wrote `hash_len` bytes after the key.
         unsafe {
@@ -196,7 +208,7 @@ impl Node {
         match self.whole() {
             Some(entry) => Cow::Borrowed(entry),
             None => Cow::Owned(Entry::new(
-                Value::Hash(HashValue::Packed(self.packed_pairs().into())),
+                Value::Hash(HashValue::Packed(compact::expand(self.packed_items()))),
                 self.expire_at(),
             )),
         }
@@ -559,6 +571,18 @@ mod tests {
         map.settle();
         assert!(!is_packed(&map, b"lock"), "strings stay whole");
         assert_eq!(map.get(b"lock").expect("present").type_name(), "string");
+    }
+
+    #[test]
+    fn a_redisson_lock_rests_in_48_bytes() {
+        let mut map = DbMap::new(0);
+        let key = b"redisson:lock:1234";
+        map.insert(key, Entry::new(hash_of(&[(OWNER, b"1")]), Some(30_000)));
+        map.settle();
+        let node = map.get(key).expect("present");
+        let (key_len, hash_len) = node.packed_lens();
+        assert_eq!(Node::packed_layout(key_len, hash_len).size(), 48);
+        assert_eq!(node.entry().value, hash_of(&[(OWNER, b"1")]));
     }
 
     #[test]
