@@ -275,9 +275,9 @@ impl Drop for Node {
 
 pub struct DbMap {
     table: HashTable<Node>,
-    hasher: foldhash::fast::RandomState,
-    /// Deadlines, each naming its key by hash.
-    wheel: TimerWheel<u64>,
+    hasher: KeyHasher,
+    /// Deadlines, each naming its key by its hash's 32 bits.
+    wheel: TimerWheel<u32>,
     /// The hash of the key last handed out for change or stored whole,
     /// packed when another key is (see `unsettle`).
     unsettled: Option<u64>,
@@ -294,9 +294,9 @@ impl DbMap {
             unsettled: None,
         }
     }
-    /// The hash the wheel files a key's deadline under.
+    /// The hash the table finds `key` by.
     pub fn hash(&self, key: &[u8]) -> u64 {
-        self.hasher.hash_one(key)
+        self.hasher.hash(key)
     }
 
     pub fn len(&self) -> usize {
@@ -334,7 +334,7 @@ impl DbMap {
 
     /// Files `key`'s deadline in the wheel.
     pub fn schedule(&mut self, key: &[u8], at: u64) {
-        self.wheel.insert(at, self.hash(key));
+        self.wheel.insert(at, short_hash(self.hash(key)));
     }
 
     pub fn has_deadlines(&self) -> bool {
@@ -348,8 +348,8 @@ impl DbMap {
         let (table, hasher) = (&self.table, &self.hasher);
         self.wheel.advance(
             now,
-            |hash| deadline_of(table, hasher, hash),
-            |hash| due.push(hash),
+            |short| deadline_of(table, hasher, short),
+            |short| due.push(widen(short)),
         );
         due.into_iter()
             .flat_map(|hash| self.take_expired(hash, now))
@@ -367,7 +367,7 @@ impl DbMap {
             return;
         }
         let (table, hasher) = (&self.table, &self.hasher);
-        self.wheel.retain(|hash| deadline_of(table, hasher, hash));
+        self.wheel.retain(|short| deadline_of(table, hasher, short));
     }
 
     pub fn get(&self, key: &[u8]) -> Option<&Node> {
@@ -394,7 +394,7 @@ impl DbMap {
         let hasher = &self.hasher;
         match self
             .table
-            .entry(hash, |n| n.key() == key, |n| hasher.hash_one(n.key()))
+            .entry(hash, |n| n.key() == key, |n| hasher.hash(n.key()))
         {
             Slot::Occupied(mut slot) => slot.get_mut().replace_entry(entry),
             Slot::Vacant(slot) => {
@@ -425,9 +425,10 @@ impl DbMap {
     fn take_expired(&mut self, hash: u64, now: u64) -> Vec<Node> {
         let mut taken = Vec::new();
         let hasher = &self.hasher;
-        while let Ok(slot) = self.table.find_entry(hash, |n| {
-            n.is_expired(now) && hasher.hash_one(n.key()) == hash
-        }) {
+        while let Ok(slot) = self
+            .table
+            .find_entry(hash, |n| n.is_expired(now) && hasher.hash(n.key()) == hash)
+        {
             taken.push(slot.remove().0);
         }
         if !taken.is_empty() {
@@ -447,21 +448,43 @@ impl DbMap {
         if capacity > SHRINK_FLOOR && self.table.len() * 4 < capacity {
             let hasher = &self.hasher;
             self.table
-                .shrink_to(self.table.len() * 2, |n| hasher.hash_one(n.key()));
+                .shrink_to(self.table.len() * 2, |n| hasher.hash(n.key()));
         }
     }
 }
 
+/// Keys' hashes: 32 bits of a seeded hash, in both halves of the 64 the
+/// table takes (it places a key by the low bits and tags its slot with the
+/// top ones), so that a wheel entry is the 32 bits alone, 4 bytes per
+/// lease, and gives the whole hash back. Keys whose 32 bits collide share
+/// their entries (see `deadline_of`); at a million keys in one map about a
+/// hundred pairs do.
+#[derive(Default)]
+struct KeyHasher(foldhash::fast::RandomState);
+
+impl KeyHasher {
+    fn hash(&self, key: &[u8]) -> u64 {
+        widen(self.0.hash_one(key) as u32)
+    }
+}
+
+/// What the wheel names a key by.
+fn short_hash(hash: u64) -> u32 {
+    hash as u32
+}
+
+/// The hash a wheel entry stands for.
+fn widen(short: u32) -> u64 {
+    (u64::from(short) << 32) | u64::from(short)
+}
+
 /// The deadline the wheel's entry for this hash stands for: the earliest
-/// of the keys with this hash (one key, bar a 64-bit collision).
-fn deadline_of(
-    table: &HashTable<Node>,
-    hasher: &foldhash::fast::RandomState,
-    hash: u64,
-) -> Option<u64> {
+/// of the keys with this hash (one key, bar a collision).
+fn deadline_of(table: &HashTable<Node>, hasher: &KeyHasher, short: u32) -> Option<u64> {
+    let hash = widen(short);
     table
         .iter_hash(hash)
-        .filter(|n| hasher.hash_one(n.key()) == hash)
+        .filter(|n| hasher.hash(n.key()) == hash)
         .filter_map(Node::expire_at)
         .min()
 }
@@ -514,6 +537,39 @@ mod tests {
             .set_expire_at(Some(3));
         assert_eq!(map.take_expired(map.hash(b""), 3).len(), 1);
         assert_eq!(map.len(), 1);
+    }
+
+    /// Two keys whose 32 bits collide, found the birthday way (about
+    /// 80,000 keys hashed on average).
+    fn colliding_keys(map: &DbMap) -> (Vec<u8>, Vec<u8>) {
+        let mut seen = std::collections::HashMap::new();
+        (0u64..)
+            .find_map(|i| {
+                let key = format!("k{i}").into_bytes();
+                let earlier = seen.insert(short_hash(map.hash(&key)), key.clone())?;
+                Some((earlier, key))
+            })
+            .expect("a collision")
+    }
+
+    #[test]
+    fn keys_sharing_a_wheel_entry_expire_each_at_its_own_deadline() {
+        let mut map = DbMap::new(0);
+        let (early, late) = colliding_keys(&map);
+        assert_eq!(map.hash(&early), map.hash(&late));
+        for (key, at) in [(&early, 10), (&late, 20)] {
+            map.insert(key, entry(Some(at)));
+            map.schedule(key, at);
+        }
+        map.wheel
+            .retain(|short| deadline_of(&map.table, &map.hasher, short));
+        assert_eq!(map.wheel.len(), 2, "one entry per deadline");
+        let keys = |nodes: Vec<Node>| nodes.iter().map(|n| n.key().to_vec()).collect::<Vec<_>>();
+        assert!(map.expire_due(9).is_empty());
+        assert_eq!(keys(map.expire_due(10)), [early]);
+        assert!(map.expire_due(19).is_empty());
+        assert_eq!(keys(map.expire_due(20)), [late]);
+        assert_eq!(map.len(), 0);
     }
 
     #[test]
