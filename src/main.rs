@@ -7,8 +7,8 @@ use tracing_subscriber::EnvFilter;
 /// faster than the system allocator, and with less contention across cores.
 /// Live bytes are counted for INFO's `used_memory`.
 #[global_allocator]
-static ALLOCATOR: rlockd::util::alloc::Counting<mimalloc::MiMalloc> =
-    rlockd::util::alloc::Counting(mimalloc::MiMalloc);
+static ALLOCATOR: rlockd::util::alloc::Counting<rlockd::util::alloc::Mimalloc> =
+    rlockd::util::alloc::Counting(rlockd::util::alloc::Mimalloc);
 
 /// rlockd: a Redis-compatible server for distributed locks.
 ///

@@ -9,8 +9,8 @@
 //! key now". The key's own deadline decides, so entries left behind by a
 //! changed or removed TTL are harmless. Nor does an entry hold its
 //! deadline: where one must be re-filed, the wheel asks its owner for the
-//! item's deadline now, so an entry is the item alone (a key's hash, 8
-//! bytes, for a million leases).
+//! item's deadline now, so an entry is the item alone (32 bits of a key's
+//! hash, 4 bytes, for a million leases).
 
 const LEVELS: usize = 6;
 const SLOT_BITS: u32 = 6;

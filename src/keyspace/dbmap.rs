@@ -7,7 +7,8 @@
 //! locks is given back after they are released.
 //!
 //! A key holding a small packed hash (a Redisson lock) rests packed: its
-//! deadline, key and the hash's bytes in one allocation. Handed out for
+//! deadline, key and the hash's items in their resting form (`compact`)
+//! in one allocation. Handed out for
 //! change it is unpacked into a whole `Entry`, and packed again when
 //! another key of its map is handed out or stored: at most one key per map
 //! is whole but packable, and a lock taken and released before its map
@@ -22,7 +23,7 @@ use hashbrown::HashTable;
 use hashbrown::hash_table::Entry as Slot;
 
 use super::value::deadline_passed;
-use super::{Entry, HashValue, Value};
+use super::{Entry, HashValue, Value, compact};
 use crate::expiry::wheel::TimerWheel;
 
 /// Tables smaller than this are not worth shrinking.
@@ -35,11 +36,14 @@ const WHEEL_SLACK: usize = 1024;
 const KEY_LEN_AT: usize = std::mem::size_of::<Entry>();
 const KEY_AT: usize = KEY_LEN_AT + std::mem::size_of::<u32>();
 
-/// A packed node: `[deadline u64, 0 for none][key length u8][hash length
-/// u8][key][hash bytes]`. A lock's key, lease and one-field hash take 64
-/// bytes this way, where a whole node and the hash's own allocation took
-/// 64 and 48.
-const PACKED_KEY_LEN_AT: usize = std::mem::size_of::<u64>();
+/// A packed node: `[deadline, 6 bytes, 0 for none][key length u8][hash
+/// length u8][key][hash items at rest]`. A Redisson lock's key, lease and
+/// hash take 28 bytes and the key's length this way: 48 (an allocator's
+/// size class) for a key of up to 20 bytes, where a whole node and the
+/// hash's own allocation took 64 and 48. Six bytes of milliseconds reach
+/// the year 10889; a key with a later deadline stays whole.
+const DEADLINE_BYTES: usize = 6;
+const PACKED_KEY_LEN_AT: usize = DEADLINE_BYTES;
 const PACKED_HASH_LEN_AT: usize = PACKED_KEY_LEN_AT + 1;
 const PACKED_KEY_AT: usize = PACKED_HASH_LEN_AT + 1;
 
@@ -93,31 +97,46 @@ impl Node {
         }
     }
 
-    /// The packed form of `key` and `entry`, if the entry is a packed hash
-    /// and both are short enough for one-byte lengths.
+    /// The packed form of `key` and `entry`, if the entry is a packed hash,
+    /// both are short enough for one-byte lengths and the deadline fits.
     fn packed(key: &[u8], entry: &Entry) -> Option<Node> {
         let Value::Hash(HashValue::Packed(pairs)) = &entry.value else {
             return None;
         };
+        let deadline = entry.expire_at().unwrap_or(0).to_le_bytes();
+        let (deadline, beyond) = deadline.split_at(DEADLINE_BYTES);
+        if beyond.iter().any(|&b| b != 0) {
+            return None;
+        }
+        // At rest the items are no longer than they are now, so a hash of
+        // up to 255 bytes fits the length byte, and a longer one is not
+        // walked at every settle.
         let key_len = u8::try_from(key.len()).ok()?;
-        let hash_len = u8::try_from(pairs.len()).ok()?;
-        let layout = Self::packed_layout(key.len(), pairs.len());
-        // SAFETY: the layout is non-zero sized and aligned for the u64
-        // deadline at offset 0; the lengths, key and pairs are written
-        // after it, inside the allocation. The tag bit is free (the
-        // address is aligned to 8) and the tagged pointer stays inside the
+        if pairs.len() > u8::MAX.into() {
+            return None;
+        }
+        let hash_len = compact::compact_len(pairs)? as u8;
+        let layout = Self::packed_layout(key.len(), hash_len.into());
+        // SAFETY: the layout is non-zero sized; the deadline is written at
+        // offset 0, the lengths, key and items after it, inside the
+        // allocation (the items through a slice of
+        // the `hash_len` bytes left for them, whose bytes `alloc` leaves
+        // uninitialised: zeroed first). The tag bit is free (the address
+        // is aligned to 8) and the tagged pointer stays inside the
         // allocation, which is at least `PACKED_KEY_AT` bytes long.
         unsafe {
             let Some(ptr) = NonNull::new(alloc(layout)) else {
                 handle_alloc_error(layout)
             };
-            ptr.cast::<u64>().write(entry.expire_at().unwrap_or(0));
+            std::ptr::copy_nonoverlapping(deadline.as_ptr(), ptr.as_ptr(), DEADLINE_BYTES);
             ptr.add(PACKED_KEY_LEN_AT).write(key_len);
             ptr.add(PACKED_HASH_LEN_AT).write(hash_len);
             let key_at = ptr.add(PACKED_KEY_AT);
             std::ptr::copy_nonoverlapping(key.as_ptr(), key_at.as_ptr(), key.len());
-            let pairs_at = key_at.add(key.len());
-            std::ptr::copy_nonoverlapping(pairs.as_ptr(), pairs_at.as_ptr(), pairs.len());
+            let items_at = key_at.add(key.len());
+            items_at.write_bytes(0, hash_len.into());
+            let items = std::slice::from_raw_parts_mut(items_at.as_ptr(), hash_len.into());
+            compact::compact(pairs, items);
             Some(Node(ptr.byte_add(PACKED)))
         }
     }
@@ -160,8 +179,8 @@ impl Node {
         }
     }
 
-    /// A packed node's hash bytes.
-    fn packed_pairs(&self) -> &[u8] {
+    /// A packed node's hash items, at rest.
+    fn packed_items(&self) -> &[u8] {
         let (key_len, hash_len) = self.packed_lens();
         // SAFETY: `packed` wrote `hash_len` bytes after the key.
         unsafe {
@@ -178,8 +197,19 @@ impl Node {
     pub fn expire_at(&self) -> Option<u64> {
         match self.whole() {
             Some(entry) => entry.expire_at(),
-            // SAFETY: `packed` wrote the deadline at offset 0, aligned.
-            None => Some(unsafe { self.base().cast::<u64>().read() }).filter(|&at| at != 0),
+            None => {
+                let mut deadline = [0; 8];
+                // SAFETY: `packed` wrote the deadline's low bytes at
+                // offset 0.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        self.base().as_ptr(),
+                        deadline.as_mut_ptr(),
+                        DEADLINE_BYTES,
+                    );
+                }
+                Some(u64::from_le_bytes(deadline)).filter(|&at| at != 0)
+            }
         }
     }
 
@@ -197,7 +227,7 @@ impl Node {
         match self.whole() {
             Some(entry) => Cow::Borrowed(entry),
             None => Cow::Owned(Entry::new(
-                Value::Hash(HashValue::Packed(self.packed_pairs().into())),
+                Value::Hash(HashValue::Packed(compact::expand(self.packed_items()))),
                 self.expire_at(),
             )),
         }
@@ -264,9 +294,9 @@ impl Drop for Node {
 
 pub struct DbMap {
     table: HashTable<Node>,
-    hasher: foldhash::fast::RandomState,
-    /// Deadlines, each naming its key by hash.
-    wheel: TimerWheel<u64>,
+    hasher: KeyHasher,
+    /// Deadlines, each naming its key by its hash's 32 bits.
+    wheel: TimerWheel<u32>,
     /// The hash of the key last handed out for change or stored whole,
     /// packed when another key is (see `unsettle`).
     unsettled: Option<u64>,
@@ -283,9 +313,9 @@ impl DbMap {
             unsettled: None,
         }
     }
-    /// The hash the wheel files a key's deadline under.
+    /// The hash the table finds `key` by.
     pub fn hash(&self, key: &[u8]) -> u64 {
-        self.hasher.hash_one(key)
+        self.hasher.hash(key)
     }
 
     pub fn len(&self) -> usize {
@@ -323,7 +353,7 @@ impl DbMap {
 
     /// Files `key`'s deadline in the wheel.
     pub fn schedule(&mut self, key: &[u8], at: u64) {
-        self.wheel.insert(at, self.hash(key));
+        self.wheel.insert(at, short_hash(self.hash(key)));
     }
 
     pub fn has_deadlines(&self) -> bool {
@@ -339,8 +369,8 @@ impl DbMap {
         // through that one.
         self.wheel.advance(
             now.saturating_sub(1),
-            |hash| deadline_of(table, hasher, hash),
-            |hash| due.push(hash),
+            |short| deadline_of(table, hasher, short),
+            |short| due.push(widen(short)),
         );
         due.into_iter()
             .flat_map(|hash| self.take_expired(hash, now))
@@ -358,7 +388,7 @@ impl DbMap {
             return;
         }
         let (table, hasher) = (&self.table, &self.hasher);
-        self.wheel.retain(|hash| deadline_of(table, hasher, hash));
+        self.wheel.retain(|short| deadline_of(table, hasher, short));
     }
 
     pub fn get(&self, key: &[u8]) -> Option<&Node> {
@@ -385,7 +415,7 @@ impl DbMap {
         let hasher = &self.hasher;
         match self
             .table
-            .entry(hash, |n| n.key() == key, |n| hasher.hash_one(n.key()))
+            .entry(hash, |n| n.key() == key, |n| hasher.hash(n.key()))
         {
             Slot::Occupied(mut slot) => slot.get_mut().replace_entry(entry),
             Slot::Vacant(slot) => {
@@ -416,9 +446,10 @@ impl DbMap {
     fn take_expired(&mut self, hash: u64, now: u64) -> Vec<Node> {
         let mut taken = Vec::new();
         let hasher = &self.hasher;
-        while let Ok(slot) = self.table.find_entry(hash, |n| {
-            n.is_expired(now) && hasher.hash_one(n.key()) == hash
-        }) {
+        while let Ok(slot) = self
+            .table
+            .find_entry(hash, |n| n.is_expired(now) && hasher.hash(n.key()) == hash)
+        {
             taken.push(slot.remove().0);
         }
         if !taken.is_empty() {
@@ -438,21 +469,43 @@ impl DbMap {
         if capacity > SHRINK_FLOOR && self.table.len() * 4 < capacity {
             let hasher = &self.hasher;
             self.table
-                .shrink_to(self.table.len() * 2, |n| hasher.hash_one(n.key()));
+                .shrink_to(self.table.len() * 2, |n| hasher.hash(n.key()));
         }
     }
 }
 
+/// Keys' hashes: 32 bits of a seeded hash, in both halves of the 64 the
+/// table takes (it places a key by the low bits and tags its slot with the
+/// top ones), so that a wheel entry is the 32 bits alone, 4 bytes per
+/// lease, and gives the whole hash back. Keys whose 32 bits collide share
+/// their entries (see `deadline_of`); at a million keys in one map about a
+/// hundred pairs do.
+#[derive(Default)]
+struct KeyHasher(foldhash::fast::RandomState);
+
+impl KeyHasher {
+    fn hash(&self, key: &[u8]) -> u64 {
+        widen(self.0.hash_one(key) as u32)
+    }
+}
+
+/// What the wheel names a key by.
+fn short_hash(hash: u64) -> u32 {
+    hash as u32
+}
+
+/// The hash a wheel entry stands for.
+fn widen(short: u32) -> u64 {
+    (u64::from(short) << 32) | u64::from(short)
+}
+
 /// The deadline the wheel's entry for this hash stands for: the earliest
-/// of the keys with this hash (one key, bar a 64-bit collision).
-fn deadline_of(
-    table: &HashTable<Node>,
-    hasher: &foldhash::fast::RandomState,
-    hash: u64,
-) -> Option<u64> {
+/// of the keys with this hash (one key, bar a collision).
+fn deadline_of(table: &HashTable<Node>, hasher: &KeyHasher, short: u32) -> Option<u64> {
+    let hash = widen(short);
     table
         .iter_hash(hash)
-        .filter(|n| hasher.hash_one(n.key()) == hash)
+        .filter(|n| hasher.hash(n.key()) == hash)
         .filter_map(Node::expire_at)
         .min()
 }
@@ -505,6 +558,39 @@ mod tests {
             .set_expire_at(Some(3));
         assert_eq!(map.take_expired(map.hash(b""), 4).len(), 1);
         assert_eq!(map.len(), 1);
+    }
+
+    /// Two keys whose 32 bits collide, found the birthday way (about
+    /// 80,000 keys hashed on average).
+    fn colliding_keys(map: &DbMap) -> (Vec<u8>, Vec<u8>) {
+        let mut seen = std::collections::HashMap::new();
+        (0u64..)
+            .find_map(|i| {
+                let key = format!("k{i}").into_bytes();
+                let earlier = seen.insert(short_hash(map.hash(&key)), key.clone())?;
+                Some((earlier, key))
+            })
+            .expect("a collision")
+    }
+
+    #[test]
+    fn keys_sharing_a_wheel_entry_expire_each_at_its_own_deadline() {
+        let mut map = DbMap::new(0);
+        let (early, late) = colliding_keys(&map);
+        assert_eq!(map.hash(&early), map.hash(&late));
+        for (key, at) in [(&early, 10), (&late, 20)] {
+            map.insert(key, entry(Some(at)));
+            map.schedule(key, at);
+        }
+        map.wheel
+            .retain(|short| deadline_of(&map.table, &map.hasher, short));
+        assert_eq!(map.wheel.len(), 2, "one entry per deadline");
+        let keys = |nodes: Vec<Node>| nodes.iter().map(|n| n.key().to_vec()).collect::<Vec<_>>();
+        assert!(map.expire_due(10).is_empty());
+        assert_eq!(keys(map.expire_due(11)), [early]);
+        assert!(map.expire_due(20).is_empty());
+        assert_eq!(keys(map.expire_due(21)), [late]);
+        assert_eq!(map.len(), 0);
     }
 
     #[test]
@@ -565,6 +651,18 @@ mod tests {
     }
 
     #[test]
+    fn a_redisson_lock_rests_in_48_bytes() {
+        let mut map = DbMap::new(0);
+        let key = b"redisson:lock:123456";
+        map.insert(key, Entry::new(hash_of(&[(OWNER, b"1")]), Some(30_000)));
+        map.settle();
+        let node = map.get(key).expect("present");
+        let (key_len, hash_len) = node.packed_lens();
+        assert_eq!(Node::packed_layout(key_len, hash_len).size(), 48);
+        assert_eq!(node.entry().value, hash_of(&[(OWNER, b"1")]));
+    }
+
+    #[test]
     fn changing_another_key_settles_the_last_one() {
         let mut map = DbMap::new(0);
         map.insert(b"a", Entry::new(hash_of(&[(b"f", b"v")]), None));
@@ -580,7 +678,7 @@ mod tests {
     }
 
     #[test]
-    fn packs_only_what_one_byte_lengths_hold() {
+    fn packs_only_what_one_byte_lengths_and_six_deadline_bytes_hold() {
         let limits = EncodingLimits::default();
         // 1 + 60 + 1 + 64 + 1 + 64 + 1 + 63 = 255 bytes packed.
         let mut at_limit = HashValue::default();
@@ -590,20 +688,22 @@ mod tests {
         over.insert(b"c", b"", &limits);
         let mut map = DbMap::new(0);
         let long_key = [b'k'; 256];
+        let latest = (1 << 48) - 1;
         let cases = [
-            (&long_key[..255], at_limit.clone(), true),
-            (&long_key[..], at_limit.clone(), false),
-            (&long_key[..1], over, false),
-            (&[][..], HashValue::default(), true),
+            (&long_key[..255], at_limit.clone(), latest, true),
+            (&long_key[..], at_limit.clone(), latest, false),
+            (&long_key[..1], over, latest, false),
+            (&long_key[..2], HashValue::default(), latest + 1, false),
+            (&[][..], HashValue::default(), latest, true),
         ];
-        for (key, hash, packs) in cases {
+        for (key, hash, at, packs) in cases {
             let value = Value::Hash(hash);
-            map.insert(key, Entry::new(value.clone(), Some(u64::MAX)));
+            map.insert(key, Entry::new(value.clone(), Some(at)));
             map.settle();
             assert_eq!(is_packed(&map, key), packs, "key of {}", key.len());
             let node = map.get(key).expect("present");
             assert_eq!(node.key(), key);
-            assert_eq!(node.expire_at(), Some(u64::MAX));
+            assert_eq!(node.expire_at(), Some(at));
             assert_eq!(node.entry().value, value);
         }
     }

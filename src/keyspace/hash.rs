@@ -13,7 +13,7 @@ use super::EncodingLimits;
 pub const HASH_ORDERED_MAX: usize = 128;
 /// Longest field or value a packed hash holds (Redis's
 /// `hash-max-listpack-value`); its lengths fit one byte.
-const PACKED_ITEM_MAX: usize = 64;
+pub(super) const PACKED_ITEM_MAX: usize = 64;
 
 type Table = IndexMap<Bytes, Bytes, foldhash::fast::RandomState>;
 

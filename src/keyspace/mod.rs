@@ -7,6 +7,7 @@
 pub mod access;
 mod aof;
 mod blocked;
+mod compact;
 mod dbmap;
 pub mod dump;
 pub mod events;
