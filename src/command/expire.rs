@@ -84,9 +84,6 @@ fn expire_generic(ctx: &mut Ctx, unit: Unit, base: Base, cmd: &'static str) -> C
     let now = ctx.now();
     let when = deadline_ms(ctx.arg(2), unit, base, now, cmd)?;
     let key = ctx.arg(1).clone();
-    // Loading the AOF, a past deadline is set rather than deleting the key
-    // (as in Redis): the key may still be in its deadline's millisecond.
-    let past = when <= now as i64 && !ctx.client.loading;
     let mut db = ctx.db();
     let Some(entry) = db.entry(&key)? else {
         return Ok(Reply::Int(0));
@@ -100,11 +97,13 @@ fn expire_generic(ctx: &mut Ctx, unit: Unit, base: Base, cmd: &'static str) -> C
     if !allowed {
         return Ok(Reply::Int(0));
     }
-    if past {
+    // Before the epoch is as past as the epoch itself.
+    let at = u64::try_from(when).unwrap_or(0);
+    if db.already_expired(at) {
         db.remove(&key)?;
         db.modified(&key, Event::Del)?;
     } else {
-        db.set_expire(&key, Some(when as u64))?;
+        db.set_expire(&key, Some(at))?;
         db.modified(&key, Event::Expire)?;
     }
     Ok(Reply::Int(1))

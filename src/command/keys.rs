@@ -381,7 +381,7 @@ pub fn restore(ctx: &mut Ctx) -> CmdResult<Reply> {
         t if opts.absolute_ttl => Some(t as u64),
         t => Some((t as u64).saturating_add(now)),
     };
-    if deadline.is_some_and(|at| at <= now) {
+    if deadline.is_some_and(|at| db.already_expired(at)) {
         // Already past: the key is only deleted, if it was there.
         if replaced {
             db.modified(&key, Event::Del)?;

@@ -394,7 +394,7 @@ pub fn getex(ctx: &mut Ctx) -> CmdResult<Reply> {
         GetexTtl::Expire(unit, base, raw) => {
             let at = expiry_deadline(&raw, unit, base, now, "getex")?;
             // Only an absolute time can already be past.
-            if base == Base::Absolute && at <= now {
+            if base == Base::Absolute && db.already_expired(at) {
                 db.remove(&key)?;
                 db.modified(&key, Event::Del)?;
             } else {

@@ -41,8 +41,6 @@ pub struct Client {
     pub for_script: bool,
     /// Running EXEC's queue: blocking commands answer at once.
     pub in_exec: bool,
-    /// Replaying the append-only file at start.
-    pub loading: bool,
     /// Set by a blocking command that found nothing: the connection waits
     /// on it before answering.
     pub blocked: Option<Blocked>,
@@ -94,7 +92,6 @@ impl Client {
             close_silently: false,
             for_script: false,
             in_exec: false,
-            loading: false,
             query_bytes: 0,
             blocked: None,
             retry_deadline: None,

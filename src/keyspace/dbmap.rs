@@ -8,11 +8,10 @@
 //!
 //! A key holding a small packed hash (a Redisson lock) rests packed: its
 //! deadline, key and the hash's items in their resting form (`compact`)
-//! in one allocation. Handed out for
-//! change it is unpacked into a whole `Entry`, and packed again when
-//! another key of its map is handed out or stored: at most one key per map
-//! is whole but packable, and a lock taken and released before its map
-//! sees another change is never packed at all.
+//! in one allocation. Handed out for change it is unpacked into a whole
+//! `Entry`, and packed again when another key of its map is handed out or
+//! stored: at most one key per map is whole but packable, and a lock taken
+//! and released before its map sees another change is never packed at all.
 
 use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
 use std::borrow::Cow;

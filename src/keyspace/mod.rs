@@ -218,8 +218,7 @@ impl Shard {
             }
             for node in self.dbs[db].expire_due(now) {
                 let key = node.key();
-                // A key is due in the millisecond after its deadline's.
-                let due = node.expire_at().map_or(now, |at| at + 1);
+                let due = node.expire_at().map_or(now, value::gone_from);
                 lag = lag.max(now.saturating_sub(due));
                 self.touch_watchers(db, key);
                 self.forget_access(db, key);
@@ -271,6 +270,8 @@ pub struct Keyspace {
     log: parking_lot::RwLock<Option<Arc<crate::persist::Aof>>>,
     /// Set while `log` is: a command notes what it changes only then.
     logging: AtomicBool,
+    /// Set while the append-only file is replayed at start.
+    loading: AtomicBool,
 }
 
 /// Where the keyspace sends the events it raises (keys expired, created,
@@ -361,6 +362,7 @@ impl Keyspace {
             limits: limits::SharedLimits::new(EncodingLimits::default()),
             log: Default::default(),
             logging: AtomicBool::new(false),
+            loading: AtomicBool::new(false),
         }
     }
 
@@ -380,6 +382,11 @@ impl Keyspace {
             u.saturating_duration_since(self.epoch).as_millis() as u64 + 1
         });
         self.expiry_held_until.store(ms, Ordering::Release);
+    }
+
+    /// Marks the append-only file's replay (see `Db::already_expired`).
+    pub fn set_loading(&self, on: bool) {
+        self.loading.store(on, Ordering::Relaxed);
     }
 
     fn expiry_held(&self) -> bool {
@@ -807,6 +814,15 @@ impl Db<'_, '_> {
 
     pub fn now(&self) -> u64 {
         self.locked.now
+    }
+
+    /// Whether a deadline a command gives a key is already past, so that
+    /// it deletes the key instead (Redis's `checkAlreadyExpired`). Never
+    /// while the append-only file is replayed: there the key keeps its
+    /// deadline and expires as any other, so one still in its deadline's
+    /// millisecond survives a restart, as in Redis.
+    pub fn already_expired(&self, at: u64) -> bool {
+        at <= self.locked.now && !self.locked.ks.loading.load(Ordering::Relaxed)
     }
 
     /// The encoding thresholds writes convert values by.

@@ -125,11 +125,16 @@ impl Entry {
     }
 }
 
-/// Whether a key with deadline `at` is gone at `now`. Redis 7.0 keeps a
-/// key through its deadline's own millisecond (PTTL answers 0 then) and
-/// drops it in the next.
+/// The first millisecond a key with deadline `at` is gone in: Redis 7.0
+/// keeps a key through its deadline's own millisecond (PTTL answers 0
+/// then) and drops it in the next.
+pub fn gone_from(at: u64) -> u64 {
+    at.saturating_add(1)
+}
+
+/// Whether a key with deadline `at` is gone at `now`.
 pub fn deadline_passed(at: u64, now: u64) -> bool {
-    at < now
+    gone_from(at) <= now
 }
 
 #[cfg(test)]

@@ -80,15 +80,17 @@ fn replay(shared: &Shared, name: &str, commands: Vec<Vec<Bytes>>) -> io::Result<
     let handle = Arc::new(ClientHandle::new(0, addr, addr, shared.now_ms()));
     let mut client = Client::new(handle, shared.acl.default_user());
     client.authenticated = true;
-    client.loading = true;
-    for args in commands {
+    shared.keyspace.set_loading(true);
+    let replayed = commands.iter().try_for_each(|args| {
         if crate::command::REGISTRY.lookup(&args[0]).is_none() {
             return Err(refuse(format!(
                 "Unknown command '{}' reading the append only file {name}",
                 String::from_utf8_lossy(&args[0])
             )));
         }
-        crate::command::dispatch(shared, &mut client, &args);
-    }
-    Ok(())
+        crate::command::dispatch(shared, &mut client, args);
+        Ok(())
+    });
+    shared.keyspace.set_loading(false);
+    replayed
 }

@@ -141,8 +141,8 @@ fn lease_ok(lease: &[u8]) -> bool {
     (1..=13).contains(&lease.len()) && lease[0] != b'0' && lease.iter().all(u8::is_ascii_digit)
 }
 
-/// The commands the scripts call, resolved once: a run skips the name
-/// lookup a client's line needs.
+/// The commands the scripts call (named in `CALLED`, in this order),
+/// resolved once: a run skips the name lookup a client's line needs.
 #[derive(Clone, Copy)]
 enum Call {
     Exists,
@@ -158,32 +158,16 @@ enum Call {
 /// The most arguments a call takes (HINCRBY's three).
 const LONGEST: usize = 3;
 
-const CALLS: [Call; 8] = [
-    Call::Exists,
-    Call::Hset,
-    Call::Hincrby,
-    Call::Hexists,
-    Call::Pexpire,
-    Call::Pttl,
-    Call::Del,
-    Call::Publish,
+const CALLED: [&[u8]; 8] = [
+    b"exists", b"hset", b"hincrby", b"hexists", b"pexpire", b"pttl", b"del", b"publish",
 ];
 
-static CALL_IDS: LazyLock<[usize; CALLS.len()]> =
-    LazyLock::new(|| CALLS.map(|c| REGISTRY.lookup(c.name()).expect("a command in the table")));
+static CALL_IDS: LazyLock<[usize; CALLED.len()]> =
+    LazyLock::new(|| CALLED.map(|name| REGISTRY.lookup(name).expect("a command in the table")));
 
 impl Call {
     fn name(self) -> &'static [u8] {
-        match self {
-            Call::Exists => b"exists",
-            Call::Hset => b"hset",
-            Call::Hincrby => b"hincrby",
-            Call::Hexists => b"hexists",
-            Call::Pexpire => b"pexpire",
-            Call::Pttl => b"pttl",
-            Call::Del => b"del",
-            Call::Publish => b"publish",
-        }
+        CALLED[self as usize]
     }
 
     fn id(self) -> usize {
