@@ -3,8 +3,9 @@
 //! locks taken with the Redisson-layout reentrant lock script (EVALSHA,
 //! pipelined): a hash with one `uuid:thread` field and a 30 s lease each.
 //! Reported: resident memory (RSS) added per lock, `used_memory` per lock
-//! from INFO memory, and the RSS each server keeps after every lock is
-//! released again with the unlock script; then rlockd / redis.
+//! from INFO memory, the RSS each server keeps after every lock is
+//! released again with the unlock script, and after MEMORY PURGE asks its
+//! allocator to give freed pages back; then rlockd / redis.
 //!
 //! Run with `cargo bench --bench memory`. Knobs: `RLOCKD_BENCH_LOCKS`,
 //! `RLOCKD_BENCH_PIPELINE` (requests in flight, 1000).
@@ -78,6 +79,7 @@ struct Measured {
     used_per_lock: f64,
     rss_after_release: u64,
     used_after_release: u64,
+    rss_after_purge: u64,
 }
 
 fn measure(server: &Server, locks: usize, depth: usize) -> Measured {
@@ -106,7 +108,10 @@ fn measure(server: &Server, locks: usize, depth: usize) -> Measured {
     });
     let released = settled_rss(server);
     let used_released = used_memory(&mut conn);
+    conn.cmd(&["MEMORY", "PURGE"]).expect("MEMORY PURGE");
+    let purged = settled_rss(server);
     Measured {
+        rss_after_purge: purged,
         used_after_release: used_released,
         rss_per_lock: (rss1.saturating_sub(rss0)) as f64 / locks as f64,
         used_per_lock: (used1.saturating_sub(used0)) as f64 / locks as f64,
@@ -123,25 +128,28 @@ fn main() {
     println!("{locks} held Redisson locks (hash + lease), then all released");
     for (server, m) in servers.iter().zip(&results) {
         println!(
-            "{:<8} RSS/lock {:>7.1} B   used_memory/lock {:>7.1} B   after release: RSS {:>7.1} MB, used_memory {:>7.1} MB",
+            "{:<8} RSS/lock {:>7.1} B   used_memory/lock {:>7.1} B   after release: RSS {:>7.1} MB, used_memory {:>7.1} MB; after MEMORY PURGE: RSS {:>7.1} MB",
             server.name,
             m.rss_per_lock,
             m.used_per_lock,
             m.rss_after_release as f64 / 1e6,
-            m.used_after_release as f64 / 1e6
+            m.used_after_release as f64 / 1e6,
+            m.rss_after_purge as f64 / 1e6
         );
     }
     if let [redis, rlockd] = &results[..] {
         println!(
-            "rlockd / redis: RSS per lock {:.2}, used_memory per lock {:.2}, RSS after release {:.2}",
+            "rlockd / redis: RSS per lock {:.2}, used_memory per lock {:.2}, RSS after release {:.2}, after MEMORY PURGE {:.2}",
             rlockd.rss_per_lock / redis.rss_per_lock,
             rlockd.used_per_lock / redis.used_per_lock,
-            rlockd.rss_after_release as f64 / redis.rss_after_release as f64
+            rlockd.rss_after_release as f64 / redis.rss_after_release as f64,
+            rlockd.rss_after_purge as f64 / redis.rss_after_purge as f64
         );
         println!(
-            "BENCH {{\"bench\":\"memory\",\"locks\":{locks},\"rss_per_lock_ratio\":{:.3},\"rss_after_release_ratio\":{:.3}}}",
+            "BENCH {{\"bench\":\"memory\",\"locks\":{locks},\"rss_per_lock_ratio\":{:.3},\"rss_after_release_ratio\":{:.3},\"rss_after_purge_ratio\":{:.3}}}",
             rlockd.rss_per_lock / redis.rss_per_lock,
-            rlockd.rss_after_release as f64 / redis.rss_after_release as f64
+            rlockd.rss_after_release as f64 / redis.rss_after_release as f64,
+            rlockd.rss_after_purge as f64 / redis.rss_after_purge as f64
         );
     }
 }

@@ -72,6 +72,9 @@ pub struct Config {
     pub lock_restart_grace_ms: u64,
     /// Who may run DEBUG; fixed at startup, as in Redis.
     pub enable_debug_command: DebugCommand,
+    /// Threads that serve clients and run their commands (`io-threads`,
+    /// read at startup as in Redis); by default one per core.
+    pub io_threads: usize,
     /// Writes are refused unless this many replicas are within
     /// `min_replicas_max_lag` seconds: with any, always (there are none).
     pub min_replicas_to_write: i64,
@@ -150,6 +153,7 @@ impl Default for Config {
             auto_aof_rewrite_min_size: 64 * 1024 * 1024,
             lock_restart_grace_ms: 0,
             enable_debug_command: DebugCommand::No,
+            io_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             min_replicas_to_write: 0,
             min_replicas_max_lag: 10,
             kept: BTreeMap::new(),
@@ -299,6 +303,9 @@ fn parse_enum(v: &str, allowed: &[&str]) -> Result<String, String> {
         Err("argument(s) must be one of the following: ".to_string() + &allowed.join(", "))
     }
 }
+
+/// As many threads as Redis allows for `io-threads`.
+const MAX_IO_THREADS: usize = 128;
 
 const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning", "nothing"];
 const POLICIES: &[&str] = &[
@@ -731,7 +738,12 @@ pub static PARAMS: &[Param] = &[
     },
     fixed!("proto-max-bulk-len", "536870912", Startup),
     fixed!("hll-sparse-max-bytes", "3000", Startup),
-    fixed!("io-threads", "1", Never),
+    Param {
+        name: "io-threads",
+        alias: None,
+        get: |c| c.io_threads.to_string(),
+        set: Change::Never,
+    },
     fixed!("replica-read-only", "yes", Startup),
     setting!(
         "min-replicas-to-write",
@@ -951,7 +963,7 @@ impl Config {
     /// `#` comments, Redis's quoting. Directives are the names CONFIG GET
     /// knows, plus the startup-only `bind`, `port`, `databases`,
     /// `cluster-enabled`, `enable-clock-control`, `metrics-port`,
-    /// `appendfilename` and `lock-restart-grace-ms`.
+    /// `appendfilename`, `lock-restart-grace-ms` and `io-threads`.
     pub fn apply_file(&mut self, text: &str) -> Result<(), ConfigFileError> {
         for (i, raw) in text.lines().enumerate() {
             let line = raw.trim();
@@ -1016,6 +1028,13 @@ impl Config {
                 self.appendfilename = value
             }
             "lock-restart-grace-ms" => self.lock_restart_grace_ms = parse_num(&value)?,
+            "io-threads" => {
+                self.io_threads = value
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=MAX_IO_THREADS).contains(n))
+                    .ok_or(format!("io-threads must be between 1 and {MAX_IO_THREADS}"))?
+            }
             "enable-debug-command" => self.enable_debug_command = DebugCommand::parse(&value)?,
             name => {
                 let param = find_param(name).ok_or("unknown directive")?;
@@ -1043,6 +1062,16 @@ mod file_tests {
         assert_eq!(c.bind, vec!["127.0.0.1".to_string(), "::1".to_string()]);
         assert_eq!(c.requirepass.as_deref(), Some("s e"));
         assert_eq!(c.maxmemory, 1 << 20);
+        c.apply_file("io-threads 3\n").unwrap();
+        assert_eq!(c.io_threads, 3);
+        for bad in ["io-threads 0\n", "io-threads 129\n", "io-threads many\n"] {
+            let err = c.apply_file(bad).unwrap_err().to_string();
+            assert!(
+                err.contains("io-threads must be between 1 and 128"),
+                "{err}"
+            );
+        }
+        assert_eq!(c.io_threads, 3, "a bad value leaves the setting alone");
         assert_eq!(c.busy_reply_threshold, 100);
         let err = Config::default()
             .apply_file("port 1\nfrobnicate yes\n")

@@ -252,8 +252,21 @@ fn load_config(line: CommandLine) -> Result<rlockd::Config, Box<dyn std::error::
     Ok(config)
 }
 
-#[tokio::main]
-async fn serve(config: rlockd::Config) -> std::io::Result<()> {
+/// What `top -H` and /proc name the threads serving clients.
+const WORKER_NAME: &str = "rlockd-worker";
+
+/// Serves on `io-threads` worker threads: tokio's default (one per core)
+/// unless the config names another number.
+fn serve(config: rlockd::Config) -> std::io::Result<()> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.io_threads)
+        .thread_name(WORKER_NAME)
+        .enable_all()
+        .build()?
+        .block_on(run(config))
+}
+
+async fn run(config: rlockd::Config) -> std::io::Result<()> {
     use tracing_subscriber::prelude::*;
     let (filter, filter_handle) =
         tracing_subscriber::reload::Layer::new(EnvFilter::new(tracing_level(&config.loglevel)));

@@ -67,6 +67,35 @@ fn config_file_then_flags() {
     );
 }
 
+/// Worker threads of the process, by the name the binary gives them.
+fn workers(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter(|t| {
+            let comm = t.as_ref().unwrap().path().join("comm");
+            std::fs::read_to_string(comm).is_ok_and(|c| c.trim_end() == "rlockd-worker")
+        })
+        .count()
+}
+
+#[test]
+fn io_threads_sets_the_workers() {
+    for threads in [1, 3] {
+        let (server, port) = start(&["--port", "0", "--io-threads", &threads.to_string()]);
+        let reply = format!("*2\r\n$10\r\nio-threads\r\n$1\r\n{threads}\r\n");
+        assert_eq!(ask(port, b"CONFIG GET io-threads\r\n"), reply);
+        assert_eq!(workers(server.0.id()), threads);
+        assert_eq!(
+            ask(port, b"CONFIG SET io-threads 2\r\n"),
+            "-ERR CONFIG SET failed (possibly related to argument 'io-threads') - can't set immutable config\r\n"
+        );
+    }
+    let dir = std::env::temp_dir().join(format!("rlockd-threads-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let err = refused_config(&dir.join("rlockd.conf"), "io-threads 0\n");
+    assert!(err.contains("io-threads must be between 1 and 128"), "{err}");
+}
+
 #[test]
 fn cluster_enabled_by_flag_or_file() {
     let (server, port) = start(&["--port", "0", "--cluster-enabled", "yes"]);

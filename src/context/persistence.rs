@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::Instant;
 
 use parking_lot::Mutex;
+use tokio::sync::Notify;
 
 use super::Shared;
 use crate::config::Config;
@@ -19,6 +20,8 @@ pub struct Persistence {
     /// A rewrite asked for and not started yet: the server's background
     /// loop starts it (a command cannot run one itself without blocking).
     requested: AtomicBool,
+    /// Wakes that loop for a request.
+    asked: Notify,
     rewriting: AtomicBool,
     started: Mutex<Option<Instant>>,
     last_ok: AtomicBool,
@@ -38,6 +41,7 @@ impl Default for Persistence {
     fn default() -> Self {
         Persistence {
             requested: AtomicBool::new(false),
+            asked: Notify::new(),
             rewriting: AtomicBool::new(false),
             started: Mutex::new(None),
             last_ok: AtomicBool::new(true),
@@ -64,7 +68,17 @@ impl Persistence {
 
     /// BGREWRITEAOF: false if a rewrite is already running or asked for.
     pub fn request_rewrite(&self) -> bool {
-        !self.rewriting.load(Ordering::Acquire) && !self.requested.swap(true, Ordering::AcqRel)
+        let new =
+            !self.rewriting.load(Ordering::Acquire) && !self.requested.swap(true, Ordering::AcqRel);
+        if new {
+            self.asked.notify_one();
+        }
+        new
+    }
+
+    /// Returns once a rewrite is asked for.
+    pub async fn rewrite_asked(&self) {
+        self.asked.notified().await
     }
 
     pub fn rewrite_in_progress(&self) -> bool {
@@ -157,6 +171,7 @@ pub fn reconfigure(shared: &Shared, old: &Config, new: &Config) {
             let aof = Aof::pending_rewrite(&aof_path(new), fsync);
             shared.keyspace.set_log(Some(aof));
             shared.persistence.requested.store(true, Ordering::Release);
+            shared.persistence.asked.notify_one();
         }
         (true, false) => {
             if let Some(aof) = shared.keyspace.log() {

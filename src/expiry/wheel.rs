@@ -88,6 +88,29 @@ impl<T: Copy + Ord> TimerWheel<T> {
         Some((current + ahead + 1) << shift)
     }
 
+    /// A time after `now` at or before every deadline filed: where the
+    /// earliest occupied slot of any level starts (on level 0, that is the
+    /// deadline itself). The owner need not advance the wheel before then.
+    pub fn earliest_bound(&self) -> Option<u64> {
+        let mut earliest: Option<u64> = None;
+        for level in (0..self.levels.len()).filter(|&l| self.counts[l] > 0) {
+            let shift = SLOT_BITS * level as u32;
+            let current = self.now >> shift;
+            // A level's slots start no sooner than its next boundary, and
+            // coarser levels' boundaries come no sooner than a finer one's.
+            if earliest.is_some_and(|e| e <= (current + 1) << shift) {
+                break;
+            }
+            let ahead = (1..=SLOTS as u64)
+                .find(|k| !self.levels[level][((current + k) as usize) & (SLOTS - 1)].is_empty());
+            if let Some(k) = ahead {
+                let start = (current + k) << shift;
+                earliest = Some(earliest.map_or(start, |e| e.min(start)));
+            }
+        }
+        earliest
+    }
+
     /// Drops the items that could no longer be the entry a deadline is
     /// due by: those `deadline_of` gives none, or one after their slot's
     /// time (a later deadline has an entry of its own), and the repeats
@@ -138,6 +161,15 @@ impl<T: Copy + Ord> TimerWheel<T> {
                     return;
                 }
                 self.now = boundary - 1;
+            } else {
+                // On level 0, nothing happens before its next occupied slot
+                // or the next level-1 boundary: skip the empty milliseconds.
+                let boundary = (self.now / SLOTS as u64 + 1) * SLOTS as u64;
+                let occupied = (1..SLOTS as u64)
+                    .map(|k| self.now + k)
+                    .find(|&t| !self.levels[0][(t as usize) & (SLOTS - 1)].is_empty())
+                    .unwrap_or(boundary);
+                self.now = occupied.min(boundary).min(now) - 1;
             }
             self.now += 1;
             let t = self.now;
@@ -187,13 +219,24 @@ mod tests {
         let mut fired = Vec::new();
         w.advance(1004, deadline, |x| fired.push(x));
         assert!(fired.is_empty());
+        assert_eq!(
+            w.earliest_bound(),
+            Some(1005),
+            "level 0: the deadline itself"
+        );
         w.advance(1005, deadline, |x| fired.push(x));
         assert_eq!(fired, vec!["a"]);
+        assert_eq!(
+            w.earliest_bound(),
+            Some(69_632),
+            "where b's level-2 slot starts"
+        );
         w.advance(70_999, deadline, |x| fired.push(x));
         assert_eq!(fired, vec!["a"]);
         w.advance(71_000, deadline, |x| fired.push(x));
         assert_eq!(fired, vec!["a", "b"]);
         assert!(w.is_empty());
+        assert_eq!(w.earliest_bound(), None);
     }
 
     #[test]
@@ -250,11 +293,57 @@ mod tests {
         // Stepping a millisecond at a time this would never finish.
         w.advance(far - 1, deadline, |x| fired.push(x));
         assert!(fired.is_empty());
+        assert!(w.earliest_bound().is_some_and(|b| b <= far));
         assert_eq!(w.len(), 1);
         w.retain(deadline);
         assert_eq!(w.len(), 1);
         w.advance(far, deadline, |x| fired.push(x));
         assert_eq!(fired, vec![1]);
+    }
+
+    /// Files `items` (deadlines past `start`), advances by `steps`, and
+    /// checks after each step that exactly the passed deadlines fired and
+    /// that `earliest_bound` lies between now and the earliest pending one.
+    fn check_against_model(start: u64, items: &[u64], steps: &[u64]) -> Result<(), TestCaseError> {
+        let mut w = TimerWheel::new(start);
+        for (i, d) in items.iter().enumerate() {
+            w.insert(start + 1 + d, i);
+        }
+        let deadline = |i: usize| Some(start + 1 + items[i]);
+        let mut now = start;
+        let mut fired = vec![false; items.len()];
+        for (n, s) in steps.iter().enumerate() {
+            now += s;
+            if n % 3 == 0 {
+                w.retain(deadline);
+            }
+            w.advance(now, deadline, |i| {
+                assert!(!fired[i]);
+                fired[i] = true;
+            });
+            for (i, d) in items.iter().enumerate() {
+                prop_assert_eq!(
+                    fired[i],
+                    start + 1 + d <= now,
+                    "item {} deadline {} now {}",
+                    i,
+                    start + 1 + d,
+                    now
+                );
+            }
+            let pending = items
+                .iter()
+                .zip(&fired)
+                .filter(|(_, f)| !**f)
+                .map(|(d, _)| start + 1 + d)
+                .min();
+            let bound = w.earliest_bound();
+            prop_assert_eq!(bound.is_some(), pending.is_some());
+            if let (Some(b), Some(p)) = (bound, pending) {
+                prop_assert!(now < b && b <= p, "bound {} now {} earliest {}", b, now, p);
+            }
+        }
+        Ok(())
     }
 
     proptest! {
@@ -263,26 +352,16 @@ mod tests {
         fn matches_model(start in 0u64..1_000_000,
                          items in proptest::collection::vec(0u64..300_000, 1..40),
                          steps in proptest::collection::vec(1u64..50_000, 1..30)) {
-            let mut w = TimerWheel::new(start);
-            for (i, d) in items.iter().enumerate() {
-                w.insert(start + 1 + d, i);
-            }
-            let deadline = |i: usize| Some(start + 1 + items[i]);
-            let mut now = start;
-            let mut fired = vec![false; items.len()];
-            for (n, s) in steps.into_iter().enumerate() {
-                now += s;
-                if n % 3 == 0 {
-                    w.retain(deadline);
-                }
-                w.advance(now, deadline, |i| {
-                    assert!(!fired[i]);
-                    fired[i] = true;
-                });
-                for (i, d) in items.iter().enumerate() {
-                    prop_assert_eq!(fired[i], start + 1 + d <= now, "item {} deadline {} now {}", i, start + 1 + d, now);
-                }
-            }
+            check_against_model(start, &items, &steps)?;
+        }
+
+        /// Deadlines a few ms apart, time moving a few ms at a time: the
+        /// finest levels, where advancing skips empty milliseconds.
+        #[test]
+        fn matches_model_up_close(start in 0u64..1_000_000,
+                                  items in proptest::collection::vec(0u64..3_000, 1..60),
+                                  steps in proptest::collection::vec(1u64..100, 1..80)) {
+            check_against_model(start, &items, &steps)?;
         }
     }
 }

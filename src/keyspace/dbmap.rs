@@ -359,6 +359,12 @@ impl DbMap {
         !self.wheel.is_empty()
     }
 
+    /// The first millisecond `expire_due` may find a key gone in, if any
+    /// deadline is filed.
+    pub fn next_due(&self) -> Option<u64> {
+        self.wheel.earliest_bound().map(super::value::gone_from)
+    }
+
     /// Takes out every key whose deadline has passed by `now`.
     pub fn expire_due(&mut self, now: u64) -> Vec<Node> {
         self.sweep_wheel();
@@ -376,6 +382,11 @@ impl DbMap {
             .collect()
     }
 
+    /// Whether the next expiry pass would sweep the wheel (below).
+    pub fn wheel_stale(&self) -> bool {
+        self.wheel.len() > 2 * self.len() + WHEEL_SLACK
+    }
+
     /// Drops the wheel's entries for deadlines no key has any more (keys
     /// deleted or given a new deadline), once they are most of it: a burst
     /// of released locks gives back the room of their leases before the
@@ -383,7 +394,7 @@ impl DbMap {
     /// key (more only for a key whose deadline was brought forward), and
     /// the next needs as many again.
     fn sweep_wheel(&mut self) {
-        if self.wheel.len() <= 2 * self.len() + WHEEL_SLACK {
+        if !self.wheel_stale() {
             return;
         }
         let (table, hasher) = (&self.table, &self.hasher);

@@ -29,6 +29,7 @@ use parking_lot::{Mutex, MutexGuard};
 
 use crate::clock::Clock;
 use crate::error::{CmdError, CmdResult};
+use crate::expiry::alarm::ExpiryAlarm;
 use dbmap::DbMap;
 pub use dbmap::Node;
 pub use events::Event;
@@ -97,10 +98,6 @@ impl TimedDbs {
         self.0 |= 1 << db.min(Self::SHARED);
     }
 
-    fn any(self) -> bool {
-        self.0 != 0
-    }
-
     fn dbs(self, total: usize) -> impl Iterator<Item = usize> {
         let shared = self.0 >> Self::SHARED != 0;
         let mut own = self.0 & !(1 << Self::SHARED);
@@ -116,6 +113,9 @@ impl TimedDbs {
 pub struct Shard {
     dbs: Vec<DbMap>,
     timed: TimedDbs,
+    /// Where this shard (number `index`) files its deadlines' times.
+    alarm: Arc<ExpiryAlarm>,
+    index: usize,
     watched: Map<(u32, Bytes), Vec<Arc<WatchFlag>>>,
     blocked: blocked::WaiterQueues,
     access: access::AccessMap,
@@ -123,10 +123,12 @@ pub struct Shard {
 }
 
 impl Shard {
-    fn new(databases: usize, now: u64) -> Self {
+    fn new(databases: usize, now: u64, alarm: Arc<ExpiryAlarm>, index: usize) -> Self {
         Shard {
             dbs: (0..databases).map(|_| DbMap::new(now)).collect(),
             timed: TimedDbs::default(),
+            alarm,
+            index,
             watched: Map::default(),
             blocked: Map::default(),
             access: Map::default(),
@@ -157,6 +159,23 @@ impl Shard {
     fn schedule(&mut self, db: usize, key: &[u8], at: u64) {
         self.dbs[db].schedule(key, at);
         self.timed.mark(db);
+        self.alarm.ring_by(self.index, value::gone_from(at));
+        self.sweep_soon_if_stale(db);
+    }
+
+    fn remove(&mut self, db: usize, key: &[u8]) -> Option<Entry> {
+        let removed = self.dbs[db].remove(key);
+        self.sweep_soon_if_stale(db);
+        removed
+    }
+
+    /// Released or renewed leases leave entries in the wheel until their
+    /// old deadlines; once they are most of it, the next expiry pass (not
+    /// the command at hand) sweeps them out and gives back their room.
+    fn sweep_soon_if_stale(&mut self, db: usize) {
+        if self.dbs[db].wheel_stale() {
+            self.alarm.ring_by(self.index, 0);
+        }
     }
 
     fn touch_watchers(&mut self, db: usize, key: &[u8]) {
@@ -206,11 +225,13 @@ impl Shard {
         }
     }
 
-    /// Reclaims keys whose deadline has passed. Returns how many, and how
-    /// late the latest of them was reclaimed (ms past its deadline).
+    /// Reclaims keys whose deadline has passed, and tells the alarm when
+    /// the next may be due. Returns how many, and how late the latest of
+    /// them was reclaimed (ms past its deadline).
     fn expire_due(&mut self, now: u64, events: &dyn EventSink) -> (u64, u64) {
         let mut reclaimed = 0;
         let mut lag = 0;
+        let mut next: Option<u64> = None;
         let timed = std::mem::take(&mut self.timed);
         for db in timed.dbs(self.dbs.len()) {
             if self.dbs[db].has_deadlines() {
@@ -229,7 +250,9 @@ impl Shard {
                 events.notify(Event::Expired, db, key);
                 reclaimed += 1;
             }
+            next = next.into_iter().chain(self.dbs[db].next_due()).min();
         }
+        self.alarm.set_shard(self.index, next);
         self.stats.expired += reclaimed;
         (reclaimed, lag)
     }
@@ -265,6 +288,8 @@ pub struct Keyspace {
     /// How late (ms past its deadline) the last expiry pass that reclaimed
     /// anything reclaimed its latest key: how far active expiry trails.
     expiry_lag_ms: AtomicU64,
+    /// When the next expiry pass has work (every shard files there).
+    alarm: Arc<ExpiryAlarm>,
     limits: limits::SharedLimits,
     /// The append-only file, when `appendonly` is on (see `aof`).
     log: parking_lot::RwLock<Option<Arc<crate::persist::Aof>>>,
@@ -348,10 +373,12 @@ impl Keyspace {
         events: Arc<dyn EventSink>,
     ) -> Self {
         let now = clock.now_ms();
+        let alarm = Arc::new(ExpiryAlarm::new(SHARDS));
         Keyspace {
             shards: (0..SHARDS)
-                .map(|_| Padded(Mutex::new(Shard::new(databases, now))))
+                .map(|i| Padded(Mutex::new(Shard::new(databases, now, alarm.clone(), i))))
                 .collect(),
+            alarm,
             busy: (0..SHARDS).map(|_| AtomicBool::new(false)).collect(),
             databases,
             clock,
@@ -392,6 +419,11 @@ impl Keyspace {
     fn expiry_held(&self) -> bool {
         let until = self.expiry_held_until.load(Ordering::Acquire);
         until != 0 && (self.epoch.elapsed().as_millis() as u64) < until
+    }
+
+    /// When the expiry driver should run the next pass.
+    pub fn expiry_alarm(&self) -> &ExpiryAlarm {
+        &self.alarm
     }
 
     /// See `expiry_lag_ms`.
@@ -462,17 +494,19 @@ impl Keyspace {
             return 0;
         }
         let now = self.clock.now_ms();
+        self.alarm.clear();
         let (reclaimed, lag) = self
             .shards
             .iter()
-            .map(|s| {
+            .enumerate()
+            .filter(|&(i, _)| wait || self.alarm.shard_due(i, now))
+            .map(|(_, s)| {
+                // A shard skipped as busy stays due for the next pass.
                 let shard = if wait { Some(s.lock()) } else { s.try_lock() };
-                match shard {
-                    Some(mut shard) if shard.timed.any() => shard.expire_due(now, &*self.events),
-                    _ => (0, 0),
-                }
+                shard.map_or((0, 0), |mut shard| shard.expire_due(now, &*self.events))
             })
             .fold((0, 0), |(n, lag), (m, l)| (n + m, lag.max(l)));
+        self.alarm.settle();
         // A pass a test forces after moving a manual clock is late by the
         // jump it made, which says nothing about the expiry driver.
         if reclaimed > 0 && !wait {
@@ -588,7 +622,7 @@ impl<'a> Locked<'a> {
                     shard.dbs[db].insert(&key, entry);
                 }
                 None => {
-                    shard.dbs[db].remove(&key);
+                    shard.remove(db, &key);
                 }
             }
         }
@@ -1004,7 +1038,7 @@ impl Db<'_, '_> {
         let db = self.index;
         self.locked.note_change(db, key);
         let shard = self.locked.shard(key_shard(key))?;
-        let removed = shard.dbs[db].remove(key).map(|e| e.value);
+        let removed = shard.remove(db, key).map(|e| e.value);
         shard.forget_access(db, key);
         // Group readers blocked on a stream learn that it is gone.
         if matches!(removed, Some(Value::Stream(_))) {
@@ -1117,7 +1151,7 @@ fn reclaim_if_expired(shard: &mut Shard, db: usize, key: &[u8], now: u64, ks: &K
     if ks.expiry_held() || !shard.dbs[db].get(key).is_some_and(|e| e.is_expired(now)) {
         return false;
     }
-    let removed = shard.dbs[db].remove(key);
+    let removed = shard.remove(db, key);
     shard.forget_access(db, key);
     shard.stats.expired += 1;
     shard.touch_watchers(db, key);
@@ -1181,7 +1215,7 @@ mod tests {
     #[test]
     fn timed_dbs_name_each_marked_database_once() {
         let mut timed = TimedDbs::default();
-        assert!(!timed.any());
+        assert_eq!(timed.dbs(72).count(), 0);
         for db in [5, 0, 5, 62, 70, 64] {
             timed.mark(db);
         }
@@ -1219,7 +1253,76 @@ mod tests {
         let mut locked = ks.lock(&LockPlan::for_keys([&b"k"[..]])).unwrap();
         let shard = locked.shard(key_shard(b"k")).unwrap();
         assert!(dbs.iter().all(|&db| shard.dbs[db].len() == 0));
-        assert!(!shard.timed.any());
+        assert_eq!(shard.timed.dbs(80).count(), 0);
+    }
+
+    #[test]
+    fn the_expiry_alarm_names_the_next_pass_with_work() {
+        let clock = Arc::new(crate::clock::ManualClock::default());
+        let ks = Keyspace::new(1, clock.clone());
+        let alarm = ks.expiry_alarm();
+        assert_eq!(alarm.due(), None, "nothing filed");
+        let start = clock.now_ms();
+        for (key, ttl) in [(&b"later"[..], 90_000), (b"soon", 40)] {
+            let mut locked = ks.lock(&LockPlan::for_keys([key])).unwrap();
+            let at = locked.now() + ttl;
+            locked
+                .db(0)
+                .insert(key, Value::string(Bytes::from_static(b"v")), Ttl::At(at))
+                .unwrap();
+        }
+        assert_eq!(
+            alarm.due(),
+            Some(start + 41),
+            "gone after its deadline's ms"
+        );
+        clock.advance(std::time::Duration::from_millis(41));
+        assert_eq!(ks.expire_due_now(), 1);
+        let next = alarm.due().expect("the later key is still filed");
+        assert!(next > start + 41 && next <= start + 90_001, "{next}");
+        // Nothing reclaimed before `next`; the later key by its deadline.
+        clock.advance(std::time::Duration::from_millis(next - clock.now_ms() - 1));
+        assert_eq!(ks.expire_due_now(), 0);
+        clock.advance(std::time::Duration::from_millis(
+            90_001 - (clock.now_ms() - start),
+        ));
+        assert_eq!(ks.expire_due_now(), 1);
+        assert_eq!(alarm.due(), None);
+    }
+
+    #[test]
+    fn released_leases_are_swept_by_the_next_pass() {
+        let clock = Arc::new(crate::clock::ManualClock::default());
+        let ks = Keyspace::new(1, clock.clone());
+        // Keys of one shard, so that its wheel holds every lease.
+        let keys: Vec<Vec<u8>> = (0..2000)
+            .map(|i| format!("{{lock}}:{i}").into_bytes())
+            .collect();
+        let shard = key_shard(&keys[0]);
+        let plan = LockPlan::for_keys(keys.iter().map(|k| &k[..]));
+        let mut locked = ks.lock(&plan).unwrap();
+        let lease = locked.now() + 30_000;
+        for key in &keys {
+            let value = Value::string(Bytes::from_static(b"owner"));
+            locked.db(0).insert(key, value, Ttl::At(lease)).unwrap();
+        }
+        drop(locked);
+        let far = ks.expiry_alarm().due();
+        assert!(far.is_some_and(|at| at > clock.now_ms()));
+        let mut locked = ks.lock(&plan).unwrap();
+        for key in &keys {
+            locked.db(0).remove(key).unwrap();
+        }
+        let stale = locked.shard(shard).unwrap().dbs[0].wheel_stale();
+        drop(locked);
+        assert!(stale, "2000 entries for no key");
+        assert_eq!(ks.expiry_alarm().due(), Some(0), "a pass is due now");
+        assert_eq!(ks.expire_due_now(), 0);
+        let mut locked = ks.lock(&plan).unwrap();
+        let map = &locked.shard(shard).unwrap().dbs[0];
+        assert!(!map.wheel_stale() && !map.has_deadlines(), "swept");
+        drop(locked);
+        assert_eq!(ks.expiry_alarm().due(), None);
     }
 
     #[test]

@@ -19,9 +19,6 @@ use crate::config::Config;
 use crate::context::Shared;
 pub use crate::context::{HeldLock, LockKind, LockOwner, PauseMode, Waiters};
 
-/// How often the expiry driver reclaims keys whose deadline has passed.
-const EXPIRY_TICK: Duration = Duration::from_millis(10);
-
 /// The entry point: `Server::builder()…start()`.
 pub struct Server;
 
@@ -243,7 +240,7 @@ impl ServerBuilder {
         if let Some(listener) = metrics {
             tasks.spawn(metrics::serve(shared.clone(), listener, stop_rx.clone()));
         }
-        tasks.spawn(expiry_loop(shared.clone(), stop_rx));
+        tasks.spawn(housekeeping(shared.clone(), stop_rx));
         Ok(ServerHandle {
             shared,
             addrs,
@@ -254,8 +251,9 @@ impl ServerBuilder {
 }
 
 impl ServerBuilder {
-    /// Starts the server on a runtime of its own (two worker threads), for
-    /// tests that have no tokio runtime:
+    /// Starts the server on a runtime of its own (`io-threads` worker
+    /// threads: one per core unless the config says), for tests that have
+    /// no tokio runtime:
     ///
     /// ```
     /// use redis::Commands;
@@ -268,7 +266,7 @@ impl ServerBuilder {
     /// ```
     pub fn start_blocking(self) -> io::Result<BlockingServer> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
+            .worker_threads(self.config.io_threads)
             .thread_name("rlockd")
             .enable_all()
             .build()?;
@@ -409,25 +407,67 @@ async fn refuse(mut stream: tokio::net::TcpStream, message: &'static str) {
     let _ = stream.write_all(message.as_bytes()).await;
 }
 
-async fn expiry_loop(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
-    let mut tick = tokio::time::interval(EXPIRY_TICK);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+/// The longest the expiry driver sleeps towards a deadline at once.
+const LONGEST_SLEEP: Duration = Duration::from_secs(3600);
+
+/// The server's background work, `hz` times a second at most as in
+/// Redis's serverCron: reclaiming keys when the expiry alarm says some are
+/// due (at their deadline when the last pass was long enough ago, so
+/// keys coming due one after another are reclaimed in batches), and, with
+/// the AOF on, starting a rewrite once the file has grown enough. A
+/// BGREWRITEAOF starts at once. A server with nothing due and no AOF
+/// sleeps.
+async fn housekeeping(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    use tokio::time::Instant;
+    let alarm = shared.keyspace.expiry_alarm();
+    let mut last_pass = Instant::now();
+    let mut next_cron = Instant::now();
     loop {
+        let now = Instant::now();
+        let period = Duration::from_millis(1000 / shared.config.read().hz.max(1));
+        if now >= next_cron {
+            start_rewrite_if_asked(&shared);
+            next_cron = now + period;
+        }
+        let cron = shared.keyspace.log().is_some().then_some(next_cron);
+        let expiry = alarm.due().map(|due| {
+            // A far deadline (EXPIREAT can name any year) is looked at
+            // again within the hour rather than overflowing an Instant.
+            let until_due = Duration::from_millis(due.saturating_sub(shared.now_ms()));
+            (now + until_due.min(LONGEST_SLEEP)).max(last_pass + period)
+        });
+        let wake = cron.into_iter().chain(expiry).min();
         tokio::select! {
-            _ = tick.tick() => {
-                let started = std::time::Instant::now();
-                shared.keyspace.expire_due();
-                // Redis's latency event for a slow active-expiry cycle.
-                shared.latency.observe("expire-cycle", started.elapsed());
-                if shared.persistence.take_request(&shared) {
-                    let shared = shared.clone();
-                    tokio::task::spawn_blocking(move || {
-                        crate::context::persistence::rewrite(&shared)
-                    });
-                }
+            _ = sleep_until(wake) => {}
+            _ = alarm.rung_earlier() => continue,
+            _ = shared.persistence.rewrite_asked() => {
+                start_rewrite_if_asked(&shared);
+                continue;
             }
             _ = stop.changed() => return,
         }
+        if alarm.due().is_some_and(|due| due <= shared.now_ms()) {
+            let started = std::time::Instant::now();
+            shared.keyspace.expire_due();
+            // Redis's latency event for a slow active-expiry cycle.
+            shared.latency.observe("expire-cycle", started.elapsed());
+            last_pass = Instant::now();
+        }
+    }
+}
+
+/// Sleeps until `wake`, or for good.
+async fn sleep_until(wake: Option<tokio::time::Instant>) {
+    match wake {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn start_rewrite_if_asked(shared: &Arc<Shared>) {
+    if shared.persistence.take_request(shared) {
+        let shared = shared.clone();
+        tokio::task::spawn_blocking(move || crate::context::persistence::rewrite(&shared));
     }
 }
 
