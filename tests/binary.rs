@@ -93,7 +93,10 @@ fn io_threads_sets_the_workers() {
     let dir = std::env::temp_dir().join(format!("rlockd-threads-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let err = refused_config(&dir.join("rlockd.conf"), "io-threads 0\n");
-    assert!(err.contains("io-threads must be between 1 and 128"), "{err}");
+    assert!(
+        err.contains("io-threads must be between 1 and 128"),
+        "{err}"
+    );
 }
 
 #[test]
