@@ -124,13 +124,13 @@ pub fn start_servers() -> Vec<Server> {
         Some(s) => servers.push(s),
         None => println!("redis-server not available: printing rlockd's figures only"),
     }
-    let port = free_port();
-    let rlockd = launch(
-        "rlockd",
-        env!("CARGO_BIN_EXE_rlockd"),
-        &["--port".to_string(), port.to_string()],
-    )
-    .expect("rlockd starts");
+    let mut args = vec!["--port".to_string(), free_port().to_string()];
+    // RLOCKD_BENCH_IO_THREADS: rlockd's worker threads (default: its own,
+    // one per core).
+    if let Ok(threads) = std::env::var("RLOCKD_BENCH_IO_THREADS") {
+        args.extend(["--io-threads".to_string(), threads]);
+    }
+    let rlockd = launch("rlockd", env!("CARGO_BIN_EXE_rlockd"), &args).expect("rlockd starts");
     servers.push(rlockd);
     servers
 }
