@@ -75,6 +75,33 @@ async fn wheel_reclaims_without_access() {
     );
 }
 
+/// The expiry driver sleeps towards the earliest deadline it knows; a key
+/// given an earlier one afterwards must wake it (nothing else would: with
+/// no append-only file the server has no periodic work).
+#[tokio::test]
+async fn an_earlier_deadline_wakes_the_sleeping_driver() {
+    let server = start().await;
+    let mut c = connect(&server).await;
+    cmd::<()>(&mut c, &["SET", "far", "v", "EX", "100"])
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    cmd::<()>(&mut c, &["SET", "soon", "v", "PX", "30"])
+        .await
+        .unwrap();
+    let mut dbsize = 2;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        dbsize = cmd(&mut c, &["DBSIZE"]).await.unwrap();
+        if dbsize == 1 {
+            break;
+        }
+    }
+    assert_eq!(dbsize, 1, "reclaimed without being looked up");
+    let info: String = cmd(&mut c, &["INFO", "stats"]).await.unwrap();
+    assert_eq!(info_field(&info, "expired_keys"), Some(1));
+}
+
 #[tokio::test]
 async fn expire_options() {
     let server = start().await;
