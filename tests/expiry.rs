@@ -13,6 +13,21 @@ fn info_field(info: &str, field: &str) -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
+/// DBSIZE once it is down to `left`, or after 2 s. It counts stored
+/// entries, expired or not, so it only drops when the wheel has reclaimed
+/// them (nothing here looks the keys up).
+async fn dbsize_once_reclaimed(c: &mut redis::aio::MultiplexedConnection, left: i64) -> i64 {
+    let mut dbsize = -1;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        dbsize = cmd(c, &["DBSIZE"]).await.unwrap();
+        if dbsize == left {
+            break;
+        }
+    }
+    dbsize
+}
+
 #[tokio::test]
 async fn key_is_invisible_after_its_deadline() {
     let server = start().await;
@@ -55,17 +70,7 @@ async fn wheel_reclaims_without_access() {
     cmd::<()>(&mut c, &["SET", "later", "v", "EX", "100"])
         .await
         .unwrap();
-    // DBSIZE counts stored entries, expired or not, so it only drops when
-    // the wheel has reclaimed them.
-    let mut dbsize = 0;
-    for _ in 0..100 {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        dbsize = cmd(&mut c, &["DBSIZE"]).await.unwrap();
-        if dbsize == 2 {
-            break;
-        }
-    }
-    assert_eq!(dbsize, 2);
+    assert_eq!(dbsize_once_reclaimed(&mut c, 2).await, 2);
     let info: String = cmd(&mut c, &["INFO", "stats"]).await.unwrap();
     assert_eq!(info_field(&info, "expired_keys"), Some(300));
     let keyspace: String = cmd(&mut c, &["INFO", "keyspace"]).await.unwrap();
@@ -89,15 +94,7 @@ async fn an_earlier_deadline_wakes_the_sleeping_driver() {
     cmd::<()>(&mut c, &["SET", "soon", "v", "PX", "30"])
         .await
         .unwrap();
-    let mut dbsize = 2;
-    for _ in 0..100 {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        dbsize = cmd(&mut c, &["DBSIZE"]).await.unwrap();
-        if dbsize == 1 {
-            break;
-        }
-    }
-    assert_eq!(dbsize, 1, "reclaimed without being looked up");
+    assert_eq!(dbsize_once_reclaimed(&mut c, 1).await, 1);
     let info: String = cmd(&mut c, &["INFO", "stats"]).await.unwrap();
     assert_eq!(info_field(&info, "expired_keys"), Some(1));
 }
