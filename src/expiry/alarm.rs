@@ -71,13 +71,19 @@ impl ExpiryAlarm {
         self.at.fetch_min(earliest, Ordering::AcqRel);
     }
 
+    /// Has the driver read the alarm again.
+    pub fn wake_driver(&self) {
+        self.earlier.notify_one();
+    }
+
     /// The first millisecond a pass may have work in, if any.
     pub fn due(&self) -> Option<u64> {
         Some(self.at.load(Ordering::Acquire)).filter(|&at| at != NEVER)
     }
 
-    /// Returns once a deadline earlier than the alarm was filed (at once
-    /// if one was since the last call).
+    /// Returns once a deadline earlier than the alarm was filed, or a pass
+    /// the driver did not run changed it (at once if either happened since
+    /// the last call).
     pub async fn rung_earlier(&self) {
         self.earlier.notified().await
     }

@@ -355,10 +355,6 @@ impl DbMap {
         self.wheel.insert(at, short_hash(self.hash(key)));
     }
 
-    pub fn has_deadlines(&self) -> bool {
-        !self.wheel.is_empty()
-    }
-
     /// The first millisecond `expire_due` may find a key gone in, if any
     /// deadline is filed.
     pub fn next_due(&self) -> Option<u64> {
