@@ -110,10 +110,7 @@ async fn run(
         if read == 0 {
             return Ok(());
         }
-        shared
-            .stats
-            .net_input_bytes
-            .fetch_add(read as u64, Ordering::Relaxed);
+        shared.stats.add_input(read);
         handle.info.lock().last_interaction_ms = shared.now_ms();
 
         let mut closing = false;
@@ -356,10 +353,7 @@ async fn flush(
         r = stream.write_all(&output.buf) => r?,
         _ = handle.killed() => return Err(std::io::ErrorKind::ConnectionAborted.into()),
     }
-    shared
-        .stats
-        .net_output_bytes
-        .fetch_add(output.buf.len() as u64, Ordering::Relaxed);
+    shared.stats.add_output(output.buf.len());
     output.buf.clear();
     if output.mail_bytes > 0 {
         handle

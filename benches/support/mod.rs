@@ -73,7 +73,18 @@ pub fn launch(name: &'static str, program: &str, args: &[String]) -> Option<Serv
         .skip_while(|a| *a != "--port")
         .nth(1)
         .and_then(|p| p.parse().ok())?;
-    let child = Command::new(program)
+    // RLOCKD_BENCH_SERVER_CPUS (a taskset list, "0-7"): the servers run on
+    // those cores only, so that on a many-core machine the load generator,
+    // started under `taskset` on the others, does not take the servers'.
+    let mut command = match std::env::var("RLOCKD_BENCH_SERVER_CPUS") {
+        Ok(cpus) => {
+            let mut c = Command::new("taskset");
+            c.args(["-c", &cpus, program]);
+            c
+        }
+        Err(_) => Command::new(program),
+    };
+    let child = command
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -1,7 +1,5 @@
 //! The operator's tools: MONITOR, SLOWLOG, LATENCY, DEBUG, LOLWUT.
 
-use std::sync::atomic::Ordering;
-
 use super::Ctx;
 use super::connection::help_reply;
 use crate::error::{CmdError, CmdResult};
@@ -219,19 +217,17 @@ pub fn latency_histogram(ctx: &mut Ctx) -> CmdResult<Reply> {
             })
             .collect()
     };
-    let stats = &ctx.shared.stats.commands;
     let pairs = ids
         .into_iter()
         .filter_map(|id| {
-            let stat = &stats[id];
-            let calls = stat.calls.load(Ordering::Relaxed);
+            let stat = ctx.shared.stats.command(id);
+            let calls = stat.calls;
             if calls == 0 {
                 return None;
             }
             let mut cumulative = 0;
             let mut buckets = Vec::new();
-            for (i, bucket) in stat.histogram.iter().enumerate() {
-                let n = bucket.load(Ordering::Relaxed);
+            for (i, n) in stat.histogram.into_iter().enumerate() {
                 if n > 0 {
                     cumulative += n;
                     buckets.push((Reply::Int(1 << i), Reply::Int(cumulative as i64)));

@@ -730,19 +730,10 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
                 "total_connections_received",
                 &stats.connections_received.load(Ordering::Relaxed),
             );
-            line(
-                "total_commands_processed",
-                &stats.commands_processed.load(Ordering::Relaxed),
-            );
+            line("total_commands_processed", &stats.commands_processed());
             line("instantaneous_ops_per_sec", &0);
-            line(
-                "total_net_input_bytes",
-                &stats.net_input_bytes.load(Ordering::Relaxed),
-            );
-            line(
-                "total_net_output_bytes",
-                &stats.net_output_bytes.load(Ordering::Relaxed),
-            );
+            line("total_net_input_bytes", &stats.net_input_bytes());
+            line("total_net_output_bytes", &stats.net_output_bytes());
             line(
                 "rejected_connections",
                 &stats.rejected_connections.load(Ordering::Relaxed),
@@ -766,10 +757,7 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             line("active_defrag_key_misses", &0);
             line("keyspace_hits", &facts.totals.hits);
             line("keyspace_misses", &facts.totals.misses);
-            line(
-                "total_error_replies",
-                &stats.errors.lock().values().sum::<u64>(),
-            );
+            line("total_error_replies", &stats.errors().values().sum::<u64>());
             let pubsub = &shared.pubsub;
             line("pubsub_channels", &pubsub.channel_count(Kind::Channel));
             line("pubsub_patterns", &pubsub.numpat());
@@ -809,7 +797,7 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
         // Per-command latency percentiles are not tracked.
         "latencystats" => "Latencystats",
         "errorstats" => {
-            for (code, count) in stats.errors.lock().iter() {
+            for (code, count) in stats.errors() {
                 line(&format!("errorstat_{code}"), &format!("count={count}"));
             }
             "Errorstats"
@@ -830,13 +818,11 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             "Keyspace"
         }
         "commandstats" => {
-            for (id, stat) in stats.commands.iter().enumerate() {
-                let calls = stat.calls.load(Ordering::Relaxed);
-                let rejected = stat.rejected.load(Ordering::Relaxed);
+            for (id, stat) in stats.commands() {
+                let (calls, rejected, usec) = (stat.calls, stat.rejected, stat.usec);
                 if calls == 0 && rejected == 0 {
                     continue;
                 }
-                let usec = stat.usec.load(Ordering::Relaxed);
                 let per_call = if calls == 0 {
                     0.0
                 } else {
@@ -846,7 +832,7 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
                     &format!("cmdstat_{}", REGISTRY.full_names[id]),
                     &format!(
                         "calls={calls},usec={usec},usec_per_call={per_call:.2},rejected_calls={rejected},failed_calls={}",
-                        stat.failed.load(Ordering::Relaxed)
+                        stat.failed
                     ),
                 );
             }

@@ -11,10 +11,12 @@ pub mod introspect;
 pub mod latency;
 pub mod persistence;
 pub mod slowlog;
+pub mod stats;
 
 pub use client::{Client, ReplyMode, WatchState};
 pub use fault::{Faults, PauseMode};
 pub use introspect::{HeldLock, LockKind, LockOwner, Waiters};
+pub use stats::Stats;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,103 +31,6 @@ use crate::config::Config;
 use crate::keyspace::{Keyspace, LockPlan};
 use crate::peer::ClientHandle;
 use crate::pubsub::PubSub;
-
-#[derive(Default)]
-pub struct CommandStat {
-    pub calls: AtomicU64,
-    pub usec: AtomicU64,
-    pub failed: AtomicU64,
-    pub rejected: AtomicU64,
-    /// Calls by duration, for LATENCY HISTOGRAM: bucket `i` counts those of
-    /// at most 2^i microseconds (and more than half that).
-    pub histogram: [AtomicU64; HISTOGRAM_BUCKETS],
-}
-
-/// Up to 2^31 µs (about 36 minutes); slower calls count in the last.
-pub const HISTOGRAM_BUCKETS: usize = 32;
-
-/// The bucket of a call that took `micros`.
-fn histogram_bucket(micros: u64) -> usize {
-    let bits = (u64::BITS - micros.saturating_sub(1).leading_zeros()) as usize;
-    bits.min(HISTOGRAM_BUCKETS - 1)
-}
-
-pub struct Stats {
-    pub connections_received: AtomicU64,
-    pub rejected_connections: AtomicU64,
-    pub commands_processed: AtomicU64,
-    pub net_input_bytes: AtomicU64,
-    pub net_output_bytes: AtomicU64,
-    pub commands: Vec<CommandStat>,
-    /// Error replies by their first word (`ERR`, `WRONGTYPE`…), for INFO errorstats.
-    pub errors: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
-}
-
-impl Stats {
-    /// Counters for `commands` commands and subcommands.
-    fn new(commands: usize) -> Self {
-        Stats {
-            connections_received: AtomicU64::new(0),
-            rejected_connections: AtomicU64::new(0),
-            commands_processed: AtomicU64::new(0),
-            net_input_bytes: AtomicU64::new(0),
-            net_output_bytes: AtomicU64::new(0),
-            commands: (0..commands).map(|_| CommandStat::default()).collect(),
-            errors: Default::default(),
-        }
-    }
-
-    pub fn record_call(&self, id: usize, took: Duration, failed: bool) {
-        let stat = &self.commands[id];
-        stat.calls.fetch_add(1, Ordering::Relaxed);
-        let micros = took.as_micros() as u64;
-        stat.usec.fetch_add(micros, Ordering::Relaxed);
-        stat.histogram[histogram_bucket(micros)].fetch_add(1, Ordering::Relaxed);
-        if failed {
-            stat.failed.fetch_add(1, Ordering::Relaxed);
-        }
-        self.commands_processed.fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub fn record_error(&self, code: &str) {
-        *self.errors.lock().entry(code.to_string()).or_default() += 1;
-    }
-
-    /// A blocked command that ended with an error (its call was counted
-    /// when it blocked).
-    pub fn record_unblocked_error(&self, id: Option<usize>, code: &str) {
-        if let Some(id) = id {
-            self.commands[id].failed.fetch_add(1, Ordering::Relaxed);
-        }
-        self.record_error(code);
-    }
-
-    /// A known command refused before it ran (arity, authentication).
-    pub fn record_rejected(&self, id: usize) {
-        self.commands[id].rejected.fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub fn reset(&self) {
-        self.errors.lock().clear();
-        for stat in &self.commands {
-            for counter in [&stat.calls, &stat.usec, &stat.failed, &stat.rejected] {
-                counter.store(0, Ordering::Relaxed);
-            }
-            for bucket in &stat.histogram {
-                bucket.store(0, Ordering::Relaxed);
-            }
-        }
-        for counter in [
-            &self.connections_received,
-            &self.rejected_connections,
-            &self.commands_processed,
-            &self.net_input_bytes,
-            &self.net_output_bytes,
-        ] {
-            counter.store(0, Ordering::Relaxed);
-        }
-    }
-}
 
 pub struct Shared {
     /// ACL users and the log of refusals.

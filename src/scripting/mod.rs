@@ -5,6 +5,7 @@
 //! It knows nothing of commands: a script's `redis.call` goes to the
 //! [`Host`] its caller (the EVAL family in the command layer) passes in.
 
+mod bodies;
 mod brackets;
 mod call;
 mod convert;
@@ -20,7 +21,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 use bytes::Bytes;
-use dashmap::DashMap;
 use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
 use parking_lot::Mutex;
 
@@ -428,9 +428,7 @@ fn log(_: &Lua, args: MultiValue) -> mlua::Result<()> {
 
 #[derive(Default)]
 pub struct ScriptEngine {
-    /// Found by SHA1 hex: a fast hash is safe, no input can choose keys
-    /// that collide in it without breaking SHA1.
-    bodies: DashMap<String, Bytes, foldhash::fast::RandomState>,
+    bodies: bodies::Bodies,
     pool: Mutex<Vec<Vm>>,
     generation: AtomicU64,
     /// Every Lua state's run slot, for SCRIPT KILL.
@@ -445,7 +443,7 @@ pub struct ScriptEngine {
 pub struct ScriptCounters {
     /// Scripts run (EVAL, EVALSHA and their _RO forms), each once however
     /// often it had to start over.
-    pub runs: AtomicU64,
+    pub runs: crate::util::stripe::Counter,
     /// Runs that went past `busy-reply-threshold`.
     pub busy: AtomicU64,
 }
@@ -541,9 +539,7 @@ pub(crate) fn kill_requested() -> bool {
 impl ScriptEngine {
     pub fn load(&self, body: &Bytes) -> String {
         let sha = sha1_hex(body);
-        self.bodies
-            .entry(sha.clone())
-            .or_insert_with(|| Bytes::copy_from_slice(body));
+        self.bodies.insert(sha.clone(), body);
         sha
     }
 
@@ -558,15 +554,15 @@ impl ScriptEngine {
     }
 
     pub fn body(&self, sha: &str) -> Option<Bytes> {
-        self.bodies.get(sha).map(|b| b.clone())
+        self.bodies.get(sha)
     }
 
     pub fn exists(&self, sha: &str) -> bool {
-        self.bodies.contains_key(sha)
+        self.bodies.contains(sha)
     }
 
     pub fn flush(&self) {
-        self.bodies.clear();
+        self.bodies.flush();
         self.generation.fetch_add(1, Ordering::AcqRel);
         self.pool.lock().clear();
     }
@@ -647,8 +643,7 @@ impl ScriptEngine {
 
     /// (scripts cached, bytes of their bodies), for INFO memory.
     pub fn cached(&self) -> (usize, usize) {
-        let bytes = self.bodies.iter().map(|b| b.key().len() + b.len()).sum();
-        (self.bodies.len(), bytes)
+        self.bodies.size()
     }
 
     /// Loads a library's code in a Lua state (at most `heap` bytes of it)

@@ -115,10 +115,8 @@ pub fn render(shared: &Shared) -> String {
     );
     let stats = &shared.stats;
     let commands: Vec<(String, u64)> = stats
-        .commands
-        .iter()
-        .enumerate()
-        .map(|(id, stat)| (id, stat.calls.load(Ordering::Relaxed)))
+        .commands()
+        .map(|(id, stat)| (id, stat.calls))
         .filter(|&(_, calls)| calls > 0)
         .map(|(id, calls)| (label("cmd", &REGISTRY.full_names[id]), calls))
         .collect();
@@ -192,7 +190,7 @@ pub fn render(shared: &Shared) -> String {
         "rlockd_script_runs_total",
         "counter",
         "Lua scripts run (EVAL, EVALSHA and their read-only forms).",
-        &single(scripts.runs.load(Ordering::Relaxed)),
+        &single(scripts.runs.get()),
     );
     family(
         &mut out,

@@ -105,12 +105,7 @@ struct Slot(AtomicI64);
 static LIVE: [Slot; SLOTS] = [const { Slot(AtomicI64::new(0)) }; SLOTS];
 
 fn slot() -> &'static AtomicI64 {
-    thread_local! {
-        static MARK: u8 = const { 0 };
-    }
-    // Each thread's locals sit at an address of its own.
-    let addr = MARK.with(|m| m as *const u8 as usize);
-    &LIVE[(addr >> 12) % SLOTS].0
+    &LIVE[super::stripe::index() % SLOTS].0
 }
 
 fn count(delta: i64) {

@@ -6,6 +6,7 @@ pub mod geohash;
 mod glob;
 pub mod hll;
 pub mod scan;
+pub mod stripe;
 
 pub use glob::glob_match;
 

@@ -7,7 +7,6 @@
 //! the script has not written yet, it starts over holding that shard too.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
@@ -97,7 +96,7 @@ pub(crate) fn run(
         && let Some(native) = native::find(sha)
         && let Some(reply) = native(&mut NativeRun::new(ctx, keys, argv))
     {
-        engine.counters.runs.fetch_add(1, Ordering::Relaxed);
+        engine.counters.runs.add(1);
         return Ok(reply);
     }
     let limits = {
@@ -130,7 +129,7 @@ pub(crate) fn run(
         args: argv,
         command: ctx.args,
     };
-    engine.counters.runs.fetch_add(1, Ordering::Relaxed);
+    engine.counters.runs.add(1);
     let mut plan = LockPlan::for_keys(keys.iter().map(|k| &k[..]));
     // What the script publishes (keyspace events included) reaches
     // subscribers only once its writes are final.
