@@ -592,7 +592,11 @@ fn valid_hash(hash: &str) -> Result<String, RuleError> {
 }
 
 /// A user as clients hold it: SETUSER changes it in place, so clients
-/// logged in as it see the new rules at their next command.
+/// logged in as it see the new rules at their next command. Every script
+/// run clones the caller's `Arc` of it (usually the default user's): the
+/// alignment keeps the reference counts off the line that every command
+/// on every core reads `unrestricted` from.
+#[repr(align(128))]
 pub struct UserSlot {
     pub name: String,
     unrestricted: AtomicBool,
