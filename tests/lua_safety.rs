@@ -232,12 +232,7 @@ fn memory_bombs_fail_cleanly_and_memory_is_returned() {
 
 fn info_field(con: &mut Connection, field: &str) -> u64 {
     let info: String = redis::cmd("INFO").arg("memory").query(con).unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-        .unwrap_or_else(|| panic!("INFO memory lacks {field}"))
-        .trim()
-        .parse()
-        .unwrap()
+    common::info_number(&info, field)
 }
 
 fn rss_bytes(pid: u32) -> u64 {

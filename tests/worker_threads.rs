@@ -3,8 +3,11 @@
 //! counts add up across threads, and SCRIPT FLUSH reaches every thread's
 //! copies.
 
+mod common;
+
 use std::thread;
 
+use common::{info_number, info_value};
 use rlockd::{Config, Server};
 
 const CLIENTS: usize = 8;
@@ -17,11 +20,7 @@ fn connect(url: &str) -> redis::Connection {
 
 /// `field=value` from an INFO line such as `cmdstat_incr:calls=3,usec=…`.
 fn field(info: &str, line: &str, name: &str) -> u64 {
-    let values = info
-        .lines()
-        .find_map(|l| l.strip_prefix(line)?.strip_prefix(':'))
-        .unwrap_or_else(|| panic!("no {line} in INFO"));
-    values
+    info_value(info, line)
         .split(',')
         .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
         .unwrap_or_else(|| panic!("no {name} in {line}"))
@@ -86,7 +85,7 @@ fn counters_add_up_and_a_flush_reaches_every_thread() {
     assert_eq!(buckets.last(), Some(&(2 * runs)), "{buckets:?}");
     let info: String = redis::cmd("INFO").arg("stats").query(&mut admin).unwrap();
     // EVALSHA, its INCR and the direct INCR, and the few commands around them.
-    let processed = field_of(&info, "total_commands_processed");
+    let processed = info_number(&info, "total_commands_processed");
     assert!(
         (3 * runs..3 * runs + 50).contains(&processed),
         "{processed}"
@@ -126,14 +125,4 @@ fn counters_add_up_and_a_flush_reaches_every_thread() {
         .query(&mut admin)
         .unwrap();
     assert!(!stats.contains("cmdstat_incr"), "{stats}");
-}
-
-/// A plain `name:value` field.
-fn field_of(info: &str, name: &str) -> u64 {
-    info.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-        .unwrap_or_else(|| panic!("no {name} in INFO"))
-        .trim()
-        .parse()
-        .unwrap()
 }

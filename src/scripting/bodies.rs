@@ -62,7 +62,7 @@ impl Bodies {
     }
 
     pub fn get(&self, sha: &str) -> Option<Bytes> {
-        let of = (self.id, self.flushes.load(Ordering::Acquire));
+        let of = (self.id, self.generation());
         COPIES.with_borrow_mut(|copies| {
             if copies.of != of {
                 copies.bodies.clear();
@@ -86,6 +86,13 @@ impl Bodies {
 
     pub fn contains(&self, sha: &str) -> bool {
         self.map.contains_key(sha)
+    }
+
+    /// How many flushes there have been: what was made from the bodies
+    /// before the last (a thread's copies, a Lua state's compiled
+    /// scripts) is stale.
+    pub fn generation(&self) -> u64 {
+        self.flushes.load(Ordering::Acquire)
     }
 
     pub fn flush(&self) {

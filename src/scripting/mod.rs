@@ -429,8 +429,9 @@ fn log(_: &Lua, args: MultiValue) -> mlua::Result<()> {
 #[derive(Default)]
 pub struct ScriptEngine {
     bodies: bodies::Bodies,
+    /// Lua states; one made before the last SCRIPT FLUSH (an older
+    /// generation of the bodies) is not lent again.
     pool: Mutex<Vec<Vm>>,
-    generation: AtomicU64,
     /// Every Lua state's run slot, for SCRIPT KILL.
     slots: Mutex<Vec<std::sync::Weak<RunSlot>>>,
     pub counters: Arc<ScriptCounters>,
@@ -563,7 +564,6 @@ impl ScriptEngine {
 
     pub fn flush(&self) {
         self.bodies.flush();
-        self.generation.fetch_add(1, Ordering::AcqRel);
         self.pool.lock().clear();
     }
 
@@ -672,7 +672,7 @@ impl ScriptEngine {
 
     /// A Lua state for one run, from the pool or new.
     pub fn take_vm(&self) -> CmdResult<Vm> {
-        let generation = self.generation.load(Ordering::Acquire);
+        let generation = self.bodies.generation();
         let mut pool = self.pool.lock();
         while let Some(vm) = pool.pop() {
             if vm.generation == generation {
@@ -696,8 +696,7 @@ impl ScriptEngine {
         if vm.lua.used_memory() > half {
             let _ = vm.lua.gc_collect();
         }
-        if vm.lua.used_memory() <= half && vm.generation == self.generation.load(Ordering::Acquire)
-        {
+        if vm.lua.used_memory() <= half && vm.generation == self.bodies.generation() {
             self.pool.lock().push(vm);
         }
     }

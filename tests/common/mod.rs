@@ -16,18 +16,29 @@ use tokio::net::TcpStream;
 /// How long a test waits for something that should happen at once.
 pub const WAIT: Duration = Duration::from_secs(10);
 
+/// The value of INFO's `name:value` line.
+pub fn info_value<'a>(info: &'a str, name: &str) -> &'a str {
+    info.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .unwrap_or_else(|| panic!("INFO lacks {name}"))
+        .trim()
+}
+
+/// The same, a number.
+pub fn info_number(info: &str, name: &str) -> u64 {
+    info_value(info, name)
+        .parse()
+        .unwrap_or_else(|e| panic!("INFO {name}: {e}"))
+}
+
 /// Polls until `n` clients are blocked, so a test pushes only once its
 /// waiters are queued.
 pub async fn until_blocked(c: &mut MultiplexedConnection, n: usize) {
     let start = std::time::Instant::now();
     loop {
         let info: String = cmd(c, &["INFO", "clients"]).await.unwrap();
-        let blocked = info
-            .lines()
-            .find_map(|l| l.strip_prefix("blocked_clients:"))
-            .and_then(|v| v.trim().parse::<usize>().ok())
-            .expect("INFO clients has blocked_clients");
-        if blocked == n {
+        let blocked = info_number(&info, "blocked_clients");
+        if blocked == n as u64 {
             return;
         }
         assert!(
