@@ -90,6 +90,10 @@ async fn run(
         mail_bytes: 0,
     };
     let handle = client.handle.clone();
+    // One wait for a kill across all reads, not one made and dropped for
+    // each (each is a turn on the kill signal's lock).
+    let killed = handle.killed();
+    tokio::pin!(killed);
     loop {
         if input.capacity() - input.len() < READ_CHUNK / 4 {
             input.reserve(READ_CHUNK);
@@ -98,7 +102,7 @@ async fn run(
         // arrived in the same instant as the kill.
         let read = tokio::select! {
             biased;
-            _ = handle.killed() => return Ok(()),
+            _ = &mut killed => return Ok(()),
             r = stream.read_buf(&mut input) => r?,
             Some(frame) = mail.recv() => {
                 output.add_frame(&frame, client.protocol);
@@ -111,7 +115,9 @@ async fn run(
             return Ok(());
         }
         shared.stats.add_input(read);
-        handle.info.lock().last_interaction_ms = shared.now_ms();
+        handle
+            .last_interaction_ms
+            .store(shared.now_ms(), Ordering::Relaxed);
 
         let mut closing = false;
         loop {

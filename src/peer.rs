@@ -25,7 +25,6 @@ pub struct ClientInfo {
     pub protocol: i64,
     /// Registry id of the last command.
     pub last_cmd: Option<usize>,
-    pub last_interaction_ms: u64,
     /// Queued commands, or -1 outside MULTI.
     pub multi: i64,
     pub watched: usize,
@@ -57,6 +56,9 @@ pub struct ClientHandle {
     /// When the backlog reached the pub/sub soft limit, or 0 (see
     /// `pubsub::Limits`).
     pub over_soft_since: AtomicU64,
+    /// When it last sent anything (CLIENT LIST's `idle`): outside `info`,
+    /// so that every read does not take that lock.
+    pub last_interaction_ms: AtomicU64,
     killed: AtomicBool,
     kill: Notify,
 }
@@ -71,11 +73,11 @@ impl ClientHandle {
             info: Mutex::new(ClientInfo {
                 protocol: 2,
                 multi: -1,
-                last_interaction_ms: now_ms,
                 ..ClientInfo::default()
             }),
             backlog: AtomicUsize::new(0),
             over_soft_since: AtomicU64::new(0),
+            last_interaction_ms: AtomicU64::new(now_ms),
             killed: AtomicBool::new(false),
             kill: Notify::new(),
         }
@@ -84,7 +86,10 @@ impl ClientHandle {
     /// Asks the connection to close (CLIENT KILL, server shutdown).
     pub fn kill(&self) {
         self.killed.store(true, Ordering::Release);
-        self.kill.notify_one();
+        // Every wait ends: the connection's read loop keeps one for its
+        // whole life, and a write stuck on a client that stopped reading
+        // has its own.
+        self.kill.notify_waiters();
     }
 
     pub fn is_killed(&self) -> bool {
@@ -92,8 +97,10 @@ impl ClientHandle {
     }
 
     pub async fn killed(&self) {
+        // Waiting before the flag is read: a kill in between still ends it.
+        let notified = self.kill.notified();
         if !self.is_killed() {
-            self.kill.notified().await;
+            notified.await;
         }
     }
 }

@@ -81,3 +81,39 @@ async fn set_moves_the_clock_anywhere() {
     assert_eq!(cmd::<i64>(&mut c, &["EXISTS", "k"]).await.unwrap(), 0);
     assert!(SystemTime::now() < noon, "real time did not move");
 }
+
+/// CLIENT LIST's `idle` counts from a client's last request, on the
+/// server's clock: the one that keeps asking stays at 0.
+#[tokio::test]
+async fn client_list_idle_counts_from_the_last_request() {
+    let server = Server::builder()
+        .port(0)
+        .manual_clock()
+        .start()
+        .await
+        .unwrap();
+    let mut quiet = connect(&server).await;
+    cmd::<()>(&mut quiet, &["CLIENT", "SETNAME", "quiet"])
+        .await
+        .unwrap();
+    let mut asking = connect(&server).await;
+    let idle = |list: &str, name: &str| -> u64 {
+        let line = list
+            .lines()
+            .find(|l| l.contains(&format!(" name={name} ")))
+            .expect("the client is listed");
+        let field = line
+            .split(' ')
+            .find_map(|f| f.strip_prefix("idle="))
+            .expect("an idle field");
+        field.parse().unwrap()
+    };
+    server.clock().advance(Duration::from_secs(7));
+    let list: String = cmd(&mut asking, &["CLIENT", "LIST"]).await.unwrap();
+    assert_eq!(idle(&list, "quiet"), 7);
+    assert_eq!(idle(&list, ""), 0, "the asking client has just spoken");
+    cmd::<()>(&mut quiet, &["PING"]).await.unwrap();
+    server.clock().advance(Duration::from_secs(2));
+    let list: String = cmd(&mut asking, &["CLIENT", "LIST"]).await.unwrap();
+    assert_eq!(idle(&list, "quiet"), 2);
+}

@@ -27,6 +27,13 @@ pub struct Server {
 impl Server {
     /// CPU time the server has used so far (user + system), in seconds.
     pub fn cpu_secs(&self) -> f64 {
+        let cpu = self.cpu();
+        cpu.user + cpu.system
+    }
+
+    /// CPU time the server has used so far, split into its own code (user)
+    /// and the kernel's work on its behalf (system), in seconds.
+    pub fn cpu(&self) -> Cpu {
         let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))
             .expect("the server's /proc stat");
         // Fields after the command name, which is in parentheses.
@@ -35,9 +42,11 @@ impl Server {
             .map(|(_, rest)| rest.split_whitespace().collect())
             .unwrap_or_default();
         // utime and stime are fields 14 and 15, in clock ticks (100 a second).
-        let ticks: u64 =
-            fields[11].parse::<u64>().unwrap_or(0) + fields[12].parse::<u64>().unwrap_or(0);
-        ticks as f64 / 100.0
+        let secs = |i: usize| fields[i].parse::<u64>().unwrap_or(0) as f64 / 100.0;
+        Cpu {
+            user: secs(11),
+            system: secs(12),
+        }
     }
 
     /// The server's resident memory now, in bytes (Linux).
@@ -50,6 +59,23 @@ impl Server {
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
             .expect("VmRSS")
             * 1024
+    }
+}
+
+/// CPU seconds, as /proc splits them.
+#[derive(Clone, Copy, Default)]
+pub struct Cpu {
+    pub user: f64,
+    pub system: f64,
+}
+
+impl std::ops::Sub for Cpu {
+    type Output = Cpu;
+    fn sub(self, earlier: Cpu) -> Cpu {
+        Cpu {
+            user: self.user - earlier.user,
+            system: self.system - earlier.system,
+        }
     }
 }
 

@@ -1,5 +1,7 @@
 //! Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, RESET, CLIENT.
 
+use std::sync::atomic::Ordering;
+
 use bytes::Bytes;
 
 use super::{Ctx, REGISTRY, multi};
@@ -266,7 +268,7 @@ pub(super) fn describe(shared: &Shared, handle: &ClientHandle, qbuf: usize) -> S
         handle.laddr,
         name,
         now.saturating_sub(handle.created_ms) / 1000,
-        now.saturating_sub(info.last_interaction_ms) / 1000,
+        now.saturating_sub(handle.last_interaction_ms.load(Ordering::Relaxed)) / 1000,
         flags,
         info.db,
         info.sub,
