@@ -981,3 +981,67 @@ async fn many_channels_in_one_subscribe() {
     }
     assert_eq!(numsub(server.addr(), "channel:000000").await, 0);
 }
+
+/// Subscribers that sit idle are written to by the publisher itself: the
+/// frames are the same in RESP2 and RESP3, in order, counted in INFO's
+/// output bytes, and held back like replies while a delay is injected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_subscribers_are_written_to_directly() {
+    const MESSAGES: usize = 200;
+    let server = start().await;
+    let mut resp2 = Conn::open(server.addr()).await;
+    assert_eq!(
+        resp2.cmd(&["SUBSCRIBE", "news"]).await,
+        confirm("subscribe", "news", 1)
+    );
+    let mut resp3 = Conn::open(server.addr()).await;
+    assert!(matches!(resp3.cmd(&["HELLO", "3"]).await, F::Map(_)));
+    assert_eq!(
+        resp3.cmd(&["SUBSCRIBE", "news"]).await,
+        push(vec![b("subscribe"), b("news"), F::Int(1)])
+    );
+    let mut publisher = Conn::open(server.addr()).await;
+    let output_bytes = |info: F| match info {
+        F::Bulk(text) => {
+            common::info_number(&String::from_utf8(text).unwrap(), "total_net_output_bytes")
+        }
+        other => panic!("{other:?}"),
+    };
+    let before = output_bytes(publisher.cmd(&["INFO", "stats"]).await);
+    let mut frames = 0;
+    for i in 0..MESSAGES {
+        let message = format!("m{i}");
+        assert_eq!(
+            publisher.cmd(&["PUBLISH", "news", &message]).await,
+            F::Int(2)
+        );
+        assert_eq!(resp2.read().await, arr(&["message", "news", &message]));
+        assert_eq!(
+            resp3.read().await,
+            push(vec![b("message"), b("news"), b(&message)])
+        );
+        frames += format!(
+            "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n${}\r\n{message}\r\n",
+            message.len()
+        )
+        .len();
+    }
+    let after = output_bytes(publisher.cmd(&["INFO", "stats"]).await);
+    assert!(
+        after - before >= 2 * frames as u64,
+        "{} bytes counted for {} written",
+        after - before,
+        2 * frames
+    );
+
+    server.delay_replies(Duration::from_millis(150));
+    publisher.send(&["PUBLISH", "news", "late"]).await;
+    assert_eq!(resp2.read_within(Duration::from_millis(100)).await, None);
+    assert_eq!(resp2.read().await, arr(&["message", "news", "late"]));
+    assert_eq!(publisher.read().await, F::Int(2));
+    server.delay_replies(Duration::ZERO);
+    assert_eq!(
+        resp3.read().await,
+        push(vec![b("message"), b("news"), b("late")])
+    );
+}
