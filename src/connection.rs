@@ -1,7 +1,9 @@
 //! One client connection: read what has arrived, run every complete
 //! request in order, and answer the whole batch with one write. Pub/sub
 //! messages from the client's mailbox are written as they arrive, and
-//! ahead of the reply of the command during which they arrived.
+//! ahead of the reply of the command during which they arrived; while the
+//! connection waits for input with nothing queued, publishers write them
+//! to its socket themselves (`pubsub::direct`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -834,6 +834,60 @@ async fn soft_limit_disconnects_after_its_grace_period() {
     );
 }
 
+/// A subscriber that fell behind past the soft limit and caught up again
+/// starts a new grace period the next time it falls behind, also when the
+/// messages in between were written to it directly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn soft_limit_grace_starts_again_after_catching_up() {
+    let server = start().await;
+    let addr = server.addr();
+    let shared = server.shared().clone();
+    let mut admin = Conn::open(addr).await;
+    admin
+        .cmd(&[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "pubsub 0 256kb 1",
+        ])
+        .await;
+    let mut slow = Conn::open(addr).await;
+    let id = match slow.cmd(&["CLIENT", "ID"]).await {
+        F::Int(id) => id as u64,
+        other => panic!("{other:?}"),
+    };
+    slow.send(&["SUBSCRIBE", "c"]).await;
+    slow.read().await;
+    let over_soft_since = || {
+        shared
+            .clients
+            .get(&id)
+            .map(|h| h.over_soft_since.load(Ordering::Relaxed))
+            .expect("still connected")
+    };
+    let big = "y".repeat(64 * 1024);
+    // Behind past the soft limit: its grace period starts.
+    while over_soft_since() == 0 {
+        admin.cmd(&["PUBLISH", "c", &big]).await;
+    }
+    // Caught up, and past the grace period.
+    while slow.read_within(Duration::from_millis(200)).await.is_some() {}
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(admin.cmd(&["PUBLISH", "c", "small"]).await, F::Int(1));
+    assert_eq!(slow.read().await, arr(&["message", "c", "small"]));
+    assert_eq!(
+        over_soft_since(),
+        0,
+        "the grace period ended with the backlog"
+    );
+    // Behind again: a new grace period, not the old one's end.
+    while over_soft_since() == 0 {
+        admin.cmd(&["PUBLISH", "c", &big]).await;
+    }
+    admin.cmd(&["PUBLISH", "c", &big]).await;
+    assert_eq!(numsub(addr, "c").await, 1, "disconnected at once");
+}
+
 // ---------------------------------------------------------------------------
 // Keyspace notifications
 

@@ -18,13 +18,14 @@
 
 use std::cell::{Cell, RefCell};
 use std::io::IoSlice;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
 use tokio::net::tcp::OwnedWriteHalf;
 
 use super::{Mail, Mailbox, PubSub};
+use crate::peer::ClientHandle;
 use crate::util::stripe::Counter;
 
 /// Publishers may write.
@@ -87,10 +88,10 @@ impl Direct {
     }
 
     /// Writes `frame` if the connection is open to it and has nothing
-    /// queued (`backlog`). What is not written is handed to `queue` before
-    /// the next publisher may write, so that frames never interleave.
-    /// False if the frame was not taken at all.
-    pub fn write(&self, frame: &Bytes, backlog: &AtomicUsize, queue: impl FnOnce(Mail)) -> bool {
+    /// queued (the client's backlog). What is not written is handed to
+    /// `queue` before the next publisher may write, so that frames never
+    /// interleave. False if the frame was not taken at all.
+    pub fn write(&self, frame: &Bytes, client: &ClientHandle, queue: impl FnOnce(Mail)) -> bool {
         if self
             .state
             .compare_exchange(OPEN, PUBLISHER, Ordering::Acquire, Ordering::Relaxed)
@@ -98,7 +99,12 @@ impl Direct {
         {
             return false;
         }
-        let taken = backlog.load(Ordering::Relaxed) == 0 && {
+        let taken = client.backlog.load(Ordering::Relaxed) == 0 && {
+            // Nothing is queued: a soft limit's grace period is over, as
+            // it would be were the frame queued and found under the limit.
+            if client.over_soft_since.load(Ordering::Relaxed) != 0 {
+                client.over_soft_since.store(0, Ordering::Relaxed);
+            }
             match self.send(frame) {
                 Some(n) if n == frame.len() => {}
                 Some(0) | None => queue(Mail::frame(frame.clone())),

@@ -163,7 +163,7 @@ impl Mailbox {
         }
         let queue = |mail| self.queue(mail, limits);
         match &self.direct {
-            Some(direct) if write && direct.write(frame, &self.handle.backlog, queue) => {}
+            Some(direct) if write && direct.write(frame, &self.handle, queue) => {}
             _ => self.queue(Mail::frame(frame.clone()), limits),
         }
     }
