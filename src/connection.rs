@@ -1,18 +1,15 @@
 //! One client connection: read what has arrived, run every complete
 //! request in order, and answer the whole batch with one write. Pub/sub
 //! messages from the client's mailbox are written as they arrive, and
-//! ahead of the reply of the command during which they arrived; while the
-//! connection waits for input with nothing queued, publishers write them
-//! to its socket themselves (`pubsub::direct`).
+//! ahead of the reply of the command during which they arrived.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 
 use crate::command::pubsub::forget_subscriptions;
 use crate::command::{dispatch, forget_transaction, replicates};
@@ -22,10 +19,9 @@ use crate::context::client::Blocked;
 use crate::error::CmdError;
 use crate::keyspace::{LockPlan, Outcome};
 use crate::peer::ClientHandle;
-use crate::persist::Fsync;
 use crate::protocol::{Protocol, Reply, RequestParser};
 use crate::pubsub::tracking::Scope;
-use crate::pubsub::{Direct, Mail, Mailbox, MailboxReceiver, Outbox, write_frame};
+use crate::pubsub::{Mailbox, MailboxReceiver, write_frame};
 
 const READ_CHUNK: usize = 16 * 1024;
 /// Replies of a long pipeline are flushed at this size rather than held.
@@ -33,27 +29,22 @@ const FLUSH_AT: usize = 1024 * 1024;
 /// The most input buffer an idle connection keeps.
 const QUERY_BUF_KEEP: usize = 4 * READ_CHUNK;
 
-pub async fn serve(shared: Arc<Shared>, stream: TcpStream, addr: SocketAddr, laddr: SocketAddr) {
+pub async fn serve(
+    shared: Arc<Shared>,
+    mut stream: TcpStream,
+    addr: SocketAddr,
+    laddr: SocketAddr,
+) {
     let _ = stream.set_nodelay(true);
-    let (reader, writer) = stream.into_split();
-    let writer = Arc::new(writer);
     let id = shared.next_client_id();
     let handle = Arc::new(ClientHandle::new(id, addr, laddr, shared.now_ms()));
     shared.clients.insert(id, handle.clone());
     let mut client = Client::new(handle.clone(), shared.acl.default_user());
-    let direct = Direct::new(&writer, shared.stats.output_counter());
-    let (mailbox, mut mail) = Mailbox::with_socket(handle.clone(), Some(direct));
+    let (mailbox, mut mail) = Mailbox::new(handle.clone());
     shared.pubsub.tracking.connect(mailbox.clone());
-    client.pubsub.attach(mailbox.clone());
+    client.pubsub.attach(mailbox);
 
-    let mut socket = Socket {
-        reader,
-        writer,
-        mailbox,
-    };
-    let _ = run(&shared, &mut client, &mut socket, &mut mail).await;
-    // No publisher writes to it from here on.
-    socket.direct().close();
+    let _ = run(&shared, &mut client, &mut stream, &mut mail).await;
 
     forget_transaction(&shared, &mut client);
     forget_subscriptions(&shared, &mut client);
@@ -73,61 +64,23 @@ impl Output {
     /// them, or (`bounded`) until the output is worth a write.
     fn take_mail(&mut self, mail: &mut MailboxReceiver, protocol: Protocol, bounded: bool) {
         while let Ok(frame) = mail.try_recv() {
-            self.add_mail(&frame, protocol);
+            self.add_frame(&frame, protocol);
             if bounded && self.buf.len() >= FLUSH_AT {
                 break;
             }
         }
     }
 
-    fn add_mail(&mut self, mail: &Mail, protocol: Protocol) {
-        mail.write_to(&mut self.buf, protocol == Protocol::Resp3);
-        self.mail_bytes += mail.len();
-    }
-}
-
-/// The client's socket. Publishers also write to it while the connection
-/// waits for input (`pubsub::Direct`), so its writing half is shared and
-/// written through `&self`.
-struct Socket {
-    reader: OwnedReadHalf,
-    writer: Arc<OwnedWriteHalf>,
-    /// The mailbox whose `Direct` lets publishers in.
-    mailbox: Arc<Mailbox>,
-}
-
-impl Socket {
-    fn direct(&self) -> &Direct {
-        self.mailbox
-            .direct()
-            .expect("a socket's mailbox writes to it")
-    }
-
-    /// Reads what has arrived into `buf`; 0 at the end of input.
-    async fn read_buf(&mut self, buf: &mut BytesMut) -> std::io::Result<usize> {
-        self.reader.read_buf(buf).await
-    }
-
-    async fn write_all(&self, mut buf: &[u8]) -> std::io::Result<()> {
-        let stream: &TcpStream = (*self.writer).as_ref();
-        while !buf.is_empty() {
-            match stream.try_write(buf) {
-                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
-                Ok(n) => buf = &buf[n..],
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    std::future::poll_fn(|cx| stream.poll_write_ready(cx)).await?;
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
+    fn add_frame(&mut self, frame: &[u8], protocol: Protocol) {
+        write_frame(&mut self.buf, frame, protocol == Protocol::Resp3);
+        self.mail_bytes += frame.len();
     }
 }
 
 async fn run(
     shared: &Shared,
     client: &mut Client,
-    stream: &mut Socket,
+    stream: &mut TcpStream,
     mail: &mut MailboxReceiver,
 ) -> std::io::Result<()> {
     let mut input = BytesMut::with_capacity(READ_CHUNK);
@@ -145,24 +98,19 @@ async fn run(
         if input.capacity() - input.len() < READ_CHUNK / 4 {
             input.reserve(READ_CHUNK);
         }
-        // Idle with nothing to write: publishers may write to the socket.
-        stream.direct().open(client.protocol == Protocol::Resp3);
         // A killed client's pending requests are never run, even when they
         // arrived in the same instant as the kill.
         let read = tokio::select! {
             biased;
             _ = &mut killed => return Ok(()),
-            r = stream.read_buf(&mut input) => r,
+            r = stream.read_buf(&mut input) => r?,
             Some(frame) = mail.recv() => {
-                stream.direct().close();
-                output.add_mail(&frame, client.protocol);
+                output.add_frame(&frame, client.protocol);
                 output.take_mail(mail, client.protocol, true);
                 flush(shared, &handle, stream, &mut output).await?;
                 continue;
             }
         };
-        stream.direct().close();
-        let read = read?;
         if read == 0 {
             return Ok(());
         }
@@ -196,11 +144,7 @@ async fn run(
                         handle.info.lock().blocked = false;
                     }
                     let scope = Scope::enter(client.id);
-                    // Messages to idle subscribers are written once the
-                    // command has let go of its keys.
-                    let outbox = Outbox::open(&shared.pubsub);
                     let mut reply = dispatch(shared, client, &args);
-                    outbox.send(|| writes_directly(shared));
                     // Invalidations the command caused for this very
                     // client follow its reply, as in Redis.
                     let after = scope.finish(&shared.pubsub.tracking);
@@ -280,21 +224,11 @@ async fn run(
     }
 }
 
-/// Whether publishers may write to idle subscribers' sockets: not when
-/// every write waits for the disk, or a delay is being injected (`flush`).
-fn writes_directly(shared: &Shared) -> bool {
-    shared.faults.reply_delay().is_zero()
-        && shared
-            .keyspace
-            .log()
-            .is_none_or(|aof| aof.fsync() != Fsync::Always)
-}
-
 /// A client blocked in BLPOP and the like. Its next requests are read
 /// meanwhile but not run (only so that a disconnect is seen), as in Redis.
 struct Waiting<'w> {
     shared: &'w Shared,
-    stream: &'w mut Socket,
+    stream: &'w mut TcpStream,
     input: &'w mut BytesMut,
 }
 
@@ -403,7 +337,7 @@ pub(crate) fn forget_waiter(shared: &Shared, blocked: &Blocked) {
 async fn flush(
     shared: &Shared,
     handle: &ClientHandle,
-    stream: &Socket,
+    stream: &mut TcpStream,
     output: &mut Output,
 ) -> std::io::Result<()> {
     if output.buf.is_empty() {

@@ -7,16 +7,21 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::{cmd, connect};
 use futures_util::StreamExt;
-use rlockd::Server;
+use rlockd::{Server, ServerHandle};
 
-#[tokio::test]
-async fn leases_expire_when_the_test_moves_time() {
-    let server = Server::builder()
+/// A server on a free port whose clock moves only when told.
+async fn start() -> ServerHandle {
+    Server::builder()
         .port(0)
         .manual_clock()
         .start()
         .await
-        .unwrap();
+        .unwrap()
+}
+
+#[tokio::test]
+async fn leases_expire_when_the_test_moves_time() {
+    let server = start().await;
     let mut c = connect(&server).await;
     cmd::<()>(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "Ex"])
         .await
@@ -61,12 +66,7 @@ async fn leases_expire_when_the_test_moves_time() {
 
 #[tokio::test]
 async fn set_moves_the_clock_anywhere() {
-    let server = Server::builder()
-        .port(0)
-        .manual_clock()
-        .start()
-        .await
-        .unwrap();
+    let server = start().await;
     let mut c = connect(&server).await;
     let noon = UNIX_EPOCH + Duration::from_secs(4_102_444_800);
     server.clock().set(noon);
@@ -86,12 +86,7 @@ async fn set_moves_the_clock_anywhere() {
 /// server's clock: the one that keeps asking stays at 0.
 #[tokio::test]
 async fn client_list_idle_counts_from_the_last_request() {
-    let server = Server::builder()
-        .port(0)
-        .manual_clock()
-        .start()
-        .await
-        .unwrap();
+    let server = start().await;
     let mut quiet = connect(&server).await;
     cmd::<()>(&mut quiet, &["CLIENT", "SETNAME", "quiet"])
         .await

@@ -835,8 +835,7 @@ async fn soft_limit_disconnects_after_its_grace_period() {
 }
 
 /// A subscriber that fell behind past the soft limit and caught up again
-/// starts a new grace period the next time it falls behind, also when the
-/// messages in between were written to it directly.
+/// starts a new grace period the next time it falls behind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn soft_limit_grace_starts_again_after_catching_up() {
     let server = start().await;
@@ -1036,11 +1035,11 @@ async fn many_channels_in_one_subscribe() {
     assert_eq!(numsub(server.addr(), "channel:000000").await, 0);
 }
 
-/// Subscribers that sit idle are written to by the publisher itself: the
-/// frames are the same in RESP2 and RESP3, in order, counted in INFO's
-/// output bytes, and held back like replies while a delay is injected.
+/// Messages to idle subscribers: the same frames in RESP2 and RESP3, in
+/// order, counted in INFO's output bytes, and held back like replies
+/// while a delay is injected.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn idle_subscribers_are_written_to_directly() {
+async fn idle_subscribers_get_every_message() {
     const MESSAGES: usize = 200;
     let server = start().await;
     let mut resp2 = Conn::open(server.addr()).await;

@@ -6,8 +6,8 @@
 //! the thread counts something); a reader adds the stripes up.
 
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crate::util::stripe::{self, Counter, STRIPES};
@@ -51,7 +51,7 @@ pub struct Stats {
     pub rejected_connections: AtomicU64,
     commands_processed: Counter,
     net_input_bytes: Counter,
-    net_output_bytes: Arc<Counter>,
+    net_output_bytes: Counter,
     commands: usize,
     stripes: [OnceLock<Stripe>; STRIPES],
     /// Error replies by their first word (`ERR`, `WRONGTYPE`…), for INFO errorstats.
@@ -66,7 +66,7 @@ impl Stats {
             rejected_connections: AtomicU64::new(0),
             commands_processed: Counter::default(),
             net_input_bytes: Counter::default(),
-            net_output_bytes: Arc::default(),
+            net_output_bytes: Counter::default(),
             commands,
             stripes: Default::default(),
             errors: Default::default(),
@@ -126,12 +126,6 @@ impl Stats {
 
     pub fn net_input_bytes(&self) -> u64 {
         self.net_input_bytes.get()
-    }
-
-    /// The output byte count, for whoever writes to clients outside their
-    /// connections (publishers writing to idle subscribers).
-    pub fn output_counter(&self) -> Arc<Counter> {
-        self.net_output_bytes.clone()
     }
 
     pub fn net_output_bytes(&self) -> u64 {

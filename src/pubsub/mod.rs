@@ -12,11 +12,7 @@
 //!
 //! Frames are queued in their RESP2 form (`*3\r\n$7\r\nmessage…`); for a
 //! RESP3 client the connection writes `>` in place of the leading `*`.
-//!
-//! A subscriber whose connection is idle is written to by the publisher
-//! itself (`direct`); only what that write leaves over is queued.
 
-pub mod direct;
 pub mod monitor;
 pub mod tracking;
 
@@ -36,46 +32,12 @@ use crate::keyspace::EventSink;
 use crate::keyspace::events as notify;
 use crate::peer::ClientHandle;
 use crate::util::glob_match;
-pub use direct::{Direct, Outbox};
 pub use monitor::{Monitors, Origin};
 
 pub(crate) type Hasher = foldhash::fast::RandomState;
 /// A channel's subscribers by client id.
 type Subscribers = IndexMap<u64, Arc<Mailbox>, Hasher>;
-pub type MailboxReceiver = mpsc::UnboundedReceiver<Mail>;
-
-/// What waits in a mailbox: a frame, to be written in the client's
-/// protocol, or the rest of one a publisher began writing (as it is).
-pub struct Mail {
-    bytes: Bytes,
-    rest: bool,
-}
-
-impl Mail {
-    pub fn frame(bytes: Bytes) -> Mail {
-        Mail { bytes, rest: false }
-    }
-
-    fn rest(bytes: Bytes) -> Mail {
-        Mail { bytes, rest: true }
-    }
-
-    /// Appends it to a connection's output.
-    pub fn write_to(&self, out: &mut BytesMut, resp3: bool) {
-        if self.rest {
-            out.put_slice(&self.bytes);
-        } else {
-            write_frame(out, &self.bytes, resp3);
-        }
-    }
-}
-
-impl std::ops::Deref for Mail {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        &self.bytes
-    }
-}
+pub type MailboxReceiver = mpsc::UnboundedReceiver<Bytes>;
 
 /// The three kinds of subscription; each has its own namespace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,28 +69,14 @@ impl Kind {
 
 /// Where a client's messages wait until its connection writes them.
 pub struct Mailbox {
-    tx: mpsc::UnboundedSender<Mail>,
+    tx: mpsc::UnboundedSender<Bytes>,
     handle: Arc<ClientHandle>,
-    /// The socket, for a client served over one.
-    direct: Option<Direct>,
 }
 
 impl Mailbox {
     pub fn new(handle: Arc<ClientHandle>) -> (Arc<Mailbox>, MailboxReceiver) {
-        Mailbox::with_socket(handle, None)
-    }
-
-    /// A mailbox that publishers may bypass while `direct` is open.
-    pub fn with_socket(
-        handle: Arc<ClientHandle>,
-        direct: Option<Direct>,
-    ) -> (Arc<Mailbox>, MailboxReceiver) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (Arc::new(Mailbox { tx, handle, direct }), rx)
-    }
-
-    pub fn direct(&self) -> Option<&Direct> {
-        self.direct.as_ref()
+        (Arc::new(Mailbox { tx, handle }), rx)
     }
 
     pub fn id(&self) -> u64 {
@@ -141,36 +89,17 @@ impl Mailbox {
         self.handle
             .backlog
             .fetch_add(frame.len(), Ordering::Relaxed);
-        let _ = self.tx.send(Mail::frame(frame));
+        let _ = self.tx.send(frame);
     }
 
-    /// Delivers a published frame: at the end of the command publishing
-    /// it for a client with a socket (`direct::Outbox`), now otherwise.
-    fn deliver(self: &Arc<Self>, frame: &Bytes, limits: &Limits) {
-        if self.direct.is_some() && direct::hold(self, frame) {
-            return;
-        }
-        self.deliver_now(frame, limits, false);
-    }
-
-    /// Writes a published frame to the client's socket if `write` and the
-    /// client is idle, or queues it (or what the write left), unless the
-    /// client is closing or this frame takes it over its output limits,
-    /// which closes it.
-    fn deliver_now(&self, frame: &Bytes, limits: &Limits, write: bool) {
-        if self.handle.is_killed() {
-            return;
-        }
-        let queue = |mail| self.queue(mail, limits);
-        match &self.direct {
-            Some(direct) if write && direct.write(frame, &self.handle, queue) => {}
-            _ => self.queue(Mail::frame(frame.clone()), limits),
-        }
-    }
-
-    fn queue(&self, mail: Mail, limits: &Limits) {
+    /// Queues a published frame, unless the client is closing or this
+    /// frame takes it over its output limits, which closes it.
+    fn deliver(&self, frame: &Bytes, limits: &Limits) {
         let handle = &*self.handle;
-        let backlog = handle.backlog.fetch_add(mail.len(), Ordering::Relaxed) + mail.len();
+        if handle.is_killed() {
+            return;
+        }
+        let backlog = handle.backlog.fetch_add(frame.len(), Ordering::Relaxed) + frame.len();
         if limits.exceeded(backlog as u64, &handle.over_soft_since) {
             tracing::warn!(
                 "closing client id={} addr={}: {backlog} bytes of pub/sub messages queued \
@@ -181,7 +110,7 @@ impl Mailbox {
             handle.kill();
             return;
         }
-        let _ = self.tx.send(mail);
+        let _ = self.tx.send(frame.clone());
     }
 }
 
@@ -419,7 +348,7 @@ impl PubSub {
         let mut receivers = 0;
         if let Some(subs) = self.channels.get(channel) {
             let frame = encode(&[b"message", channel, message]);
-            for mailbox in in_turn(&subs) {
+            for mailbox in subs.values() {
                 mailbox.deliver(&frame, &self.limits);
             }
             receivers += subs.len();
@@ -428,7 +357,7 @@ impl PubSub {
             for (pattern, subs) in self.patterns.read().iter() {
                 if glob_match(pattern, channel, false) {
                     let frame = encode(&[b"pmessage", pattern, channel, message]);
-                    for mailbox in in_turn(subs) {
+                    for mailbox in subs.values() {
                         mailbox.deliver(&frame, &self.limits);
                     }
                     receivers += subs.len();
@@ -447,7 +376,7 @@ impl PubSub {
             return 0;
         };
         let frame = encode(&[b"smessage", channel, message]);
-        for mailbox in in_turn(&subs) {
+        for mailbox in subs.values() {
             mailbox.deliver(&frame, &self.limits);
         }
         subs.len()
@@ -549,19 +478,6 @@ impl EventSink for PubSub {
             self.publish(&channel(b"keyevent", name), key);
         }
     }
-}
-
-/// A channel's subscribers, starting from a different one each time: the
-/// first told of an unlock is the first to try the lock again, and that
-/// must not always be the same client.
-fn in_turn(subs: &Subscribers) -> impl Iterator<Item = &Arc<Mailbox>> {
-    thread_local! {
-        static TURN: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-    }
-    let turn = TURN.get();
-    TURN.set(turn.wrapping_add(1));
-    let first = turn % subs.len().max(1);
-    subs.values().skip(first).chain(subs.values().take(first))
 }
 
 /// A RESP2 array of bulk strings.
