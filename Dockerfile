@@ -4,12 +4,16 @@ WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY src ./src
 COPY benches ./benches
+COPY conformance/scripts ./conformance/scripts
+COPY pgo ./pgo
 # Statically linked (glibc's crt-static) and link-time optimised: the image
 # needs no libraries, and less code is touched at start-up. A static binary
 # cannot look up glibc's getrandom at run time, so the random-number crate
 # is told to make the system call itself rather than read /dev/urandom.
 ENV RUSTFLAGS="-C target-feature=+crt-static --cfg getrandom_backend=\"linux_getrandom\""
-RUN cargo build --profile dist --locked --bin rlockd --target x86_64-unknown-linux-gnu \
+# Profile-guided: built instrumented, run through the lock benches, built
+# again from what they counted (pgo/build).
+RUN pgo/build --target x86_64-unknown-linux-gnu \
     && strip target/x86_64-unknown-linux-gnu/dist/rlockd
 
 # Runtime stage: the binary alone (no shell, no package manager), run as an

@@ -191,35 +191,44 @@ fn round(server: &Server, clients: usize, length: Duration, think: Duration) -> 
     })
 }
 
+/// One round's figures for one server, in the order they are printed.
+const FIGURES: usize = 5;
+/// Acquisitions/s.
+const RATE: usize = 0;
+/// Server CPU µs per acquisition.
+const CPU: usize = 1;
+const HANDOFF_P99: usize = 2;
+/// Acquire-wait p99 (wanting → granted).
+const WAIT_P99: usize = 3;
+/// Hand-off µs per acquisition (what a zero-time hand-off would save).
+const HANDOFF_MEAN: usize = 4;
+
 fn main() {
     let clients = knob("RLOCKD_BENCH_CLIENTS", 16).max(2);
     let think = Duration::from_micros(knob("RLOCKD_BENCH_THINK_US", 1000) as u64);
     let rounds = knob("RLOCKD_BENCH_ROUNDS", 3).max(1);
     let length = Duration::from_secs(knob("RLOCKD_BENCH_SECONDS", 3).max(1) as u64);
     let servers = start_servers();
-    // Per server: acquisitions/s, CPU µs per acquisition, hand-off p99,
-    // acquire-wait p99 (µs), hand-off µs per acquisition.
-    let mut figures = vec![[const { Vec::new() }; 5]; servers.len()];
+    let mut figures = vec![[const { Vec::new() }; FIGURES]; servers.len()];
     for r in 0..rounds {
         for (i, server) in servers.iter().enumerate() {
             let got = round(server, clients, length, think).expect("a bench round");
             let t = got.tally;
             let per_acquisition = |total: f64| total / t.acquisitions.max(1) as f64;
-            let row = [
-                t.acquisitions as f64 / got.secs,
-                per_acquisition(got.cpu_secs * 1e6),
-                percentile(t.handoff_us.clone(), 0.99),
-                percentile(t.wait_us, 0.99),
-                per_acquisition(t.handoff_us.iter().sum()),
-            ];
+            let mut row = [0.0; FIGURES];
+            row[RATE] = t.acquisitions as f64 / got.secs;
+            row[CPU] = per_acquisition(got.cpu_secs * 1e6);
+            row[HANDOFF_P99] = percentile(t.handoff_us.clone(), 0.99);
+            row[WAIT_P99] = percentile(t.wait_us, 0.99);
+            row[HANDOFF_MEAN] = per_acquisition(t.handoff_us.iter().sum());
             eprintln!(
                 "round {}/{rounds} {:>6}: {:>6.0} acquisitions/s, {:>6.1} µs CPU each, hand-off p99 {:>6.0} µs, wait p99 {:>7.0} µs",
                 r + 1,
                 server.name,
-                row[0],
-                row[1],
-                row[2],
-                row[3]
+                row[RATE],
+                row[CPU],
+                row[HANDOFF_P99],
+                row[WAIT_P99]
             );
             for (all, value) in figures[i].iter_mut().zip(row) {
                 all.push(value);
@@ -230,11 +239,11 @@ fn main() {
     println!(
         "{clients} clients on one lock, Redisson-style waits, {think:?} think (median of {rounds} rounds of {length:?})"
     );
-    let medians: Vec<[f64; 5]> = figures.into_iter().map(|f| f.map(median)).collect();
+    let medians: Vec<[f64; FIGURES]> = figures.into_iter().map(|f| f.map(median)).collect();
     for (server, m) in servers.iter().zip(&medians) {
         println!(
             "{:<8} {:>7.0} acquisitions/s   {:>6.1} µs CPU each   hand-off p99 {:>6.0} µs   wait p99 {:>7.0} µs",
-            server.name, m[0], m[1], m[2], m[3]
+            server.name, m[RATE], m[CPU], m[HANDOFF_P99], m[WAIT_P99]
         );
     }
     if let [redis, rlockd] = &medians[..] {
@@ -242,25 +251,25 @@ fn main() {
         // Each acquisition is a hold (the think time and the unlock's
         // round trip) plus a hand-off; a server whose hand-offs took no
         // time at all would still spend the holds.
-        let cycle = 1e6 / redis[0];
-        let redis_handoff_mean = redis[4];
+        let cycle = 1e6 / redis[RATE];
+        let redis_handoff_mean = redis[HANDOFF_MEAN];
         let ceiling = cycle / (cycle - redis_handoff_mean);
         println!(
             "rlockd / redis: acquisitions/s {:.2}, CPU per acquisition {:.2}, hand-off p99 {:.2}, wait p99 {:.2}",
-            ratio(0),
-            ratio(1),
-            ratio(2),
-            ratio(3)
+            ratio(RATE),
+            ratio(CPU),
+            ratio(HANDOFF_P99),
+            ratio(WAIT_P99)
         );
         println!(
             "bound: acquisitions/s at most {ceiling:.2} (redis-server's hand-off time, {redis_handoff_mean:.0} µs an acquisition, taken away)"
         );
         println!(
             "BENCH {{\"bench\":\"contention\",\"clients\":{clients},\"acquisitions_ratio\":{:.3},\"cpu_ratio\":{:.3},\"handoff_p99_ratio\":{:.3},\"wait_p99_ratio\":{:.3},\"acquisitions_ceiling\":{ceiling:.3}}}",
-            ratio(0),
-            ratio(1),
-            ratio(2),
-            ratio(3)
+            ratio(RATE),
+            ratio(CPU),
+            ratio(HANDOFF_P99),
+            ratio(WAIT_P99)
         );
     }
 }

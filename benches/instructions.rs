@@ -19,7 +19,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use support::{Conn, Reply, free_port, knob};
+use support::{Conn, Reply, free_port, knob, rlockd_binary};
 
 const LOCK_LUA: &str = include_str!("../conformance/scripts/seed002_lock.lua");
 const UNLOCK_LUA: &str = include_str!("../conformance/scripts/seed002_unlock.lua");
@@ -89,9 +89,10 @@ fn main() {
     }
     let pairs = knob("RLOCKD_BENCH_PAIRS", 2000).max(1);
     let redis = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+    let rlockd = rlockd_binary();
     let servers: [(&str, &str, &[&str]); 2] = [
         ("redis", &redis, &["--save", "", "--appendonly", "no"]),
-        ("rlockd", env!("CARGO_BIN_EXE_rlockd"), &[]),
+        ("rlockd", &rlockd, &[]),
     ];
     let mut per_pair = Vec::new();
     for (name, program, args) in servers {

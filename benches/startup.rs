@@ -17,7 +17,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{free_port, knob, median};
+use support::{free_port, knob, median, rlockd_binary};
 
 struct Launch {
     ready: Duration,
@@ -87,13 +87,7 @@ fn main() {
             vec!["--save", "", "--appendonly", "no"],
             Vec::new(),
         ),
-        (
-            "rlockd",
-            std::env::var("RLOCKD_BENCH_BINARY")
-                .unwrap_or_else(|_| env!("CARGO_BIN_EXE_rlockd").into()),
-            vec![],
-            Vec::new(),
-        ),
+        ("rlockd", rlockd_binary(), vec![], Vec::new()),
     ];
     for _ in 0..launches {
         for (name, program, extra, results) in sides.iter_mut() {

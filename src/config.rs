@@ -19,6 +19,9 @@ pub struct Config {
     pub protected_mode: bool,
     pub timeout: u64,
     pub tcp_keepalive: u64,
+    /// Connections the kernel may hold, completed, before they are
+    /// accepted; past it, new ones wait for a retried handshake.
+    pub tcp_backlog: u32,
     pub maxmemory: u64,
     pub maxmemory_policy: String,
     pub busy_reply_threshold: u64,
@@ -123,6 +126,7 @@ impl Default for Config {
             protected_mode: true,
             timeout: 0,
             tcp_keepalive: 300,
+            tcp_backlog: 511,
             maxmemory: 0,
             maxmemory_policy: "noeviction".into(),
             busy_reply_threshold: 5000,
@@ -448,6 +452,12 @@ pub static PARAMS: &[Param] = &[
             c.tcp_keepalive = parse_num(v)?;
             Ok(())
         }),
+    },
+    Param {
+        name: "tcp-backlog",
+        alias: None,
+        get: |c| c.tcp_backlog.to_string(),
+        set: Change::Never,
     },
     Param {
         name: "maxmemory",
@@ -1028,6 +1038,15 @@ impl Config {
                 self.appendfilename = value
             }
             "lock-restart-grace-ms" => self.lock_restart_grace_ms = parse_num(&value)?,
+            "tcp-backlog" => {
+                let n: i64 = value
+                    .parse()
+                    .map_err(|_| "argument couldn't be parsed into an integer")?;
+                self.tcp_backlog = u32::try_from(n)
+                    .ok()
+                    .filter(|n| *n <= i32::MAX as u32)
+                    .ok_or_else(|| out_of_range(0, i32::MAX))?
+            }
             "io-threads" => {
                 self.io_threads = value
                     .parse()
@@ -1084,5 +1103,19 @@ mod file_tests {
             "config file, line 1: 'maxclients lots': argument couldn't be parsed into an integer"
         );
         assert!(Config::default().apply_file("port").is_err());
+        c.apply_file("tcp-backlog 4096\n").unwrap();
+        assert_eq!(c.tcp_backlog, 4096);
+        for (bad, why) in [
+            ("-1", "argument must be between 0 and 2147483647 inclusive"),
+            (
+                "2147483648",
+                "argument must be between 0 and 2147483647 inclusive",
+            ),
+            ("x", "argument couldn't be parsed into an integer"),
+        ] {
+            let err = c.apply_file(&format!("tcp-backlog {bad}")).unwrap_err();
+            assert_eq!(err.reason, why);
+        }
+        assert_eq!(c.tcp_backlog, 4096);
     }
 }

@@ -80,10 +80,27 @@ impl std::ops::Sub for Cpu {
 }
 
 impl Drop for Server {
+    /// Asks the server to shut down, so that it exits as it would in
+    /// service (an instrumented build writes its profile then: pgo/build),
+    /// and kills it if it has not within five seconds.
     fn drop(&mut self) {
+        let _ = Conn::open(self.addr).and_then(|mut c| c.send(&["SHUTDOWN", "NOSAVE"]));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The rlockd binary to measure: `RLOCKD_BENCH_BINARY` (e.g. the
+/// profile-guided build pgo/build makes), else the one cargo built.
+pub fn rlockd_binary() -> String {
+    std::env::var("RLOCKD_BENCH_BINARY").unwrap_or_else(|_| env!("CARGO_BIN_EXE_rlockd").into())
 }
 
 pub fn free_port() -> u16 {
@@ -167,7 +184,7 @@ pub fn start_servers() -> Vec<Server> {
     if let Ok(threads) = std::env::var("RLOCKD_BENCH_IO_THREADS") {
         args.extend(["--io-threads".to_string(), threads]);
     }
-    let rlockd = launch("rlockd", env!("CARGO_BIN_EXE_rlockd"), &args).expect("rlockd starts");
+    let rlockd = launch("rlockd", &rlockd_binary(), &args).expect("rlockd starts");
     servers.push(rlockd);
     servers
 }

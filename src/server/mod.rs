@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -195,7 +195,7 @@ impl ServerBuilder {
         let mut listeners = Vec::new();
         let mut port = self.config.port;
         for host in &self.config.bind {
-            let listener = TcpListener::bind((host.as_str(), port)).await?;
+            let listener = listen(host, port, self.config.tcp_backlog).await?;
             // Port 0 picks a free port once; every address shares it.
             port = listener.local_addr()?.port();
             listeners.push(listener);
@@ -210,7 +210,7 @@ impl ServerBuilder {
             manual => manual,
         };
         let metrics = match self.config.metrics_port {
-            Some(port) => Some(TcpListener::bind((self.config.bind[0].as_str(), port)).await?),
+            Some(port) => Some(listen(&self.config.bind[0], port, self.config.tcp_backlog).await?),
             None => None,
         };
         let metrics_addr = metrics.as_ref().map(|l| l.local_addr()).transpose()?;
@@ -337,6 +337,31 @@ impl Drop for BlockingServer {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// Listens on the first address `host` resolves to that binds, with room
+/// for `backlog` connections not yet accepted (`tcp-backlog`; tokio's own
+/// `bind` fixes it at 1024, and the kernel caps it at `somaxconn`).
+async fn listen(host: &str, port: u16, backlog: u32) -> io::Result<TcpListener> {
+    let mut failed = None;
+    for addr in tokio::net::lookup_host((host, port)).await? {
+        let socket = if addr.is_ipv4() {
+            TcpSocket::new_v4()?
+        } else {
+            TcpSocket::new_v6()?
+        };
+        socket.set_reuseaddr(true)?;
+        match socket.bind(addr).and_then(|()| socket.listen(backlog)) {
+            Ok(listener) => return Ok(listener),
+            Err(e) => failed = Some(e),
+        }
+    }
+    Err(failed.unwrap_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{host} has no address"),
+        )
+    }))
 }
 
 async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, mut stop: watch::Receiver<bool>) {
