@@ -264,6 +264,39 @@ async fn thousands_of_clients() {
     assert_eq!(cmd::<i64>(&mut c, &["DBSIZE"]).await.unwrap(), 2000);
 }
 
+/// The kernel's queue of connections not yet accepted is `tcp-backlog`
+/// long: `ss` shows it as a listening socket's Send-Q.
+#[tokio::test]
+async fn listen_queue_is_tcp_backlog() {
+    let server = start_with(rlockd::Config {
+        tcp_backlog: 77,
+        ..Default::default()
+    })
+    .await;
+    let filter = format!("sport = :{}", server.addr().port());
+    let out = match std::process::Command::new("ss")
+        .args(["-ltnH", &filter])
+        .output()
+    {
+        Ok(out) => out,
+        Err(e) => {
+            // .ci/run installs iproute2 with redis-server.
+            assert!(
+                std::env::var_os("RLOCKD_REQUIRE_REDIS").is_none(),
+                "ss (iproute2) is needed: {e}"
+            );
+            eprintln!("SKIP: no ss (iproute2)");
+            return;
+        }
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let queues: Vec<&str> = text
+        .lines()
+        .filter_map(|line| line.split_whitespace().nth(2))
+        .collect();
+    assert_eq!(queues, ["77"], "{text}");
+}
+
 #[tokio::test]
 async fn shutdown_closes_clients() {
     let server = start().await;
