@@ -1038,15 +1038,7 @@ impl Config {
                 self.appendfilename = value
             }
             "lock-restart-grace-ms" => self.lock_restart_grace_ms = parse_num(&value)?,
-            "tcp-backlog" => {
-                let n: i64 = value
-                    .parse()
-                    .map_err(|_| "argument couldn't be parsed into an integer")?;
-                self.tcp_backlog = u32::try_from(n)
-                    .ok()
-                    .filter(|n| *n <= i32::MAX as u32)
-                    .ok_or_else(|| out_of_range(0, i32::MAX))?
-            }
+            "tcp-backlog" => self.tcp_backlog = parse_int_in(&value, 0, i32::MAX.into())? as u32,
             "io-threads" => {
                 self.io_threads = value
                     .parse()
