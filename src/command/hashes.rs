@@ -8,7 +8,7 @@ use super::Ctx;
 use super::keys::parse_scan;
 use super::sets::{RANDOM_REPEATS_MAX, count_out_of_range};
 use crate::error::{CmdError, CmdResult};
-use crate::keyspace::{Db, HashValue, Ttl, Value};
+use crate::keyspace::{Db, HashValue, Value};
 use crate::protocol::{Protocol, Reply};
 use crate::pubsub::Event;
 use crate::util::scan::{page, position_of};
@@ -24,13 +24,8 @@ fn hash_at<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<Option<&'d mut HashValue
 
 /// The hash at `key` for writing, created empty if absent.
 fn hash_for_write<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<&'d mut HashValue> {
-    match db.get_mut(key)? {
-        Some(Value::Hash(_)) => {}
-        Some(_) => return Err(CmdError::WrongType),
-        None => db.insert(key, Value::new_hash(), Ttl::Clear)?,
-    }
-    match db.get_mut(key)? {
-        Some(Value::Hash(h)) => Ok(h),
+    match db.get_mut_or_insert(key, Value::new_hash)? {
+        Value::Hash(h) => Ok(h),
         _ => Err(CmdError::WrongType),
     }
 }

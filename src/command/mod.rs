@@ -254,7 +254,7 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
     // After a restart without persistence (`lock-restart-grace-ms`) no
     // write is taken, scripts included, until every lease the previous
     // run could have granted is over; clients retry LOADING.
-    if may_grant(spec) && shared.persistence.in_grace(shared.now_ms()) {
+    if may_grant(spec) && shared.persistence.in_grace(|| shared.now_ms()) {
         let e = CmdError::other("LOADING Redis is loading the dataset in memory");
         return reject(client, Some(id), e);
     }

@@ -683,7 +683,7 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             let state = &shared.persistence;
             // A server refusing writes through its restart grace period
             // says it is loading, as its LOADING replies do.
-            line("loading", &u8::from(state.in_grace(shared.now_ms())));
+            line("loading", &u8::from(state.in_grace(|| shared.now_ms())));
             line("async_loading", &0);
             line("rdb_changes_since_last_save", &facts.totals.dirty);
             line("rdb_bgsave_in_progress", &0);

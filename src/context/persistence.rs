@@ -61,9 +61,22 @@ impl Persistence {
         }
     }
 
-    /// Whether the restart grace period still refuses writes at `now_ms`.
-    pub fn in_grace(&self, now_ms: u64) -> bool {
-        now_ms < self.grace_until_ms.load(Ordering::Relaxed)
+    /// Whether the restart grace period still refuses writes. Every write
+    /// asks, so the clock (`now_ms`) is read only while a grace period is
+    /// set, and one found over is cleared for good.
+    pub fn in_grace(&self, now_ms: impl FnOnce() -> u64) -> bool {
+        let until = self.grace_until_ms.load(Ordering::Relaxed);
+        if until == 0 {
+            return false;
+        }
+        if now_ms() < until {
+            return true;
+        }
+        // A grace period started meanwhile (a restart) is left alone.
+        let _ =
+            self.grace_until_ms
+                .compare_exchange(until, 0, Ordering::Relaxed, Ordering::Relaxed);
+        false
     }
 
     /// BGREWRITEAOF: false if a rewrite is already running or asked for.

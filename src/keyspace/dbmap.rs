@@ -291,6 +291,11 @@ impl Drop for Node {
     }
 }
 
+/// A key's place in a map's table, as `find_hashed` gives it: good until a
+/// key is inserted or removed.
+#[derive(Clone, Copy)]
+pub struct Place(usize);
+
 pub struct DbMap {
     table: HashTable<Node>,
     hasher: KeyHasher,
@@ -404,6 +409,26 @@ impl DbMap {
     /// `get` with the key's `hash` already known.
     pub fn get_hashed(&self, hash: u64, key: &[u8]) -> Option<&Node> {
         self.table.find(hash, |n| n.key() == key)
+    }
+
+    /// Where `key` is in the table, found by its `hash`: a lookup that
+    /// goes on to change the key reaches it again through `entry_at`
+    /// without a second probe.
+    pub fn find_hashed(&self, hash: u64, key: &[u8]) -> Option<Place> {
+        self.table
+            .find_bucket_index(hash, |n| n.key() == key)
+            .map(Place)
+    }
+
+    pub fn node_at(&self, place: Place) -> Option<&Node> {
+        self.table.get_bucket(place.0)
+    }
+
+    /// `get_mut_hashed` for a key `find_hashed` found, with nothing
+    /// inserted or removed since (packing moves no key).
+    pub fn entry_at(&mut self, hash: u64, place: Place) -> Option<&mut Entry> {
+        self.unsettle(hash);
+        self.table.get_bucket_mut(place.0).map(Node::entry_mut)
     }
 
     /// The entry for change, whole until the next `settle`.

@@ -841,6 +841,15 @@ pub enum Ttl {
     At(u64),
 }
 
+/// Where a live key is: its shard, its hash and its place in that
+/// shard's map (`Db::locate`).
+#[derive(Clone, Copy)]
+struct Found {
+    shard: usize,
+    hash: u64,
+    place: dbmap::Place,
+}
+
 /// One database as seen through the shards a command holds.
 pub struct Db<'l, 'a> {
     locked: &'l mut Locked<'a>,
@@ -918,41 +927,90 @@ impl Db<'_, '_> {
     /// `count` makes this a read lookup for the hit/miss statistics;
     /// `touch` moves the key's access clock on.
     fn lookup(&mut self, key: &[u8], count: bool, touch: bool) -> CmdResult<Option<&mut Entry>> {
+        match self.locate(key, count, touch)? {
+            Some(found) => self.entry_at(found),
+            None => Ok(None),
+        }
+    }
+
+    /// `lookup`, answering where the live key is rather than with a
+    /// borrow of it: a caller that may insert when it is missing looks up
+    /// once when it is there.
+    fn locate(&mut self, key: &[u8], count: bool, touch: bool) -> CmdResult<Option<Found>> {
         let (now, db, ks) = (self.locked.now, self.index, self.locked.ks);
         self.locked.record(db, key)?;
-        let index = key_shard(key);
-        let shard = self.locked.shard(index)?;
-        // One hash for both probes: a hit (the lock path's common case)
-        // is looked at, then handed out.
+        let shard_index = key_shard(key);
+        let shard = self.locked.shard(shard_index)?;
         let hash = shard.dbs[db].hash(key);
-        let live = match shard.dbs[db].get_hashed(hash, key) {
-            Some(entry) if entry.is_expired(now) => {
+        let place = shard.dbs[db].find_hashed(hash, key);
+        let expired = |place| {
+            shard.dbs[db]
+                .node_at(place)
+                .is_some_and(|node| node.is_expired(now))
+        };
+        let live = match place {
+            Some(place) if expired(place) => {
                 if reclaim_if_expired(shard, db, key, now, ks) {
                     // Group readers blocked on the stream learn it is gone
                     // once the command is done (it may make a new one
                     // meanwhile).
                     self.signal_ready(key)?;
                 }
-                false
+                None
             }
-            found => found.is_some(),
+            found => found,
         };
-        let shard = self.locked.shard(index)?;
+        let shard = self.locked.shard(shard_index)?;
         if count {
-            if live {
+            if live.is_some() {
                 shard.stats.hits += 1;
             } else {
                 shard.stats.misses += 1;
                 ks.events.notify(Event::KeyMiss, db, key);
             }
         }
-        if !live {
+        let Some(place) = live else {
             return Ok(None);
-        }
+        };
         if touch {
             shard.use_access(db, key, now);
         }
-        Ok(shard.dbs[db].get_mut_hashed(hash, key))
+        Ok(Some(Found {
+            shard: shard_index,
+            hash,
+            place,
+        }))
+    }
+
+    /// The entry `locate` found, nothing inserted or removed since.
+    fn entry_at(&mut self, found: Found) -> CmdResult<Option<&mut Entry>> {
+        let db = self.index;
+        let shard = self.locked.shard(found.shard)?;
+        Ok(shard.dbs[db].entry_at(found.hash, found.place))
+    }
+
+    /// The value at `key` for writing, or `make`'s, stored with no
+    /// deadline, if there is none: one lookup when the key exists.
+    pub fn get_mut_or_insert(
+        &mut self,
+        key: &[u8],
+        make: impl FnOnce() -> Value,
+    ) -> CmdResult<&mut Value> {
+        let found = match self.locate(key, false, true)? {
+            Some(found) => Some(found),
+            None => {
+                self.insert(key, make(), Ttl::Clear)?;
+                self.locate(key, false, true)?
+            }
+        };
+        let entry = match found {
+            Some(found) => self.entry_at(found)?,
+            None => None,
+        };
+        // Just stored, so there (an error rather than a panic all the same).
+        entry
+            .map(|e| &mut e.value)
+            .ok_or_else(|| CmdError::other("ERR the key just stored is missing"))
     }
 
     /// The live value at `key`, looked at without any effect: no
