@@ -7,7 +7,11 @@
 //! a round of PING pairs on the same server, so that the output also shows
 //! the bounds the kernel sets: the pairs/s ratio rlockd would reach if a
 //! lock pair cost it no more than two PINGs, and the CPU ratio it would
-//! reach if its own code took no time. Rounds alternate between the servers.
+//! reach if its own code took no time. A third server, the null server
+//! (`benches/support`), answers the same requests without doing any of
+//! their work, two system calls a request: its CPU per pair over
+//! redis-server's is the lowest ratio any server can reach on the machine.
+//! Rounds alternate between the servers.
 //!
 //! Run with `cargo bench --bench pairs`. Knobs: `RLOCKD_BENCH_CLIENT_COUNTS`
 //! (`1,64`), `RLOCKD_BENCH_ROUNDS` (3), `RLOCKD_BENCH_SECONDS` (3).
@@ -20,7 +24,10 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use support::{Conn, Cpu, Reply, Server, knob, median, percentile, start_servers};
+use support::{
+    Conn, Cpu, Reply, Server, knob, launch_null, median, percentile, serve_null_if_asked,
+    start_servers,
+};
 
 const LOCK_LUA: &str = include_str!("../conformance/scripts/seed002_lock.lua");
 const UNLOCK_LUA: &str = include_str!("../conformance/scripts/seed002_unlock.lua");
@@ -120,6 +127,7 @@ const KERNEL: usize = 4;
 const PINGS: usize = 5;
 
 fn main() {
+    serve_null_if_asked();
     let counts: Vec<usize> = std::env::var("RLOCKD_BENCH_CLIENT_COUNTS")
         .unwrap_or_else(|_| "1,64".into())
         .split(',')
@@ -127,7 +135,12 @@ fn main() {
         .collect();
     let rounds = knob("RLOCKD_BENCH_ROUNDS", 3).max(1);
     let length = Duration::from_secs(knob("RLOCKD_BENCH_SECONDS", 3).max(1) as u64);
-    let servers = start_servers();
+    let mut servers = start_servers();
+    // Beside redis-server, a server that does none of the work: the floor
+    // under any server's CPU per pair on this machine.
+    if servers.len() > 1 {
+        servers.extend(launch_null());
+    }
     for clients in counts {
         let mut figures = vec![[const { Vec::new() }; FIGURES]; servers.len()];
         for r in 0..rounds {
@@ -169,7 +182,7 @@ fn main() {
                 server.name, m[RATE], m[P50], m[P99], m[CPU], m[KERNEL], m[PINGS]
             );
         }
-        if let [redis, rlockd] = &medians[..] {
+        if let [redis, rlockd, null @ ..] = &medians[..] {
             // What no user-space work can beat: rlockd's pairs/s if a lock
             // pair cost it no more than two PINGs, and its CPU ratio if its
             // own code took no time at all (the kernel's part left).
@@ -184,8 +197,15 @@ fn main() {
             println!(
                 "bounds: pairs/s at most {pairs_ceiling:.2} (PING round trips alone), CPU per pair at least {cpu_floor:.2} (kernel time alone)"
             );
+            // The null server answers the same requests doing nothing: its
+            // CPU per pair over redis-server's is what no server goes below.
+            let null_cpu = null.first().map(|null| null[CPU] / redis[CPU]);
+            if let Some(ratio) = null_cpu {
+                println!("null server / redis: CPU per pair {ratio:.2} (a server doing no work)");
+            }
+            let null_cpu = null_cpu.map_or("null".to_string(), |ratio| format!("{ratio:.3}"));
             println!(
-                "BENCH {{\"bench\":\"pairs\",\"clients\":{clients},\"pairs_ratio\":{:.3},\"p99_ratio\":{:.3},\"cpu_ratio\":{:.3},\"pairs_ceiling\":{pairs_ceiling:.3},\"cpu_floor\":{cpu_floor:.3}}}",
+                "BENCH {{\"bench\":\"pairs\",\"clients\":{clients},\"pairs_ratio\":{:.3},\"p99_ratio\":{:.3},\"cpu_ratio\":{:.3},\"pairs_ceiling\":{pairs_ceiling:.3},\"cpu_floor\":{cpu_floor:.3},\"null_cpu_ratio\":{null_cpu}}}",
                 rlockd[RATE] / redis[RATE],
                 rlockd[P99] / redis[P99],
                 rlockd[CPU] / redis[CPU]

@@ -681,12 +681,18 @@ fn main() -> ExitCode {
     let redis_args: Vec<String> = ["--save", "", "--appendonly", "no", "--bind", "127.0.0.1"]
         .map(String::from)
         .to_vec();
+    // The same knobs as the benches that share `benches/support`.
+    let rlockd = std::env::var("RLOCKD_BENCH_BINARY")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_rlockd").into());
+    let rlockd_args: Vec<String> = std::env::var("RLOCKD_BENCH_IO_THREADS")
+        .map(|threads| vec!["--io-threads".into(), threads])
+        .unwrap_or_default();
     let mut servers = [
         Server::start("redis", "redis-server", &redis_args),
         if cfg.self_test {
             Server::start("self-test", "redis-server", &redis_args)
         } else {
-            Server::start("rlockd", env!("CARGO_BIN_EXE_rlockd"), &[])
+            Server::start("rlockd", &rlockd, &rlockd_args)
         },
     ];
     let labels = [servers[0].label, servers[1].label];

@@ -190,6 +190,106 @@ pub fn start_servers() -> Vec<Server> {
 }
 
 // ---------------------------------------------------------------------------
+// A server that does no work
+
+/// The flag that makes a bench's own executable the null server.
+const NULL_FLAG: &str = "--null-server";
+
+/// Starts this bench's executable again as a server that answers the lock
+/// workload without doing any of its work (see `serve_null`): what it
+/// spends per request is the kernel's cost of the round trip and next to
+/// nothing else, a floor under every server's CPU per request.
+pub fn launch_null() -> Option<Server> {
+    let exe = std::env::current_exe().ok()?;
+    let args = [
+        NULL_FLAG.to_string(),
+        "--port".into(),
+        free_port().to_string(),
+    ];
+    launch("null", exe.to_str()?, &args)
+}
+
+/// When this process was started by `launch_null`, serves until SHUTDOWN
+/// and exits; otherwise returns at once. A bench that launches the null
+/// server calls this first thing in `main`.
+pub fn serve_null_if_asked() {
+    let args: Vec<String> = std::env::args().collect();
+    if !args.iter().any(|a| a == NULL_FLAG) {
+        return;
+    }
+    let port = args
+        .iter()
+        .skip_while(|a| *a != "--port")
+        .nth(1)
+        .and_then(|p| p.parse::<u16>().ok())
+        .expect("--port N");
+    let listener = TcpListener::bind(("127.0.0.1", port)).expect("the null server's port");
+    for stream in listener.incoming().flatten() {
+        thread::spawn(move || serve_null(stream));
+    }
+}
+
+/// One connection of the null server: a thread blocked in `read` until a
+/// request arrives and one `write` of its reply, two calls per request
+/// (an event-loop server makes a third, `epoll_wait`). Replies: a one-key
+/// EVALSHA nil (a lock taken), a two-key one 1 (a lock released), SCRIPT
+/// LOAD a made-up digest, PING +PONG, SHUTDOWN ends the process, anything
+/// else +OK.
+fn serve_null(stream: TcpStream) {
+    let _ = stream.set_nodelay(true);
+    let Ok(mut writer) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::with_capacity(1 << 16, stream);
+    let mut line = Vec::new();
+    let mut read_line = |reader: &mut BufReader<TcpStream>| -> Option<Vec<u8>> {
+        line.clear();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line.trim_ascii_end().to_vec()),
+        }
+    };
+    let number = |bytes: &[u8]| -> usize {
+        std::str::from_utf8(&bytes[1..])
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    loop {
+        let Some(head) = read_line(&mut reader) else {
+            return;
+        };
+        let mut args = Vec::new();
+        for _ in 0..number(&head) {
+            let Some(len) = read_line(&mut reader) else {
+                return;
+            };
+            let mut arg = vec![0; number(&len) + 2];
+            if reader.read_exact(&mut arg).is_err() {
+                return;
+            }
+            arg.truncate(arg.len() - 2);
+            args.push(arg);
+        }
+        let name = args
+            .first()
+            .map(|a| a.to_ascii_uppercase())
+            .unwrap_or_default();
+        let reply: &[u8] = match name.as_slice() {
+            b"EVALSHA" if args.get(2).is_some_and(|keys| keys == b"1") => b"$-1\r\n",
+            b"EVALSHA" => b":1\r\n",
+            b"SCRIPT" => b"$4\r\nnull\r\n",
+            b"PING" => b"+PONG\r\n",
+            b"SHUTDOWN" => std::process::exit(0),
+            _ => b"+OK\r\n",
+        };
+        if writer.write_all(reply).is_err() {
+            return;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
 // A blocking RESP client
 
 #[derive(Debug)]
