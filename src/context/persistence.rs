@@ -199,3 +199,28 @@ pub fn reconfigure(shared: &Shared, old: &Config, new: &Config) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_grace_ends_at_its_deadline_and_the_clock_goes_unread_after() {
+        let persistence = Persistence::default();
+        assert!(
+            !persistence.in_grace(|| panic!("no grace set: the clock is not read")),
+            "no grace without lock-restart-grace-ms"
+        );
+        let config = Config {
+            lock_restart_grace_ms: 500,
+            ..Config::default()
+        };
+        persistence.start_grace(&config, 1_000);
+        assert!(persistence.in_grace(|| 1_499));
+        assert!(!persistence.in_grace(|| 1_500), "over at its deadline");
+        assert!(
+            !persistence.in_grace(|| panic!("an ended grace is cleared")),
+            "and stays over"
+        );
+    }
+}

@@ -1277,6 +1277,34 @@ mod tests {
     }
 
     #[test]
+    fn get_mut_or_insert_hands_out_what_is_there_or_makes_it() {
+        let clock = Arc::new(crate::clock::ManualClock::default());
+        let ks = Keyspace::new(1, clock.clone());
+        let keys = [&b"new"[..], b"string", b"expired"];
+        let mut locked = ks.lock(&LockPlan::for_keys(keys)).unwrap();
+        let soon = locked.now() + 5;
+        let mut db = locked.db(0);
+        let string = || Value::string(Bytes::from_static(b"v"));
+        db.insert(b"string", string(), Ttl::Clear).unwrap();
+        db.insert(b"expired", string(), Ttl::At(soon)).unwrap();
+        drop(locked);
+        clock.advance(std::time::Duration::from_millis(10));
+        let mut locked = ks.lock(&LockPlan::for_keys(keys)).unwrap();
+        let mut db = locked.db(0);
+        for key in [&b"new"[..], b"expired"] {
+            let made = db.get_mut_or_insert(key, Value::new_hash).unwrap();
+            assert!(matches!(made, Value::Hash(_)), "{key:?} made anew");
+            let entry = db.entry(key).unwrap().expect("stored");
+            assert_eq!(entry.expire_at(), None, "{key:?} has no deadline");
+        }
+        let kept = db.get_mut_or_insert(b"string", Value::new_hash).unwrap();
+        assert!(
+            matches!(kept, Value::Str(..)),
+            "a present key is left as it is"
+        );
+    }
+
+    #[test]
     fn timed_dbs_name_each_marked_database_once() {
         let mut timed = TimedDbs::default();
         assert_eq!(timed.dbs(72).count(), 0);
