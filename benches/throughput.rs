@@ -10,6 +10,8 @@
 //! Run with `cargo bench --bench throughput`; extra arguments after `--` are
 //! taken as workload names (`cargo bench --bench throughput -- set hincrby`).
 
+mod support;
+
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
@@ -681,18 +683,13 @@ fn main() -> ExitCode {
     let redis_args: Vec<String> = ["--save", "", "--appendonly", "no", "--bind", "127.0.0.1"]
         .map(String::from)
         .to_vec();
-    // The same knobs as the benches that share `benches/support`.
-    let rlockd = std::env::var("RLOCKD_BENCH_BINARY")
-        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_rlockd").into());
-    let rlockd_args: Vec<String> = std::env::var("RLOCKD_BENCH_IO_THREADS")
-        .map(|threads| vec!["--io-threads".into(), threads])
-        .unwrap_or_default();
     let mut servers = [
         Server::start("redis", "redis-server", &redis_args),
         if cfg.self_test {
             Server::start("self-test", "redis-server", &redis_args)
         } else {
-            Server::start("rlockd", &rlockd, &rlockd_args)
+            // The same binary and threads as the benches sharing `support`.
+            Server::start("rlockd", &support::rlockd_binary(), &support::rlockd_args())
         },
     ];
     let labels = [servers[0].label, servers[1].label];

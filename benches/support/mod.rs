@@ -103,6 +103,14 @@ pub fn rlockd_binary() -> String {
     std::env::var("RLOCKD_BENCH_BINARY").unwrap_or_else(|_| env!("CARGO_BIN_EXE_rlockd").into())
 }
 
+/// rlockd's arguments beyond its port: `RLOCKD_BENCH_IO_THREADS` sets its
+/// worker threads (default: its own, one per core).
+pub fn rlockd_args() -> Vec<String> {
+    std::env::var("RLOCKD_BENCH_IO_THREADS")
+        .map(|threads| vec!["--io-threads".to_string(), threads])
+        .unwrap_or_default()
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -110,12 +118,16 @@ pub fn free_port() -> u16 {
         .expect("a free port")
 }
 
-pub fn launch(name: &'static str, program: &str, args: &[String]) -> Option<Server> {
-    let port: u16 = args
-        .iter()
+/// The port a server's arguments name with `--port N`.
+fn port_arg(args: &[String]) -> Option<u16> {
+    args.iter()
         .skip_while(|a| *a != "--port")
         .nth(1)
-        .and_then(|p| p.parse().ok())?;
+        .and_then(|p| p.parse().ok())
+}
+
+pub fn launch(name: &'static str, program: &str, args: &[String]) -> Option<Server> {
+    let port = port_arg(args)?;
     // RLOCKD_BENCH_SERVER_CPUS (a taskset list, "0-7"): the servers run on
     // those cores only, so that on a many-core machine the load generator,
     // started under `taskset` on the others, does not take the servers'.
@@ -179,11 +191,7 @@ pub fn start_servers() -> Vec<Server> {
         None => println!("redis-server not available: printing rlockd's figures only"),
     }
     let mut args = vec!["--port".to_string(), free_port().to_string()];
-    // RLOCKD_BENCH_IO_THREADS: rlockd's worker threads (default: its own,
-    // one per core).
-    if let Ok(threads) = std::env::var("RLOCKD_BENCH_IO_THREADS") {
-        args.extend(["--io-threads".to_string(), threads]);
-    }
+    args.extend(rlockd_args());
     let rlockd = launch("rlockd", &rlockd_binary(), &args).expect("rlockd starts");
     servers.push(rlockd);
     servers
@@ -217,12 +225,7 @@ pub fn serve_null_if_asked() {
     if !args.iter().any(|a| a == NULL_FLAG) {
         return;
     }
-    let port = args
-        .iter()
-        .skip_while(|a| *a != "--port")
-        .nth(1)
-        .and_then(|p| p.parse::<u16>().ok())
-        .expect("--port N");
+    let port = port_arg(&args).expect("--port N");
     let listener = TcpListener::bind(("127.0.0.1", port)).expect("the null server's port");
     for stream in listener.incoming().flatten() {
         thread::spawn(move || serve_null(stream));

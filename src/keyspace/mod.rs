@@ -943,13 +943,12 @@ impl Db<'_, '_> {
         let shard = self.locked.shard(shard_index)?;
         let hash = shard.dbs[db].hash(key);
         let place = shard.dbs[db].find_hashed(hash, key);
-        let expired = |place| {
-            shard.dbs[db]
-                .node_at(place)
-                .is_some_and(|node| node.is_expired(now))
-        };
         let live = match place {
-            Some(place) if expired(place) => {
+            Some(place)
+                if shard.dbs[db]
+                    .node_at(place)
+                    .is_some_and(|n| n.is_expired(now)) =>
+            {
                 if reclaim_if_expired(shard, db, key, now, ks) {
                     // Group readers blocked on the stream learn it is gone
                     // once the command is done (it may make a new one
