@@ -11,8 +11,9 @@ use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Db, HashValue, Value};
 use crate::protocol::{Protocol, Reply};
 use crate::pubsub::Event;
-use crate::util::scan::{page, position_of};
-use crate::util::{format_human_double, glob_match, i64_bytes, parse_f64, parse_i64};
+use crate::util::long_double::LongDouble;
+use crate::util::scan::{Buckets, hash_of};
+use crate::util::{glob_match, i64_bytes, parse_i64};
 
 /// The hash at `key` for reading: `None` if absent, WRONGTYPE if not a hash.
 fn hash_at<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<Option<&'d mut HashValue>> {
@@ -174,7 +175,7 @@ pub fn hincrby(ctx: &mut Ctx) -> CmdResult<Reply> {
 }
 
 pub fn hincrbyfloat(ctx: &mut Ctx) -> CmdResult<Reply> {
-    let delta = parse_f64(ctx.arg(3)).ok_or(CmdError::NotFloat)?;
+    let delta = LongDouble::parse(ctx.arg(3)).ok_or(CmdError::NotFloat)?;
     if !delta.is_finite() {
         return Err(CmdError::other("ERR value is NaN or Infinity"));
     }
@@ -183,14 +184,14 @@ pub fn hincrbyfloat(ctx: &mut Ctx) -> CmdResult<Reply> {
     let limits = db.limits();
     let hash = hash_for_write(&mut db, &key)?;
     let current = match hash.get(&field) {
-        None => 0.0,
-        Some(v) => parse_f64(v).ok_or(CmdError::HashValueNotFloat)?,
+        None => LongDouble::ZERO,
+        Some(v) => LongDouble::parse(v).ok_or(CmdError::HashValueNotFloat)?,
     };
     let next = current + delta;
     if !next.is_finite() {
         return Err(CmdError::IncrNanOrInf);
     }
-    let text = Bytes::from(format_human_double(next));
+    let text = Bytes::from(next.to_human());
     hash.insert(&field, &text, &limits);
     db.modified(&key, Event::Hincrbyfloat)?;
     Ok(Reply::Bulk(text))
@@ -207,12 +208,11 @@ pub fn hscan(ctx: &mut Ctx) -> CmdResult<Reply> {
         ]));
     };
     // A listpack comes back whole and in order, as Redis sends it.
-    let (pairs, next): (Vec<(Bytes, Bytes)>, Option<u64>) = if hash.is_listpack() {
-        (hash.iter().map(|(f, v)| (copy(f), copy(v))).collect(), None)
+    let (pairs, cursor): (Vec<_>, u64) = if hash.is_listpack() {
+        (hash.iter().collect(), 0)
     } else {
-        page(
-            hash.iter()
-                .map(|(f, v)| (position_of(f), (copy(f), copy(v)))),
+        Buckets::for_len(hash.len()).page(
+            hash.iter().map(|(f, v)| (hash_of(f), (f, v))),
             opts.cursor,
             opts.count,
         )
@@ -222,13 +222,12 @@ pub fn hscan(ctx: &mut Ctx) -> CmdResult<Reply> {
         if opts
             .pattern
             .as_ref()
-            .is_none_or(|p| glob_match(p, &field, false))
+            .is_none_or(|p| glob_match(p, field, false))
         {
-            items.push(Reply::Bulk(field));
-            items.push(Reply::Bulk(value));
+            items.push(Reply::Bulk(copy(field)));
+            items.push(Reply::Bulk(copy(value)));
         }
     }
-    let cursor = next.unwrap_or(0);
     Ok(Reply::Array(vec![
         Reply::bulk_str(&cursor.to_string()),
         Reply::Array(items),

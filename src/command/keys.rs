@@ -12,7 +12,7 @@ use crate::keyspace::dump::{self, DumpError};
 use crate::keyspace::{SHARDS, StrEncoding, Ttl, Value};
 use crate::protocol::Reply;
 use crate::pubsub::Event;
-use crate::util::scan::{join_cursor, page, position_of, split_cursor};
+use crate::util::scan::{Buckets, hash_of};
 use crate::util::{glob_match, parse_cursor, parse_i64};
 
 pub fn exists(ctx: &mut Ctx) -> CmdResult<Reply> {
@@ -101,36 +101,33 @@ pub fn parse_scan(args: &[Bytes], allow_type: bool) -> CmdResult<ScanOptions> {
     Ok(opts)
 }
 
+/// SCAN walks the shards one after another, each as a table of its own;
+/// the cursor is the shard's cursor times the number of shards, plus the
+/// shard, so it stays of the size Redis's would be for the whole keyspace.
 pub fn scan(ctx: &mut Ctx) -> CmdResult<Reply> {
     let opts = parse_scan(&ctx.args[1..], true)?;
     let (db, now) = (ctx.client.db, ctx.now());
-    let (mut shard_idx, mut from) = split_cursor(opts.cursor);
+    let mut shard_idx = (opts.cursor % SHARDS as u64) as usize;
+    let mut from = opts.cursor / SHARDS as u64;
     let mut found: Vec<(Bytes, &'static str)> = Vec::new();
     let shards: Vec<_> = ctx.locked.shards().collect();
+    let mut cursor = 0;
     while shard_idx < SHARDS && found.len() < opts.count {
         let shard = &shards[shard_idx];
         let want = opts.count - found.len();
         let entries = shard
             .entries(db, now)
-            .map(|(k, e)| (position_of(k), (Bytes::copy_from_slice(k), e.type_name())));
-        let (got, next) = page(entries, from, want);
+            .map(|(k, e)| (hash_of(k), (Bytes::copy_from_slice(k), e.type_name())));
+        let (got, next) = Buckets::for_len(shard.db_len(db)).page(entries, from, want);
         found.extend(got);
-        match next {
-            Some(pos) => {
-                from = pos;
-                break;
-            }
-            None => {
-                shard_idx += 1;
-                from = 0;
-            }
+        if next != 0 {
+            cursor = next * SHARDS as u64 + shard_idx as u64;
+            break;
         }
+        shard_idx += 1;
+        from = 0;
+        cursor = shard_idx as u64 % SHARDS as u64;
     }
-    let cursor = if shard_idx >= SHARDS {
-        0
-    } else {
-        join_cursor(shard_idx, from)
-    };
     let keys = found
         .into_iter()
         .filter(|(k, t)| {

@@ -10,7 +10,7 @@ use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Db, EncodingLimits, SetValue, Ttl, Value};
 use crate::protocol::Reply;
 use crate::pubsub::Event;
-use crate::util::scan::{page, position_of};
+use crate::util::scan::{Buckets, hash_of};
 use crate::util::{glob_match, parse_cursor, parse_i64};
 
 /// The most members SRANDMEMBER (and HRANDFIELD) with a negative count returns. Redis
@@ -394,14 +394,13 @@ pub fn sscan(ctx: &mut Ctx) -> CmdResult<Reply> {
     };
     let opts = parse_scan(&ctx.args[2..], false)?;
     // An intset comes back whole and in order, as Redis sends it.
-    let (members, next) = if set.is_intset() {
-        (set.members(), None)
-    } else {
-        page(
-            set.members().into_iter().map(|m| (position_of(&m), m)),
+    let (members, next) = match set {
+        SetValue::Table(members) => Buckets::for_len(members.len()).page(
+            members.iter().map(|m| (hash_of(m), m.clone())),
             opts.cursor,
             opts.count,
-        )
+        ),
+        SetValue::Ints { .. } => (set.members(), 0),
     };
     let items = members
         .into_iter()
@@ -413,7 +412,7 @@ pub fn sscan(ctx: &mut Ctx) -> CmdResult<Reply> {
         .map(Reply::Bulk)
         .collect();
     Ok(Reply::Array(vec![
-        Reply::bulk_str(&next.unwrap_or(0).to_string()),
+        Reply::bulk_str(&next.to_string()),
         Reply::Array(items),
     ]))
 }

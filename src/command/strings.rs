@@ -10,7 +10,8 @@ use crate::keyspace::{Db, StrForm, Ttl, Value};
 use crate::protocol::Reply;
 use crate::protocol::parse::MAX_BULK_LEN;
 use crate::pubsub::Event;
-use crate::util::{format_human_double, i64_bytes, parse_f64, parse_i64};
+use crate::util::long_double::LongDouble;
+use crate::util::{i64_bytes, parse_i64};
 
 /// The string at `key`: `None` if absent, WRONGTYPE if another type.
 pub(super) fn string_at(db: &mut Db, key: &[u8]) -> CmdResult<Option<Bytes>> {
@@ -484,15 +485,15 @@ pub fn incrbyfloat(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (key, raw_delta) = (ctx.arg(1).clone(), ctx.arg(2).clone());
     let mut db = ctx.db();
     let current = match string_for_write(&mut db, &key)? {
-        None => 0.0,
-        Some(s) => parse_f64(&s).ok_or(CmdError::NotFloat)?,
+        None => LongDouble::ZERO,
+        Some(s) => LongDouble::parse(&s).ok_or(CmdError::NotFloat)?,
     };
-    let delta = parse_f64(&raw_delta).ok_or(CmdError::NotFloat)?;
+    let delta = LongDouble::parse(&raw_delta).ok_or(CmdError::NotFloat)?;
     let next = current + delta;
     if !next.is_finite() {
         return Err(CmdError::IncrNanOrInf);
     }
-    let text = Bytes::from(format_human_double(next));
+    let text = Bytes::from(next.to_human());
     db.insert(&key, Value::Str(text.clone(), StrForm::Text), Ttl::Keep)?;
     db.modified(&key, Event::Incrbyfloat)?;
     Ok(Reply::Bulk(text))

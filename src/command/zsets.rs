@@ -15,7 +15,7 @@ use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Db, SortedSet, Ttl, Value, ZEnd};
 use crate::protocol::{Protocol, Reply};
 use crate::pubsub::Event;
-use crate::util::scan::{page, position_of};
+use crate::util::scan::{Buckets, hash_of};
 use crate::util::{format_double, glob_match, parse_cursor, parse_f64, parse_i64};
 
 fn zset_at<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<Option<&'d mut SortedSet>> {
@@ -1065,10 +1065,10 @@ pub fn zscan(ctx: &mut Ctx) -> CmdResult<Reply> {
     let members = zset.iter().map(|(m, s)| (m.clone(), s));
     // A compact set comes back whole and in order, as Redis sends it.
     let (members, next) = if zset.is_compact() {
-        (members.collect(), None)
+        (members.collect(), 0)
     } else {
-        page(
-            members.map(|(m, s)| (position_of(&m), (m, s))),
+        Buckets::for_len(zset.len()).page(
+            members.map(|(m, s)| (hash_of(&m), (m, s))),
             opts.cursor,
             opts.count,
         )
@@ -1085,7 +1085,7 @@ pub fn zscan(ctx: &mut Ctx) -> CmdResult<Reply> {
         }
     }
     Ok(Reply::Array(vec![
-        Reply::bulk_str(&next.unwrap_or(0).to_string()),
+        Reply::bulk_str(&next.to_string()),
         Reply::Array(items),
     ]))
 }

@@ -5,6 +5,7 @@ pub mod bits;
 pub mod geohash;
 mod glob;
 pub mod hll;
+pub mod long_double;
 pub mod scan;
 pub mod stripe;
 
@@ -184,15 +185,6 @@ pub fn format_fixed17(d: f64) -> String {
     text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// The human form INCRBYFLOAT and HINCRBYFLOAT store: fixed point, no
-/// exponent, no trailing zeros.
-pub fn format_human_double(d: f64) -> String {
-    if d == 0.0 {
-        return "0".into();
-    }
-    format!("{d}")
-}
-
 pub fn i64_bytes(n: i64) -> bytes::Bytes {
     bytes::Bytes::copy_from_slice(itoa::Buffer::new().format(n).as_bytes())
 }
@@ -244,14 +236,6 @@ mod tests {
         assert_eq!(format_double(1e-5), "1.0000000000000001e-05");
         assert_eq!(format_double(-2.5), "-2.5");
         assert_eq!(format_double(f64::INFINITY), "inf");
-    }
-
-    #[test]
-    fn human_double() {
-        assert_eq!(format_human_double(10.5), "10.5");
-        assert_eq!(format_human_double(5200.0), "5200");
-        assert_eq!(format_human_double(1e-5), "0.00001");
-        assert_eq!(format_human_double(-0.0), "0");
     }
 
     #[test]
