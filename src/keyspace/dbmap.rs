@@ -58,8 +58,11 @@ const PACKED: usize = 1;
 /// took 64 bytes; a pointer takes 8.
 pub struct Node(NonNull<u8>);
 
-// A node owns its entry and key as a `Box` would.
+// SAFETY: a node owns its entry and key as a `Box` would, reachable only
+// through the node (`&self` reads, `&mut self` changes), so it may cross
+// threads as its contents may: `Entry` is plain owned data, both.
 unsafe impl Send for Node {}
+// SAFETY: as for `Send`; nothing behind `&Node` is mutated.
 unsafe impl Sync for Node {}
 
 impl Node {

@@ -110,6 +110,12 @@ pub fn render_errors(reply: &mut Reply) {
 /// Lua may raise (out of memory) from here: the caller's frames must own
 /// nothing with a destructor.
 pub unsafe fn push_reply(state: *mut ffi::lua_State, reply: &Reply, resp3: bool) {
+    // SAFETY: each level makes room for the most it holds at once (a RESP3
+    // set or map: two tables, a key and a value; nested replies make their
+    // own room) before pushing. Every table is fresh, with no metatable,
+    // so setting its fields runs no Lua code; `reply` is only borrowed, and
+    // the one `String` made here is dropped before Lua allocates, so a
+    // raise skips nothing owned here and the caller promises the rest.
     unsafe {
         ffi::luaL_checkstack(state, 4, c"reply nested too deeply".as_ptr());
         match reply {
@@ -199,6 +205,8 @@ pub unsafe fn push_reply(state: *mut ffi::lua_State, reply: &Reply, resp3: bool)
 }
 
 unsafe fn push_sequence(state: *mut ffi::lua_State, items: &[Reply], resp3: bool) {
+    // SAFETY: called from `push_reply`, which made room; each item leaves
+    // one value, which `lua_rawseti` pops into the fresh table.
     unsafe {
         ffi::lua_createtable(state, items.len() as c_int, 0);
         for (i, item) in items.iter().enumerate() {
@@ -209,6 +217,8 @@ unsafe fn push_sequence(state: *mut ffi::lua_State, items: &[Reply], resp3: bool
 }
 
 unsafe fn push_bytes(state: *mut ffi::lua_State, bytes: &[u8]) {
+    // SAFETY: Lua copies the slice's bytes into a string of its own; the
+    // callers have made room for it.
     unsafe {
         ffi::lua_pushlstring(state, bytes.as_ptr().cast(), bytes.len());
     }
@@ -216,6 +226,9 @@ unsafe fn push_bytes(state: *mut ffi::lua_State, bytes: &[u8]) {
 
 /// `{field = text}`.
 unsafe fn wrap_str(state: *mut ffi::lua_State, field: &CStr, text: &[u8]) {
+    // SAFETY: two slots, which the callers have (checked by `push_reply`,
+    // or an emptied C function's stack); the table is fresh, with no
+    // metatable, so `lua_setfield` runs no Lua code.
     unsafe {
         ffi::lua_createtable(state, 0, 1);
         push_bytes(state, text);
@@ -229,6 +242,7 @@ unsafe fn wrap_str(state: *mut ffi::lua_State, field: &CStr, text: &[u8]) {
 /// # Safety
 /// As for `push_reply`.
 pub unsafe fn push_error_table(state: *mut ffi::lua_State, message: &[u8]) {
+    // SAFETY: the caller's promise is what `wrap_str` needs.
     unsafe { wrap_str(state, c"err", message) }
 }
 
@@ -241,6 +255,8 @@ const COUNTED_FIELD: &str = "ignore_error_stats_update";
 /// # Safety
 /// As for `push_reply`.
 unsafe fn push_command_error(state: *mut ffi::lua_State, message: &[u8]) {
+    // SAFETY: `push_reply` made room for the table and the boolean above
+    // it, so -2 is the table, fresh, with no metatable to run.
     unsafe {
         push_error_table(state, message);
         ffi::lua_pushboolean(state, 1);

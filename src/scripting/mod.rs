@@ -174,8 +174,12 @@ pub struct Registered {
 impl Vm {
     fn new(generation: u64) -> mlua::Result<Vm> {
         let libs = StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::DEBUG;
-        // The debug library is loaded for the error handler only; the
-        // prelude removes it from what scripts can reach.
+        // SAFETY: debug is the one library here that mlua counts unsafe (it
+        // reaches the registry and any value's metatable, mlua's own
+        // included). It is loaded for the error handler only: the prelude
+        // keeps `debug.getinfo`, which only reads, and removes `debug` from
+        // what scripts can reach. With no package library, no C module can
+        // be loaded either.
         let lua = unsafe { Lua::unsafe_new_with(libs, LuaOptions::new()) };
         let globals = lua.globals();
         libs::bit::install(&lua, &globals)?;
@@ -190,14 +194,16 @@ impl Vm {
             lua.create_function(|_, s: mlua::LuaString| Ok(sha1_hex(&s.as_bytes())))?,
         )?;
         redis.set("log", lua.create_function(log)?)?;
-        // SAFETY: these follow the Lua C function protocol.
-        redis.set("call", unsafe { lua.create_c_function(call::redis_call)? })?;
-        redis.set("pcall", unsafe {
-            lua.create_c_function(call::redis_pcall)?
-        })?;
-        redis.set("acl_check_cmd", unsafe {
-            lua.create_c_function(call::acl_check_cmd)?
-        })?;
+        // SAFETY: these follow the Lua C function protocol, whatever
+        // arguments a script passes: they read only the arguments they
+        // were given, push within the stack space Lua gives a C function
+        // or make room first, and own nothing in the frames an error's
+        // `longjmp` skips.
+        unsafe {
+            redis.set("call", lua.create_c_function(call::redis_call)?)?;
+            redis.set("pcall", lua.create_c_function(call::redis_pcall)?)?;
+            redis.set("acl_check_cmd", lua.create_c_function(call::acl_check_cmd)?)?;
+        }
         redis.set("REDIS_VERSION", crate::protocol::REDIS_VERSION)?;
         redis.set("REDIS_VERSION_NUM", 0x0007_000f)?;
         globals.set("redis", redis)?;
@@ -216,14 +222,12 @@ impl Vm {
             })?,
         )?;
         ctx.raw_set("name_rule", shebang::NAME_RULE.trim_start_matches("ERR "))?;
-        // SAFETY: as above.
-        ctx.raw_set("set_resp", unsafe {
-            lua.create_c_function(call::set_resp)?
-        })?;
-        ctx.raw_set("set_args", unsafe {
-            lua.create_c_function(call::set_args)?
-        })?;
-        ctx.raw_set("killed", unsafe { lua.create_c_function(call::killed)? })?;
+        // SAFETY: as above; only the prelude can reach these.
+        unsafe {
+            ctx.raw_set("set_resp", lua.create_c_function(call::set_resp)?)?;
+            ctx.raw_set("set_args", lua.create_c_function(call::set_args)?)?;
+            ctx.raw_set("killed", lua.create_c_function(call::killed)?)?;
+        }
         // For loadstring and load inside scripts (CVE-2025-46819).
         ctx.raw_set(
             "relevel",

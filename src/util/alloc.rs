@@ -115,6 +115,8 @@ fn count(delta: i64) {
 // SAFETY: every call is passed on unchanged to the wrapped allocator.
 unsafe impl<A: GlobalAlloc> GlobalAlloc for Counting<A> {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's promise (a non-zero size) holds for `A` as
+        // it did for this call.
         let p = unsafe { self.0.alloc(layout) };
         if !p.is_null() {
             count(layout.size() as i64);
@@ -123,6 +125,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Counting<A> {
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as for `alloc`.
         let p = unsafe { self.0.alloc_zeroed(layout) };
         if !p.is_null() {
             count(layout.size() as i64);
@@ -131,11 +134,15 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Counting<A> {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: every block this allocator hands out is `A`'s, so `ptr`,
+        // which the caller got from here with `layout`, is one of `A`'s.
         unsafe { self.0.dealloc(ptr, layout) };
         count(-(layout.size() as i64));
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: `ptr` is `A`'s block, as for `dealloc`, and `new_size`
+        // comes with the caller's promises, which hold for `A`.
         let p = unsafe { self.0.realloc(ptr, layout, new_size) };
         if !p.is_null() {
             count(new_size as i64 - layout.size() as i64);
@@ -176,6 +183,9 @@ mod tests {
         let a = Counting(std::alloc::System);
         let layout = Layout::from_size_align(1000, 8).unwrap();
         let before = allocated().unwrap_or(0);
+        // SAFETY: the layouts are non-zero, and the one block goes back to
+        // `a` once, with the layout it has at that point (the test takes
+        // `System` to succeed at these sizes).
         unsafe {
             let p = a.alloc(layout);
             assert_eq!(allocated(), Some(before + 1000));
@@ -194,28 +204,38 @@ mod tests {
             let layout = Layout::from_size_align(size, align).unwrap();
             // More than one page's worth, so the class's free blocks run out.
             let blocks: Vec<*mut u8> = (0..5000)
+                // SAFETY: a non-zero layout.
                 .map(|_| unsafe { Mimalloc.alloc(layout) })
                 .collect();
             for &p in &blocks {
                 assert_eq!(p as usize % align, 0);
+                // SAFETY: `p` is a live mimalloc block, freed only below.
                 let usable = unsafe { mi::mi_usable_size(p.cast()) };
                 assert_eq!(usable, class, "{size} bytes aligned to {align}");
             }
+            // SAFETY: `blocks[0]` is live with `layout`, and not used again.
             let grown = unsafe { Mimalloc.realloc(blocks[0], layout, 3 * size) };
             assert_eq!(grown as usize % align, 0);
+            // SAFETY: `grown` is live with the layout it was grown to.
             unsafe { Mimalloc.dealloc(grown, Layout::from_size_align(3 * size, align).unwrap()) };
             for p in &blocks[1..] {
+                // SAFETY: each of the other blocks is live with `layout`,
+                // and freed once.
                 unsafe { Mimalloc.dealloc(*p, layout) };
             }
         }
         let wide = Layout::from_size_align(100, 64).unwrap();
+        // SAFETY: a non-zero layout.
         let p = unsafe { Mimalloc.alloc_zeroed(wide) };
         assert_eq!(p as usize % 64, 0);
         assert!(
+            // SAFETY: `p` is a live block of 100 bytes, all zeroed, so all
+            // initialised.
             unsafe { std::slice::from_raw_parts(p, 100) }
                 .iter()
                 .all(|&b| b == 0)
         );
+        // SAFETY: `p` is live with `wide`, and the slice read from it is gone.
         unsafe { Mimalloc.dealloc(p, wide) };
     }
 
@@ -227,10 +247,12 @@ mod tests {
         for align in [2, 4, 8, 16] {
             for size in align..=2048 {
                 let layout = Layout::from_size_align(size, align).unwrap();
+                // SAFETY: a non-zero layout.
                 let blocks: Vec<*mut u8> =
                     (0..64).map(|_| unsafe { Mimalloc.alloc(layout) }).collect();
                 for &p in &blocks {
                     assert_eq!(p as usize % align, 0, "{size} bytes aligned to {align}");
+                    // SAFETY: each block is live with `layout`, and freed once.
                     unsafe { Mimalloc.dealloc(p, layout) };
                 }
             }

@@ -42,11 +42,21 @@ pub fn install(lua: &Lua, globals: &Table) -> mlua::Result<()> {
 
 /// `luaL_checkint`: the integer argument narrowed to `int` as 5.1 does.
 unsafe fn check_int(l: *mut ffi::lua_State, arg: c_int) -> i64 {
+    // SAFETY: called from the C functions below with their state; a bad
+    // argument is raised as their error, over frames that own nothing.
     unsafe { ffi::luaL_checkinteger(l, arg) as c_int as i64 }
 }
 
 /// `string.rep(s, n)`.
 unsafe extern "C-unwind" fn rep(l: *mut ffi::lua_State) -> c_int {
+    // SAFETY: `s` points at argument 1's `len` bytes, alive while it stays
+    // on the stack, as it does throughout (Lua's collector never moves an
+    // object, so the allocation below cannot either). The userdata has
+    // `total` bytes: the first copy fills `len` of them, and each doubling
+    // copies from the filled part to just past it, at most up to `total`,
+    // never overlapping. Two pushes fit the slots Lua gives a C function,
+    // and the errors raised (argument, size, memory) skip frames that own
+    // nothing.
     unsafe {
         let mut len = 0usize;
         let s = ffi::luaL_checklstring(l, 1, &mut len).cast::<u8>();
@@ -78,6 +88,10 @@ const SPECIALS: &[u8] = b"^$*+?.([%-";
 
 /// A string argument's bytes, valid while it is on the stack.
 unsafe fn check_bytes<'a>(l: *mut ffi::lua_State, arg: c_int) -> &'a [u8] {
+    // SAFETY: `luaL_checklstring` raises unless the argument is a string
+    // or a number, which it turns into a string in place, and gives that
+    // string's bytes; the callers keep the argument on the stack for as
+    // long as they use the slice.
     unsafe {
         let mut len = 0usize;
         let p = ffi::luaL_checklstring(l, arg, &mut len);
@@ -87,6 +101,10 @@ unsafe fn check_bytes<'a>(l: *mut ffi::lua_State, arg: c_int) -> &'a [u8] {
 
 /// The string in upvalue `n`, valid while the closure lives.
 unsafe fn upvalue_bytes<'a>(l: *mut ffi::lua_State, n: c_int) -> &'a [u8] {
+    // SAFETY: `gmatch` stored strings in upvalues 1 and 2, the only ones
+    // read here, so `lua_tolstring` converts nothing; no script can change
+    // a C closure's upvalues (the debug library is out of reach), and the
+    // running closure keeps them alive.
     unsafe {
         let mut len = 0usize;
         let p = ffi::lua_tolstring(l, ffi::lua_upvalueindex(n), &mut len);
@@ -101,11 +119,15 @@ unsafe fn raise(l: *mut ffi::lua_State, e: MatchError) -> c_int {
         MatchError::Message(m) => m,
         MatchError::Killed => c"Script killed by user with SCRIPT KILL...",
     };
+    // SAFETY: one C string for the one `%s`, static; the matcher the
+    // callers hold owns nothing for the raise to skip.
     unsafe { ffi::luaL_error(l, c"%s".as_ptr(), message.as_ptr()) }
 }
 
 unsafe fn check_depth(l: *mut ffi::lua_State, pattern: &[u8]) {
     if pattern_depth(pattern) > MAX_PATTERN_DEPTH {
+        // SAFETY: a static message without format directives; the
+        // callers' frames only borrow.
         unsafe {
             ffi::luaL_error(l, c"pattern too complex".as_ptr());
         }
@@ -120,6 +142,11 @@ unsafe fn push_capture(
     i: usize,
     whole: Option<(usize, usize)>,
 ) -> Result<(), MatchError> {
+    // SAFETY: the matcher's positions never pass the end of `src`, so the
+    // whole match and every finished capture (`len` bytes from `start`)
+    // lie inside it; `src` is an argument or upvalue, alive for the call.
+    // One push: `push_captures` made room for it, and gsub's other callers
+    // use no more of the stack than 5.1's own gsub does.
     unsafe {
         if i >= m.level {
             match whole {
@@ -150,6 +177,8 @@ unsafe fn push_captures(
     m: &Matcher,
     whole: Option<(usize, usize)>,
 ) -> Result<c_int, MatchError> {
+    // SAFETY: `luaL_checkstack` makes room for every capture (at most 32)
+    // before they are pushed.
     unsafe {
         let count = if m.level == 0 && whole.is_some() {
             1
@@ -171,16 +200,22 @@ fn relative(pos: i64, len: usize) -> i64 {
 }
 
 unsafe extern "C-unwind" fn find(l: *mut ffi::lua_State) -> c_int {
+    // SAFETY: Lua called this with `l`, as `find_aux` needs.
     unsafe { find_aux(l, true) }
 }
 
 unsafe extern "C-unwind" fn str_match(l: *mut ffi::lua_State) -> c_int {
+    // SAFETY: as for `find`.
     unsafe { find_aux(l, false) }
 }
 
 /// `string.find(s, pattern [, init [, plain]])` and `string.match(s,
 /// pattern [, init])`.
 unsafe fn find_aux(l: *mut ffi::lua_State, find: bool) -> c_int {
+    // SAFETY: `src` and `full` borrow arguments 1 and 2, which nothing here
+    // replaces. At most two integers are pushed before `push_captures`
+    // makes its own room. The matcher holds borrows and plain values
+    // only, so the errors raised from here skip no destructor.
     unsafe {
         let src = check_bytes(l, 1);
         let full = check_bytes(l, 2);
@@ -233,6 +268,9 @@ unsafe fn find_aux(l: *mut ffi::lua_State, find: bool) -> c_int {
 /// `string.gmatch(s, pattern)`: an iterator over the matches (no anchor:
 /// a leading `^` is an ordinary character here, as in 5.1).
 unsafe extern "C-unwind" fn gmatch(l: *mut ffi::lua_State) -> c_int {
+    // SAFETY: `check_bytes` leaves arguments 1 and 2 strings, and `pat` is
+    // not used past `lua_settop`, which keeps exactly those two; with the
+    // position they become the three upvalues `gmatch_step` reads.
     unsafe {
         check_bytes(l, 1);
         let pat = c_pattern(check_bytes(l, 2));
@@ -246,6 +284,10 @@ unsafe extern "C-unwind" fn gmatch(l: *mut ffi::lua_State) -> c_int {
 
 /// One step of a `gmatch` iterator: upvalues subject, pattern, position.
 unsafe extern "C-unwind" fn gmatch_step(l: *mut ffi::lua_State) -> c_int {
+    // SAFETY: upvalues 1 and 2 are the subject and pattern strings that
+    // `gmatch` stored, and 3 the position; `lua_replace` sets only 3, so
+    // `src` and `pat` stay valid. The integer takes one of the slots Lua
+    // gives a C function, and `push_captures` makes its own room.
     unsafe {
         let src = upvalue_bytes(l, 1);
         let pat = c_pattern(upvalue_bytes(l, 2));
@@ -271,6 +313,13 @@ unsafe extern "C-unwind" fn gmatch_step(l: *mut ffi::lua_State) -> c_int {
 /// `string.gsub(s, pattern, repl [, n])`, its arguments checked in 5.1's
 /// order.
 unsafe extern "C-unwind" fn gsub(l: *mut ffi::lua_State) -> c_int {
+    // SAFETY: `src` and `pat` borrow arguments 1 and 2, which stay in
+    // place: the buffer and the replacements use the stack above them. The
+    // zeroed buffer (pointers, an integer and bytes: zero is valid) is
+    // only a place for `luaL_buffinit` to fill, and `b` stays in this
+    // frame, unmoved, as 5.1's buffer points into itself. The matcher
+    // holds borrows and plain values only, so a raise, the replacement
+    // function's included, skips no destructor.
     unsafe {
         let src = check_bytes(l, 1);
         let pat = c_pattern(check_bytes(l, 2));
@@ -329,6 +378,12 @@ unsafe fn add_value(
     s: usize,
     e: usize,
 ) -> Result<(), MatchError> {
+    // SAFETY: argument 3 is the replacement, of a type `gsub` checked. A
+    // function is called with the captures and leaves one result, a table
+    // lookup leaves one value: either way the value `luaL_addvalue` takes
+    // is on top, over the stack as the buffer left it, as its protocol
+    // wants. The Lua code this may run can raise or do anything a script
+    // can, but cannot reach this C function's arguments, which `m` borrows.
     unsafe {
         match ffi::lua_type(l, 3) {
             ffi::LUA_TFUNCTION => {
@@ -366,6 +421,10 @@ unsafe fn add_string_repl(
     m: &Matcher,
     (s, e): (usize, usize),
 ) -> Result<(), MatchError> {
+    // SAFETY: argument 3 is a string or a number (`gsub` checked), which
+    // `lua_tolstring` turns into a string in place, so `news` stays valid
+    // while argument 3 does, through the loop. A capture is pushed and at
+    // once taken into the buffer, as its protocol wants.
     unsafe {
         let mut len = 0usize;
         let news = ffi::lua_tolstring(l, 3, &mut len);

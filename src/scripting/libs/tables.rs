@@ -30,17 +30,24 @@ pub fn install(lua: &Lua, globals: &Table) -> mlua::Result<()> {
 
 /// `luaL_checkint`: the integer argument narrowed to `int` as 5.1 does.
 unsafe fn check_int(l: *mut ffi::lua_State, arg: c_int) -> i64 {
+    // SAFETY: called from the C functions below with their state; a bad
+    // argument is raised as their error, over frames that own nothing.
     unsafe { ffi::luaL_checkinteger(l, arg) as c_int as i64 }
 }
 
 /// The length operator on the table at index 1, as `luaL_getn` gives it.
 unsafe fn length(l: *mut ffi::lua_State) -> i64 {
+    // SAFETY: every caller has checked that argument 1 is a table; 5.1's
+    // length of a table runs no metamethod.
     unsafe { ffi::lua_objlen(l, 1) as c_int as i64 }
 }
 
 /// `unpack(t [, i [, j]])`: the count is computed in 64 bits and checked
 /// against the stack before anything is pushed.
 unsafe extern "C-unwind" fn unpack(l: *mut ffi::lua_State) -> c_int {
+    // SAFETY: argument 1 is checked to be a table before it is read. Room
+    // for all `count` values is made before the first push (`count` is
+    // checked to fit `c_int` first), and raw reads run no metamethod.
     unsafe {
         ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
         let first = ffi::luaL_optinteger(l, 2, 1) as c_int as i64;
@@ -65,6 +72,9 @@ unsafe extern "C-unwind" fn unpack(l: *mut ffi::lua_State) -> c_int {
 
 /// `table.insert(t, [pos,] v)`.
 unsafe extern "C-unwind" fn insert(l: *mut ffi::lua_State) -> c_int {
+    // SAFETY: argument 1 is checked to be a table. The value is on top
+    // with two or three arguments, `shift` leaves the stack as it found
+    // it, and `lua_rawseti` pops the value into the table.
     unsafe {
         ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
         let mut end = length(l) + 1;
@@ -85,6 +95,9 @@ unsafe extern "C-unwind" fn insert(l: *mut ffi::lua_State) -> c_int {
 
 /// `table.remove(t [, pos])`.
 unsafe extern "C-unwind" fn remove(l: *mut ffi::lua_State) -> c_int {
+    // SAFETY: argument 1 is checked to be a table; the removed value takes
+    // one of the slots Lua gives a C function, and `shift` leaves the
+    // stack as it found it, so that value is what is returned.
     unsafe {
         ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
         let end = length(l);
@@ -110,6 +123,9 @@ enum Direction {
 /// Shifts the table at index 1 over `lo..=hi` as 5.1's loops do. Leaves
 /// the stack as it found it.
 unsafe fn shift(l: *mut ffi::lua_State, lo: i64, hi: i64, dir: Direction) {
+    // SAFETY: the callers checked that index 1 is a table. Each move
+    // pushes one value and pops it, the nil is popped by its set, and
+    // `sparse_shift` cleans up after itself.
     unsafe {
         if hi - lo <= DENSE_SHIFT {
             match dir {
@@ -134,6 +150,9 @@ unsafe fn shift(l: *mut ffi::lua_State, lo: i64, hi: i64, dir: Direction) {
 
 /// `t[to] = t[from]`.
 unsafe fn move_entry(l: *mut ffi::lua_State, from: i64, to: i64) {
+    // SAFETY: index 1 is a table (checked by the C function above); the
+    // value read is on top for the raw set to pop, one slot in use at a
+    // time, and raw access runs no metamethod.
     unsafe {
         ffi::lua_rawgeti_(l, 1, from as c_int);
         ffi::lua_rawseti_(l, 1, to as c_int);
@@ -146,6 +165,9 @@ unsafe fn move_entry(l: *mut ffi::lua_State, from: i64, to: i64) {
 /// neighbour's value. Present keys are handled away from the direction
 /// values travel, so each is read before it is overwritten.
 unsafe fn sparse_shift(l: *mut ffi::lua_State, lo: i64, hi: i64, dir: Direction) {
+    // SAFETY: `keys` lives in the userdata `present_keys` leaves on top,
+    // which the stack anchors until the `lua_pop` after its last use; the
+    // moves and sets in between are balanced, so that pop takes it.
     unsafe {
         let keys = present_keys(l, lo, hi);
         let present = |k: i64| keys.binary_search(&k).is_ok();
@@ -181,6 +203,16 @@ unsafe fn sparse_shift(l: *mut ffi::lua_State, lo: i64, hi: i64, dir: Direction)
 /// a userdata left on top of the stack (memory Lua owns, so an error
 /// raised meanwhile leaks nothing).
 unsafe fn present_keys<'a>(l: *mut ffi::lua_State, lo: i64, hi: i64) -> &'a [i64] {
+    // SAFETY: `lua_next` walks the table at index 1, each key it leaves
+    // kept as it was (`lua_tonumber` converts nothing), and the walks
+    // change nothing. The userdata has room for `count` keys (for one at
+    // least, so a real block), aligned for `i64` as Lua aligns every
+    // userdata, and stays on the stack, anchored, after this returns.
+    // The slice's keys are all written only if the second walk finds every
+    // key the first counted. That fails for a table with weak values: the
+    // collector that `lua_newuserdata` may run clears entries whose values
+    // are dead, and then the slice's tail is read (sorted, searched)
+    // uninitialised.
     unsafe {
         let wanted = |l: *mut ffi::lua_State| -> Option<i64> {
             if ffi::lua_type(l, -2) != ffi::LUA_TNUMBER {
