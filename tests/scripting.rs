@@ -233,6 +233,117 @@ async fn scripts_are_atomic_across_shards_even_with_undeclared_keys() {
     assert_eq!(vals, vec![600, 400]);
 }
 
+/// A script that must start over undoes only what it changed in big
+/// collections (each member it named, not a copy of the value), and
+/// brings back a large-encoded key it emptied: every counter ends at
+/// exactly one application per call, every size where it started.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restarted_scripts_undo_their_changes_to_big_collections() {
+    let server = start().await;
+    let mut setup = connect(&server).await;
+    let long = "m".repeat(80);
+    let fill = Script::new(
+        "for i = 1, 300 do \
+           redis.call('hset', KEYS[1], 'f' .. i, i) \
+           redis.call('sadd', KEYS[2], 'm' .. i) \
+           redis.call('zadd', KEYS[3], i, 'm' .. i) \
+           redis.call('rpush', KEYS[4], 'e' .. i) \
+         end \
+         redis.call('zadd', KEYS[5], 1, ARGV[1]) \
+         redis.call('hset', KEYS[6], ARGV[1], 'v')",
+    );
+    let keys = ["{c}h", "{c}s", "{c}z", "{c}l", "{c}zlong", "{c}hlong"];
+    let mut call = fill.prepare_invoke();
+    keys.iter().for_each(|k| {
+        call.key(*k);
+    });
+    call.arg(&long)
+        .invoke_async::<()>(&mut setup)
+        .await
+        .unwrap();
+    // Each call changes members of every collection, empties and refills
+    // two large-encoded keys, then reaches an undeclared key in a shard
+    // below theirs ({e} is shard 3, {c} shard 69), where it may have to
+    // start over.
+    let work = Script::new(
+        "redis.call('hincrby', KEYS[1], 'f1', 1) \
+         redis.call('hset', KEYS[1], 'f2', ARGV[2]) \
+         redis.call('hdel', KEYS[1], 'f3') \
+         redis.call('hset', KEYS[1], 'f3', 'back') \
+         redis.call('sadd', KEYS[2], 'call' .. ARGV[2]) \
+         redis.call('srem', KEYS[2], 'm1') \
+         redis.call('sadd', KEYS[2], 'm1') \
+         redis.call('zincrby', KEYS[3], 1, 'm1') \
+         redis.call('zadd', KEYS[3], 'GT', 'CH', ARGV[2], 'm2') \
+         redis.call('lpush', KEYS[4], ARGV[2]) \
+         redis.call('rpop', KEYS[4]) \
+         redis.call('lset', KEYS[4], -1, 'tail') \
+         redis.call('zrem', KEYS[5], ARGV[1]) \
+         redis.call('zadd', KEYS[5], 1, ARGV[1]) \
+         redis.call('hdel', KEYS[6], ARGV[1]) \
+         redis.call('hset', KEYS[6], ARGV[1], 'v') \
+         return redis.call('incr', ARGV[3])",
+    );
+    let (clients, calls) = (4, 100);
+    let mut tasks = Vec::new();
+    for client in 0..clients {
+        let mut c = connect(&server).await;
+        let (work, long) = (work.clone(), long.clone());
+        tasks.push(tokio::spawn(async move {
+            for i in 0..calls {
+                let mut call = work.prepare_invoke();
+                keys.iter().for_each(|k| {
+                    call.key(*k);
+                });
+                let _: i64 = call
+                    .arg(&long)
+                    .arg(1000 + client * calls + i)
+                    .arg("{e}n")
+                    .invoke_async(&mut c)
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    // Holds the undeclared key's shard (below the declared keys' one, so
+    // a call only tries it) now and then: calls find it busy and start over.
+    let mut other = connect(&server).await;
+    let hold = Script::new("for i = 1, 2000 do redis.call('exists', KEYS[1]) end return 1");
+    let holder = tokio::spawn(async move {
+        for _ in 0..2000 {
+            let _: i64 = hold.key("{e}x").invoke_async(&mut other).await.unwrap();
+        }
+    });
+    for t in tasks {
+        t.await.unwrap();
+    }
+    holder.abort();
+    let total = (clients * calls) as i64;
+    let n = |args: &'static [&'static str]| {
+        let mut c = setup.clone();
+        async move { cmd::<i64>(&mut c, args).await.unwrap() }
+    };
+    assert_eq!(n(&["GET", "{e}n"]).await, total);
+    assert_eq!(n(&["HGET", "{c}h", "f1"]).await, 1 + total);
+    assert_eq!(n(&["HLEN", "{c}h"]).await, 300);
+    assert_eq!(n(&["SCARD", "{c}s"]).await, 300 + total);
+    assert_eq!(n(&["ZSCORE", "{c}z", "m1"]).await, 1 + total);
+    assert_eq!(n(&["ZCARD", "{c}z"]).await, 300);
+    assert_eq!(n(&["LLEN", "{c}l"]).await, 300);
+    assert_eq!(n(&["ZCARD", "{c}zlong"]).await, 1);
+    assert_eq!(n(&["HLEN", "{c}hlong"]).await, 1);
+    let encoding = |key: &'static str| {
+        let mut c = setup.clone();
+        async move {
+            cmd::<String>(&mut c, &["OBJECT", "ENCODING", key])
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(encoding("{c}zlong").await, "skiplist");
+    assert_eq!(encoding("{c}hlong").await, "hashtable");
+}
+
 /// A read-only script that spins for `secs` seconds of wall time: bounded,
 /// so a failing test cannot leave it running forever.
 fn spin_script(secs: u32) -> String {

@@ -8,7 +8,7 @@ use super::Ctx;
 use super::keys::parse_scan;
 use super::sets::{RANDOM_REPEATS_MAX, count_out_of_range};
 use crate::error::{CmdError, CmdResult};
-use crate::keyspace::{Db, HashValue, Value};
+use crate::keyspace::{Db, HashValue, Touch, Value};
 use crate::protocol::{Protocol, Reply};
 use crate::pubsub::Event;
 use crate::util::long_double::LongDouble;
@@ -172,6 +172,13 @@ pub fn hincrby(ctx: &mut Ctx) -> CmdResult<Reply> {
     hash.insert(&field, &i64_bytes(next), &limits);
     db.modified(&key, Event::Hincrby)?;
     Ok(Reply::Int(next))
+}
+
+/// HSET and HMSET change the field of each field-value pair.
+pub fn touches_pairs(args: &[Bytes]) -> Option<Touch<'_>> {
+    Some(Touch::Members(
+        args.get(2..)?.iter().step_by(2).map(|f| &f[..]).collect(),
+    ))
 }
 
 pub fn hincrbyfloat(ctx: &mut Ctx) -> CmdResult<Reply> {

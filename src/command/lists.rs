@@ -7,7 +7,7 @@ use bytes::Bytes;
 
 use super::Ctx;
 use crate::error::{CmdError, CmdResult};
-use crate::keyspace::{Db, Ttl, Value};
+use crate::keyspace::{Db, Touch, Ttl, Value};
 use crate::protocol::Reply;
 use crate::pubsub::Event;
 use crate::util::parse_i64;
@@ -143,6 +143,50 @@ fn pop(ctx: &mut Ctx, front: bool, name: &str) -> CmdResult<Reply> {
     };
     after_removal(&mut db, &key, if front { Event::Lpop } else { Event::Rpop })?;
     Ok(reply)
+}
+
+/// LPUSH and LPUSHX push every element after the key onto the front.
+pub fn touches_front_push(args: &[Bytes]) -> Option<Touch<'_>> {
+    Some(Touch::Pushed {
+        front: true,
+        count: args.len().checked_sub(2)?,
+    })
+}
+
+/// RPUSH and RPUSHX push every element after the key onto the back.
+pub fn touches_back_push(args: &[Bytes]) -> Option<Touch<'_>> {
+    Some(Touch::Pushed {
+        front: false,
+        count: args.len().checked_sub(2)?,
+    })
+}
+
+/// LPOP and RPOP take one element, or the count given, from one end.
+fn touches_pop(args: &[Bytes], front: bool) -> Option<Touch<'_>> {
+    let count = match args.get(2) {
+        None => 1,
+        Some(count) => match parse_i64(count) {
+            Some(n) if n >= 0 && args.len() <= 3 => usize::try_from(n).unwrap_or(usize::MAX),
+            _ => return Some(Touch::Nothing),
+        },
+    };
+    Some(Touch::Popped { front, count })
+}
+
+pub fn touches_front_pop(args: &[Bytes]) -> Option<Touch<'_>> {
+    touches_pop(args, true)
+}
+
+pub fn touches_back_pop(args: &[Bytes]) -> Option<Touch<'_>> {
+    touches_pop(args, false)
+}
+
+/// LSET changes the element at its index.
+pub fn touches_index(args: &[Bytes]) -> Option<Touch<'_>> {
+    Some(match args.get(2).and_then(|i| parse_i64(i)) {
+        Some(index) => Touch::Index(index),
+        None => Touch::Nothing,
+    })
 }
 
 pub fn lpop(ctx: &mut Ctx) -> CmdResult<Reply> {

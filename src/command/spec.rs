@@ -5,6 +5,7 @@ use bytes::Bytes;
 
 use super::Ctx;
 use crate::error::CmdResult;
+use crate::keyspace::Touch;
 use crate::protocol::Reply;
 
 pub type Handler = fn(&mut Ctx<'_, '_>) -> CmdResult<Reply>;
@@ -15,6 +16,22 @@ pub type KeyFinder = fn(&[Bytes]) -> Option<usize>;
 /// The access flags of a key whose spec says `variable_flags`, read from
 /// the line (SET with or without GET).
 pub type KeyFlagsReader = fn(&[Bytes]) -> &'static [&'static str];
+
+/// Names what part of its key (the first argument) a command may change,
+/// so that a script's undo journal keeps only that (`keyspace::Touch`).
+pub type Toucher = fn(&[Bytes]) -> Option<Touch<'_>>;
+
+/// The members listed after the key (HDEL, SADD, SREM, ZREM).
+pub fn touches_listed(args: &[Bytes]) -> Option<Touch<'_>> {
+    Some(Touch::Members(
+        args.get(2..)?.iter().map(|m| &m[..]).collect(),
+    ))
+}
+
+/// The one field after the key (HSETNX, HINCRBY, HINCRBYFLOAT).
+pub fn touches_first(args: &[Bytes]) -> Option<Touch<'_>> {
+    Some(Touch::Members(vec![args.get(2)?]))
+}
 
 /// Command flags, in the order Redis lists them in COMMAND INFO.
 pub mod flag {
@@ -368,6 +385,7 @@ pub struct CommandSpec {
     pub find_more_keys: Option<KeyFinder>,
     /// What a `variable_flags` key spec's flags are for a line.
     pub vary_key_flags: Option<KeyFlagsReader>,
+    pub touches: Option<Toucher>,
 }
 
 impl CommandSpec {
@@ -387,6 +405,7 @@ impl CommandSpec {
             subcommands: &[],
             find_more_keys: None,
             vary_key_flags: None,
+            touches: None,
         }
     }
 
@@ -407,6 +426,7 @@ impl CommandSpec {
             subcommands: subs,
             find_more_keys: None,
             vary_key_flags: None,
+            touches: None,
         }
     }
 
@@ -433,6 +453,11 @@ impl CommandSpec {
 
     pub const fn find_more_keys(mut self, find: KeyFinder) -> Self {
         self.find_more_keys = Some(find);
+        self
+    }
+
+    pub const fn touches(mut self, touches: Toucher) -> Self {
+        self.touches = Some(touches);
         self
     }
 

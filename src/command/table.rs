@@ -8,7 +8,7 @@ use super::spec::acl::{
     SORTEDSET, STREAM, STRING, TRANSACTION,
 };
 use super::spec::flag::*;
-use super::spec::{CommandSpec as C, Group::*, KeySpec};
+use super::spec::{CommandSpec as C, Group::*, KeySpec, touches_first, touches_listed};
 use super::{
     acl as acls, bitmaps, blocking, cluster, connection as conn, debug, expire, fixture, geo,
     hashes, hyperloglog, keys, lists, memory, migrate, multi, operator, scripting, server, sets,
@@ -1152,10 +1152,10 @@ pub static COMMANDS: &[C] = &[
     C::new("pfselftest", 1, Hyperloglog, hyperloglog::pfselftest).flags(ADMIN).acl(HYPERLOGLOG)
         .doc("2.8.9", "Checks the HyperLogLog implementation."),
     // hashes
-    C::new("hset", -4, Hash, hashes::hset).flags(WRITE_FAST).acl(HASH).keys(&key1(RW_UPDATE))
+    C::new("hset", -4, Hash, hashes::hset).flags(WRITE_FAST).acl(HASH).keys(&key1(RW_UPDATE)).touches(hashes::touches_pairs)
         .syntax("key (field value)...")
         .doc("2.0.0", "Sets fields of a hash; returns how many were new."),
-    C::new("hsetnx", 4, Hash, hashes::hsetnx).flags(WRITE_FAST).acl(HASH).keys(&key1(&["RW", "insert"]))
+    C::new("hsetnx", 4, Hash, hashes::hsetnx).flags(WRITE_FAST).acl(HASH).keys(&key1(&["RW", "insert"])).touches(touches_first)
         .syntax("key field value")
         .doc("2.0.0", "Sets a hash field only if it does not exist."),
     C::new("hget", 3, Hash, hashes::hget).flags(READ_FAST).acl(HASH).keys(&key1(RO_ACCESS))
@@ -1167,7 +1167,7 @@ pub static COMMANDS: &[C] = &[
     C::new("hgetall", 2, Hash, hashes::hgetall).flags(READONLY).acl(HASH).tips(NONDET_ORDER).keys(&key1(RO_ACCESS))
         .syntax("key")
         .doc("2.0.0", "Returns every field and value of a hash."),
-    C::new("hdel", -3, Hash, hashes::hdel).flags(WRITE | FAST).acl(HASH).keys(&key1(&["RW", "delete"]))
+    C::new("hdel", -3, Hash, hashes::hdel).flags(WRITE | FAST).acl(HASH).keys(&key1(&["RW", "delete"])).touches(touches_listed)
         .syntax("key field...")
         .doc("2.0.0", "Deletes hash fields; returns how many existed."),
     C::new("hexists", 3, Hash, hashes::hexists).flags(READ_FAST).acl(HASH).keys(&key1(RO))
@@ -1182,13 +1182,13 @@ pub static COMMANDS: &[C] = &[
     C::new("hvals", 2, Hash, hashes::hvals).flags(READONLY).acl(HASH).tips(NONDET_ORDER).keys(&key1(RO_ACCESS))
         .syntax("key")
         .doc("2.0.0", "Returns every value of a hash."),
-    C::new("hincrby", 4, Hash, hashes::hincrby).flags(WRITE_FAST).acl(HASH).keys(&key1(RW_ACCESS_UPDATE))
+    C::new("hincrby", 4, Hash, hashes::hincrby).flags(WRITE_FAST).acl(HASH).keys(&key1(RW_ACCESS_UPDATE)).touches(touches_first)
         .syntax("key field increment")
         .doc("2.0.0", "Adds an integer to a hash field."),
-    C::new("hincrbyfloat", 4, Hash, hashes::hincrbyfloat).flags(WRITE_FAST).acl(HASH).keys(&key1(RW_ACCESS_UPDATE))
+    C::new("hincrbyfloat", 4, Hash, hashes::hincrbyfloat).flags(WRITE_FAST).acl(HASH).keys(&key1(RW_ACCESS_UPDATE)).touches(touches_first)
         .syntax("key field increment")
         .doc("2.6.0", "Adds a floating point number to a hash field."),
-    C::new("hmset", -4, Hash, hashes::hmset).flags(WRITE_FAST).acl(HASH).keys(&key1(RW_UPDATE))
+    C::new("hmset", -4, Hash, hashes::hmset).flags(WRITE_FAST).acl(HASH).keys(&key1(RW_UPDATE)).touches(hashes::touches_pairs)
         .syntax("key (field value)...")
         .doc("2.0.0", "Sets fields of a hash (HSET's old form, answering OK)."),
     C::new("hstrlen", 3, Hash, hashes::hstrlen).flags(READ_FAST).acl(HASH).keys(&key1(RO))
@@ -1201,16 +1201,16 @@ pub static COMMANDS: &[C] = &[
         .syntax("key cursor [MATCH pattern] [COUNT count]")
         .doc("2.8.0", "Iterates over the fields of a hash with a cursor."),
     // lists
-    C::new("rpush", -3, List, lists::rpush).flags(WRITE_FAST).acl(LIST).keys(&key1(&["RW", "insert"]))
+    C::new("rpush", -3, List, lists::rpush).flags(WRITE_FAST).acl(LIST).keys(&key1(&["RW", "insert"])).touches(lists::touches_back_push)
         .syntax("key element...")
         .doc("1.0.0", "Appends elements to a list, creating it if needed; returns the new length."),
-    C::new("lpush", -3, List, lists::lpush).flags(WRITE_FAST).acl(LIST).keys(&key1(&["RW", "insert"]))
+    C::new("lpush", -3, List, lists::lpush).flags(WRITE_FAST).acl(LIST).keys(&key1(&["RW", "insert"])).touches(lists::touches_front_push)
         .syntax("key element...")
         .doc("1.0.0", "Prepends elements to a list, creating it if needed; returns the new length."),
-    C::new("lpop", -2, List, lists::lpop).flags(WRITE | FAST).acl(LIST).keys(&key1(RW_ACCESS_DELETE))
+    C::new("lpop", -2, List, lists::lpop).flags(WRITE | FAST).acl(LIST).keys(&key1(RW_ACCESS_DELETE)).touches(lists::touches_front_pop)
         .syntax("key [count]")
         .doc("1.0.0", "Removes and returns the first elements of a list."),
-    C::new("rpop", -2, List, lists::rpop).flags(WRITE | FAST).acl(LIST).keys(&key1(RW_ACCESS_DELETE))
+    C::new("rpop", -2, List, lists::rpop).flags(WRITE | FAST).acl(LIST).keys(&key1(RW_ACCESS_DELETE)).touches(lists::touches_back_pop)
         .syntax("key [count]")
         .doc("1.0.0", "Removes and returns the last elements of a list."),
     C::new("lindex", 3, List, lists::lindex).flags(READONLY).acl(LIST).keys(&key1(RO_ACCESS))
@@ -1225,16 +1225,16 @@ pub static COMMANDS: &[C] = &[
     C::new("lrem", 4, List, lists::lrem).flags(WRITE).acl(LIST).keys(&key1(RW_DELETE))
         .syntax("key count element")
         .doc("1.0.0", "Removes elements equal to a value from a list; returns how many."),
-    C::new("lset", 4, List, lists::lset).flags(WRITE | DENYOOM).acl(LIST).keys(&key1(RW_UPDATE))
+    C::new("lset", 4, List, lists::lset).flags(WRITE | DENYOOM).acl(LIST).keys(&key1(RW_UPDATE)).touches(lists::touches_index)
         .syntax("key index element")
         .doc("1.0.0", "Sets the element at an index of a list."),
     C::new("lpos", -3, List, lists::lpos).flags(READONLY).acl(LIST).keys(&key1(RO_ACCESS))
         .syntax("key element [RANK rank] [COUNT num-matches] [MAXLEN len]")
         .doc("6.0.6", "Returns the positions of elements equal to a value in a list."),
-    C::new("rpushx", -3, List, lists::rpushx).flags(WRITE_FAST).acl(LIST).keys(&key1(&["RW", "insert"]))
+    C::new("rpushx", -3, List, lists::rpushx).flags(WRITE_FAST).acl(LIST).keys(&key1(&["RW", "insert"])).touches(lists::touches_back_push)
         .syntax("key element...")
         .doc("2.2.0", "Appends elements to a list only if it exists; returns the new length."),
-    C::new("lpushx", -3, List, lists::lpushx).flags(WRITE_FAST).acl(LIST).keys(&key1(&["RW", "insert"]))
+    C::new("lpushx", -3, List, lists::lpushx).flags(WRITE_FAST).acl(LIST).keys(&key1(&["RW", "insert"])).touches(lists::touches_front_push)
         .syntax("key element...")
         .doc("2.2.0", "Prepends elements to a list only if it exists; returns the new length."),
     C::new("linsert", 5, List, lists::linsert).flags(WRITE | DENYOOM).acl(LIST).keys(&key1(&["RW", "insert"]))
@@ -1289,10 +1289,10 @@ pub static COMMANDS: &[C] = &[
     C::container("function", Scripting, FUNCTION_SUBS).doc("7.0.0", "Manages function libraries."),
     C::container("script", Scripting, SCRIPT_SUBS).doc("2.6.0", "Manages the script cache."),
     // sorted sets
-    C::new("zadd", -4, SortedSet, zsets::zadd).flags(WRITE_FAST).acl(SORTEDSET).keys(&key1(RW_UPDATE))
+    C::new("zadd", -4, SortedSet, zsets::zadd).flags(WRITE_FAST).acl(SORTEDSET).keys(&key1(RW_UPDATE)).touches(zsets::touches_zadd)
         .syntax("key [NX | XX] [GT | LT] [CH] [INCR] (score member)...")
         .doc("1.2.0", "Adds members to a sorted set or updates their scores."),
-    C::new("zincrby", 4, SortedSet, zsets::zincrby).flags(WRITE_FAST).acl(SORTEDSET).keys(&key1(RW_ACCESS_UPDATE))
+    C::new("zincrby", 4, SortedSet, zsets::zincrby).flags(WRITE_FAST).acl(SORTEDSET).keys(&key1(RW_ACCESS_UPDATE)).touches(zsets::touches_zincrby)
         .syntax("key increment member")
         .doc("1.2.0", "Adds to the score of a sorted set member; returns the new score."),
     C::new("zscore", 3, SortedSet, zsets::zscore).flags(READ_FAST).acl(SORTEDSET).keys(&key1(RO_ACCESS))
@@ -1301,7 +1301,7 @@ pub static COMMANDS: &[C] = &[
     C::new("zmscore", -3, SortedSet, zsets::zmscore).flags(READ_FAST).acl(SORTEDSET).keys(&key1(RO_ACCESS))
         .syntax("key member...")
         .doc("6.2.0", "Returns the scores of several sorted set members."),
-    C::new("zrem", -3, SortedSet, zsets::zrem).flags(WRITE | FAST).acl(SORTEDSET).keys(&key1(RW_DELETE))
+    C::new("zrem", -3, SortedSet, zsets::zrem).flags(WRITE | FAST).acl(SORTEDSET).keys(&key1(RW_DELETE)).touches(touches_listed)
         .syntax("key member...")
         .doc("1.2.0", "Removes members from a sorted set; returns how many existed."),
     C::new("zcard", 2, SortedSet, zsets::zcard).flags(READ_FAST).acl(SORTEDSET).keys(&key1(RO))
@@ -1430,10 +1430,10 @@ pub static COMMANDS: &[C] = &[
         .syntax("destination source (FROMMEMBER member | FROMLONLAT longitude latitude) (BYRADIUS radius (M | KM | FT | MI) | BYBOX width height (M | KM | FT | MI)) [ASC | DESC] [COUNT count [ANY]] [STOREDIST]")
         .doc("6.2.0", "Stores the members GEOSEARCH would find as a sorted set."),
     // sets
-    C::new("sadd", -3, Set, sets::sadd).flags(WRITE_FAST).acl(SET).keys(&key1(&["RW", "insert"]))
+    C::new("sadd", -3, Set, sets::sadd).flags(WRITE_FAST).acl(SET).keys(&key1(&["RW", "insert"])).touches(touches_listed)
         .syntax("key member...")
         .doc("1.0.0", "Adds members to a set; returns how many were new."),
-    C::new("srem", -3, Set, sets::srem).flags(WRITE | FAST).acl(SET).keys(&key1(&["RW", "delete"]))
+    C::new("srem", -3, Set, sets::srem).flags(WRITE | FAST).acl(SET).keys(&key1(&["RW", "delete"])).touches(touches_listed)
         .syntax("key member...")
         .doc("1.0.0", "Removes members from a set; returns how many were there."),
     C::new("smembers", 2, Set, sets::smembers).flags(READONLY).acl(SET).tips(NONDET_ORDER).keys(&key1(RO_ACCESS))

@@ -12,7 +12,7 @@ use rand::RngExt;
 use super::Ctx;
 use super::keys::parse_scan;
 use crate::error::{CmdError, CmdResult};
-use crate::keyspace::{Db, SortedSet, Ttl, Value, ZEnd};
+use crate::keyspace::{Db, SortedSet, Touch, Ttl, Value, ZEnd};
 use crate::protocol::{Protocol, Reply};
 use crate::pubsub::Event;
 use crate::util::scan::{Buckets, hash_of};
@@ -179,11 +179,37 @@ pub fn zincrby(ctx: &mut Ctx) -> CmdResult<Reply> {
     zadd_generic(ctx, 2, true)
 }
 
+/// ZADD's options, before its score-member pairs.
+const ZADD_OPTIONS: [&[u8]; 6] = [b"nx", b"xx", b"gt", b"lt", b"ch", b"incr"];
+
+/// ZADD changes the member of each score-member pair after its options.
+pub fn touches_zadd(args: &[Bytes]) -> Option<Touch<'_>> {
+    let rest = args.get(2..)?;
+    let options = rest
+        .iter()
+        .take_while(|a| ZADD_OPTIONS.iter().any(|o| a.eq_ignore_ascii_case(o)))
+        .count();
+    Some(Touch::Members(
+        rest[options..]
+            .iter()
+            .skip(1)
+            .step_by(2)
+            .map(|m| &m[..])
+            .collect(),
+    ))
+}
+
+/// ZINCRBY changes its one member, after the increment.
+pub fn touches_zincrby(args: &[Bytes]) -> Option<Touch<'_>> {
+    Some(Touch::Members(vec![args.get(3)?]))
+}
+
 fn zadd_generic(ctx: &mut Ctx, mut at: usize, mut incr: bool) -> CmdResult<Reply> {
     let (mut nx, mut xx, mut gt, mut lt, mut ch) = (false, false, false, false, false);
     if !incr {
         while at < ctx.args.len() {
             match ctx.args[at].to_ascii_lowercase().as_slice() {
+                // The options of ZADD_OPTIONS.
                 b"nx" => nx = true,
                 b"xx" => xx = true,
                 b"gt" => gt = true,

@@ -158,6 +158,15 @@ impl HashValue {
         }
     }
 
+    /// An empty hash in the hashtable encoding, as a large one becomes
+    /// once emptied (Redis never converts back).
+    pub(super) fn empty_hashtable() -> HashValue {
+        HashValue::Table(Box::new(TableHash {
+            map: Table::default(),
+            listpack: false,
+        }))
+    }
+
     /// Sets `field` to `value`; true if the field is new. Like Redis, a
     /// field or value too long for a listpack converts the hash before the
     /// write, and one pair too many after it.

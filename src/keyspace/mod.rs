@@ -12,6 +12,7 @@ mod dbmap;
 pub mod dump;
 pub mod events;
 mod hash;
+mod journal;
 mod limits;
 mod memory;
 mod set;
@@ -20,7 +21,6 @@ mod stream;
 mod value;
 mod zset;
 
-use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -33,8 +33,10 @@ use crate::expiry::alarm::ExpiryAlarm;
 use dbmap::DbMap;
 pub use dbmap::Node;
 pub use events::Event;
+use journal::{Before, Journal, Prior, Undo};
 
 pub use blocked::{End, Outcome, StreamWait, Taken, Waiter, Wanted, ZEnd};
+pub use journal::Touch;
 pub use limits::EncodingLimits;
 pub use memory::usage as memory_usage;
 pub use set::SetValue;
@@ -552,43 +554,6 @@ impl Drop for Locked<'_> {
     }
 }
 
-/// What each key was before a script first touched it, so that a script
-/// that must start over (it reached a shard it could only wait for out of
-/// order) leaves no half-done change behind.
-#[derive(Default)]
-struct Journal {
-    /// In first-touch order.
-    saved: Vec<(usize, Bytes, Option<Entry>)>,
-    /// Positions in `saved` by database and key: a script may touch many
-    /// keys, and every access asks whether its key was seen.
-    index: hashbrown::HashTable<usize>,
-    hasher: foldhash::fast::RandomState,
-}
-
-impl Journal {
-    fn hash(&self, db: usize, key: &[u8]) -> u64 {
-        self.hasher.hash_one((db, key))
-    }
-
-    fn contains(&self, db: usize, key: &[u8]) -> bool {
-        let saved = &self.saved;
-        self.index
-            .find(self.hash(db, key), |&i| {
-                saved[i].0 == db && saved[i].1[..] == *key
-            })
-            .is_some()
-    }
-
-    fn push(&mut self, db: usize, key: Bytes, prior: Option<Entry>) {
-        let hash = self.hash(db, &key);
-        self.saved.push((db, key, prior));
-        let (saved, hasher) = (&self.saved, &self.hasher);
-        self.index.insert_unique(hash, saved.len() - 1, |&i| {
-            hasher.hash_one((saved[i].0, &saved[i].1[..]))
-        });
-    }
-}
-
 impl<'a> Locked<'a> {
     pub fn now(&self) -> u64 {
         self.now
@@ -608,6 +573,14 @@ impl<'a> Locked<'a> {
         self.journal = None;
     }
 
+    /// Tells the journal whether the next command may write (`changes`):
+    /// only then do the keys it looks up have their prior states kept.
+    pub fn journal_next(&mut self, changes: bool) {
+        if let Some(journal) = &mut self.journal {
+            journal.recording = changes;
+        }
+    }
+
     /// Puts back every key the journal saw, newest change first. Clients
     /// waiting for the keys it pushed to are not served.
     pub fn rollback(&mut self) -> CmdResult<()> {
@@ -616,10 +589,11 @@ impl<'a> Locked<'a> {
         let Some(journal) = self.journal.take() else {
             return Ok(());
         };
-        for (db, key, prior) in journal.saved.into_iter().rev() {
+        let limits = self.ks.limits();
+        for (db, key, prior) in journal.undo_order() {
             let shard = self.shard(key_shard(&key))?;
             match prior {
-                Some(entry) => {
+                Prior::Whole(Some(entry)) => {
                     // FLUSHALL dropped the wheel; a second entry for the
                     // same deadline is harmless.
                     if let Some(at) = entry.expire_at() {
@@ -627,8 +601,22 @@ impl<'a> Locked<'a> {
                     }
                     shard.dbs[db].insert(&key, entry);
                 }
-                None => {
+                Prior::Whole(None) => {
                     shard.remove(db, &key);
+                }
+                Prior::Part { expire_at, undo } => {
+                    let hash = shard.dbs[db].hash(&key);
+                    if shard.dbs[db].get_mut_hashed(hash, &key).is_none() {
+                        // The change emptied the collection, which took
+                        // the key with it.
+                        if let Some(at) = expire_at {
+                            shard.schedule(db, &key, at);
+                        }
+                        shard.dbs[db].insert(&key, Entry::new(undo.empty_value(), expire_at));
+                    }
+                    if let Some(entry) = shard.dbs[db].get_mut_hashed(hash, &key) {
+                        undo.apply(&mut entry.value, &limits);
+                    }
                 }
             }
         }
@@ -638,7 +626,7 @@ impl<'a> Locked<'a> {
     /// Records every key of database `db` (all of them with `None`) in the
     /// shards held, before a flush empties them.
     fn record_flush(&mut self, db: Option<usize>) {
-        let Some(journal) = &mut self.journal else {
+        let Some(journal) = self.journal.as_mut().filter(|j| j.recording) else {
             return;
         };
         for (_, shard) in &self.guards {
@@ -648,9 +636,13 @@ impl<'a> Locked<'a> {
                 }
                 for node in map.iter() {
                     let key = node.key();
-                    if !journal.contains(index, key) {
+                    if !journal.has_whole(index, key) {
                         let entry = node.entry().into_owned();
-                        journal.push(index, Bytes::copy_from_slice(key), Some(entry));
+                        journal.push(
+                            index,
+                            Bytes::copy_from_slice(key),
+                            Prior::Whole(Some(entry)),
+                        );
                     }
                 }
             }
@@ -658,17 +650,54 @@ impl<'a> Locked<'a> {
     }
 
     fn record(&mut self, db: usize, key: &[u8]) -> CmdResult<()> {
-        let Some(journal) = &self.journal else {
+        let Some(journal) = self.journal.as_ref().filter(|j| j.recording) else {
             return Ok(());
         };
-        if journal.contains(db, key) {
+        if journal.has_whole(db, key) {
             return Ok(());
         }
         let prior = self.shard(key_shard(key))?.dbs[db]
             .get(key)
             .map(|n| n.entry().into_owned());
         let journal = self.journal.as_mut().expect("checked above");
-        journal.push(db, Bytes::copy_from_slice(key), prior);
+        journal.push(db, Bytes::copy_from_slice(key), Prior::Whole(prior));
+        Ok(())
+    }
+
+    /// Keeps what undoes the next command, which changes only `touch` of
+    /// `key` in database `db`, and nothing else for it: its own lookups
+    /// record nothing. A compact value is copied whole by its lookups, as
+    /// an undeclared write's keys are.
+    pub fn journal_touch(&mut self, db: usize, key: &[u8], touch: &Touch) -> CmdResult<()> {
+        let Some(journal) = &self.journal else {
+            return Ok(());
+        };
+        if journal.has_whole(db, key) {
+            self.journal_next(false);
+            return Ok(());
+        }
+        let now = self.now;
+        let shard = self.shard(key_shard(key))?;
+        let live = shard.dbs[db].get(key).filter(|n| !n.is_expired(now));
+        let prior = match live {
+            None => Some(Prior::Whole(None)),
+            Some(node) => match Undo::before(&node.entry().value, touch) {
+                Before::Part(undo) => Some(Prior::Part {
+                    expire_at: node.expire_at(),
+                    undo,
+                }),
+                Before::Unchanged => None,
+                Before::Copy => {
+                    self.journal_next(true);
+                    return Ok(());
+                }
+            },
+        };
+        let journal = self.journal.as_mut().expect("checked above");
+        if let Some(prior) = prior {
+            journal.push(db, Bytes::copy_from_slice(key), prior);
+        }
+        journal.recording = false;
         Ok(())
     }
 

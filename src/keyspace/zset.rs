@@ -61,6 +61,15 @@ impl SortedSet {
         }
     }
 
+    /// An empty set in the skiplist encoding, as a large one becomes once
+    /// emptied (Redis never converts back).
+    pub(super) fn empty_skiplist() -> Self {
+        SortedSet {
+            compact: false,
+            ..SortedSet::default()
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.scores.len()
     }

@@ -284,8 +284,27 @@ impl Host for ScriptCalls<'_, '_, '_> {
             }
             Err(e) => return fail(&e.to_string()),
         }
-        if spec.has(flag::WRITE) {
+        let writes = spec.has(flag::WRITE);
+        if writes {
             run.mark_wrote();
+        }
+        // What the command may change is kept for undoing: nothing for a
+        // read, the members a command names for itself, else a copy of
+        // each key it looks up.
+        match spec.touches.and_then(|touches| touches(argv)) {
+            Some(touch) => {
+                if let Err(e) = self
+                    .ctx
+                    .locked
+                    .journal_touch(self.client.db, &argv[1], &touch)
+                {
+                    return fail(&e.to_string());
+                }
+            }
+            None => self
+                .ctx
+                .locked
+                .journal_next(writes || spec.has(flag::MAY_REPLICATE)),
         }
         self.client.protocol = if resp3 {
             Protocol::Resp3

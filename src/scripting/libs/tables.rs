@@ -207,12 +207,11 @@ unsafe fn present_keys<'a>(l: *mut ffi::lua_State, lo: i64, hi: i64) -> &'a [i64
     // kept as it was (`lua_tonumber` converts nothing), and the walks
     // change nothing. The userdata has room for `count` keys (for one at
     // least, so a real block), aligned for `i64` as Lua aligns every
-    // userdata, and stays on the stack, anchored, after this returns.
-    // The slice's keys are all written only if the second walk finds every
-    // key the first counted. That fails for a table with weak values: the
-    // collector that `lua_newuserdata` may run clears entries whose values
-    // are dead, and then the slice's tail is read (sorted, searched)
-    // uninitialised.
+    // userdata, and stays on the stack, anchored, after this returns. The
+    // second walk may find fewer keys than the first counted: the
+    // collector `lua_newuserdata` may run clears a weak table's entries
+    // whose values are dead. So it writes at most `count` keys, and the
+    // slice covers only the ones written.
     unsafe {
         let wanted = |l: *mut ffi::lua_State| -> Option<i64> {
             if ffi::lua_type(l, -2) != ffi::LUA_TNUMBER {
@@ -228,16 +227,18 @@ unsafe fn present_keys<'a>(l: *mut ffi::lua_State, lo: i64, hi: i64) -> &'a [i64
             ffi::lua_pop(l, 1);
         }
         let data = ffi::lua_newuserdata(l, count.max(1) * size_of::<i64>()).cast::<i64>();
-        let keys = std::slice::from_raw_parts_mut(data, count);
         let mut filled = 0;
         ffi::lua_pushnil(l);
         while ffi::lua_next(l, 1) != 0 {
-            if let Some(k) = wanted(l) {
-                keys[filled] = k;
+            if let Some(k) = wanted(l)
+                && filled < count
+            {
+                data.add(filled).write(k);
                 filled += 1;
             }
             ffi::lua_pop(l, 1);
         }
+        let keys = std::slice::from_raw_parts_mut(data, filled);
         keys.sort_unstable();
         keys
     }

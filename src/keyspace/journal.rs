@@ -1,0 +1,255 @@
+//! What a script's run keeps so that it can be undone: a script that must
+//! start over (it reached a shard it could only wait for out of order) or
+//! that is stopped after it wrote leaves no half-done change behind.
+//!
+//! Undoing must cost in proportion to what a script changes, not to the
+//! size of what it touches: a script that reads a 100,000-member sorted
+//! set records nothing, and one that changes one member of it records
+//! that member's prior score, not a copy of the set. A command that
+//! changes named members of one key declares them before it runs (a
+//! `Touch`); any other write keeps a copy of each key it looks up, as does
+//! a change to a compact value, whose copy is small.
+
+use std::collections::VecDeque;
+use std::hash::BuildHasher;
+
+use bytes::Bytes;
+
+use super::{EncodingLimits, Entry, HashValue, SetValue, SortedSet, Value};
+
+/// The part of its key (the command's first argument) a command may
+/// change, named from its arguments before it runs.
+pub enum Touch<'a> {
+    /// These hash fields, set members or sorted set members.
+    Members(Vec<&'a [u8]>),
+    /// `count` elements pushed onto one end of a list.
+    Pushed { front: bool, count: usize },
+    /// Up to `count` elements popped from one end of a list.
+    Popped { front: bool, count: usize },
+    /// The list element at this index (negative from the end).
+    Index(i64),
+    /// Nothing: the arguments are refused before anything changes.
+    Nothing,
+}
+
+/// A key's state before a change.
+pub(super) enum Prior {
+    /// All of it: the entry, or `None` where there was no key.
+    Whole(Option<Entry>),
+    /// Only what one command changed, with what it takes to make the key
+    /// again if the command emptied (and so deleted) it.
+    Part { expire_at: Option<u64>, undo: Undo },
+}
+
+/// How to put back what one command changed in a collection.
+pub(super) enum Undo {
+    /// Each field's prior value (`None`: it was absent).
+    Fields(Vec<(Bytes, Option<Bytes>)>),
+    /// Whether each member was in the set.
+    Members(Vec<(Bytes, bool)>),
+    /// Each member's prior score.
+    Scores(Vec<(Bytes, Option<f64>)>),
+    /// Take `count` elements off one end again.
+    Unpush { front: bool, count: usize },
+    /// Put these elements back on one end, in list order.
+    Repush { front: bool, items: Vec<Bytes> },
+    /// Put this element back at this index.
+    Reset { index: usize, item: Bytes },
+}
+
+/// What the journal must keep before a touching command runs.
+pub(super) enum Before {
+    Part(Undo),
+    /// The command cannot change the key (it holds another kind of value,
+    /// or the index is out of range): nothing to keep.
+    Unchanged,
+    /// Keep a copy: the value is compact, so the copy is small, and its
+    /// encoding comes back with it.
+    Copy,
+}
+
+impl Undo {
+    /// What undoes `touch` on `value`, read before the command runs.
+    pub(super) fn before(value: &Value, touch: &Touch) -> Before {
+        let owned = |m: &&[u8]| Bytes::copy_from_slice(m);
+        match (value, touch) {
+            (Value::Hash(hash), Touch::Members(fields)) if !hash.is_listpack() => {
+                Before::Part(Undo::Fields(
+                    fields
+                        .iter()
+                        .map(|f| (owned(f), hash.get(f).map(Bytes::copy_from_slice)))
+                        .collect(),
+                ))
+            }
+            (Value::Set(set), Touch::Members(members)) if !set.is_intset() => {
+                Before::Part(Undo::Members(
+                    members
+                        .iter()
+                        .map(|m| (owned(m), set.contains(m)))
+                        .collect(),
+                ))
+            }
+            (Value::ZSet(zset), Touch::Members(members)) if !zset.is_compact() => Before::Part(
+                Undo::Scores(members.iter().map(|m| (owned(m), zset.score(m))).collect()),
+            ),
+            (Value::Hash(_) | Value::Set(_) | Value::ZSet(_), Touch::Members(_)) => Before::Copy,
+            (Value::List(_), Touch::Pushed { front, count }) => Before::Part(Undo::Unpush {
+                front: *front,
+                count: *count,
+            }),
+            (Value::List(list), Touch::Popped { front, count }) => {
+                let taken = (*count).min(list.len());
+                let range = if *front {
+                    0..taken
+                } else {
+                    list.len() - taken..list.len()
+                };
+                Before::Part(Undo::Repush {
+                    front: *front,
+                    items: list.range(range).cloned().collect(),
+                })
+            }
+            (Value::List(list), Touch::Index(index)) => {
+                let at = if *index < 0 {
+                    list.len() as i64 + index
+                } else {
+                    *index
+                };
+                match usize::try_from(at)
+                    .ok()
+                    .and_then(|at| Some((at, list.get(at)?)))
+                {
+                    Some((index, item)) => Before::Part(Undo::Reset {
+                        index,
+                        item: item.clone(),
+                    }),
+                    None => Before::Unchanged,
+                }
+            }
+            _ => Before::Unchanged,
+        }
+    }
+
+    /// An empty value of the kind this undoes changes to, for a key the
+    /// change emptied: large encodings only, as the value had.
+    pub(super) fn empty_value(&self) -> Value {
+        match self {
+            Undo::Fields(_) => Value::Hash(HashValue::empty_hashtable()),
+            Undo::Members(_) => Value::Set(Box::new(SetValue::Table(Default::default()))),
+            Undo::Scores(_) => Value::ZSet(Box::new(SortedSet::empty_skiplist())),
+            Undo::Unpush { .. } | Undo::Repush { .. } | Undo::Reset { .. } => {
+                Value::List(VecDeque::new())
+            }
+        }
+    }
+
+    /// Puts back what was changed. A value of another kind is left alone:
+    /// a later undo (applied first) gave the key back its kind.
+    pub(super) fn apply(self, value: &mut Value, limits: &EncodingLimits) {
+        match (self, value) {
+            (Undo::Fields(fields), Value::Hash(hash)) => {
+                for (field, prior) in fields.into_iter().rev() {
+                    match prior {
+                        Some(v) => {
+                            hash.insert(&field, &v, limits);
+                        }
+                        None => {
+                            hash.remove(&field);
+                        }
+                    }
+                }
+            }
+            (Undo::Members(members), Value::Set(set)) => {
+                for (member, was) in members.into_iter().rev() {
+                    if was {
+                        set.insert(&member, limits);
+                    } else {
+                        set.remove(&member);
+                    }
+                }
+            }
+            (Undo::Scores(members), Value::ZSet(zset)) => {
+                for (member, prior) in members.into_iter().rev() {
+                    match prior {
+                        Some(score) => {
+                            zset.insert(member, score, limits);
+                        }
+                        None => {
+                            zset.remove(&member);
+                        }
+                    }
+                }
+            }
+            (Undo::Unpush { front, count }, Value::List(list)) => {
+                let keep = list.len().saturating_sub(count);
+                if front {
+                    list.drain(..list.len() - keep);
+                } else {
+                    list.truncate(keep);
+                }
+            }
+            (Undo::Repush { front, items }, Value::List(list)) => {
+                if front {
+                    items.into_iter().rev().for_each(|i| list.push_front(i));
+                } else {
+                    list.extend(items);
+                }
+            }
+            (Undo::Reset { index, item }, Value::List(list)) => {
+                if let Some(slot) = list.get_mut(index) {
+                    *slot = item;
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The prior states one run recorded, oldest first.
+#[derive(Default)]
+pub(super) struct Journal {
+    /// Whether the command running may change keys: a read-only one's
+    /// lookups record nothing, and neither do those of a command that
+    /// declared what it touches.
+    pub(super) recording: bool,
+    saved: Vec<(usize, Bytes, Prior)>,
+    /// Positions in `saved` of whole copies, by database and key: a script
+    /// may change many keys, and every lookup of a writing command asks
+    /// whether its key was copied already.
+    wholes: hashbrown::HashTable<usize>,
+    hasher: foldhash::fast::RandomState,
+}
+
+impl Journal {
+    fn hash(&self, db: usize, key: &[u8]) -> u64 {
+        self.hasher.hash_one((db, key))
+    }
+
+    /// Whether the key's whole prior state is kept: then nothing after it
+    /// needs keeping, since undoing puts that state back last.
+    pub(super) fn has_whole(&self, db: usize, key: &[u8]) -> bool {
+        let saved = &self.saved;
+        self.wholes
+            .find(self.hash(db, key), |&i| {
+                saved[i].0 == db && saved[i].1[..] == *key
+            })
+            .is_some()
+    }
+
+    pub(super) fn push(&mut self, db: usize, key: Bytes, prior: Prior) {
+        let whole = matches!(prior, Prior::Whole(_));
+        let hash = self.hash(db, &key);
+        self.saved.push((db, key, prior));
+        if whole {
+            let (saved, hasher) = (&self.saved, &self.hasher);
+            self.wholes.insert_unique(hash, saved.len() - 1, |&i| {
+                hasher.hash_one((saved[i].0, &saved[i].1[..]))
+            });
+        }
+    }
+
+    /// The prior states, newest first: the order to put them back in.
+    pub(super) fn undo_order(self) -> impl Iterator<Item = (usize, Bytes, Prior)> {
+        self.saved.into_iter().rev()
+    }
+}
