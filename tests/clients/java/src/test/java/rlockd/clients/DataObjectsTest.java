@@ -151,6 +151,49 @@ class DataObjectsTest extends SharedClient {
         });
     }
 
+    /**
+     * Distributed iterators keep their scan cursor in a key and read it back
+     * in Lua with tonumber (a double): cursors past 2^53 would skip members.
+     * A map's key set scans with HSCAN from the client.
+     */
+    @Test
+    void iteratorsOverThousandsOfMembers() throws Exception {
+        scenario(() -> {
+            RSet<String> set = redisson.getSet("data:iter:set", StringCodec.INSTANCE);
+            RScoredSortedSet<String> zset = redisson.getScoredSortedSet("data:iter:zset", StringCodec.INSTANCE);
+            RMap<String, String> map = redisson.getMap("data:iter:map", StringCodec.INSTANCE);
+            Set<String> members = new java.util.HashSet<>();
+            Map<String, Double> scores = new java.util.HashMap<>();
+            Map<String, String> entries = new java.util.HashMap<>();
+            for (int i = 0; i < 3000; i++) {
+                members.add("member:" + i);
+                scores.put("member:" + i, (double) i);
+                entries.put("member:" + i, "v" + i);
+            }
+            set.addAll(members);
+            zset.addAll(scores);
+            map.putAll(entries);
+            Set<String> seen = new java.util.HashSet<>();
+            set.distributedIterator("data:iter:set:cursor", "*", 10).forEachRemaining(seen::add);
+            assertEquals(members, seen, "set");
+            seen.clear();
+            zset.distributedIterator("data:iter:zset:cursor", "*", 10).forEachRemaining(seen::add);
+            assertEquals(members, seen, "sorted set");
+            assertEquals(members, new java.util.HashSet<>(map.keySet(10)), "map");
+        });
+    }
+
+    /** HINCRBYFLOAT in long double: a long near 2^63 comes back as that long. */
+    @Test
+    void mapCacheAddAndGetLongsNearTheLimit() throws Exception {
+        scenario(() -> {
+            RMapCache<Long, Long> map = redisson.getMapCache("data:mapcache:long", org.redisson.client.codec.LongCodec.INSTANCE);
+            assertEquals(Long.MAX_VALUE - 1, map.addAndGet(1L, Long.MAX_VALUE - 1));
+            assertEquals(Long.MAX_VALUE, map.addAndGet(1L, 1L));
+            assertEquals(Long.MIN_VALUE + 1, map.addAndGet(2L, Long.MIN_VALUE + 1));
+        });
+    }
+
     @Test
     void list() throws Exception {
         scenario(() -> {
