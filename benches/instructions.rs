@@ -7,9 +7,14 @@
 //! workload; the difference divided by the extra pairs is the cost of one
 //! lock+unlock pair, start-up and shut-down cancelled out.
 //!
+//! The same way, rlockd alone: a read-only script (`ZSCORE` of one member)
+//! over a sorted set of one member and of 100,000, which must cost the
+//! same: a script pays for what it changes, not for the size of what it
+//! reads.
+//!
 //! Run with `cargo bench --bench instructions`. Knob:
-//! `RLOCKD_BENCH_PAIRS` (2000 extra pairs). Needs `valgrind`; without it
-//! the bench says so and exits.
+//! `RLOCKD_BENCH_PAIRS` (2000 extra pairs, and as many extra script
+//! calls). Needs `valgrind`; without it the bench says so and exits.
 
 mod support;
 
@@ -34,6 +39,9 @@ fn sha(conn: &mut Conn, script: &str) -> io::Result<String> {
     }
 }
 
+/// A workload a server runs under callgrind, `n` times over.
+type Workload = fn(SocketAddr, usize) -> io::Result<()>;
+
 fn drive(addr: SocketAddr, pairs: usize) -> io::Result<()> {
     let mut conn = Conn::open(addr)?;
     let (lock, unlock) = (sha(&mut conn, LOCK_LUA)?, sha(&mut conn, UNLOCK_LUA)?);
@@ -51,8 +59,40 @@ fn drive(addr: SocketAddr, pairs: usize) -> io::Result<()> {
     Ok(())
 }
 
+const READ_LUA: &str = "return redis.call('zscore', KEYS[1], 'm1')";
+
+/// Members of the sorted set `read_script` reads, by its key.
+fn members(key: &str) -> usize {
+    if key == "big" { 100_000 } else { 1 }
+}
+
+/// Fills the sorted set, then calls the read-only script `calls` times.
+fn read_script(addr: SocketAddr, calls: usize, key: &str) -> io::Result<()> {
+    let mut conn = Conn::open(addr)?;
+    conn.cmd(&[
+        "EVAL",
+        "for i = 1, tonumber(ARGV[1]) do redis.call('zadd', KEYS[1], i, 'm' .. i) end",
+        "1",
+        key,
+        &members(key).to_string(),
+    ])?;
+    let read = sha(&mut conn, READ_LUA)?;
+    for _ in 0..calls {
+        conn.cmd(&["EVALSHA", &read, "1", key])?;
+    }
+    Ok(())
+}
+
+fn read_small(addr: SocketAddr, calls: usize) -> io::Result<()> {
+    read_script(addr, calls, "small")
+}
+
+fn read_big(addr: SocketAddr, calls: usize) -> io::Result<()> {
+    read_script(addr, calls, "big")
+}
+
 /// Instructions the server ran, start to shut-down, doing `pairs` pairs.
-fn count(program: &str, args: &[&str], pairs: usize) -> u64 {
+fn count(program: &str, args: &[&str], workload: Workload, pairs: usize) -> u64 {
     let out = std::env::temp_dir().join(format!("rlockd-callgrind-{}.out", free_port()));
     let port = free_port();
     let mut child = Command::new("valgrind")
@@ -71,7 +111,7 @@ fn count(program: &str, args: &[&str], pairs: usize) -> u64 {
         assert!(Instant::now() < deadline, "{program} did not start");
         thread::sleep(Duration::from_millis(100));
     }
-    drive(addr, pairs).expect("the workload runs");
+    workload(addr, pairs).expect("the workload runs");
     let _ = Conn::open(addr).and_then(|mut c| c.send(&["SHUTDOWN", "NOSAVE"]));
     child.wait().expect("the server exits");
     let text = std::fs::read_to_string(&out).expect("callgrind's output");
@@ -96,13 +136,28 @@ fn main() {
     ];
     let mut per_pair = Vec::new();
     for (name, program, args) in servers {
-        let short = count(program, args, BASE_PAIRS);
-        let long = count(program, args, BASE_PAIRS + pairs);
+        let short = count(program, args, drive, BASE_PAIRS);
+        let long = count(program, args, drive, BASE_PAIRS + pairs);
         let cost = long.saturating_sub(short) as f64 / pairs as f64;
         println!("{name:<8} {cost:>9.0} instructions per Redisson lock+unlock pair");
         per_pair.push(cost);
     }
     let ratio = per_pair[1] / per_pair[0];
     println!("rlockd / redis: {ratio:.2}");
-    println!("BENCH {{\"bench\":\"instructions\",\"pairs\":{pairs},\"ratio\":{ratio:.3}}}");
+    let mut per_call = Vec::new();
+    for (key, workload) in [("small", read_small as Workload), ("big", read_big)] {
+        let short = count(&rlockd, &[], workload, BASE_PAIRS);
+        let long = count(&rlockd, &[], workload, BASE_PAIRS + pairs);
+        let cost = long.saturating_sub(short) as f64 / pairs as f64;
+        println!(
+            "rlockd   {cost:>9.0} instructions per read-only script call over {} member(s)",
+            members(key)
+        );
+        per_call.push(cost);
+    }
+    let size_ratio = per_call[1] / per_call[0];
+    println!("100,000 members / 1 member: {size_ratio:.2}");
+    println!(
+        "BENCH {{\"bench\":\"instructions\",\"pairs\":{pairs},\"ratio\":{ratio:.3},\"read_size_ratio\":{size_ratio:.3}}}"
+    );
 }

@@ -112,3 +112,90 @@ async fn client_list_idle_counts_from_the_last_request() {
     let list: String = cmd(&mut asking, &["CLIENT", "LIST"]).await.unwrap();
     assert_eq!(idle(&list, "quiet"), 2);
 }
+
+/// Each key keeps when it was last used, as Redis's objects do: reads and
+/// writes of it (TOUCH included) start its idle time again; OBJECT, TYPE,
+/// TTL and EXISTS leave it; a lock resting packed keeps its clock too.
+/// Under an LFU policy the same clock counts uses and decays by minute.
+#[tokio::test]
+async fn object_idletime_and_freq_follow_the_clock() {
+    let config = rlockd::Config {
+        enable_debug_command: rlockd::DebugCommand::Yes,
+        ..rlockd::Config::default()
+    };
+    let server = Server::builder()
+        .config(config)
+        .port(0)
+        .manual_clock()
+        .start()
+        .await
+        .unwrap();
+    let mut c = connect(&server).await;
+    let reader = c.clone();
+    let idle = |key: &'static str| {
+        let mut c = reader.clone();
+        async move {
+            cmd::<i64>(&mut c, &["OBJECT", "IDLETIME", key])
+                .await
+                .unwrap()
+        }
+    };
+    cmd::<()>(&mut c, &["SET", "s", "v"]).await.unwrap();
+    cmd::<()>(&mut c, &["HSET", "lock", "owner:1", "1"])
+        .await
+        .unwrap();
+    // Another key changed, so the lock's node rests packed.
+    cmd::<()>(&mut c, &["SET", "other", "v"]).await.unwrap();
+    server.clock().advance(Duration::from_secs(5));
+    assert_eq!(idle("s").await, 5);
+    assert_eq!(idle("lock").await, 5);
+    for look in [&["TYPE", "s"][..], &["TTL", "s"], &["EXISTS", "s"]] {
+        cmd::<redis::Value>(&mut c, look).await.unwrap();
+    }
+    assert_eq!(idle("s").await, 5, "looked at, not used");
+    cmd::<String>(&mut c, &["GET", "s"]).await.unwrap();
+    assert_eq!(idle("s").await, 0);
+    server.clock().advance(Duration::from_secs(3));
+    cmd::<i64>(&mut c, &["TOUCH", "lock"]).await.unwrap();
+    assert_eq!(idle("lock").await, 0);
+    assert_eq!(idle("s").await, 3);
+    let debug: String = cmd(&mut c, &["DEBUG", "OBJECT", "s"]).await.unwrap();
+    assert!(debug.contains(" lru_seconds_idle:3"), "{debug}");
+    // RESTORE's IDLETIME sets the clock; a use ends it.
+    let payload: Vec<u8> = cmd(&mut c, &["DUMP", "s"]).await.unwrap();
+    redis::cmd("RESTORE")
+        .arg("r")
+        .arg(0)
+        .arg(payload)
+        .arg("IDLETIME")
+        .arg(1000)
+        .query_async::<()>(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(idle("r").await, 1000);
+    server.clock().advance(Duration::from_secs(2));
+    assert_eq!(idle("r").await, 1002);
+
+    cmd::<()>(
+        &mut c,
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"],
+    )
+    .await
+    .unwrap();
+    cmd::<()>(&mut c, &["SET", "f", "v"]).await.unwrap();
+    let freq = |c: &mut redis::aio::MultiplexedConnection| {
+        let mut c = c.clone();
+        async move { cmd::<i64>(&mut c, &["OBJECT", "FREQ", "f"]).await.unwrap() }
+    };
+    assert_eq!(freq(&mut c).await, 5, "a new key's counter");
+    for _ in 0..200 {
+        cmd::<String>(&mut c, &["GET", "f"]).await.unwrap();
+    }
+    let used = freq(&mut c).await;
+    assert!(used > 5, "uses count: {used}");
+    server.clock().advance(Duration::from_secs(3 * 60));
+    assert_eq!(freq(&mut c).await, used - 3, "a step a minute");
+    // Overwriting a key keeps its count under LFU, as Redis does.
+    cmd::<()>(&mut c, &["SET", "f", "w"]).await.unwrap();
+    assert!(freq(&mut c).await >= used - 3);
+}

@@ -230,21 +230,25 @@ fn no_such_key() -> CmdError {
     CmdError::other("ERR no such key")
 }
 
-/// Redis prints an address, a reference count and LRU clock too; rlockd
-/// has none of them, so the address is a stand-in and the clock reads as
-/// just used. `serializedlength` is the length of rlockd's DUMP payload.
+/// Redis prints an address and a reference count too; rlockd has neither,
+/// so the address is a stand-in. `serializedlength` is the length of
+/// rlockd's DUMP payload. The key is looked at without being used, and its
+/// access clock read as Redis reads it, whatever the policy.
 fn object(ctx: &mut Ctx) -> CmdResult<Reply> {
-    let key = ctx.arg(2).clone();
+    let (key, now) = (ctx.arg(2).clone(), ctx.now());
     let mut db = ctx.db();
-    let value = db.get(&key)?.ok_or_else(no_such_key)?;
+    let clock = db.access(&key)?.ok_or_else(no_such_key)?;
+    let value = db.get_untouched(&key)?.ok_or_else(no_such_key)?;
     // A stand-in address made from the key: a real one would tell a
     // client where the heap lies.
     let [a, b, c, d, e, f, ..] = sha1(&[&key]);
     let address = u64::from_be_bytes([0, 0, a, b, c, d, e, f]);
     let mut line = format!(
-        "Value at:0x{address:x} refcount:1 encoding:{} serializedlength:{} lru:0 lru_seconds_idle:0",
+        "Value at:0x{address:x} refcount:1 encoding:{} serializedlength:{} lru:{} lru_seconds_idle:{}",
         encoding_name(value),
         dump(value).len(),
+        clock.bits(),
+        clock.idle_secs(now),
     );
     if let Value::List(items) = value {
         let bytes: usize = items.iter().map(|i| i.len()).sum();

@@ -7,7 +7,7 @@ use rand::RngExt;
 use super::Ctx;
 use super::connection::help_reply;
 use crate::error::{CmdError, CmdResult};
-use crate::keyspace::access::{Access, LFU_INIT};
+use crate::keyspace::access::AccessClock;
 use crate::keyspace::dump::{self, DumpError};
 use crate::keyspace::{SHARDS, StrEncoding, Ttl, Value};
 use crate::protocol::Reply;
@@ -15,12 +15,27 @@ use crate::pubsub::Event;
 use crate::util::scan::{Buckets, hash_of};
 use crate::util::{glob_match, parse_cursor, parse_i64};
 
+/// EXISTS looks keys up as a read does (it counts hits and misses) but
+/// leaves their access clocks alone.
 pub fn exists(ctx: &mut Ctx) -> CmdResult<Reply> {
+    count_present(ctx, false)
+}
+
+/// TOUCH is EXISTS that uses each key, starting its idle time again.
+pub fn touch(ctx: &mut Ctx) -> CmdResult<Reply> {
+    count_present(ctx, true)
+}
+
+fn count_present(ctx: &mut Ctx, uses: bool) -> CmdResult<Reply> {
     let mut n = 0;
     for key in &ctx.args[1..] {
-        // A read lookup, as Redis's: it counts hits and misses (but does
-        // not count as a use of the key).
-        n += ctx.db().get_untouched(key)?.is_some() as i64;
+        let mut db = ctx.db();
+        let found = if uses {
+            db.get(key)?.is_some()
+        } else {
+            db.get_untouched(key)?.is_some()
+        };
+        n += found as i64;
     }
     Ok(Reply::Int(n))
 }
@@ -352,9 +367,9 @@ pub fn restore(ctx: &mut Ctx) -> CmdResult<Reply> {
     let now = ctx.now();
     // As Redis: FREQ counts under an LFU policy, IDLETIME under any other.
     let clock = if lfu_policy(ctx) {
-        opts.freq.map(|f| Access::freq(f, now))
+        opts.freq.map(|f| AccessClock::freq(f, now))
     } else {
-        opts.idle_secs.map(|s| Access::idle(s, now))
+        opts.idle_secs.map(|s| AccessClock::idle(s, now))
     };
     let mut db = ctx.db();
     if !opts.replace && db.exists(&key)? {
@@ -433,11 +448,13 @@ pub(super) fn encoding_name(value: &Value) -> &'static str {
 /// key (OBJECT leaves its clock alone); a missing key is nil.
 fn object_lookup(
     ctx: &mut Ctx,
-    answer: impl FnOnce(&Value, Option<Access>) -> CmdResult<Reply>,
+    answer: impl FnOnce(&Value, AccessClock) -> CmdResult<Reply>,
 ) -> CmdResult<Reply> {
     let key = ctx.arg(2).clone();
     let mut db = ctx.db();
-    let clock = db.access(&key)?;
+    let Some(clock) = db.access(&key)? else {
+        return Ok(Reply::Nil);
+    };
     match db.get_untouched(&key)? {
         Some(value) => answer(value, clock),
         None => Ok(Reply::Nil),
@@ -477,8 +494,6 @@ fn evicts_by_access(policy: &str) -> bool {
 const POLICY_SWITCH_NOTE: &str = "Please note that when switching between policies at runtime \
                                   LRU and LFU data will take some time to adjust.";
 
-/// A key without the clock RESTORE IDLETIME gives reads as just used
-/// (rlockd keeps no clock per key otherwise).
 pub fn object_idletime(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (lfu, now) = (lfu_policy(ctx), ctx.now());
     object_lookup(ctx, |_, clock| {
@@ -487,13 +502,10 @@ pub fn object_idletime(ctx: &mut Ctx) -> CmdResult<Reply> {
                 "ERR An LFU maxmemory policy is selected, idle time not tracked. {POLICY_SWITCH_NOTE}"
             )));
         }
-        let idle = clock.and_then(|c| c.idle_secs(now)).unwrap_or(0);
-        Ok(Reply::Int(idle as i64))
+        Ok(Reply::Int(clock.idle_secs(now) as i64))
     })
 }
 
-/// A key without the counter RESTORE FREQ gives reads as new (Redis's
-/// initial LFU counter).
 pub fn object_freq(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (lfu, now) = (lfu_policy(ctx), ctx.now());
     object_lookup(ctx, |_, clock| {
@@ -502,8 +514,7 @@ pub fn object_freq(ctx: &mut Ctx) -> CmdResult<Reply> {
                 "ERR An LFU maxmemory policy is not selected, access frequency not tracked. {POLICY_SWITCH_NOTE}"
             )));
         }
-        let freq = clock.and_then(|c| c.decayed_freq(now)).unwrap_or(LFU_INIT);
-        Ok(Reply::Int(i64::from(freq)))
+        Ok(Reply::Int(i64::from(clock.decayed_freq(now))))
     })
 }
 

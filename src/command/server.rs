@@ -126,6 +126,9 @@ pub fn config_set(ctx: &mut Ctx) -> CmdResult<Reply> {
     ctx.shared.pubsub.configure(&updated);
     ctx.shared.slowlog.configure(&updated);
     ctx.shared.keyspace.set_limits(updated.encoding);
+    ctx.shared
+        .keyspace
+        .set_lfu(updated.maxmemory_policy.contains("lfu"));
     crate::context::persistence::reconfigure(ctx.shared, &ctx.shared.config.read(), &updated);
     ctx.shared.latency.configure(&updated);
     ctx.shared.guard.configure(&updated);

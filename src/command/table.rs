@@ -979,7 +979,7 @@ pub static COMMANDS: &[C] = &[
     C::new("move", 3, Generic, keys::move_).flags(WRITE | FAST).acl(KEYSPACE).keys(&key1(RW_ACCESS_UPDATE))
         .syntax("key db")
         .doc("1.0.0", "Moves a key to another database, unless a key of that name is there."),
-    C::new("touch", -2, Generic, keys::exists).flags(READ_FAST).acl(KEYSPACE).tips(MULTI_SHARD_SUM).keys(&keys_all(RO))
+    C::new("touch", -2, Generic, keys::touch).flags(READ_FAST).acl(KEYSPACE).tips(MULTI_SHARD_SUM).keys(&keys_all(RO))
         .syntax("key...")
         .doc("3.2.1", "Counts how many of the given keys exist, as an access to each."),
     C::new("swapdb", 3, Server, keys::swapdb).flags(WRITE | FAST | WHOLE_KEYSPACE).acl(KEYSPACE | DANGEROUS)

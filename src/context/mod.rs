@@ -85,6 +85,7 @@ impl Shared {
         slowlog.configure(&config);
         let keyspace = Keyspace::with_events(config.databases, clock, pubsub.clone());
         keyspace.set_limits(config.encoding);
+        keyspace.set_lfu(config.maxmemory_policy.contains("lfu"));
         let latency = latency::LatencyMonitor::default();
         latency.configure(&config);
         let guard = guard::StateGuard::default();

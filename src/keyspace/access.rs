@@ -1,11 +1,10 @@
-//! Access clocks that RESTORE gives a key (IDLETIME, or FREQ under an LFU
-//! policy), for OBJECT IDLETIME / FREQ to answer as Redis does. rlockd
-//! keeps no clock per key otherwise (a key reads as just used, and as new
-//! under LFU), so only keys restored that way have one, in a side table
-//! that costs the lock workload nothing: a key's record goes when the key
-//! does, and an idle clock when the key is next used.
-
-use bytes::Bytes;
+//! Each key's access clock, as Redis keeps one in every object's 24 bits:
+//! under an LFU `maxmemory-policy` a counter that grows with use (less the
+//! higher it is) and decays with time, and the minute it was last
+//! decayed; under any other policy the second it was last used. OBJECT
+//! IDLETIME and FREQ, DEBUG OBJECT and RESTORE's IDLETIME and FREQ read
+//! and set it. Like Redis, the bits mean what the policy in force says:
+//! switching policies makes old clocks read oddly until keys are used.
 
 /// Redis 7.0's defaults for `lfu-log-factor` and `lfu-decay-time`.
 const LFU_LOG_FACTOR: f64 = 10.0;
@@ -13,91 +12,109 @@ const LFU_DECAY_MINUTES: u64 = 1;
 /// The counter a new key starts at under LFU (Redis's `LFU_INIT_VAL`).
 pub const LFU_INIT: u8 = 5;
 
+const BITS: u32 = 24;
+const MASK: u64 = (1 << BITS) - 1;
+/// The minutes an LFU clock holds, above its 8-bit counter.
+const MINUTES_MASK: u64 = 0xffff;
+
+/// A key's 24-bit access clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    /// Last used at this Unix second.
-    Idle { since_s: u64 },
-    /// Redis's logarithmic access counter, as of this Unix minute.
-    Freq { counter: u8, minute: u64 },
+pub struct AccessClock(u32);
+
+fn seconds(now_ms: u64) -> u64 {
+    (now_ms / 1000) & MASK
 }
 
-impl Access {
-    pub fn idle(idle_secs: u64, now_ms: u64) -> Access {
-        Access::Idle {
-            since_s: (now_ms / 1000).saturating_sub(idle_secs),
+fn minutes(now_ms: u64) -> u64 {
+    (now_ms / 60_000) & MINUTES_MASK
+}
+
+impl AccessClock {
+    pub(super) fn from_bits(bits: u32) -> AccessClock {
+        AccessClock(bits & MASK as u32)
+    }
+
+    pub fn bits(self) -> u32 {
+        self.0
+    }
+
+    /// A new key's clock: just used, or under LFU a new key's counter.
+    pub fn fresh(now_ms: u64, lfu: bool) -> AccessClock {
+        if lfu {
+            AccessClock::freq(LFU_INIT, now_ms)
+        } else {
+            AccessClock(seconds(now_ms) as u32)
         }
     }
 
-    pub fn freq(counter: u8, now_ms: u64) -> Access {
-        Access::Freq {
-            counter,
-            minute: now_ms / 60_000,
-        }
+    /// Used `idle_secs` seconds ago (RESTORE's IDLETIME).
+    pub fn idle(idle_secs: u64, now_ms: u64) -> AccessClock {
+        AccessClock(((seconds(now_ms) + (1 << BITS) - idle_secs % (1 << BITS)) & MASK) as u32)
     }
 
-    /// OBJECT IDLETIME's seconds; `None` for a frequency record.
-    pub fn idle_secs(self, now_ms: u64) -> Option<u64> {
-        match self {
-            Access::Idle { since_s } => Some((now_ms / 1000).saturating_sub(since_s)),
-            Access::Freq { .. } => None,
-        }
+    /// An LFU counter as of now (RESTORE's FREQ).
+    pub fn freq(counter: u8, now_ms: u64) -> AccessClock {
+        AccessClock(((minutes(now_ms) << 8) | u64::from(counter)) as u32)
     }
 
-    /// OBJECT FREQ's counter, less a step per minute unused; `None` for an
-    /// idle record.
-    pub fn decayed_freq(self, now_ms: u64) -> Option<u8> {
-        match self {
-            Access::Freq { counter, minute } => {
-                let periods = (now_ms / 60_000).saturating_sub(minute) / LFU_DECAY_MINUTES;
-                Some(counter.saturating_sub(periods.min(255) as u8))
-            }
-            Access::Idle { .. } => None,
-        }
+    /// OBJECT IDLETIME's seconds: from the second kept to now, the clock
+    /// wrapping as Redis's does.
+    pub fn idle_secs(self, now_ms: u64) -> u64 {
+        (seconds(now_ms) + (1 << BITS) - u64::from(self.0)) & MASK
     }
 
-    /// The record after the key is used: an idle clock is over (the key
-    /// reads as just used again); a counter decays, then grows by one with
-    /// Redis's odds, lower the higher it is.
-    pub fn used(self, now_ms: u64) -> Option<Access> {
-        let counter = self.decayed_freq(now_ms)?;
+    /// OBJECT FREQ's counter, less a step per minute since it was kept.
+    pub fn decayed_freq(self, now_ms: u64) -> u8 {
+        let kept = u64::from(self.0 >> 8);
+        let elapsed = (minutes(now_ms) + (MINUTES_MASK + 1) - kept) & MINUTES_MASK;
+        let periods = elapsed / LFU_DECAY_MINUTES;
+        (self.0 as u8).saturating_sub(periods.min(255) as u8)
+    }
+
+    /// The clock after the key is used: now, or under LFU a counter that
+    /// decays, then grows by one with Redis's odds, lower the higher it is.
+    pub fn used(self, now_ms: u64, lfu: bool) -> AccessClock {
+        if !lfu {
+            return AccessClock::fresh(now_ms, false);
+        }
+        let counter = self.decayed_freq(now_ms);
         let base = f64::from(counter.saturating_sub(LFU_INIT));
         let grows =
             counter < u8::MAX && rand::random::<f64>() < 1.0 / (base * LFU_LOG_FACTOR + 1.0);
-        Some(Access::freq(counter + grows as u8, now_ms))
+        AccessClock::freq(counter + grows as u8, now_ms)
     }
 }
-
-/// Records by (database, key).
-pub type AccessMap = super::Map<(u32, Bytes), Access>;
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn idle_clocks_count_seconds_and_end_on_use() {
+    fn idle_clocks_count_seconds_and_restart_on_use() {
         let at = 1_700_000_000_000;
-        let idle = Access::idle(1000, at);
-        assert_eq!(idle.idle_secs(at), Some(1000));
-        assert_eq!(idle.idle_secs(at + 5_500), Some(1005));
-        assert_eq!(idle.decayed_freq(at), None);
-        assert_eq!(idle.used(at), None);
+        let idle = AccessClock::idle(1000, at);
+        assert_eq!(idle.idle_secs(at), 1000);
+        assert_eq!(idle.idle_secs(at + 5_500), 1005);
+        assert_eq!(idle.used(at + 5_500, false).idle_secs(at + 5_500), 0);
+        assert_eq!(AccessClock::fresh(at, false).idle_secs(at + 61_000), 61);
+        // Past the clock's 24 bits (194 days) idle times wrap, as Redis's.
+        assert_eq!(AccessClock::idle(1 << 24, at).idle_secs(at), 0);
     }
 
     #[test]
     fn counters_decay_a_step_a_minute_and_saturate() {
         let at = 1_700_000_000_000;
-        let freq = Access::freq(100, at);
-        assert_eq!(freq.decayed_freq(at), Some(100));
-        assert_eq!(freq.decayed_freq(at + 3 * 60_000), Some(97));
-        assert_eq!(freq.decayed_freq(at + 1_000 * 60_000), Some(0));
-        assert_eq!(freq.idle_secs(at), None);
+        let freq = AccessClock::freq(100, at);
+        assert_eq!(freq.decayed_freq(at), 100);
+        assert_eq!(freq.decayed_freq(at + 3 * 60_000), 97);
+        assert_eq!(freq.decayed_freq(at + 1_000 * 60_000), 0);
+        assert_eq!(AccessClock::fresh(at, true).decayed_freq(at), LFU_INIT);
         // A high counter rarely grows; it never passes 255.
-        let used = freq.used(at).and_then(|a| a.decayed_freq(at)).unwrap();
+        let used = freq.used(at, true).decayed_freq(at);
         assert!((100..=101).contains(&used));
-        let top = Access::freq(255, at)
-            .used(at)
-            .and_then(|a| a.decayed_freq(at));
-        assert_eq!(top, Some(255));
+        assert_eq!(
+            AccessClock::freq(255, at).used(at, true).decayed_freq(at),
+            255
+        );
     }
 }

@@ -21,6 +21,7 @@ use std::ptr::NonNull;
 use hashbrown::HashTable;
 use hashbrown::hash_table::Entry as Slot;
 
+use super::access::AccessClock;
 use super::value::deadline_passed;
 use super::{Entry, HashValue, Value, compact};
 use crate::expiry::wheel::TimerWheel;
@@ -31,20 +32,24 @@ const SHRINK_FLOOR: usize = 64;
 /// Stale wheel entries a map tolerates beyond two per key.
 const WHEEL_SLACK: usize = 1024;
 
-/// Where a whole node's key length and key bytes start.
+/// Where a whole node's key length, access clock and key bytes start.
 const KEY_LEN_AT: usize = std::mem::size_of::<Entry>();
-const KEY_AT: usize = KEY_LEN_AT + std::mem::size_of::<u32>();
+const CLOCK_AT: usize = KEY_LEN_AT + std::mem::size_of::<u32>();
+const KEY_AT: usize = CLOCK_AT + std::mem::size_of::<u32>();
 
 /// A packed node: `[deadline, 6 bytes, 0 for none][key length u8][hash
-/// length u8][key][hash items at rest]`. A Redisson lock's key, lease and
-/// hash take 28 bytes and the key's length this way: 48 (an allocator's
-/// size class) for a key of up to 20 bytes, where a whole node and the
-/// hash's own allocation took 64 and 48. Six bytes of milliseconds reach
-/// the year 10889; a key with a later deadline stays whole.
+/// length u8][access clock, 3 bytes][key][hash items at rest]`. A
+/// Redisson lock's key, lease and hash take 31 bytes and the key's length
+/// this way: 48 (an allocator's size class) for a key of up to 17 bytes,
+/// where a whole node and the hash's own allocation took 64 and 48. Six
+/// bytes of milliseconds reach the year 10889; a key with a later deadline
+/// stays whole.
 const DEADLINE_BYTES: usize = 6;
 const PACKED_KEY_LEN_AT: usize = DEADLINE_BYTES;
 const PACKED_HASH_LEN_AT: usize = PACKED_KEY_LEN_AT + 1;
-const PACKED_KEY_AT: usize = PACKED_HASH_LEN_AT + 1;
+const PACKED_CLOCK_AT: usize = PACKED_HASH_LEN_AT + 1;
+const CLOCK_BYTES: usize = 3;
+const PACKED_KEY_AT: usize = PACKED_CLOCK_AT + CLOCK_BYTES;
 
 /// The pointer bit that marks a packed node: both forms are aligned as
 /// an `Entry` is, so the lowest bit of their address is free.
@@ -79,7 +84,7 @@ impl Node {
         .expect("at most 520 bytes")
     }
 
-    fn new(key: &[u8], entry: Entry) -> Node {
+    fn new(key: &[u8], entry: Entry, clock: AccessClock) -> Node {
         // Keys arrive as request arguments, at most proto-max-bulk-len
         // (512 MB), or are built from them by scripts under the Lua heap
         // limit.
@@ -94,6 +99,9 @@ impl Node {
             };
             ptr.cast::<Entry>().write(entry);
             ptr.add(KEY_LEN_AT).cast::<u32>().write_unaligned(key_len);
+            ptr.add(CLOCK_AT)
+                .cast::<u32>()
+                .write_unaligned(clock.bits());
             std::ptr::copy_nonoverlapping(key.as_ptr(), ptr.add(KEY_AT).as_ptr(), key.len());
             Node(ptr)
         }
@@ -101,7 +109,7 @@ impl Node {
 
     /// The packed form of `key` and `entry`, if the entry is a packed hash,
     /// both are short enough for one-byte lengths and the deadline fits.
-    fn packed(key: &[u8], entry: &Entry) -> Option<Node> {
+    fn packed(key: &[u8], entry: &Entry, clock: AccessClock) -> Option<Node> {
         let Value::Hash(HashValue::Packed(pairs)) = &entry.value else {
             return None;
         };
@@ -133,6 +141,12 @@ impl Node {
             std::ptr::copy_nonoverlapping(deadline.as_ptr(), ptr.as_ptr(), DEADLINE_BYTES);
             ptr.add(PACKED_KEY_LEN_AT).write(key_len);
             ptr.add(PACKED_HASH_LEN_AT).write(hash_len);
+            let clock = clock.bits().to_le_bytes();
+            std::ptr::copy_nonoverlapping(
+                clock.as_ptr(),
+                ptr.add(PACKED_CLOCK_AT).as_ptr(),
+                CLOCK_BYTES,
+            );
             let key_at = ptr.add(PACKED_KEY_AT);
             std::ptr::copy_nonoverlapping(key.as_ptr(), key_at.as_ptr(), key.len());
             let items_at = key_at.add(key.len());
@@ -177,6 +191,48 @@ impl Node {
             } else {
                 let len = base.add(KEY_LEN_AT).cast::<u32>().read_unaligned() as usize;
                 std::slice::from_raw_parts(base.add(KEY_AT).as_ptr(), len)
+            }
+        }
+    }
+
+    /// The key's access clock.
+    pub fn clock(&self) -> AccessClock {
+        let base = self.base();
+        // SAFETY: `new` wrote four clock bytes at `CLOCK_AT` of a whole
+        // node, `packed` three at `PACKED_CLOCK_AT` of a packed one.
+        let bits = unsafe {
+            if self.is_packed() {
+                let mut bytes = [0; 4];
+                std::ptr::copy_nonoverlapping(
+                    base.add(PACKED_CLOCK_AT).as_ptr(),
+                    bytes.as_mut_ptr(),
+                    CLOCK_BYTES,
+                );
+                u32::from_le_bytes(bytes)
+            } else {
+                base.add(CLOCK_AT).cast::<u32>().read_unaligned()
+            }
+        };
+        AccessClock::from_bits(bits)
+    }
+
+    /// Sets the access clock, in place in either form.
+    fn set_clock(&mut self, clock: AccessClock) {
+        let base = self.base();
+        // SAFETY: as in `clock`, the same bytes; `&mut self` makes the
+        // write unique.
+        unsafe {
+            if self.is_packed() {
+                let bytes = clock.bits().to_le_bytes();
+                std::ptr::copy_nonoverlapping(
+                    bytes.as_ptr(),
+                    base.add(PACKED_CLOCK_AT).as_ptr(),
+                    CLOCK_BYTES,
+                );
+            } else {
+                base.add(CLOCK_AT)
+                    .cast::<u32>()
+                    .write_unaligned(clock.bits());
             }
         }
     }
@@ -238,7 +294,7 @@ impl Node {
     /// The entry for change, unpacking the node first.
     fn entry_mut(&mut self) -> &mut Entry {
         if self.is_packed() {
-            *self = Node::new(self.key(), self.entry().into_owned());
+            *self = Node::new(self.key(), self.entry().into_owned(), self.clock());
         }
         // SAFETY: whole now, so `new` wrote an entry at offset 0; `&mut
         // self` makes the borrow unique.
@@ -247,7 +303,10 @@ impl Node {
 
     /// Packs a whole node whose entry allows it.
     fn pack(&mut self) {
-        if let Some(packed) = self.whole().and_then(|e| Node::packed(self.key(), e)) {
+        if let Some(packed) = self
+            .whole()
+            .and_then(|e| Node::packed(self.key(), e, self.clock()))
+        {
             *self = packed;
         }
     }
@@ -266,11 +325,12 @@ impl Node {
         }
     }
 
-    fn replace_entry(&mut self, entry: Entry) {
+    fn replace_entry(&mut self, entry: Entry, clock: AccessClock) {
         if self.is_packed() {
-            *self = Node::new(self.key(), entry);
+            *self = Node::new(self.key(), entry, clock);
         } else {
             *self.entry_mut() = entry;
+            self.set_clock(clock);
         }
     }
 }
@@ -427,6 +487,22 @@ impl DbMap {
         self.table.get_bucket(place.0)
     }
 
+    /// Moves on the access clock of a key `find_hashed` found, with
+    /// nothing inserted or removed since; a packed key stays packed.
+    pub fn use_at(&mut self, place: Place, used: impl FnOnce(AccessClock) -> AccessClock) {
+        if let Some(node) = self.table.get_bucket_mut(place.0) {
+            node.set_clock(used(node.clock()));
+        }
+    }
+
+    /// Sets the access clock of `key`, if it is there.
+    pub fn set_clock(&mut self, key: &[u8], clock: AccessClock) {
+        let hash = self.hash(key);
+        if let Some(node) = self.table.find_mut(hash, |n| n.key() == key) {
+            node.set_clock(clock);
+        }
+    }
+
     /// `get_mut_hashed` for a key `find_hashed` found, with nothing
     /// inserted or removed since (packing moves no key).
     pub fn entry_at(&mut self, hash: u64, place: Place) -> Option<&mut Entry> {
@@ -442,8 +518,14 @@ impl DbMap {
             .map(Node::entry_mut)
     }
 
-    /// Stores `entry` under `key`, replacing what was there.
-    pub fn insert(&mut self, key: &[u8], entry: Entry) {
+    /// Stores `entry` under `key`, replacing what was there, with the
+    /// access clock `stamp` makes of the clock the key had, if any.
+    pub fn insert(
+        &mut self,
+        key: &[u8],
+        entry: Entry,
+        stamp: impl FnOnce(Option<AccessClock>) -> AccessClock,
+    ) {
         let hash = self.hash(key);
         self.unsettle(hash);
         let hasher = &self.hasher;
@@ -451,9 +533,12 @@ impl DbMap {
             .table
             .entry(hash, |n| n.key() == key, |n| hasher.hash(n.key()))
         {
-            Slot::Occupied(mut slot) => slot.get_mut().replace_entry(entry),
+            Slot::Occupied(mut slot) => {
+                let clock = stamp(Some(slot.get().clock()));
+                slot.get_mut().replace_entry(entry, clock);
+            }
             Slot::Vacant(slot) => {
-                slot.insert(Node::new(key, entry));
+                slot.insert(Node::new(key, entry, stamp(None)));
             }
         }
     }
@@ -547,8 +632,16 @@ fn deadline_of(table: &HashTable<Node>, hasher: &KeyHasher, short: u32) -> Optio
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use crate::keyspace::EncodingLimits;
     use bytes::Bytes;
+
+    impl DbMap {
+        /// Stores a key as new, with a fresh clock.
+        fn put(&mut self, key: &[u8], entry: Entry) {
+            self.insert(key, entry, |_| AccessClock::fresh(0, false));
+        }
+    }
 
     fn entry(at: Option<u64>) -> Entry {
         Entry::new(Value::string(Bytes::from_static(b"v")), at)
@@ -558,7 +651,7 @@ mod tests {
     fn finds_expired_keys_by_hash_and_shrinks_when_emptied() {
         let mut map = DbMap::new(0);
         for i in 0..10_000u64 {
-            map.insert(format!("k{i}").as_bytes(), entry(Some(i)));
+            map.put(format!("k{i}").as_bytes(), entry(Some(i)));
         }
         let grown = map.table.capacity();
         assert_eq!(map.len(), 10_000);
@@ -581,7 +674,7 @@ mod tests {
         let long = vec![b'x'; 1000];
         for key in [&b""[..], b"k", &long] {
             let value = Value::string(Bytes::from(key.repeat(2)));
-            map.insert(key, Entry::new(value.clone(), None));
+            map.put(key, Entry::new(value.clone(), None));
             assert_eq!(map.get(key).map(|n| n.entry().value.clone()), Some(value));
         }
         assert_eq!(map.iter().map(|n| n.key().len()).sum::<usize>(), 1001);
@@ -613,7 +706,7 @@ mod tests {
         let (early, late) = colliding_keys(&map);
         assert_eq!(map.hash(&early), map.hash(&late));
         for (key, at) in [(&early, 10), (&late, 20)] {
-            map.insert(key, entry(Some(at)));
+            map.put(key, entry(Some(at)));
             map.schedule(key, at);
         }
         map.wheel
@@ -630,8 +723,8 @@ mod tests {
     #[test]
     fn insert_replaces() {
         let mut map = DbMap::new(0);
-        map.insert(b"k", entry(None));
-        map.insert(b"k", entry(Some(7)));
+        map.put(b"k", entry(None));
+        map.put(b"k", entry(Some(7)));
         assert_eq!(map.len(), 1);
         assert_eq!(map.get(b"k").unwrap().expire_at(), Some(7));
     }
@@ -653,7 +746,7 @@ mod tests {
     #[test]
     fn a_small_hash_rests_packed_and_unpacks_for_change() {
         let mut map = DbMap::new(0);
-        map.insert(b"lock", Entry::new(hash_of(&[(OWNER, b"1")]), Some(30_000)));
+        map.put(b"lock", Entry::new(hash_of(&[(OWNER, b"1")]), Some(30_000)));
         assert!(!is_packed(&map, b"lock"), "whole until settled");
         map.settle();
         assert!(is_packed(&map, b"lock"));
@@ -678,17 +771,17 @@ mod tests {
         assert_eq!(node.expire_at(), None);
         assert_eq!(node.entry().value, hash_of(&[(OWNER, b"2")]));
 
-        map.insert(b"lock", entry(Some(5)));
+        map.put(b"lock", entry(Some(5)));
         map.settle();
         assert!(!is_packed(&map, b"lock"), "strings stay whole");
         assert_eq!(map.get(b"lock").expect("present").type_name(), "string");
     }
 
     #[test]
-    fn a_redisson_lock_rests_in_48_bytes() {
+    fn a_redisson_lock_with_a_17_byte_name_rests_in_48_bytes() {
         let mut map = DbMap::new(0);
-        let key = b"redisson:lock:123456";
-        map.insert(key, Entry::new(hash_of(&[(OWNER, b"1")]), Some(30_000)));
+        let key = b"redisson:lock:123";
+        map.put(key, Entry::new(hash_of(&[(OWNER, b"1")]), Some(30_000)));
         map.settle();
         let node = map.get(key).expect("present");
         let (key_len, hash_len) = node.packed_lens();
@@ -699,8 +792,8 @@ mod tests {
     #[test]
     fn changing_another_key_settles_the_last_one() {
         let mut map = DbMap::new(0);
-        map.insert(b"a", Entry::new(hash_of(&[(b"f", b"v")]), None));
-        map.insert(b"b", Entry::new(hash_of(&[(b"f", b"v")]), None));
+        map.put(b"a", Entry::new(hash_of(&[(b"f", b"v")]), None));
+        map.put(b"b", Entry::new(hash_of(&[(b"f", b"v")]), None));
         assert!(is_packed(&map, b"a") && !is_packed(&map, b"b"));
         map.get_mut_hashed(map.hash(b"a"), b"a");
         assert!(!is_packed(&map, b"a") && is_packed(&map, b"b"));
@@ -732,7 +825,7 @@ mod tests {
         ];
         for (key, hash, at, packs) in cases {
             let value = Value::Hash(hash);
-            map.insert(key, Entry::new(value.clone(), Some(at)));
+            map.put(key, Entry::new(value.clone(), Some(at)));
             map.settle();
             assert_eq!(is_packed(&map, key), packs, "key of {}", key.len());
             let node = map.get(key).expect("present");
@@ -747,7 +840,7 @@ mod tests {
         let mut map = DbMap::new(0);
         for i in 0..1000u64 {
             let key = format!("lock:{i}");
-            map.insert(
+            map.put(
                 key.as_bytes(),
                 Entry::new(hash_of(&[(OWNER, b"1")]), Some(i + 1)),
             );
@@ -764,7 +857,7 @@ mod tests {
         let taken = expired.into_iter().next().expect("one").into_entry();
         assert_eq!(taken.value, hash_of(&[(OWNER, b"1")]));
         assert_eq!(map.len(), 499);
-        map.insert(b"lock:800", entry.clone());
+        map.put(b"lock:800", entry.clone());
         assert_eq!(
             map.get(b"lock:800").expect("present").expire_at(),
             Some(701)

@@ -30,6 +30,7 @@ use parking_lot::{Mutex, MutexGuard};
 use crate::clock::Clock;
 use crate::error::{CmdError, CmdResult};
 use crate::expiry::alarm::ExpiryAlarm;
+use access::AccessClock;
 use dbmap::DbMap;
 pub use dbmap::Node;
 pub use events::Event;
@@ -120,7 +121,6 @@ pub struct Shard {
     index: usize,
     watched: Map<(u32, Bytes), Vec<Arc<WatchFlag>>>,
     blocked: blocked::WaiterQueues,
-    access: access::AccessMap,
     pub stats: ShardStats,
 }
 
@@ -133,7 +133,6 @@ impl Shard {
             index,
             watched: Map::default(),
             blocked: Map::default(),
-            access: Map::default(),
             stats: ShardStats::default(),
         }
     }
@@ -189,33 +188,6 @@ impl Shard {
         }
     }
 
-    /// Drops the access clock of a key that is gone or replaced.
-    fn forget_access(&mut self, db: usize, key: &[u8]) {
-        if !self.access.is_empty() {
-            self.access
-                .remove(&(db as u32, Bytes::copy_from_slice(key)));
-        }
-    }
-
-    /// Moves on the access clock of a key being used.
-    fn use_access(&mut self, db: usize, key: &[u8], now: u64) {
-        if self.access.is_empty() {
-            return;
-        }
-        let k = (db as u32, Bytes::copy_from_slice(key));
-        match self.access.get(&k).map(|a| a.used(now)) {
-            Some(Some(next)) => {
-                self.access.insert(k, next);
-            }
-            Some(None) => {
-                self.access.remove(&k);
-            }
-            None => {}
-        }
-    }
-
-    /// Before a flush: as in Redis, a flush touches only the watched keys
-    /// it removes, so a WATCH of a missing key survives FLUSHDB.
     fn touch_flushed_watchers(&mut self, db: Option<usize>) {
         for ((wdb, key), flags) in &self.watched {
             let wdb = *wdb as usize;
@@ -241,7 +213,6 @@ impl Shard {
                 let due = node.expire_at().map_or(now, value::gone_from);
                 lag = lag.max(now.saturating_sub(due));
                 self.touch_watchers(db, key);
-                self.forget_access(db, key);
                 if matches!(node.entry().value, Value::Stream(_)) {
                     self.stream_gone(db, key);
                 }
@@ -300,6 +271,9 @@ pub struct Keyspace {
     logging: AtomicBool,
     /// Set while the append-only file is replayed at start.
     loading: AtomicBool,
+    /// Whether `maxmemory-policy` is an LFU one: keys' access clocks then
+    /// count uses rather than keep the last one's second.
+    lfu: AtomicBool,
 }
 
 /// Where the keyspace sends the events it raises (keys expired, created,
@@ -393,6 +367,7 @@ impl Keyspace {
             log: Default::default(),
             logging: AtomicBool::new(false),
             loading: AtomicBool::new(false),
+            lfu: AtomicBool::new(false),
         }
     }
 
@@ -404,6 +379,15 @@ impl Keyspace {
     /// when a write touches it.
     pub fn set_limits(&self, limits: EncodingLimits) {
         self.limits.store(limits);
+    }
+
+    /// Keys' clocks already kept are read the new way, as Redis reads them.
+    pub fn set_lfu(&self, lfu: bool) {
+        self.lfu.store(lfu, Ordering::Relaxed);
+    }
+
+    fn lfu(&self) -> bool {
+        self.lfu.load(Ordering::Relaxed)
     }
 
     /// Holds expiry (see `expiry_held_until`) until `until`, or releases it.
@@ -590,6 +574,7 @@ impl<'a> Locked<'a> {
             return Ok(());
         };
         let limits = self.ks.limits();
+        let fresh = AccessClock::fresh(self.now, self.ks.lfu());
         for (db, key, prior) in journal.undo_order() {
             let shard = self.shard(key_shard(&key))?;
             match prior {
@@ -599,7 +584,7 @@ impl<'a> Locked<'a> {
                     if let Some(at) = entry.expire_at() {
                         shard.schedule(db, &key, at);
                     }
-                    shard.dbs[db].insert(&key, entry);
+                    shard.dbs[db].insert(&key, entry, |old| old.unwrap_or(fresh));
                 }
                 Prior::Whole(None) => {
                     shard.remove(db, &key);
@@ -612,7 +597,11 @@ impl<'a> Locked<'a> {
                         if let Some(at) = expire_at {
                             shard.schedule(db, &key, at);
                         }
-                        shard.dbs[db].insert(&key, Entry::new(undo.empty_value(), expire_at));
+                        shard.dbs[db].insert(
+                            &key,
+                            Entry::new(undo.empty_value(), expire_at),
+                            |_| fresh,
+                        );
                     }
                     if let Some(entry) = shard.dbs[db].get_mut_hashed(hash, &key) {
                         undo.apply(&mut entry.value, &limits);
@@ -816,17 +805,6 @@ impl<'a> Locked<'a> {
             shard.dbs.swap(a, b);
             shard.timed.mark(a);
             shard.timed.mark(b);
-            if !shard.access.is_empty() {
-                let other = |db: u32| match db as usize {
-                    d if d == a => b as u32,
-                    d if d == b => a as u32,
-                    _ => db,
-                };
-                shard.access = std::mem::take(&mut shard.access)
-                    .into_iter()
-                    .map(|((db, key), clock)| ((other(db), key), clock))
-                    .collect();
-            }
             let dbs = &shard.dbs;
             for ((wdb, key), flags) in &shard.watched {
                 let wdb = *wdb as usize;
@@ -930,26 +908,20 @@ impl Db<'_, '_> {
         self.lookup(key, false, false)
     }
 
-    /// The access clock RESTORE gave `key`, if it still has one.
-    pub fn access(&mut self, key: &[u8]) -> CmdResult<Option<access::Access>> {
-        let db = self.index as u32;
+    /// The access clock of `key`, if it is there (read without using it).
+    pub fn access(&mut self, key: &[u8]) -> CmdResult<Option<AccessClock>> {
+        let (now, db) = (self.locked.now, self.index);
         let shard = self.locked.shard(key_shard(key))?;
-        if shard.access.is_empty() {
-            return Ok(None);
-        }
-        Ok(shard
-            .access
-            .get(&(db, Bytes::copy_from_slice(key)))
-            .copied())
+        Ok(shard.dbs[db]
+            .get(key)
+            .filter(|n| !n.is_expired(now))
+            .map(Node::clock))
     }
 
-    /// Gives the existing `key` an access clock (RESTORE's IDLETIME, FREQ).
-    pub fn set_access(&mut self, key: &[u8], clock: access::Access) -> CmdResult<()> {
-        let db = self.index as u32;
-        let shard = self.locked.shard(key_shard(key))?;
-        shard
-            .access
-            .insert((db, Bytes::copy_from_slice(key)), clock);
+    /// Sets the existing `key`'s access clock (RESTORE's IDLETIME, FREQ).
+    pub fn set_access(&mut self, key: &[u8], clock: AccessClock) -> CmdResult<()> {
+        let db = self.index;
+        self.locked.shard(key_shard(key))?.dbs[db].set_clock(key, clock);
         Ok(())
     }
 
@@ -1001,7 +973,8 @@ impl Db<'_, '_> {
             return Ok(None);
         };
         if touch {
-            shard.use_access(db, key, now);
+            let lfu = ks.lfu();
+            shard.dbs[db].use_at(place, |clock| clock.used(now, lfu));
         }
         Ok(Some(Found {
             shard: shard_index,
@@ -1103,6 +1076,7 @@ impl Db<'_, '_> {
         };
         let db = self.index;
         self.locked.note_change(db, key);
+        let (now, lfu) = (self.locked.now, self.locked.ks.lfu());
         let shard = self.locked.shard(key_shard(key))?;
         // An unchanged deadline already has its wheel entry.
         if let Some(at) = expire_at.filter(|at| Some(*at) != previous) {
@@ -1112,8 +1086,12 @@ impl Db<'_, '_> {
         // group readers of a stream it replaces learn that it is gone.
         let may_serve =
             replaces_stream || matches!(value, Value::List(_) | Value::ZSet(_) | Value::Stream(_));
-        shard.dbs[db].insert(key, Entry::new(value, expire_at));
-        shard.forget_access(db, key);
+        // As Redis: a value stored anew is just used, but keeps the count
+        // of uses an LFU policy made of the key.
+        shard.dbs[db].insert(key, Entry::new(value, expire_at), |old| match old {
+            Some(clock) if lfu => clock,
+            _ => AccessClock::fresh(now, lfu),
+        });
         if existing.is_none() {
             self.locked.ks.events.notify(Event::New, db, key);
         }
@@ -1131,7 +1109,6 @@ impl Db<'_, '_> {
         self.locked.note_change(db, key);
         let shard = self.locked.shard(key_shard(key))?;
         let removed = shard.remove(db, key).map(|e| e.value);
-        shard.forget_access(db, key);
         // Group readers blocked on a stream learn that it is gone.
         if matches!(removed, Some(Value::Stream(_))) {
             self.signal_ready(key)?;
@@ -1199,7 +1176,6 @@ impl Db<'_, '_> {
             shard.touch_flushed_watchers(Some(db));
             removed += shard.dbs[db].len() as u64;
             shard.dbs[db].clear(now);
-            shard.access.retain(|(adb, _), _| *adb as usize != db);
             shard.stats.dirty += 1;
         }
         self.locked.ks.events.flushed();
@@ -1244,7 +1220,6 @@ fn reclaim_if_expired(shard: &mut Shard, db: usize, key: &[u8], now: u64, ks: &K
         return false;
     }
     let removed = shard.remove(db, key);
-    shard.forget_access(db, key);
     shard.stats.expired += 1;
     shard.touch_watchers(db, key);
     ks.events.changed(key, false);
@@ -1271,7 +1246,6 @@ pub fn flush_all(locked: &mut Locked<'_>) -> u64 {
             removed += db.len() as u64;
             db.clear(now);
         }
-        shard.access.clear();
         shard.stats.dirty += 1;
     }
     locked.ks.events.flushed();

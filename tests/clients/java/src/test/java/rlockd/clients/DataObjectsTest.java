@@ -119,6 +119,20 @@ class DataObjectsTest extends SharedClient {
         });
     }
 
+    /** Each key keeps when it was last used: OBJECT IDLETIME counts from there. */
+    @Test
+    void bucketIdleTime() throws Exception {
+        scenario(() -> {
+            RBucket<String> bucket = redisson.getBucket("data:idle", StringCodec.INSTANCE);
+            bucket.set("v");
+            Thread.sleep(2_100);
+            long idle = bucket.getIdleTime();
+            assertTrue(idle >= 1 && idle <= 4, "idle " + idle);
+            assertEquals("v", bucket.get());
+            assertTrue(bucket.getIdleTime() <= 1, "used again");
+        });
+    }
+
     @Test
     void atomicLong() throws Exception {
         scenario(() -> {
