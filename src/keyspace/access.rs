@@ -34,11 +34,13 @@ impl AccessClock {
         AccessClock(bits & MASK as u32)
     }
 
+    #[inline]
     pub fn bits(self) -> u32 {
         self.0
     }
 
     /// A new key's clock: just used, or under LFU a new key's counter.
+    #[inline]
     pub fn fresh(now_ms: u64, lfu: bool) -> AccessClock {
         if lfu {
             AccessClock::freq(LFU_INIT, now_ms)
@@ -71,12 +73,10 @@ impl AccessClock {
         (self.0 as u8).saturating_sub(periods.min(255) as u8)
     }
 
-    /// The clock after the key is used: now, or under LFU a counter that
-    /// decays, then grows by one with Redis's odds, lower the higher it is.
-    pub fn used(self, now_ms: u64, lfu: bool) -> AccessClock {
-        if !lfu {
-            return AccessClock::fresh(now_ms, false);
-        }
+    /// The LFU clock after a use: the counter decays, then grows by one
+    /// with Redis's odds, lower the higher it is. (Under LRU a use makes
+    /// the clock `fresh`.)
+    pub fn counted(self, now_ms: u64) -> AccessClock {
         let counter = self.decayed_freq(now_ms);
         let base = f64::from(counter.saturating_sub(LFU_INIT));
         let grows =
@@ -95,7 +95,10 @@ mod tests {
         let idle = AccessClock::idle(1000, at);
         assert_eq!(idle.idle_secs(at), 1000);
         assert_eq!(idle.idle_secs(at + 5_500), 1005);
-        assert_eq!(idle.used(at + 5_500, false).idle_secs(at + 5_500), 0);
+        assert_eq!(
+            AccessClock::fresh(at + 5_500, false).idle_secs(at + 5_500),
+            0
+        );
         assert_eq!(AccessClock::fresh(at, false).idle_secs(at + 61_000), 61);
         // Past the clock's 24 bits (194 days) idle times wrap, as Redis's.
         assert_eq!(AccessClock::idle(1 << 24, at).idle_secs(at), 0);
@@ -110,11 +113,8 @@ mod tests {
         assert_eq!(freq.decayed_freq(at + 1_000 * 60_000), 0);
         assert_eq!(AccessClock::fresh(at, true).decayed_freq(at), LFU_INIT);
         // A high counter rarely grows; it never passes 255.
-        let used = freq.used(at, true).decayed_freq(at);
+        let used = freq.counted(at).decayed_freq(at);
         assert!((100..=101).contains(&used));
-        assert_eq!(
-            AccessClock::freq(255, at).used(at, true).decayed_freq(at),
-            255
-        );
+        assert_eq!(AccessClock::freq(255, at).counted(at).decayed_freq(at), 255);
     }
 }

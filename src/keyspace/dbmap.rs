@@ -487,11 +487,19 @@ impl DbMap {
         self.table.get_bucket(place.0)
     }
 
-    /// Moves on the access clock of a key `find_hashed` found, with
-    /// nothing inserted or removed since; a packed key stays packed.
-    pub fn use_at(&mut self, place: Place, used: impl FnOnce(AccessClock) -> AccessClock) {
+    /// Sets the access clock of a key `find_hashed` found, with nothing
+    /// inserted or removed since; a packed key stays packed.
+    #[inline]
+    pub fn set_clock_at(&mut self, place: Place, clock: AccessClock) {
         if let Some(node) = self.table.get_bucket_mut(place.0) {
-            node.set_clock(used(node.clock()));
+            node.set_clock(clock);
+        }
+    }
+
+    /// Counts a use of a key `find_hashed` found in its LFU clock.
+    pub fn count_use_at(&mut self, place: Place, now: u64) {
+        if let Some(node) = self.table.get_bucket_mut(place.0) {
+            node.set_clock(node.clock().counted(now));
         }
     }
 

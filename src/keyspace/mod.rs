@@ -973,8 +973,11 @@ impl Db<'_, '_> {
             return Ok(None);
         };
         if touch {
-            let lfu = ks.lfu();
-            shard.dbs[db].use_at(place, |clock| clock.used(now, lfu));
+            if ks.lfu() {
+                shard.dbs[db].count_use_at(place, now);
+            } else {
+                shard.dbs[db].set_clock_at(place, AccessClock::fresh(now, false));
+            }
         }
         Ok(Some(Found {
             shard: shard_index,
