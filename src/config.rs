@@ -1,90 +1,11 @@
-//! Server settings, and the one table of parameters that CONFIG GET/SET
-//! (and later the config file) read and write.
-
-use std::collections::BTreeMap;
+//! Server settings. Each directive is one entry of the `directives!` list
+//! below: its name, field, default, parser (and so its range), help text,
+//! whether CONFIG SET may change it and what must hear of the change. The
+//! `Config` struct, its defaults, the table CONFIG GET/SET, the config file
+//! and the binary's flags and `--help` read are all made from that list.
 
 use crate::keyspace::EncodingLimits;
 use crate::util::{glob_match, parse_i64};
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Config {
-    pub bind: Vec<String>,
-    pub port: u16,
-    pub requirepass: Option<String>,
-    /// Where ACL LOAD and ACL SAVE read and write users ("": no file).
-    pub aclfile: String,
-    pub databases: usize,
-    pub maxclients: usize,
-    pub loglevel: String,
-    pub protected_mode: bool,
-    pub timeout: u64,
-    pub tcp_keepalive: u64,
-    /// Connections the kernel may hold, completed, before they are
-    /// accepted; past it, new ones wait for a retried handshake.
-    pub tcp_backlog: u32,
-    pub maxmemory: u64,
-    pub maxmemory_policy: String,
-    pub busy_reply_threshold: u64,
-    pub notify_keyspace_events: String,
-    pub hz: u64,
-    pub save: String,
-    pub client_output_buffer_limit: String,
-    /// Most memory one Lua state may use, so a runaway script fails
-    /// cleanly instead of exhausting the server.
-    pub lua_heap_limit: u64,
-    /// Commands slower than this many microseconds enter the slow log
-    /// (negative: none do).
-    pub slowlog_log_slower_than: i64,
-    pub slowlog_max_len: i64,
-    /// Keys client-side caching remembers before evicting (0: no limit).
-    pub tracking_table_max_keys: u64,
-    /// How many entries ACL LOG keeps.
-    pub acllog_max_len: i64,
-    /// Milliseconds; 0 turns latency monitoring off.
-    pub latency_monitor_threshold: i64,
-    /// Ours: SCRIPT KILL also stops a script that has written, rolling its
-    /// writes back; `no` answers `-UNKILLABLE` as Redis does.
-    pub script_kill_rollback: bool,
-    /// Answer as a one-node Redis Cluster that owns every hash slot.
-    pub cluster_enabled: bool,
-    /// Ours: the server runs on a manual clock that clients move with
-    /// `RLOCKD.CLOCK`; without it that command does not exist.
-    pub enable_clock_control: bool,
-    /// Ours: where Prometheus metrics are served over HTTP (`None`: not served).
-    pub metrics_port: Option<u16>,
-    /// When values leave their compact forms (`hash-max-listpack-entries`…).
-    pub encoding: EncodingLimits,
-    /// Redis's list node sizes: reported and kept, with no effect on how
-    /// rlockd holds lists.
-    pub list_max_listpack_size: i64,
-    pub list_compress_depth: i64,
-    /// Log every write to the append-only file and load it at start.
-    pub appendonly: bool,
-    /// `always`, `everysec` or `no`.
-    pub appendfsync: String,
-    /// Where the append-only file is ("": the working directory).
-    pub dir: String,
-    pub appendfilename: String,
-    /// Load a file whose last record is torn, truncating it there.
-    pub aof_load_truncated: bool,
-    pub auto_aof_rewrite_percentage: u64,
-    pub auto_aof_rewrite_min_size: u64,
-    /// Ours: for this long after starting, writes are refused with
-    /// `-LOADING`, so no lock a crashed server granted can be granted again
-    /// while its lease may still run (0: off).
-    pub lock_restart_grace_ms: u64,
-    /// Who may run DEBUG; fixed at startup, as in Redis.
-    pub enable_debug_command: DebugCommand,
-    /// Threads that serve clients and run their commands (`io-threads`,
-    /// read at startup as in Redis); by default one per core.
-    pub io_threads: usize,
-    /// Writes are refused unless this many replicas are within
-    /// `min_replicas_max_lag` seconds: with any, always (there are none).
-    pub min_replicas_to_write: i64,
-    pub min_replicas_max_lag: i64,
-    /// The values of the `kept!` settings that were set, by name.
-    pub kept: BTreeMap<&'static str, String>,
-}
 
 /// `enable-debug-command`: nobody (Redis's default), everybody, or
 /// clients on the loopback interface.
@@ -113,71 +34,108 @@ impl DebugCommand {
     }
 }
 
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            bind: vec!["127.0.0.1".into()],
-            port: 6379,
-            requirepass: None,
-            aclfile: String::new(),
-            databases: 16,
-            maxclients: 10000,
-            loglevel: "notice".into(),
-            protected_mode: true,
-            timeout: 0,
-            tcp_keepalive: 300,
-            tcp_backlog: 511,
-            maxmemory: 0,
-            maxmemory_policy: "noeviction".into(),
-            busy_reply_threshold: 5000,
-            notify_keyspace_events: String::new(),
-            hz: 10,
-            save: String::new(),
-            client_output_buffer_limit:
-                "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60".into(),
-            lua_heap_limit: 128 * 1024 * 1024,
-            slowlog_log_slower_than: 10_000,
-            slowlog_max_len: 128,
-            tracking_table_max_keys: 1_000_000,
-            acllog_max_len: 128,
-            latency_monitor_threshold: 0,
-            script_kill_rollback: true,
-            cluster_enabled: false,
-            enable_clock_control: false,
-            metrics_port: None,
-            encoding: EncodingLimits::default(),
-            list_max_listpack_size: -2,
-            list_compress_depth: 0,
-            appendonly: false,
-            appendfsync: "everysec".into(),
-            dir: String::new(),
-            appendfilename: "appendonly.aof".into(),
-            aof_load_truncated: true,
-            auto_aof_rewrite_percentage: 100,
-            auto_aof_rewrite_min_size: 64 * 1024 * 1024,
-            lock_restart_grace_ms: 0,
-            enable_debug_command: DebugCommand::No,
-            io_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            min_replicas_to_write: 0,
-            min_replicas_max_lag: 10,
-            kept: BTreeMap::new(),
-        }
+/// How a directive's field reads back in CONFIG GET, and how its flag
+/// looks on the command line.
+trait Value {
+    /// What `--name` given with no value stands for.
+    const ALONE: &'static str = "";
+    /// The value's placeholder in `--help`.
+    const SHAPE: &'static str = "VALUE";
+    fn show(&self) -> String;
+}
+
+impl Value for bool {
+    const ALONE: &'static str = "yes";
+    const SHAPE: &'static str = "yes|no";
+    fn show(&self) -> String {
+        if *self { "yes" } else { "no" }.into()
+    }
+}
+
+macro_rules! numbers_are_values {
+    ($($ty:ty),*) => {
+        $(impl Value for $ty {
+            const SHAPE: &'static str = "N";
+            fn show(&self) -> String {
+                self.to_string()
+            }
+        })*
+    };
+}
+numbers_are_values!(u16, u32, u64, usize, i64);
+
+impl Value for String {
+    fn show(&self) -> String {
+        self.clone()
+    }
+}
+
+/// A password: none reads as empty.
+impl Value for Option<String> {
+    fn show(&self) -> String {
+        self.clone().unwrap_or_default()
+    }
+}
+
+/// A port that may be off: off reads as 0.
+impl Value for Option<u16> {
+    const SHAPE: &'static str = "N";
+    fn show(&self) -> String {
+        self.unwrap_or(0).to_string()
+    }
+}
+
+impl Value for Vec<String> {
+    const SHAPE: &'static str = "VALUE...";
+    fn show(&self) -> String {
+        self.join(" ")
+    }
+}
+
+impl Value for DebugCommand {
+    const SHAPE: &'static str = "no|yes|local";
+    fn show(&self) -> String {
+        self.name().into()
     }
 }
 
 type Getter = fn(&Config) -> String;
 type Setter = fn(&mut Config, &str) -> Result<(), String>;
 
-/// One setting: its name(s), how to read it, and how it changes at run time.
+/// One directive, as the config file, the command line and CONFIG GET/SET
+/// see it.
 pub struct Param {
     pub name: &'static str,
     pub alias: Option<&'static str>,
+    /// What `--help` says of it (the doc comment of its entry).
+    pub help: &'static str,
     pub get: Getter,
-    pub set: Change,
+    /// Reads a value into the config; `None` for the settings rlockd only
+    /// reports, whose values in files are accepted and ignored.
+    load: Option<Setter>,
+    pub change: Change,
+    /// What must be told when CONFIG SET changes it.
+    pub reacts: &'static [Hook],
+    /// CONFIG GET lists it for its exact name only, never for a pattern.
+    hidden: bool,
+    /// Its flag takes every word up to the next flag (`--save 900 1`);
+    /// others take one, so that a config file may follow them.
+    pub multiword: bool,
+    /// What `--name` alone stands for.
+    alone: &'static str,
+    /// The value's placeholder in `--help`.
+    pub shape: &'static str,
+}
+
+impl Param {
+    /// Reads `value` (a config file's, a flag's or CONFIG SET's) into `config`.
+    pub fn apply(&self, config: &mut Config, value: &str) -> Result<(), String> {
+        self.load.map_or(Ok(()), |load| load(config, value))
+    }
 }
 
 /// How CONFIG SET treats a setting.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Change {
     /// Fixed at startup, in Redis too: CONFIG SET refuses it.
     Never,
@@ -185,14 +143,120 @@ pub enum Change {
     /// listeners, its own startup settings): CONFIG SET accepts that value
     /// unchanged, as Redis does, and refuses any other as immutable.
     Startup,
-    With(Setter),
+    /// CONFIG SET changes it as the config file does.
+    Runtime,
 }
 
-/// Settings a CONFIG GET pattern never lists: only their exact name does.
-const HIDDEN: &[&str] = &["key-load-delay"];
+/// The parts of the server that keep their own copy of some settings, so
+/// CONFIG SET must tell them of a change (the context layer, above this
+/// one, knows how).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Hook {
+    /// Keyspace events, the pubsub output buffer limit, the tracking table.
+    PubSub,
+    SlowLog,
+    /// When values leave their compact forms.
+    Encodings,
+    /// What keys' access clocks count: uses under an LFU policy, else time.
+    AccessClocks,
+    /// The append-only file.
+    Persistence,
+    Latency,
+    /// OOM and NOREPLICAS refusals.
+    Guard,
+    /// The default user's password.
+    Password,
+}
 
-fn yes_no(b: bool) -> String {
-    if b { "yes" } else { "no" }.into()
+/// The entry's own expression (its getter, parser…) where it gives one,
+/// else the fallback.
+macro_rules! given_or {
+    ([] $fallback:expr) => {
+        $fallback
+    };
+    ([$given:expr] $($fallback:expr)?) => {
+        $given
+    };
+}
+
+/// Makes `Config`, its `Default` and `PARAMS` from the list of directives.
+/// A field entry names its field, type and default, how a value is read
+/// (`parse`, into the field, or `set`, given the whole config) and, when
+/// its type's reading is not the one wanted, `get`. An entry of the closing
+/// `reported` block is a setting Redis has that rlockd only reports, so
+/// that clients reading it work. The doc comment is the `--help` text.
+macro_rules! directives {
+    (
+        $(
+            $(#[doc = $doc:literal])*
+            $name:literal $(| $alias:literal)? => $field:ident: $ty:ty {
+                default: $default:expr,
+                $(get: $get:expr,)?
+                $(parse: $parse:expr,)?
+                $(set: $set:expr,)?
+                change: $change:ident,
+                $(reacts: [$($hook:ident),*],)?
+                $(hidden: $hidden:literal,)?
+                $(multiword: $multiword:literal,)?
+            }
+        )*
+        reported {
+            $(
+                $(#[doc = $rdoc:literal])*
+                $rname:literal $(| $ralias:literal)? = $value:literal, $rchange:ident;
+            )*
+        }
+    ) => {
+        /// One server's settings: a field per directive.
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct Config {
+            $($(#[doc = $doc])* pub $field: $ty,)*
+        }
+
+        impl Default for Config {
+            fn default() -> Self {
+                Config {
+                    $($field: $default,)*
+                }
+            }
+        }
+
+        pub static PARAMS: &[Param] = &[
+            $(Param {
+                name: $name,
+                alias: given_or!([$(Some($alias))?] None),
+                help: concat!($($doc),*),
+                get: given_or!([$($get)?] |c| Value::show(&c.$field)),
+                load: Some(given_or!(
+                    [$(|c, v| {
+                        c.$field = ($parse)(v)?;
+                        Ok(())
+                    })?]
+                    $($set)?
+                )),
+                change: Change::$change,
+                reacts: &[$($(Hook::$hook),*)?],
+                hidden: given_or!([$($hidden)?] false),
+                multiword: given_or!([$($multiword)?] false),
+                alone: <$ty as Value>::ALONE,
+                shape: <$ty as Value>::SHAPE,
+            },)*
+            $(Param {
+                name: $rname,
+                alias: given_or!([$(Some($ralias))?] None),
+                help: concat!($($rdoc),*),
+                get: |_| $value.into(),
+                load: None,
+                change: Change::$rchange,
+                reacts: &[],
+                hidden: false,
+                // Its value is ignored, however many words it has.
+                multiword: true,
+                alone: "",
+                shape: "VALUE",
+            },)*
+        ];
+    };
 }
 
 fn parse_yes_no(v: &str) -> Result<bool, String> {
@@ -225,6 +289,11 @@ fn parse_int_in(v: &str, min: i64, max: i64) -> Result<i64, String> {
 
 fn parse_bounded(v: &str, min: i64) -> Result<i64, String> {
     parse_int_in(v, min, i64::MAX)
+}
+
+/// An `int` setting of Redis's: within `min` and `i32::MAX`.
+fn parse_int(v: &str, min: i64) -> Result<i64, String> {
+    parse_int_in(v, min, i32::MAX.into())
 }
 
 /// A count Redis keeps in a `size_t` limited to `LONG_MAX`.
@@ -260,11 +329,7 @@ pub fn parse_memory(v: &str) -> Result<u64, String> {
 
 /// A memory size Redis keeps in a `size_t` limited to `LONG_MAX`.
 fn parse_memory_size(v: &str) -> Result<u64, String> {
-    let n = parse_memory(v)?;
-    if n > i64::MAX as u64 {
-        return Err(out_of_range(0, i64::MAX));
-    }
-    Ok(n)
+    parse_memory_in(v, 0)
 }
 
 /// A memory size of at least `min`, at most `LONG_MAX`.
@@ -308,6 +373,10 @@ fn parse_enum(v: &str, allowed: &[&str]) -> Result<String, String> {
     }
 }
 
+fn text(v: &str) -> Result<String, String> {
+    Ok(v.to_string())
+}
+
 /// As many threads as Redis allows for `io-threads`.
 const MAX_IO_THREADS: usize = 128;
 
@@ -323,217 +392,144 @@ const POLICIES: &[&str] = &[
     "noeviction",
 ];
 
-/// Settings Redis has but we only report, so clients that read them work;
-/// `$change` says whether Redis lets CONFIG SET change them.
-macro_rules! fixed {
-    ($name:literal, $value:literal, $change:ident) => {
-        Param {
-            name: $name,
-            alias: None,
-            get: |_| $value.into(),
-            set: Change::$change,
-        }
-    };
-}
+const DEFAULT_LIMITS: EncodingLimits = EncodingLimits::DEFAULT;
 
-/// A setting Redis has that would change nothing in rlockd, which only
-/// checks and keeps its value, so that CONFIG SET and GET answer as Redis's.
-macro_rules! kept {
-    ($name:literal, $default:literal, $parse:expr) => {
-        Param {
-            name: $name,
-            alias: None,
-            get: |c| {
-                c.kept
-                    .get($name)
-                    .cloned()
-                    .unwrap_or_else(|| $default.into())
-            },
-            set: Change::With(|c, v| {
-                let value = $parse(v)?;
-                c.kept.insert($name, value);
-                Ok(())
-            }),
-        }
-    };
-}
-
-/// A setting kept in `field` of the config, read back with `to_string`
-/// and set through `parse`.
-macro_rules! setting {
-    ($name:literal, $alias:expr, $($field:ident).+, $parse:expr) => {
-        Param {
-            name: $name,
-            alias: $alias,
-            get: |c| c.$($field).+.to_string(),
-            set: Change::With(|c, v| {
-                c.$($field).+ = $parse(v)?;
-                Ok(())
-            }),
-        }
-    };
-}
-
-pub static PARAMS: &[Param] = &[
-    Param {
-        name: "bind",
-        alias: None,
-        get: |c| c.bind.join(" "),
-        set: Change::Startup,
-    },
-    Param {
-        name: "port",
-        alias: None,
-        get: |c| c.port.to_string(),
-        set: Change::Startup,
-    },
-    Param {
-        name: "requirepass",
-        alias: None,
-        get: |c| c.requirepass.clone().unwrap_or_default(),
-        set: Change::With(|c, v| {
-            c.requirepass = (!v.is_empty()).then(|| v.to_string());
-            Ok(())
-        }),
-    },
-    Param {
-        name: "aclfile",
-        alias: None,
-        get: |c| c.aclfile.clone(),
-        set: Change::Never,
-    },
-    Param {
-        name: "databases",
-        alias: None,
-        get: |c| c.databases.to_string(),
-        set: Change::Never,
-    },
-    Param {
-        name: "maxclients",
-        alias: None,
-        get: |c| c.maxclients.to_string(),
-        set: Change::With(|c, v| {
-            c.maxclients = parse_num(v)? as usize;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "loglevel",
-        alias: None,
-        get: |c| c.loglevel.clone(),
-        set: Change::With(|c, v| {
-            c.loglevel = parse_enum(v, LOGLEVELS)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "protected-mode",
-        alias: None,
-        get: |c| yes_no(c.protected_mode),
-        set: Change::With(|c, v| {
-            c.protected_mode = parse_yes_no(v)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "timeout",
-        alias: None,
-        get: |c| c.timeout.to_string(),
-        set: Change::With(|c, v| {
-            c.timeout = parse_num(v)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "tcp-keepalive",
-        alias: None,
-        get: |c| c.tcp_keepalive.to_string(),
-        set: Change::With(|c, v| {
-            c.tcp_keepalive = parse_num(v)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "tcp-backlog",
-        alias: None,
-        get: |c| c.tcp_backlog.to_string(),
-        set: Change::Never,
-    },
-    Param {
-        name: "maxmemory",
-        alias: None,
-        get: |c| c.maxmemory.to_string(),
-        set: Change::With(|c, v| {
-            c.maxmemory = parse_memory(v)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "maxmemory-policy",
-        alias: None,
-        get: |c| c.maxmemory_policy.clone(),
-        set: Change::With(|c, v| {
-            c.maxmemory_policy = parse_enum(v, POLICIES)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "busy-reply-threshold",
-        alias: Some("lua-time-limit"),
-        get: |c| c.busy_reply_threshold.to_string(),
-        set: Change::With(|c, v| {
-            c.busy_reply_threshold = parse_num(v)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "slowlog-log-slower-than",
-        alias: None,
-        get: |c| c.slowlog_log_slower_than.to_string(),
-        set: Change::With(|c, v| {
-            c.slowlog_log_slower_than = parse_bounded(v, -1)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "slowlog-max-len",
-        alias: None,
-        get: |c| c.slowlog_max_len.to_string(),
-        set: Change::With(|c, v| {
-            c.slowlog_max_len = parse_bounded(v, 0)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "tracking-table-max-keys",
-        alias: None,
-        get: |c| c.tracking_table_max_keys.to_string(),
-        set: Change::With(|c, v| {
-            c.tracking_table_max_keys = parse_bounded(v, 0)? as u64;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "acllog-max-len",
-        alias: None,
-        get: |c| c.acllog_max_len.to_string(),
-        set: Change::With(|c, v| {
-            c.acllog_max_len = parse_bounded(v, 0)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "latency-monitor-threshold",
-        alias: None,
-        get: |c| c.latency_monitor_threshold.to_string(),
-        set: Change::With(|c, v| {
-            c.latency_monitor_threshold = parse_bounded(v, 0)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "notify-keyspace-events",
-        alias: None,
+directives! {
+    /// Addresses to listen on.
+    "bind" => bind: Vec<String> {
+        default: vec!["127.0.0.1".into()],
+        // Values arrive joined by spaces, from a file line or the flag's words.
+        parse: |v: &str| text(v).map(|v| v.split(' ').map(String::from).collect()),
+        change: Startup,
+        multiword: true,
+    }
+    /// TCP port to listen on (0 picks a free port).
+    "port" => port: u16 {
+        default: 6379,
+        parse: |v: &str| v.parse().map_err(|_| "the port must be a number from 0 to 65535".to_string()),
+        change: Startup,
+    }
+    /// Password clients must AUTH with (the default user's).
+    "requirepass" => requirepass: Option<String> {
+        default: None,
+        parse: |v| text(v).map(|v| (!v.is_empty()).then_some(v)),
+        change: Runtime,
+        reacts: [Password],
+    }
+    /// Where ACL LOAD and ACL SAVE read and write users ("": no file).
+    "aclfile" => aclfile: String {
+        default: String::new(),
+        parse: text,
+        change: Never,
+    }
+    /// Number of databases.
+    "databases" => databases: usize {
+        default: 16,
+        parse: |v: &str| {
+            v.parse()
+                .ok()
+                .filter(|n| *n >= 1)
+                .ok_or_else(|| "the number of databases must be at least 1".to_string())
+        },
+        change: Never,
+    }
+    /// Most clients connected at once.
+    "maxclients" => maxclients: usize {
+        default: 10000,
+        parse: |v| parse_num(v).map(|n| n as usize),
+        change: Runtime,
+    }
+    /// Log level: debug, verbose, notice, warning, nothing.
+    "loglevel" => loglevel: String {
+        default: "notice".into(),
+        parse: |v| parse_enum(v, LOGLEVELS),
+        change: Runtime,
+    }
+    /// yes: without a password, refuse clients not on the loopback
+    /// interface (Redis's DENIED error).
+    "protected-mode" => protected_mode: bool {
+        default: true,
+        parse: parse_yes_no,
+        change: Runtime,
+    }
+    /// Seconds a client may stay idle before it is closed (0: forever).
+    "timeout" => timeout: u64 {
+        default: 0,
+        parse: parse_num,
+        change: Runtime,
+    }
+    /// Seconds between TCP keepalive probes to clients (0: none).
+    "tcp-keepalive" => tcp_keepalive: u64 {
+        default: 300,
+        parse: parse_num,
+        change: Runtime,
+    }
+    /// Connections the kernel may hold, completed, before they are
+    /// accepted; past it, new ones wait for a retried handshake.
+    "tcp-backlog" => tcp_backlog: u32 {
+        default: 511,
+        parse: |v| parse_int(v, 0).map(|n| n as u32),
+        change: Never,
+    }
+    /// Bytes of memory past which writes are refused with OOM (0: no limit).
+    "maxmemory" => maxmemory: u64 {
+        default: 0,
+        parse: parse_memory,
+        change: Runtime,
+        reacts: [Guard],
+    }
+    /// What happens at maxmemory: noeviction refuses writes; the others
+    /// are accepted and reported.
+    "maxmemory-policy" => maxmemory_policy: String {
+        default: "noeviction".into(),
+        parse: |v| parse_enum(v, POLICIES),
+        change: Runtime,
+        reacts: [Guard, AccessClocks],
+    }
+    /// Milliseconds a script may run before other clients get BUSY.
+    "busy-reply-threshold" | "lua-time-limit" => busy_reply_threshold: u64 {
+        default: 5000,
+        parse: parse_num,
+        change: Runtime,
+    }
+    /// Commands slower than this many microseconds enter the slow log
+    /// (negative: none do).
+    "slowlog-log-slower-than" => slowlog_log_slower_than: i64 {
+        default: 10_000,
+        parse: |v| parse_bounded(v, -1),
+        change: Runtime,
+        reacts: [SlowLog],
+    }
+    /// How many entries the slow log keeps.
+    "slowlog-max-len" => slowlog_max_len: i64 {
+        default: 128,
+        parse: |v| parse_bounded(v, 0),
+        change: Runtime,
+        reacts: [SlowLog],
+    }
+    /// Keys client-side caching remembers before evicting (0: no limit).
+    "tracking-table-max-keys" => tracking_table_max_keys: u64 {
+        default: 1_000_000,
+        parse: parse_count,
+        change: Runtime,
+        reacts: [PubSub],
+    }
+    /// How many entries ACL LOG keeps.
+    "acllog-max-len" => acllog_max_len: i64 {
+        default: 128,
+        parse: |v| parse_bounded(v, 0),
+        change: Runtime,
+    }
+    /// Milliseconds; 0 turns latency monitoring off.
+    "latency-monitor-threshold" => latency_monitor_threshold: i64 {
+        default: 0,
+        parse: |v| parse_bounded(v, 0),
+        change: Runtime,
+        reacts: [Latency],
+    }
+    /// Which keyspace events are published, in Redis's letters (KEA: all).
+    "notify-keyspace-events" => notify_keyspace_events: String {
+        default: String::new(),
         // Kept as given (`A` does not include `n`, yet Redis prints
         // `A` alone when both are on), reported in Redis's spelling.
         get: |c| {
@@ -541,61 +537,57 @@ pub static PARAMS: &[Param] = &[
                 crate::keyspace::events::parse_flags(&c.notify_keyspace_events).unwrap_or(0),
             )
         },
-        set: Change::With(|c, v| {
+        parse: |v: &str| {
             crate::keyspace::events::parse_flags(v)
                 .ok_or_else(|| crate::keyspace::events::INVALID_FLAGS.to_string())?;
-            c.notify_keyspace_events = v.to_string();
-            Ok(())
-        }),
-    },
-    Param {
-        name: "hz",
-        alias: None,
-        get: |c| c.hz.to_string(),
-        set: Change::With(|c, v| {
-            c.hz = parse_num(v)?.clamp(1, 500);
-            Ok(())
-        }),
-    },
-    Param {
-        name: "save",
-        alias: None,
-        get: |c| c.save.clone(),
-        set: Change::With(|c, v| {
-            c.save = v.to_string();
-            Ok(())
-        }),
-    },
-    Param {
-        name: "client-output-buffer-limit",
-        alias: None,
-        get: |c| c.client_output_buffer_limit.clone(),
-        set: Change::With(|c, v| {
+            text(v)
+        },
+        change: Runtime,
+        reacts: [PubSub],
+    }
+    /// Background tasks' frequency, per second (1 to 500).
+    "hz" => hz: u64 {
+        default: 10,
+        parse: |v| parse_num(v).map(|n| n.clamp(1, 500)),
+        change: Runtime,
+    }
+    /// Redis's snapshot schedule: kept and reported, rlockd takes no
+    /// snapshots.
+    "save" => save: String {
+        default: String::new(),
+        parse: text,
+        change: Runtime,
+        multiword: true,
+    }
+    /// Output buffer limits per client class: `<class> <hard> <soft>
+    /// <soft-seconds>`...; rlockd applies the pubsub class's.
+    "client-output-buffer-limit" => client_output_buffer_limit: String {
+        default: "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60".into(),
+        set: |c, v| {
             c.client_output_buffer_limit = merge_buffer_limits(&c.client_output_buffer_limit, v)?;
             Ok(())
-        }),
-    },
-    Param {
-        name: "appendonly",
-        alias: None,
-        get: |c| yes_no(c.appendonly),
-        set: Change::With(|c, v| {
-            c.appendonly = parse_yes_no(v)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "appendfsync",
-        alias: None,
-        get: |c| c.appendfsync.clone(),
-        set: Change::With(|c, v| {
-            c.appendfsync = parse_enum(v, crate::persist::Fsync::NAMES)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "dir",
-        alias: None,
+        },
+        change: Runtime,
+        reacts: [PubSub],
+        multiword: true,
+    }
+    /// yes: log every write to the append-only file, and load it at start.
+    "appendonly" => appendonly: bool {
+        default: false,
+        parse: parse_yes_no,
+        change: Runtime,
+        reacts: [Persistence],
+    }
+    /// When the append-only file is fsynced: always, everysec, no.
+    "appendfsync" => appendfsync: String {
+        default: "everysec".into(),
+        parse: |v| parse_enum(v, crate::persist::Fsync::NAMES),
+        change: Runtime,
+        reacts: [Persistence],
+    }
+    /// The directory of the append-only file ("": the working directory).
+    "dir" => dir: String {
+        default: String::new(),
         // Absolute, as Redis reports its working directory.
         get: |c| {
             let dir = match c.dir.as_str() {
@@ -604,196 +596,261 @@ pub static PARAMS: &[Param] = &[
             };
             dir.map_or_else(|_| c.dir.clone(), |p| p.to_string_lossy().into_owned())
         },
-        set: Change::With(|c, v| {
+        parse: |v: &str| {
             if !std::path::Path::new(v).is_dir() {
-                return Err("No such file or directory".into());
+                return Err("No such file or directory".to_string());
             }
-            c.dir = v.to_string();
-            Ok(())
-        }),
-    },
-    Param {
-        name: "appendfilename",
-        alias: None,
-        get: |c| c.appendfilename.clone(),
-        set: Change::Never,
-    },
-    Param {
-        name: "aof-load-truncated",
-        alias: None,
-        get: |c| yes_no(c.aof_load_truncated),
-        set: Change::With(|c, v| {
-            c.aof_load_truncated = parse_yes_no(v)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "auto-aof-rewrite-percentage",
-        alias: None,
-        get: |c| c.auto_aof_rewrite_percentage.to_string(),
-        set: Change::With(|c, v| {
-            c.auto_aof_rewrite_percentage = parse_num(v)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "auto-aof-rewrite-min-size",
-        alias: None,
-        get: |c| c.auto_aof_rewrite_min_size.to_string(),
-        set: Change::With(|c, v| {
-            c.auto_aof_rewrite_min_size = parse_memory(v)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "lock-restart-grace-ms",
-        alias: None,
-        get: |c| c.lock_restart_grace_ms.to_string(),
-        set: Change::Startup,
-    },
-    Param {
-        name: "lua-heap-limit",
-        alias: None,
-        get: |c| c.lua_heap_limit.to_string(),
-        set: Change::With(|c, v| {
-            c.lua_heap_limit = parse_memory(v)?.max(1024 * 1024);
-            Ok(())
-        }),
-    },
-    Param {
-        name: "script-kill-rollback",
-        alias: None,
-        get: |c| yes_no(c.script_kill_rollback),
-        set: Change::With(|c, v| {
-            c.script_kill_rollback = parse_yes_no(v)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "enable-clock-control",
-        alias: None,
-        get: |c| yes_no(c.enable_clock_control),
-        set: Change::Startup,
-    },
-    Param {
-        name: "enable-debug-command",
-        alias: None,
-        get: |c| c.enable_debug_command.name().into(),
-        set: Change::Never,
-    },
-    Param {
-        name: "metrics-port",
-        alias: None,
-        get: |c| c.metrics_port.unwrap_or(0).to_string(),
-        set: Change::Startup,
-    },
-    setting!(
-        "hash-max-listpack-entries",
-        Some("hash-max-ziplist-entries"),
-        encoding.hash_max_listpack_entries,
-        parse_count
-    ),
-    setting!(
-        "hash-max-listpack-value",
-        Some("hash-max-ziplist-value"),
-        encoding.hash_max_listpack_value,
-        parse_memory_size
-    ),
-    setting!(
-        "set-max-intset-entries",
-        None,
-        encoding.set_max_intset_entries,
-        parse_count
-    ),
-    setting!(
-        "zset-max-listpack-entries",
-        Some("zset-max-ziplist-entries"),
-        encoding.zset_max_listpack_entries,
-        parse_count
-    ),
-    setting!(
-        "zset-max-listpack-value",
-        Some("zset-max-ziplist-value"),
-        encoding.zset_max_listpack_value,
-        parse_memory_size
-    ),
-    setting!(
-        "list-max-listpack-size",
-        Some("list-max-ziplist-size"),
-        list_max_listpack_size,
-        |v| parse_int_in(v, i32::MIN.into(), i32::MAX.into())
-    ),
-    setting!("list-compress-depth", None, list_compress_depth, |v| {
-        parse_int_in(v, 0, i32::MAX.into())
-    }),
-    setting!(
-        "stream-node-max-bytes",
-        None,
-        encoding.stream_node_max_bytes,
-        parse_memory_size
-    ),
-    setting!(
-        "stream-node-max-entries",
-        None,
-        encoding.stream_node_max_entries,
-        parse_count
-    ),
-    fixed!("daemonize", "no", Never),
-    fixed!("dbfilename", "dump.rdb", Never),
-    Param {
-        name: "cluster-enabled",
-        alias: None,
-        get: |c| yes_no(c.cluster_enabled),
-        set: Change::Never,
-    },
-    fixed!("proto-max-bulk-len", "536870912", Startup),
-    fixed!("hll-sparse-max-bytes", "3000", Startup),
-    Param {
-        name: "io-threads",
-        alias: None,
-        get: |c| c.io_threads.to_string(),
-        set: Change::Never,
-    },
-    fixed!("replica-read-only", "yes", Startup),
-    setting!(
-        "min-replicas-to-write",
-        Some("min-slaves-to-write"),
-        min_replicas_to_write,
-        |v| parse_int_in(v, 0, i32::MAX.into())
-    ),
-    setting!(
-        "min-replicas-max-lag",
-        Some("min-slaves-max-lag"),
-        min_replicas_max_lag,
-        |v| parse_int_in(v, 0, i32::MAX.into())
-    ),
-    fixed!("lazyfree-lazy-user-del", "no", Startup),
-    Param {
-        name: "replicaof",
-        alias: Some("slaveof"),
-        get: |_| String::new(),
-        set: Change::Never,
-    },
-    kept!("repl-backlog-size", "1048576", |v| {
-        // Redis's backlog is never smaller than 16 kB, whatever is asked.
-        parse_memory_in(v, 1).map(|n| n.max(16 * 1024).to_string())
-    }),
-    kept!("maxmemory-clients", "0", parse_memory_or_percent),
-    kept!("maxmemory-samples", "5", |v| int_text(
-        v,
-        1,
-        i32::MAX.into()
-    )),
-    kept!("maxmemory-eviction-tenacity", "10", |v| int_text(v, 0, 100)),
-    kept!("client-query-buffer-limit", "1073741824", |v| {
-        parse_memory_in(v, 1024 * 1024).map(|n| n.to_string())
-    }),
-    kept!("key-load-delay", "0", |v| int_text(
-        v,
-        i32::MIN.into(),
-        i32::MAX.into()
-    )),
-];
+            text(v)
+        },
+        change: Runtime,
+    }
+    /// The append-only file's name.
+    "appendfilename" => appendfilename: String {
+        default: "appendonly.aof".into(),
+        // A name, not a path, as in Redis.
+        parse: |v: &str| {
+            if v.is_empty() || v.contains('/') {
+                return Err("appendfilename can't be a path, just a filename".to_string());
+            }
+            text(v)
+        },
+        change: Never,
+    }
+    /// yes: load an append-only file whose last record is torn, truncating
+    /// it there.
+    "aof-load-truncated" => aof_load_truncated: bool {
+        default: true,
+        parse: parse_yes_no,
+        change: Runtime,
+    }
+    /// Growth, in percent of its size after the last rewrite, at which the
+    /// append-only file is rewritten (0: never).
+    "auto-aof-rewrite-percentage" => auto_aof_rewrite_percentage: u64 {
+        default: 100,
+        parse: parse_num,
+        change: Runtime,
+    }
+    /// The append-only file is not rewritten automatically below this size.
+    "auto-aof-rewrite-min-size" => auto_aof_rewrite_min_size: u64 {
+        default: 64 * 1024 * 1024,
+        parse: parse_memory,
+        change: Runtime,
+    }
+    /// Ours: for this many ms after starting, writes are refused with
+    /// LOADING, so no lock a crashed server granted can be granted again
+    /// while its lease may still run (0: off).
+    "lock-restart-grace-ms" => lock_restart_grace_ms: u64 {
+        default: 0,
+        parse: parse_num,
+        change: Startup,
+    }
+    /// Most memory one Lua state may use, so a runaway script fails
+    /// cleanly instead of exhausting the server (at least 1mb).
+    "lua-heap-limit" => lua_heap_limit: u64 {
+        default: 128 * 1024 * 1024,
+        parse: |v| parse_memory(v).map(|n| n.max(1024 * 1024)),
+        change: Runtime,
+    }
+    /// Ours: SCRIPT KILL also stops a script that has written, rolling its
+    /// writes back; no answers UNKILLABLE as Redis does.
+    "script-kill-rollback" => script_kill_rollback: bool {
+        default: true,
+        parse: parse_yes_no,
+        change: Runtime,
+    }
+    /// Ours: run on a manual clock that clients move with RLOCKD.CLOCK
+    /// (tests only); without it that command does not exist.
+    "enable-clock-control" => enable_clock_control: bool {
+        default: false,
+        parse: parse_yes_no,
+        change: Startup,
+    }
+    /// Who may run DEBUG: no, yes, or local (loopback clients).
+    "enable-debug-command" => enable_debug_command: DebugCommand {
+        default: DebugCommand::No,
+        parse: DebugCommand::parse,
+        change: Never,
+    }
+    /// Ours: serve Prometheus metrics over HTTP on this port (0 picks one);
+    /// not served unless given.
+    "metrics-port" => metrics_port: Option<u16> {
+        default: None,
+        parse: |v: &str| {
+            v.parse()
+                .map(Some)
+                .map_err(|_| "the metrics port must be a number from 0 to 65535".to_string())
+        },
+        change: Startup,
+    }
+    /// Fields past which a hash leaves its compact form.
+    "hash-max-listpack-entries" | "hash-max-ziplist-entries" => hash_max_listpack_entries: u64 {
+        default: DEFAULT_LIMITS.hash_max_listpack_entries,
+        parse: parse_count,
+        change: Runtime,
+        reacts: [Encodings],
+    }
+    /// Bytes of a field or value past which a hash leaves its compact form.
+    "hash-max-listpack-value" | "hash-max-ziplist-value" => hash_max_listpack_value: u64 {
+        default: DEFAULT_LIMITS.hash_max_listpack_value,
+        parse: parse_memory_size,
+        change: Runtime,
+        reacts: [Encodings],
+    }
+    /// Members past which a set of integers leaves its compact form.
+    "set-max-intset-entries" => set_max_intset_entries: u64 {
+        default: DEFAULT_LIMITS.set_max_intset_entries,
+        parse: parse_count,
+        change: Runtime,
+        reacts: [Encodings],
+    }
+    /// Members past which a sorted set leaves its compact form.
+    "zset-max-listpack-entries" | "zset-max-ziplist-entries" => zset_max_listpack_entries: u64 {
+        default: DEFAULT_LIMITS.zset_max_listpack_entries,
+        parse: parse_count,
+        change: Runtime,
+        reacts: [Encodings],
+    }
+    /// Bytes of a member past which a sorted set leaves its compact form.
+    "zset-max-listpack-value" | "zset-max-ziplist-value" => zset_max_listpack_value: u64 {
+        default: DEFAULT_LIMITS.zset_max_listpack_value,
+        parse: parse_memory_size,
+        change: Runtime,
+        reacts: [Encodings],
+    }
+    /// Redis's list node size: reported and kept, with no effect on how
+    /// rlockd holds lists.
+    "list-max-listpack-size" | "list-max-ziplist-size" => list_max_listpack_size: i64 {
+        default: -2,
+        parse: |v| parse_int_in(v, i32::MIN.into(), i32::MAX.into()),
+        change: Runtime,
+    }
+    /// Redis's list compression depth: reported and kept only.
+    "list-compress-depth" => list_compress_depth: i64 {
+        default: 0,
+        parse: |v| parse_int(v, 0),
+        change: Runtime,
+    }
+    /// A stream node's size in bytes (0: no limit), which approximate
+    /// trimming works in.
+    "stream-node-max-bytes" => stream_node_max_bytes: u64 {
+        default: DEFAULT_LIMITS.stream_node_max_bytes,
+        parse: parse_memory_size,
+        change: Runtime,
+        reacts: [Encodings],
+    }
+    /// A stream node's size in entries (0: no limit).
+    "stream-node-max-entries" => stream_node_max_entries: u64 {
+        default: DEFAULT_LIMITS.stream_node_max_entries,
+        parse: parse_count,
+        change: Runtime,
+        reacts: [Encodings],
+    }
+    /// yes: answer as a one-node Redis Cluster owning every hash slot
+    /// (CLUSTER SLOTS/NODES, CROSSSLOT errors).
+    "cluster-enabled" => cluster_enabled: bool {
+        default: false,
+        parse: parse_yes_no,
+        change: Never,
+    }
+    /// Threads that serve clients and run their commands (1 to 128; by
+    /// default one per core).
+    "io-threads" => io_threads: usize {
+        default: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        parse: |v: &str| {
+            v.parse()
+                .ok()
+                .filter(|n| (1..=MAX_IO_THREADS).contains(n))
+                .ok_or(format!("io-threads must be between 1 and {MAX_IO_THREADS}"))
+        },
+        change: Never,
+    }
+    /// Writes are refused unless this many replicas are within
+    /// min-replicas-max-lag seconds: with any, always (there are none).
+    "min-replicas-to-write" | "min-slaves-to-write" => min_replicas_to_write: i64 {
+        default: 0,
+        parse: |v| parse_int(v, 0),
+        change: Runtime,
+        reacts: [Guard],
+    }
+    /// The lag, in seconds, within which a replica counts for
+    /// min-replicas-to-write (0: the check is off).
+    "min-replicas-max-lag" | "min-slaves-max-lag" => min_replicas_max_lag: i64 {
+        default: 10,
+        parse: |v| parse_int(v, 0),
+        change: Runtime,
+        reacts: [Guard],
+    }
+    /// Redis's replication backlog size: kept and reported (never below
+    /// 16kb, as in Redis).
+    "repl-backlog-size" => repl_backlog_size: String {
+        default: "1048576".into(),
+        parse: |v| parse_memory_in(v, 1).map(|n| n.max(16 * 1024).to_string()),
+        change: Runtime,
+    }
+    /// Redis's memory limit for all clients: kept and reported.
+    "maxmemory-clients" => maxmemory_clients: String {
+        default: "0".into(),
+        parse: parse_memory_or_percent,
+        change: Runtime,
+    }
+    /// Redis's eviction sample size: kept and reported.
+    "maxmemory-samples" => maxmemory_samples: String {
+        default: "5".into(),
+        parse: |v| int_text(v, 1, i32::MAX.into()),
+        change: Runtime,
+    }
+    /// Redis's eviction effort: kept and reported.
+    "maxmemory-eviction-tenacity" => maxmemory_eviction_tenacity: String {
+        default: "10".into(),
+        parse: |v| int_text(v, 0, 100),
+        change: Runtime,
+    }
+    /// Redis's limit on a client's query buffer (at least 1mb): kept and
+    /// reported.
+    "client-query-buffer-limit" => client_query_buffer_limit: String {
+        default: "1073741824".into(),
+        parse: |v| parse_memory_in(v, 1024 * 1024).map(|n| n.to_string()),
+        change: Runtime,
+    }
+    /// Redis's testing delay while loading keys: kept and reported.
+    "key-load-delay" => key_load_delay: String {
+        default: "0".into(),
+        parse: |v| int_text(v, i32::MIN.into(), i32::MAX.into()),
+        change: Runtime,
+        hidden: true,
+    }
+    reported {
+        /// Reported only: rlockd runs in the foreground.
+        "daemonize" = "no", Never;
+        /// Reported only: rlockd takes no snapshots.
+        "dbfilename" = "dump.rdb", Never;
+        /// Reported only: Redis's longest bulk string.
+        "proto-max-bulk-len" = "536870912", Startup;
+        /// Reported only: Redis's HyperLogLog sparse form limit.
+        "hll-sparse-max-bytes" = "3000", Startup;
+        /// Reported only: rlockd is never a replica.
+        "replica-read-only" = "yes", Startup;
+        /// Reported only: DEL frees at once.
+        "lazyfree-lazy-user-del" = "no", Startup;
+        /// Reported only: rlockd replicates from no one.
+        "replicaof" | "slaveof" = "", Never;
+    }
+}
+
+impl Config {
+    /// When values leave their compact forms, as the keyspace reads it.
+    pub fn encoding(&self) -> EncodingLimits {
+        EncodingLimits {
+            hash_max_listpack_entries: self.hash_max_listpack_entries,
+            hash_max_listpack_value: self.hash_max_listpack_value,
+            set_max_intset_entries: self.set_max_intset_entries,
+            zset_max_listpack_entries: self.zset_max_listpack_entries,
+            zset_max_listpack_value: self.zset_max_listpack_value,
+            stream_node_max_entries: self.stream_node_max_entries,
+            stream_node_max_bytes: self.stream_node_max_bytes,
+        }
+    }
+}
 
 /// CONFIG SET client-output-buffer-limit: `<class> <hard> <soft>
 /// <soft-seconds>` groups (sizes may carry units) replace those classes'
@@ -854,7 +911,7 @@ pub fn get_matching(config: &Config, patterns: &[&[u8]]) -> Vec<(&'static str, S
         let lower = pat.to_ascii_lowercase();
         for p in PARAMS {
             for name in std::iter::once(p.name).chain(p.alias) {
-                let listed = !HIDDEN.contains(&name) || lower == name.as_bytes();
+                let listed = !p.hidden || lower == name.as_bytes();
                 if listed
                     && glob_match(&lower, name.as_bytes(), true)
                     && !out.iter().any(|(n, _)| *n == name)
@@ -925,10 +982,9 @@ mod tests {
     #[test]
     fn keyspace_events_are_stored_canonically() {
         let mut c = Config::default();
-        let Change::With(set) = find_param("notify-keyspace-events").unwrap().set else {
-            panic!("notify-keyspace-events is settable")
-        };
-        let get = find_param("notify-keyspace-events").unwrap().get;
+        let param = find_param("notify-keyspace-events").unwrap();
+        let set = |c: &mut Config, v| param.apply(c, v);
+        let get = param.get;
         set(&mut c, "KEA").unwrap();
         assert_eq!(get(&c), "AKE");
         assert!(set(&mut c, "q").is_err());
@@ -971,9 +1027,7 @@ impl std::error::Error for ConfigFileError {}
 impl Config {
     /// Applies a redis.conf-style file: one `directive value...` per line,
     /// `#` comments, Redis's quoting. Directives are the names CONFIG GET
-    /// knows, plus the startup-only `bind`, `port`, `databases`,
-    /// `cluster-enabled`, `enable-clock-control`, `metrics-port`,
-    /// `appendfilename`, `lock-restart-grace-ms` and `io-threads`.
+    /// knows; those rlockd only reports are accepted and ignored.
     pub fn apply_file(&mut self, text: &str) -> Result<(), ConfigFileError> {
         for (i, raw) in text.lines().enumerate() {
             let line = raw.trim();
@@ -1003,60 +1057,14 @@ impl Config {
     }
 
     /// Applies one directive (a config file line, or the command-line flag
-    /// of the same name) with its values.
+    /// of the same name) with its values; a flag given alone has none.
     pub fn apply_directive(&mut self, directive: &str, values: &[String]) -> Result<(), String> {
-        let value = values.join(" ");
-        match directive.to_ascii_lowercase().as_str() {
-            "bind" => self.bind = values.to_vec(),
-            "aclfile" => self.aclfile = value,
-            "port" => {
-                self.port = value
-                    .parse()
-                    .map_err(|_| "the port must be a number from 0 to 65535")?
-            }
-            "databases" => {
-                self.databases = value
-                    .parse()
-                    .ok()
-                    .filter(|n| *n >= 1)
-                    .ok_or("the number of databases must be at least 1")?
-            }
-            "enable-clock-control" => self.enable_clock_control = parse_yes_no(&value)?,
-            "metrics-port" => {
-                self.metrics_port = Some(
-                    value
-                        .parse()
-                        .map_err(|_| "the metrics port must be a number from 0 to 65535")?,
-                )
-            }
-            "cluster-enabled" => self.cluster_enabled = parse_yes_no(&value)?,
-            "appendfilename" => {
-                // A name, not a path, as in Redis.
-                if value.is_empty() || value.contains('/') {
-                    return Err("appendfilename can't be a path, just a filename".into());
-                }
-                self.appendfilename = value
-            }
-            "lock-restart-grace-ms" => self.lock_restart_grace_ms = parse_num(&value)?,
-            "tcp-backlog" => self.tcp_backlog = parse_int_in(&value, 0, i32::MAX.into())? as u32,
-            "io-threads" => {
-                self.io_threads = value
-                    .parse()
-                    .ok()
-                    .filter(|n| (1..=MAX_IO_THREADS).contains(n))
-                    .ok_or(format!("io-threads must be between 1 and {MAX_IO_THREADS}"))?
-            }
-            "enable-debug-command" => self.enable_debug_command = DebugCommand::parse(&value)?,
-            name => {
-                let param = find_param(name).ok_or("unknown directive")?;
-                // Settings rlockd only reports (daemonize, dir…) are
-                // accepted so that existing files load.
-                if let Change::With(set) = param.set {
-                    set(self, &value)?;
-                }
-            }
-        }
-        Ok(())
+        let param = find_param(directive).ok_or("unknown directive")?;
+        let value = match values {
+            [] => param.alone.to_string(),
+            _ => values.join(" "),
+        };
+        param.apply(self, &value)
     }
 }
 

@@ -1,6 +1,7 @@
 use std::path::PathBuf;
 
-use clap::{CommandFactory, Parser};
+use clap::{Arg, CommandFactory, FromArgMatches, Parser};
+use rlockd::config::{PARAMS, find_param};
 use tracing_subscriber::EnvFilter;
 
 /// Scripts and replies allocate many small objects; mimalloc serves them
@@ -12,78 +13,38 @@ static ALLOCATOR: rlockd::util::alloc::Counting<rlockd::util::alloc::Mimalloc> =
 
 /// rlockd: a Redis-compatible server for distributed locks.
 ///
-/// Each flag is the config directive of the same name, applied after the
-/// config file. As with redis-server, any other directive CONFIG SET knows
-/// is taken too: `--hash-max-listpack-entries 5`, `--save ""`.
+/// Each other flag is the config directive of the same name, applied after
+/// the config file, as redis-server takes them: `--save ""`, `--bind a b`.
 #[derive(Parser, Debug)]
 #[command(version, about)]
 struct Args {
     /// A redis.conf-style file; flags given here override it.
     config_file: Option<PathBuf>,
-    /// TCP port to listen on (0 picks a free port) [default: 6379].
-    #[arg(long)]
-    port: Option<String>,
-    /// Addresses to listen on [default: 127.0.0.1].
-    #[arg(long, num_args = 1..)]
-    bind: Option<Vec<String>>,
-    /// Password clients must AUTH with.
-    #[arg(long)]
-    requirepass: Option<String>,
-    /// Number of databases [default: 16].
-    #[arg(long)]
-    databases: Option<String>,
-    /// Most clients connected at once [default: 10000].
-    #[arg(long)]
-    maxclients: Option<String>,
-    /// Log level: debug, verbose, notice, warning, nothing [default: notice].
-    #[arg(long)]
-    loglevel: Option<String>,
-    /// yes: without a password, refuse clients not on the loopback
-    /// interface (Redis's DENIED error) [default: yes].
-    #[arg(long, value_name = "yes|no")]
-    protected_mode: Option<String>,
-    /// yes: answer as a one-node Redis Cluster owning every hash slot
-    /// (CLUSTER SLOTS/NODES, CROSSSLOT errors) [default: no].
-    #[arg(long, value_parser = ["yes", "no"])]
-    cluster_enabled: Option<String>,
-    /// Serve Prometheus metrics over HTTP on this port (0 picks one).
-    #[arg(long)]
-    metrics_port: Option<String>,
-    /// Who may run DEBUG: no, yes, or local (loopback clients) [default: no].
-    #[arg(long, value_parser = ["no", "yes", "local"])]
-    enable_debug_command: Option<String>,
-    /// Run on a manual clock that clients move with RLOCKD.CLOCK (tests only).
-    #[arg(long)]
-    enable_clock_control: bool,
-    /// yes: log every write to the append-only file, and load it at start
-    /// [default: no].
-    #[arg(long, value_name = "yes|no")]
-    appendonly: Option<String>,
-    /// When the append-only file is fsynced: always, everysec, no
-    /// [default: everysec].
-    #[arg(long)]
-    appendfsync: Option<String>,
-    /// The directory of the append-only file [default: the working directory].
-    #[arg(long)]
-    dir: Option<String>,
-    /// The append-only file's name [default: appendonly.aof].
-    #[arg(long)]
-    appendfilename: Option<String>,
-    /// yes: load a file whose last record is torn, truncating it [default: yes].
-    #[arg(long, value_name = "yes|no")]
-    aof_load_truncated: Option<String>,
-    /// For this many ms after starting, refuse writes with LOADING (a safe
-    /// restart without persistence) [default: 0, off].
-    #[arg(long)]
-    lock_restart_grace_ms: Option<String>,
     /// Instead of serving, PING the server at --bind/--port and exit 0 if
     /// it answers (container health checks).
     #[arg(long)]
     health_check: bool,
 }
 
-/// The command line: the flags clap documents, and the other `--name
-/// values...` directives, in their order, for the configuration table.
+/// `Args` with a flag for every directive, so that `--help` lists them.
+fn command() -> clap::Command {
+    let defaults = rlockd::Config::default();
+    Args::command().args(PARAMS.iter().map(|p| {
+        let default = (p.get)(&defaults);
+        let help = match default.as_str() {
+            "" => p.help.trim().to_string(),
+            _ => format!("{} [default: {default}]", p.help.trim()),
+        };
+        Arg::new(p.name)
+            .long(p.name)
+            .visible_aliases(p.alias)
+            .value_name(p.shape)
+            .help(help)
+    }))
+}
+
+/// The command line: clap's own flags, and the `--name values...`
+/// directives, in their order.
 #[derive(Debug)]
 struct CommandLine {
     args: Args,
@@ -91,10 +52,11 @@ struct CommandLine {
 }
 
 impl CommandLine {
-    /// Splits the words off that clap does not know, as redis-server reads
-    /// its command line: `--name` starts a directive, and the words up to the
-    /// next `--name` are its values (none means one empty value, as
-    /// `--save` alone does there).
+    /// Splits the directives off, as redis-server reads its command line:
+    /// `--name` starts a directive, and the words up to the next `--name`
+    /// are its values (none: the directive says what it means alone), or
+    /// only the first of them for a one-word directive, so that a config
+    /// file may follow (`docker run` appends it to the image's flags).
     fn parse_from<I: IntoIterator<Item = String>>(words: I) -> CommandLine {
         let known = Args::command();
         let is_known = |name: &str| {
@@ -115,52 +77,19 @@ impl CommandLine {
                     in_directive = false;
                 }
                 None if in_directive => {
-                    if let Some((_, values)) = directives.last_mut() {
+                    if let Some((name, values)) = directives.last_mut() {
                         values.push(word);
+                        in_directive = find_param(name).is_none_or(|p| p.multiword);
                     }
                 }
                 None => clap_words.push(word),
             }
         }
-        for (_, values) in &mut directives {
-            if values.is_empty() {
-                values.push(String::new());
-            }
-        }
+        let matches = command().get_matches_from(clap_words);
         CommandLine {
-            args: Args::parse_from(clap_words),
+            args: Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit()),
             directives,
         }
-    }
-}
-
-impl Args {
-    /// The flags given, as (directive, values).
-    fn directives(&self) -> Vec<(&'static str, Vec<String>)> {
-        let one = |name, v: &Option<String>| v.clone().map(|v| (name, vec![v]));
-        [
-            one("port", &self.port),
-            self.bind.clone().map(|b| ("bind", b)),
-            one("requirepass", &self.requirepass),
-            one("databases", &self.databases),
-            one("maxclients", &self.maxclients),
-            one("loglevel", &self.loglevel),
-            one("protected-mode", &self.protected_mode),
-            one("cluster-enabled", &self.cluster_enabled),
-            one("metrics-port", &self.metrics_port),
-            one("appendonly", &self.appendonly),
-            one("appendfsync", &self.appendfsync),
-            one("dir", &self.dir),
-            one("appendfilename", &self.appendfilename),
-            one("aof-load-truncated", &self.aof_load_truncated),
-            one("lock-restart-grace-ms", &self.lock_restart_grace_ms),
-            one("enable-debug-command", &self.enable_debug_command),
-            self.enable_clock_control
-                .then(|| ("enable-clock-control", vec!["yes".to_string()])),
-        ]
-        .into_iter()
-        .flatten()
-        .collect()
     }
 }
 
@@ -240,12 +169,7 @@ fn load_config(line: CommandLine) -> Result<rlockd::Config, Box<dyn std::error::
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         config.apply_file(&text)?;
     }
-    let flags = line
-        .args
-        .directives()
-        .into_iter()
-        .map(|(name, values)| (name.to_string(), values));
-    for (name, values) in flags.chain(line.directives) {
+    for (name, values) in line.directives {
         config
             .apply_directive(&name, &values)
             .map_err(|e| format!("--{name} {}: {e}", values.join(" ")))?;
@@ -384,21 +308,31 @@ mod tests {
             "--notify-keyspace-events",
             "KEA",
         ]);
-        assert_eq!(parsed.args.port.as_deref(), Some("7002"));
+        let words = |w: &[&str]| w.iter().map(|w| w.to_string()).collect::<Vec<_>>();
         assert_eq!(
             parsed.directives,
             [
-                (
-                    "hash-max-listpack-entries".to_string(),
-                    vec!["5".to_string()]
-                ),
-                ("save".to_string(), vec![String::new()]),
+                ("hash-max-listpack-entries".to_string(), words(&["5"])),
+                ("port".to_string(), words(&["7002"])),
+                ("save".to_string(), vec![]),
                 (
                     "notify-keyspace-events".to_string(),
                     vec!["KEA".to_string()]
                 ),
             ]
         );
+        let parsed = line(&[
+            "rlockd",
+            "--bind",
+            "::1",
+            "127.0.0.1",
+            "--port",
+            "7003",
+            "rlockd.conf",
+        ]);
+        assert_eq!(parsed.directives[0].1, words(&["::1", "127.0.0.1"]));
+        assert_eq!(parsed.directives[1].1, words(&["7003"]));
+        assert_eq!(parsed.args.config_file, Some(PathBuf::from("rlockd.conf")));
         let bad = load_config(line(&["rlockd", "--no-such-thing", "1"])).unwrap_err();
         assert_eq!(bad.to_string(), "--no-such-thing 1: unknown directive");
     }

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use super::connection::help_reply;
 use super::spec::{CommandSpec, KeySpec, acl, flag};
 use super::{Ctx, REGISTRY, docs};
-use crate::config::{Change, Param, find_param, get_matching};
+use crate::config::{Change, Hook, Param, find_param, get_matching};
 use crate::context::Shared;
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{ShardStats, flush_all};
@@ -104,7 +104,7 @@ pub fn config_set(ctx: &mut Ctx) -> CmdResult<Reply> {
                 "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
             )));
         };
-        if matches!(param.set, Change::Never) {
+        if param.change == Change::Never {
             return Err(failed(&name, "can't set immutable config"));
         }
         if named.iter().any(|(n, _, _)| n.eq_ignore_ascii_case(&name)) {
@@ -114,28 +114,24 @@ pub fn config_set(ctx: &mut Ctx) -> CmdResult<Reply> {
     }
     // All or nothing: changes apply to a copy that replaces the original
     // only once every value is accepted.
-    let mut updated = ctx.shared.config.read().clone();
+    let old = ctx.shared.config.read().clone();
+    let mut updated = old.clone();
+    let mut hooks: Vec<Hook> = Vec::new();
     for (name, param, value) in &named {
-        let result = match param.set {
-            Change::With(set) => set(&mut updated, value),
+        let result = match param.change {
+            Change::Runtime => param.apply(&mut updated, value),
             Change::Startup if (param.get)(&updated).eq_ignore_ascii_case(value) => Ok(()),
             _ => Err("can't set immutable config".into()),
         };
         result.map_err(|why| failed(name, &why))?;
+        for hook in param.reacts {
+            if !hooks.contains(hook) {
+                hooks.push(*hook);
+            }
+        }
     }
-    ctx.shared.pubsub.configure(&updated);
-    ctx.shared.slowlog.configure(&updated);
-    ctx.shared.keyspace.set_limits(updated.encoding);
-    ctx.shared
-        .keyspace
-        .set_lfu(updated.maxmemory_policy.contains("lfu"));
-    crate::context::persistence::reconfigure(ctx.shared, &ctx.shared.config.read(), &updated);
-    ctx.shared.latency.configure(&updated);
-    ctx.shared.guard.configure(&updated);
-    if updated.requirepass != ctx.shared.config.read().requirepass {
-        ctx.shared
-            .acl
-            .set_default_password(updated.requirepass.as_deref());
+    for hook in hooks {
+        ctx.shared.reconfigure(hook, &old, &updated);
     }
     *ctx.shared.config.write() = updated;
     ctx.shared.config_changes.send_modify(|n| *n += 1);

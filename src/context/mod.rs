@@ -27,7 +27,7 @@ use parking_lot::RwLock;
 
 use crate::clock::{Clock, ManualClock};
 use crate::cluster::ClusterNode;
-use crate::config::Config;
+use crate::config::{Config, Hook};
 use crate::keyspace::{Keyspace, LockPlan};
 use crate::peer::ClientHandle;
 use crate::pubsub::PubSub;
@@ -84,7 +84,7 @@ impl Shared {
         let slowlog = slowlog::SlowLog::default();
         slowlog.configure(&config);
         let keyspace = Keyspace::with_events(config.databases, clock, pubsub.clone());
-        keyspace.set_limits(config.encoding);
+        keyspace.set_limits(config.encoding());
         keyspace.set_lfu(config.maxmemory_policy.contains("lfu"));
         let latency = latency::LatencyMonitor::default();
         latency.configure(&config);
@@ -111,6 +111,25 @@ impl Shared {
             faults: Default::default(),
             config_changes: tokio::sync::watch::Sender::new(0),
             shutdown: tokio::sync::watch::Sender::new(false),
+        }
+    }
+
+    /// Tells the part of the server `hook` names that CONFIG SET changed
+    /// the config from `old` to `new`.
+    pub fn reconfigure(&self, hook: Hook, old: &Config, new: &Config) {
+        match hook {
+            Hook::PubSub => self.pubsub.configure(new),
+            Hook::SlowLog => self.slowlog.configure(new),
+            Hook::Encodings => self.keyspace.set_limits(new.encoding()),
+            Hook::AccessClocks => self.keyspace.set_lfu(new.maxmemory_policy.contains("lfu")),
+            Hook::Persistence => persistence::reconfigure(self, old, new),
+            Hook::Latency => self.latency.configure(new),
+            Hook::Guard => self.guard.configure(new),
+            Hook::Password => {
+                if new.requirepass != old.requirepass {
+                    self.acl.set_default_password(new.requirepass.as_deref());
+                }
+            }
         }
     }
 

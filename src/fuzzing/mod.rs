@@ -117,7 +117,7 @@ impl Harness {
         self.shared.unpause();
         self.shared.shutdown.send_replace(false);
         self.shared.pubsub.configure(&self.base);
-        self.shared.keyspace.set_limits(self.base.encoding);
+        self.shared.keyspace.set_limits(self.base.encoding());
         *self.shared.config.write() = self.base.clone();
         (self.client, self.mail) = connect(&self.shared);
         self.run(&[Bytes::from_static(b"FLUSHALL")]);
