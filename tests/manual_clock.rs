@@ -195,7 +195,12 @@ async fn object_idletime_and_freq_follow_the_clock() {
     assert!(used > 5, "uses count: {used}");
     server.clock().advance(Duration::from_secs(3 * 60));
     assert_eq!(freq(&mut c).await, used - 3, "a step a minute");
-    // Overwriting a key keeps its count under LFU, as Redis does.
+    // Overwriting a key keeps its count under LFU, as Redis does, and so
+    // does moving it.
     cmd::<()>(&mut c, &["SET", "f", "w"]).await.unwrap();
-    assert!(freq(&mut c).await >= used - 3);
+    let kept = freq(&mut c).await;
+    assert!(kept >= used - 3);
+    cmd::<()>(&mut c, &["RENAME", "f", "g"]).await.unwrap();
+    cmd::<()>(&mut c, &["RENAME", "g", "f"]).await.unwrap();
+    assert!(freq(&mut c).await >= kept, "renamed with its count");
 }

@@ -189,8 +189,13 @@ fn rename_key(ctx: &mut Ctx, nx: bool) -> CmdResult<Reply> {
         // Redis deletes the old key first, so the new one raises `new`.
         db.remove(&dst)?;
     }
+    // The value moves with its access clock, as Redis's object does.
+    let clock = db.access(&src)?;
     let value = db.remove(&src)?.ok_or(CmdError::NoSuchKey)?;
     db.insert(&dst, value, ttl)?;
+    if let Some(clock) = clock {
+        db.set_access(&dst, clock)?;
+    }
     db.modified(&src, Event::RenameFrom)?;
     db.modified(&dst, Event::RenameTo)?;
     Ok(done(true))
@@ -289,12 +294,16 @@ pub fn move_(ctx: &mut Ctx) -> CmdResult<Reply> {
     if ctx.locked.db(dst_db).exists(&key)? {
         return Ok(Reply::Int(0));
     }
+    let clock = ctx.locked.db(src_db).access(&key)?;
     let value = ctx
         .locked
         .db(src_db)
         .remove(&key)?
         .ok_or(CmdError::NoSuchKey)?;
     ctx.locked.db(dst_db).insert(&key, value, ttl)?;
+    if let Some(clock) = clock {
+        ctx.locked.db(dst_db).set_access(&key, clock)?;
+    }
     ctx.locked.db(src_db).modified(&key, Event::MoveFrom)?;
     ctx.locked.db(dst_db).modified(&key, Event::MoveTo)?;
     Ok(Reply::Int(1))

@@ -185,11 +185,14 @@ impl HashValue {
             unreachable!("unpacked above")
         };
         t.listpack &= items_fit;
-        let new = t
-            .insert(Bytes::copy_from_slice(field), Bytes::copy_from_slice(value))
-            .is_none();
+        // A field already there keeps its name: only the value is copied.
+        if let Some(stored) = t.get_mut(field) {
+            *stored = Bytes::copy_from_slice(value);
+            return false;
+        }
+        t.insert(Bytes::copy_from_slice(field), Bytes::copy_from_slice(value));
         t.listpack &= limits.hash_len_fits(t.len());
-        new
+        true
     }
 
     /// Removes `field`, keeping the others' order while the hash is small

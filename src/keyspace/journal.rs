@@ -228,6 +228,9 @@ impl Journal {
     /// Whether the key's whole prior state is kept: then nothing after it
     /// needs keeping, since undoing puts that state back last.
     pub(super) fn has_whole(&self, db: usize, key: &[u8]) -> bool {
+        if self.wholes.is_empty() {
+            return false;
+        }
         let saved = &self.saved;
         self.wholes
             .find(self.hash(db, key), |&i| {
@@ -238,9 +241,9 @@ impl Journal {
 
     pub(super) fn push(&mut self, db: usize, key: Bytes, prior: Prior) {
         let whole = matches!(prior, Prior::Whole(_));
-        let hash = self.hash(db, &key);
+        let hash = whole.then(|| self.hash(db, &key));
         self.saved.push((db, key, prior));
-        if whole {
+        if let Some(hash) = hash {
             let (saved, hasher) = (&self.saved, &self.hasher);
             self.wholes.insert_unique(hash, saved.len() - 1, |&i| {
                 hasher.hash_one((saved[i].0, &saved[i].1[..]))

@@ -657,7 +657,7 @@ impl<'a> Locked<'a> {
     /// `key` in database `db`, and nothing else for it: its own lookups
     /// record nothing. A compact value is copied whole by its lookups, as
     /// an undeclared write's keys are.
-    pub fn journal_touch(&mut self, db: usize, key: &[u8], touch: &Touch) -> CmdResult<()> {
+    pub fn journal_touch(&mut self, db: usize, key: &Bytes, touch: &Touch) -> CmdResult<()> {
         let Some(journal) = &self.journal else {
             return Ok(());
         };
@@ -684,7 +684,7 @@ impl<'a> Locked<'a> {
         };
         let journal = self.journal.as_mut().expect("checked above");
         if let Some(prior) = prior {
-            journal.push(db, Bytes::copy_from_slice(key), prior);
+            journal.push(db, key.clone(), prior);
         }
         journal.recording = false;
         Ok(())
