@@ -124,7 +124,8 @@ pub fn scan(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (db, now) = (ctx.client.db, ctx.now());
     let mut shard_idx = (opts.cursor % SHARDS as u64) as usize;
     let mut from = opts.cursor / SHARDS as u64;
-    let mut found: Vec<(Bytes, &'static str)> = Vec::new();
+    // Keys are borrowed while a page is chosen and copied once chosen.
+    let mut found: Vec<(&[u8], &'static str)> = Vec::new();
     let shards: Vec<_> = ctx.locked.shards().collect();
     let mut cursor = 0;
     while shard_idx < SHARDS && found.len() < opts.count {
@@ -132,7 +133,7 @@ pub fn scan(ctx: &mut Ctx) -> CmdResult<Reply> {
         let want = opts.count - found.len();
         let entries = shard
             .entries(db, now)
-            .map(|(k, e)| (hash_of(k), (Bytes::copy_from_slice(k), e.type_name())));
+            .map(|(k, e)| (hash_of(k), (k, e.type_name())));
         let (got, next) = Buckets::for_len(shard.db_len(db)).page(entries, from, want);
         found.extend(got);
         if next != 0 {
@@ -151,7 +152,7 @@ pub fn scan(ctx: &mut Ctx) -> CmdResult<Reply> {
                 .is_none_or(|p| glob_match(p, k, false))
                 && opts.type_name.as_ref().is_none_or(|want| want == t)
         })
-        .map(|(k, _)| Reply::Bulk(k))
+        .map(|(k, _)| Reply::Bulk(Bytes::copy_from_slice(k)))
         .collect();
     Ok(Reply::Array(vec![
         Reply::bulk_str(&cursor.to_string()),

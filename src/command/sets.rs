@@ -395,11 +395,14 @@ pub fn sscan(ctx: &mut Ctx) -> CmdResult<Reply> {
     let opts = parse_scan(&ctx.args[2..], false)?;
     // An intset comes back whole and in order, as Redis sends it.
     let (members, next) = match set {
-        SetValue::Table(members) => Buckets::for_len(members.len()).page(
-            members.iter().map(|m| (hash_of(m), m.clone())),
-            opts.cursor,
-            opts.count,
-        ),
+        SetValue::Table(members) => {
+            let (page, next) = Buckets::for_len(members.len()).page(
+                members.iter().map(|m| (hash_of(m), m)),
+                opts.cursor,
+                opts.count,
+            );
+            (page.into_iter().cloned().collect(), next)
+        }
         SetValue::Ints { .. } => (set.members(), 0),
     };
     let items = members

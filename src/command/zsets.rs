@@ -1088,13 +1088,12 @@ pub fn zscan(ctx: &mut Ctx) -> CmdResult<Reply> {
     };
     // Options are checked only on a set that exists, as in Redis.
     let opts = parse_scan(&ctx.args[2..], false)?;
-    let members = zset.iter().map(|(m, s)| (m.clone(), s));
     // A compact set comes back whole and in order, as Redis sends it.
-    let (members, next) = if zset.is_compact() {
-        (members.collect(), 0)
+    let (members, next): (Vec<(&Bytes, f64)>, u64) = if zset.is_compact() {
+        (zset.iter().collect(), 0)
     } else {
         Buckets::for_len(zset.len()).page(
-            members.map(|(m, s)| (hash_of(&m), (m, s))),
+            zset.iter().map(|(m, s)| (hash_of(m), (m, s))),
             opts.cursor,
             opts.count,
         )
@@ -1104,9 +1103,9 @@ pub fn zscan(ctx: &mut Ctx) -> CmdResult<Reply> {
         if opts
             .pattern
             .as_ref()
-            .is_none_or(|p| glob_match(p, &m, false))
+            .is_none_or(|p| glob_match(p, m, false))
         {
-            items.push(Reply::Bulk(m));
+            items.push(Reply::Bulk(m.clone()));
             items.push(Reply::bulk_str(&scan_score(s, zset.is_compact())));
         }
     }
