@@ -9,6 +9,40 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! # Where things live
+//!
+//! A request flows down these modules, top to bottom; a module imports only
+//! from those below it (`tests/layers.rs` checks), and what must call back
+//! up goes through a trait the lower module defines.
+//!
+//! - `server`: starting and stopping an instance, its listener, the expiry
+//!   driver, metrics. `fuzzing`: entry points for the fuzz targets.
+//! - `connection`: one client's loop of reading requests and writing replies.
+//! - `command`: the command table and one file per command family
+//!   (`strings.rs`, `hashes.rs`, `streams.rs`…), with dispatch.
+//! - `context`: state every connection shares (`Shared`) and one client's
+//!   own (`Client`): ACL, stats, slowlog, persistence as the server runs it.
+//! - `scripting`: the Lua engine behind EVAL and FUNCTION. `pubsub`:
+//!   channels, MONITOR and client-side caching's invalidations.
+//! - `cluster`: answering as a one-node Redis Cluster. `config`: each
+//!   directive, declared once.
+//! - `peer`: what the server shares about one connected client.
+//! - `keyspace`: the data: shards and their locks, databases, values,
+//!   deadlines, blocked clients, keyspace events (its own doc maps it).
+//! - `expiry`: the timing wheels deadlines are filed in, and their alarm.
+//!   `persist`: the append-only file's writer and reader.
+//! - `protocol`: RESP framing and replies. `clock`: all time, so tests can
+//!   drive it.
+//! - `error`: command errors, worded as Redis words them.
+//! - `util`: Redis's number rules, glob matching, bits, HyperLogLog.
+//!
+//! Persistence is the append-only file, in four places from the top down:
+//! `server/aof.rs` loads it at start, `context/persistence.rs` switches it
+//! and runs rewrites, `keyspace/aof.rs` decides what each write records,
+//! and `persist/` writes and reads the file. Replication is not built yet;
+//! it will get a module of its own, placed in this order and in
+//! `tests/layers.rs`.
 
 pub mod clock;
 pub mod cluster;

@@ -16,7 +16,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::{Entry, Keyspace, Locked, Map, SHARDS, Value, key_shard};
+use super::shard::Map;
+use super::{Entry, Keyspace, Locked, SHARDS, Value, key_shard};
 use crate::persist::{Aof, Batch, Stream};
 
 /// Elements per command when a collection is written out, as Redis's

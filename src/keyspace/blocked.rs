@@ -223,7 +223,7 @@ impl Waiter {
 }
 
 /// The waiters of one shard's keys, by (database, key), oldest first.
-pub type WaiterQueues = super::Map<(u32, Bytes), VecDeque<Arc<Waiter>>>;
+pub type WaiterQueues = super::shard::Map<(u32, Bytes), VecDeque<Arc<Waiter>>>;
 
 impl Db<'_, '_> {
     /// Queues `waiter` on `key`, dropping waiters that stopped waiting.

@@ -1,5 +1,5 @@
 //! Keyspace notifications: which events `notify-keyspace-events` enables,
-//! and the events the keyspace and the commands raise.
+//! the events the keyspace and the commands raise, and where they go.
 
 /// The event classes and the two channel families, one bit each.
 pub mod class {
@@ -277,6 +277,27 @@ impl Event {
             | Event::XgroupSetid => class::STREAM,
         }
     }
+}
+
+/// Where the keyspace sends the events it raises (keys expired, created,
+/// missed, and those commands raise through it): pub/sub, which sits above
+/// the keyspace, publishes them as keyspace notifications.
+pub trait EventSink: Send + Sync {
+    fn notify(&self, event: Event, db: usize, key: &[u8]);
+
+    /// A key changed or went away, in any database (what client-side
+    /// caching invalidates); `by_client` is false when expiry removed it.
+    fn changed(&self, _key: &[u8], _by_client: bool) {}
+
+    /// A database, or all of them, was emptied.
+    fn flushed(&self) {}
+}
+
+/// A keyspace of its own (benches, unit tests) raises events to no one.
+pub(super) struct NoEvents;
+
+impl EventSink for NoEvents {
+    fn notify(&self, _: Event, _: usize, _: &[u8]) {}
 }
 
 #[cfg(test)]

@@ -1,8 +1,12 @@
 //! Redis Cluster hash slots: CRC16 (XMODEM) of the key, or of its hash tag,
 //! modulo 16384. Every command computes this for its keys, so it is
-//! table-driven: one lookup per byte.
+//! table-driven: one lookup per byte. A slot's keys all live in one shard.
 
-const SLOTS: u16 = 16384;
+/// More shards than cores by a wide margin, so independent keys rarely
+/// share a lock.
+pub const SHARDS: usize = 128;
+
+pub const HASH_SLOTS: u16 = 16384;
 
 const CRC16_TABLE: [u16; 256] = {
     let mut table = [0u16; 256];
@@ -44,7 +48,15 @@ fn hashed_part(key: &[u8]) -> &[u8] {
 }
 
 pub fn key_slot(key: &[u8]) -> u16 {
-    crc16(hashed_part(key)) % SLOTS
+    crc16(hashed_part(key)) % HASH_SLOTS
+}
+
+pub fn key_shard(key: &[u8]) -> usize {
+    slot_shard(key_slot(key))
+}
+
+pub fn slot_shard(slot: u16) -> usize {
+    slot as usize % SHARDS
 }
 
 #[cfg(test)]
@@ -53,10 +65,19 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
+    fn hash_tags_share_a_shard() {
+        assert_eq!(
+            key_shard(b"lock"),
+            key_shard(b"redisson_lock__channel:{lock}")
+        );
+        assert_eq!(key_slot(b"foo"), 12182);
+    }
+
+    #[test]
     fn known_slots() {
         // Values CLUSTER KEYSLOT gives on Redis.
         assert_eq!(key_slot(b"foo"), 12182);
-        assert_eq!(key_slot(b"123456789"), 0x31c3 % SLOTS);
+        assert_eq!(key_slot(b"123456789"), 0x31c3 % HASH_SLOTS);
         assert_eq!(key_slot(b"{user1000}.following"), key_slot(b"user1000"));
         assert_eq!(key_slot(b"foo{}{bar}"), key_slot(b"foo{}{bar}"));
         assert_ne!(key_slot(b"foo{}{bar}"), key_slot(b"bar"));

@@ -1,0 +1,371 @@
+//! The shards one command holds and the time it runs at: taken in
+//! ascending order, and below the highest held only tried, so that no two
+//! commands wait on each other; the journal that undoes a script's run;
+//! SWAPDB, which must see every shard.
+
+use bytes::Bytes;
+use parking_lot::MutexGuard;
+
+use super::access::AccessClock;
+use super::aof;
+use super::db::Db;
+use super::journal::{Before, Journal, Prior, Touch, Undo};
+use super::plan::LockPlan;
+use super::shard::Shard;
+use super::slot::{SHARDS, key_shard, key_slot, slot_shard};
+use super::store::Keyspace;
+use super::value::Entry;
+use crate::error::{CmdError, CmdResult};
+
+/// The shards one command holds, and the time it runs at.
+pub struct Locked<'a> {
+    pub(super) ks: &'a Keyspace,
+    pub(super) guards: Vec<(usize, MutexGuard<'a, Shard>)>,
+    pub(super) now: u64,
+    pub(super) journal: Option<Journal>,
+    /// Keys that gained elements while clients wait on them: served when
+    /// the shards are let go (see `blocked`).
+    pub(super) ready: Vec<(usize, Bytes)>,
+    /// What this command changed, for the append-only file (only while it
+    /// is on).
+    pub(super) changes: Option<aof::Changes>,
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        if !self.ready.is_empty() {
+            self.serve_ready();
+        }
+        // Before the shards are let go: records about the same keys reach
+        // the file in the order the changes happened.
+        if self.changes.is_some() {
+            self.log_changes();
+        }
+    }
+}
+
+impl<'a> Locked<'a> {
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    pub fn holds_all(&self) -> bool {
+        self.guards.len() == SHARDS
+    }
+
+    /// Starts recording prior states: a script that must start over, or
+    /// that is killed after it wrote, is rolled back to them.
+    pub fn begin_journal(&mut self) {
+        self.journal = Some(Journal::default());
+    }
+
+    pub fn end_journal(&mut self) {
+        self.journal = None;
+    }
+
+    /// Tells the journal whether the next command may write (`changes`):
+    /// only then do the keys it looks up have their prior states kept.
+    pub fn journal_next(&mut self, changes: bool) {
+        if let Some(journal) = &mut self.journal {
+            journal.recording = changes;
+        }
+    }
+
+    /// Puts back every key the journal saw, newest change first. Clients
+    /// waiting for the keys it pushed to are not served.
+    pub fn rollback(&mut self) -> CmdResult<()> {
+        self.ready.clear();
+        self.forget_changes();
+        let Some(journal) = self.journal.take() else {
+            return Ok(());
+        };
+        let limits = self.ks.limits();
+        let fresh = AccessClock::fresh(self.now, self.ks.lfu());
+        for (db, key, prior) in journal.undo_order() {
+            let shard = self.shard(key_shard(&key))?;
+            match prior {
+                Prior::Whole(Some(entry)) => {
+                    // FLUSHALL dropped the wheel; a second entry for the
+                    // same deadline is harmless.
+                    if let Some(at) = entry.expire_at() {
+                        shard.schedule(db, &key, at);
+                    }
+                    shard.dbs[db].insert(&key, entry, |old| old.unwrap_or(fresh));
+                }
+                Prior::Whole(None) => {
+                    shard.remove(db, &key);
+                }
+                Prior::Part { expire_at, undo } => {
+                    let hash = shard.dbs[db].hash(&key);
+                    if shard.dbs[db].get_mut_hashed(hash, &key).is_none() {
+                        // The change emptied the collection, which took
+                        // the key with it.
+                        if let Some(at) = expire_at {
+                            shard.schedule(db, &key, at);
+                        }
+                        shard.dbs[db].insert(
+                            &key,
+                            Entry::new(undo.empty_value(), expire_at),
+                            |_| fresh,
+                        );
+                    }
+                    if let Some(entry) = shard.dbs[db].get_mut_hashed(hash, &key) {
+                        undo.apply(&mut entry.value, &limits);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Records every key of database `db` (all of them with `None`) in the
+    /// shards held, before a flush empties them.
+    pub(super) fn record_flush(&mut self, db: Option<usize>) {
+        let Some(journal) = self.journal.as_mut().filter(|j| j.recording) else {
+            return;
+        };
+        for (_, shard) in &self.guards {
+            for (index, map) in shard.dbs.iter().enumerate() {
+                if db.is_some_and(|db| db != index) {
+                    continue;
+                }
+                for node in map.iter() {
+                    let key = node.key();
+                    if !journal.has_whole(index, key) {
+                        let entry = node.entry().into_owned();
+                        journal.push(
+                            index,
+                            Bytes::copy_from_slice(key),
+                            Prior::Whole(Some(entry)),
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) fn record(&mut self, db: usize, key: &[u8]) -> CmdResult<()> {
+        let Some(journal) = self.journal.as_ref().filter(|j| j.recording) else {
+            return Ok(());
+        };
+        if journal.has_whole(db, key) {
+            return Ok(());
+        }
+        let prior = self.shard(key_shard(key))?.dbs[db]
+            .get(key)
+            .map(|n| n.entry().into_owned());
+        let journal = self.journal.as_mut().expect("checked above");
+        journal.push(db, Bytes::copy_from_slice(key), Prior::Whole(prior));
+        Ok(())
+    }
+
+    /// Keeps what undoes the next command, which changes only `touch` of
+    /// `key` in database `db`, and nothing else for it: its own lookups
+    /// record nothing. A compact value is copied whole by its lookups, as
+    /// an undeclared write's keys are.
+    pub fn journal_touch(&mut self, db: usize, key: &Bytes, touch: &Touch) -> CmdResult<()> {
+        let Some(journal) = &self.journal else {
+            return Ok(());
+        };
+        if journal.has_whole(db, key) {
+            self.journal_next(false);
+            return Ok(());
+        }
+        let now = self.now;
+        let shard = self.shard(key_shard(key))?;
+        let live = shard.dbs[db].get(key).filter(|n| !n.is_expired(now));
+        let prior = match live {
+            None => Some(Prior::Whole(None)),
+            Some(node) => match Undo::before(&node.entry().value, touch) {
+                Before::Part(undo) => Some(Prior::Part {
+                    expire_at: node.expire_at(),
+                    undo,
+                }),
+                Before::Unchanged => None,
+                Before::Copy => {
+                    self.journal_next(true);
+                    return Ok(());
+                }
+            },
+        };
+        let journal = self.journal.as_mut().expect("checked above");
+        if let Some(prior) = prior {
+            journal.push(db, key.clone(), prior);
+        }
+        journal.recording = false;
+        Ok(())
+    }
+
+    /// The indices of the shards held.
+    pub fn held(&self) -> Vec<usize> {
+        self.guards.iter().map(|(i, _)| *i).collect()
+    }
+
+    pub(super) fn acquire(&mut self, plan: &LockPlan) -> CmdResult<()> {
+        match plan {
+            LockPlan::Nothing => Ok(()),
+            LockPlan::Shards(ids) => self.acquire_each(ids.iter().copied()),
+            LockPlan::All => self.acquire_each(0..SHARDS),
+        }
+    }
+
+    fn acquire_each(&mut self, ids: impl Iterator<Item = usize>) -> CmdResult<()> {
+        for idx in ids {
+            let guard = self.ks.lock_shard(idx)?;
+            self.guards.push((idx, guard));
+        }
+        Ok(())
+    }
+
+    /// Lets every shard go and takes the plan's instead (a script that
+    /// found it needs more shards starts over with them).
+    pub fn relock(&mut self, plan: &LockPlan) -> CmdResult<()> {
+        // What the first attempt pushed was rolled back.
+        self.ready.clear();
+        self.forget_changes();
+        self.guards.clear();
+        self.now = self.ks.clock.now_ms();
+        self.acquire(plan)
+    }
+
+    /// Takes these shards now, before a command writes anything,
+    /// so it never stops halfway for want of one.
+    /// Any order will do: `shard` never waits out of ascending order.
+    pub fn ensure(&mut self, shards: &[usize]) -> CmdResult<()> {
+        for &idx in shards {
+            self.shard(idx)?;
+        }
+        Ok(())
+    }
+
+    /// The shard, taking its lock now if the plan did not. Blocking is only
+    /// safe above every shard already held (ascending order); below that
+    /// the lock is only tried, never waited for.
+    pub(super) fn shard(&mut self, idx: usize) -> CmdResult<&mut Shard> {
+        let pos = match self.guards.binary_search_by_key(&idx, |(i, _)| *i) {
+            Ok(pos) => pos,
+            Err(pos) => {
+                let mutex = &self.ks.shards[idx];
+                let guard = if pos == self.guards.len() {
+                    self.ks.lock_shard(idx)?
+                } else {
+                    mutex.try_lock().ok_or(CmdError::ShardBusy)?
+                };
+                self.guards.insert(pos, (idx, guard));
+                pos
+            }
+        };
+        Ok(&mut self.guards[pos].1)
+    }
+
+    /// Runs `read` over the live keys of database `db` in one hash slot,
+    /// taken from that slot's shard alone.
+    pub fn in_slot<T>(
+        &mut self,
+        db: usize,
+        slot: u16,
+        read: impl FnOnce(&mut dyn Iterator<Item = &[u8]>) -> T,
+    ) -> CmdResult<T> {
+        let now = self.now;
+        let shard = self.shard(slot_shard(slot))?;
+        let mut keys = shard
+            .entries(db, now)
+            .map(|(key, _)| key)
+            .filter(|key| key_slot(key) == slot);
+        Ok(read(&mut keys))
+    }
+
+    pub fn shards(&mut self) -> impl Iterator<Item = &mut Shard> {
+        self.guards.iter_mut().map(|(_, g)| &mut **g)
+    }
+
+    /// SWAPDB: databases `a` and `b` trade contents in every shard (the
+    /// plan must hold them all). A WATCH on a key that exists on either
+    /// side is broken, and clients waiting on a key that now holds
+    /// elements are served, as Redis does.
+    pub fn swap_dbs(&mut self, a: usize, b: usize) -> CmdResult<()> {
+        if a == b {
+            return Ok(());
+        }
+        self.note_whole(Some(a), b"FLUSHDB");
+        self.note_whole(Some(b), b"FLUSHDB");
+        if self.journal.is_some() {
+            // Each key's prior state on both sides, so a rolled-back
+            // script puts every key back where it was.
+            let keys: Vec<Bytes> = self
+                .shards()
+                .flat_map(|s| {
+                    [a, b]
+                        .into_iter()
+                        .flat_map(|db| s.dbs[db].iter().map(|n| Bytes::copy_from_slice(n.key())))
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            for key in &keys {
+                self.record(a, key)?;
+                self.record(b, key)?;
+            }
+        }
+        let mut waited = Vec::new();
+        for shard in self.shards() {
+            shard.dbs.swap(a, b);
+            shard.timed.mark(a);
+            shard.timed.mark(b);
+            let dbs = &shard.dbs;
+            for ((wdb, key), flags) in &shard.watched {
+                let wdb = *wdb as usize;
+                if (wdb == a || wdb == b)
+                    && (dbs[a].get(key).is_some() || dbs[b].get(key).is_some())
+                {
+                    flags.iter().for_each(|f| f.mark());
+                }
+            }
+            waited.extend(
+                shard
+                    .blocked
+                    .keys()
+                    .filter(|(db, _)| *db as usize == a || *db as usize == b)
+                    .cloned(),
+            );
+        }
+        if let Some(shard) = self.shards().next() {
+            shard.stats.dirty += 1;
+        }
+        self.note_swapped(a, b);
+        for (db, key) in waited {
+            self.db(db as usize).signal_ready(&key)?;
+        }
+        Ok(())
+    }
+
+    pub fn db(&mut self, index: usize) -> Db<'_, 'a> {
+        Db {
+            locked: self,
+            index,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::SystemClock;
+    use std::sync::Arc;
+
+    #[test]
+    fn out_of_order_access_never_blocks() {
+        let ks = Keyspace::new(1, Arc::new(SystemClock));
+        let (low, high) = (b"a", b"b");
+        let (lo, hi) = if key_shard(low) < key_shard(high) {
+            (low, high)
+        } else {
+            (high, low)
+        };
+        let _other = ks.lock(&LockPlan::for_keys([&lo[..]])).unwrap();
+        let mut mine = ks.lock(&LockPlan::for_keys([&hi[..]])).unwrap();
+        assert_eq!(mine.db(0).get(lo).unwrap_err(), CmdError::ShardBusy);
+    }
+}
