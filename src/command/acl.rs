@@ -5,6 +5,8 @@ use std::sync::LazyLock;
 
 use bytes::Bytes;
 
+use super::spec::Group;
+use super::spec::flag::{ADMIN, LOADING, NOSCRIPT, STALE};
 use super::{CommandSpec, Ctx, REGISTRY, spec};
 use crate::context::acl::{Catalog, LogEntry, Selector, User, UserSlot};
 use crate::context::{Client, Shared};
@@ -674,3 +676,71 @@ pub fn help(_ctx: &mut Ctx) -> CmdResult<Reply> {
         ],
     ))
 }
+
+/// ACL's subcommands: all but HELP refuse scripts, and those that reveal or
+/// change users are administrative.
+const ACL_ADMIN: u32 = ADMIN | NOSCRIPT | LOADING | STALE;
+
+const ACL_OPEN: u32 = NOSCRIPT | LOADING | STALE;
+
+static ACL_SUBS: &[CommandSpec] = &[
+    CommandSpec::new("cat", -2, Group::Server, cat)
+        .flags(ACL_OPEN)
+        .syntax("[categoryname]")
+        .doc("6.0.0", "Lists the ACL categories, or the commands in one."),
+    CommandSpec::new("deluser", -3, Group::Server, deluser)
+        .flags(ACL_ADMIN)
+        .syntax("username...")
+        .doc("6.0.0", "Deletes users and disconnects their clients."),
+    CommandSpec::new("dryrun", -4, Group::Server, dryrun)
+        .flags(ACL_ADMIN)
+        .syntax("username command [arg...]")
+        .doc(
+            "7.0.0",
+            "Says whether a user could run a command, without running it.",
+        ),
+    CommandSpec::new("genpass", -2, Group::Server, genpass)
+        .flags(ACL_OPEN)
+        .syntax("[bits]")
+        .doc("6.0.0", "Returns a random password (256 bits unless told)."),
+    CommandSpec::new("getuser", 3, Group::Server, getuser)
+        .flags(ACL_ADMIN)
+        .syntax("username")
+        .doc(
+            "6.0.0",
+            "Describes a user's flags, passwords and permissions.",
+        ),
+    CommandSpec::new("help", 2, Group::Server, help)
+        .flags(LOADING | STALE)
+        .doc("6.0.0", "Describes the ACL subcommands."),
+    CommandSpec::new("list", 2, Group::Server, list)
+        .flags(ACL_ADMIN)
+        .doc("6.0.0", "Lists every user's rules in ACL file form."),
+    CommandSpec::new("load", 2, Group::Server, load)
+        .flags(ACL_ADMIN)
+        .doc("6.0.0", "Replaces the users with those of the ACL file."),
+    CommandSpec::new("log", -2, Group::Server, log)
+        .flags(ACL_ADMIN)
+        .syntax("[count | RESET]")
+        .doc(
+            "6.0.0",
+            "Lists refused commands and logins, newest first, or clears the list.",
+        ),
+    CommandSpec::new("save", 2, Group::Server, save)
+        .flags(ACL_ADMIN)
+        .doc("6.0.0", "Writes the users to the ACL file."),
+    CommandSpec::new("setuser", -3, Group::Server, setuser)
+        .flags(ACL_ADMIN)
+        .syntax("username [rule...]")
+        .doc("6.0.0", "Creates a user or changes its rules."),
+    CommandSpec::new("users", 2, Group::Server, users)
+        .flags(ACL_ADMIN)
+        .doc("6.0.0", "Lists the user names."),
+    CommandSpec::new("whoami", 2, Group::Server, whoami)
+        .flags(ACL_OPEN)
+        .doc("6.0.0", "Returns the user this connection runs as."),
+];
+
+pub(super) static COMMANDS: &[CommandSpec] =
+    &[CommandSpec::container("acl", Group::Server, ACL_SUBS)
+        .doc("6.0.0", "Commands about ACL users and permissions.")];

@@ -4,6 +4,14 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
+use super::presets::{ALL_SHARDS_OK, CONN, NONDET};
+use super::spec::acl::CONNECTION;
+use super::spec::flag::{
+    ADMIN, ALLOW_BUSY, ENDS_MULTI, FAST, KEEPS_CACHING, LOADING, NO_AUTH, NOSCRIPT, STALE,
+    WHILE_SUBSCRIBED,
+};
+use super::spec::{CommandSpec, Group};
+use super::tracking;
 use super::{Ctx, REGISTRY, multi};
 use crate::context::Client;
 use crate::context::{PauseMode, ReplyMode, Shared};
@@ -573,3 +581,129 @@ pub fn client_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
         ],
     ))
 }
+
+const ANY_STATE: u32 = NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY;
+
+static CLIENT_SUBS: &[CommandSpec] = &[
+    CommandSpec::new("id", 2, Group::Connection, client_id)
+        .flags(CONN | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .doc("5.0.0", "Returns the unique id of this connection."),
+    CommandSpec::new("setname", 3, Group::Connection, client_setname)
+        .flags(CONN | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .syntax("connection-name")
+        .doc("2.6.9", "Names this connection."),
+    CommandSpec::new("getname", 2, Group::Connection, client_getname)
+        .flags(CONN | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .doc("2.6.9", "Returns the name of this connection, or nil."),
+    CommandSpec::new("setinfo", 4, Group::Connection, client_setinfo)
+        .flags(CONN | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .syntax("LIB-NAME libname | LIB-VER libver")
+        .doc(
+            "7.2.0",
+            "Records the client library's name or version for this connection.",
+        ),
+    CommandSpec::new("list", -2, Group::Connection, client_list)
+        .flags(ADMIN | CONN | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .tips(NONDET)
+        .syntax("[TYPE (NORMAL | MASTER | REPLICA | PUBSUB)] [ID (client-id...)]")
+        .doc("2.4.0", "Describes every open connection, one line each."),
+    CommandSpec::new("info", 2, Group::Connection, client_info)
+        .flags(CONN | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .tips(NONDET)
+        .doc(
+            "6.2.0",
+            "Describes this connection in CLIENT LIST's format.",
+        ),
+    CommandSpec::new("kill", -3, Group::Connection, client_kill)
+        .flags(ADMIN | CONN | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .syntax("ip:port | ([ID client-id] | [TYPE (NORMAL | MASTER | SLAVE | REPLICA | PUBSUB)] | [USER username] | [ADDR ip:port] | [LADDR ip:port] | [SKIPME yes/no])...")
+        .doc(
+            "2.4.0",
+            "Closes connections chosen by address, id or other filters.",
+        ),
+    CommandSpec::new("no-evict", 3, Group::Connection, client_no_evict)
+        .flags(ADMIN | CONN | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .syntax("ON | OFF")
+        .doc(
+            "7.0.0",
+            "Exempts this connection from client eviction (accepted; nothing is evicted).",
+        ),
+    CommandSpec::new("reply", 3, Group::Connection, client_reply)
+        .flags(NOSCRIPT | LOADING | STALE | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .syntax("ON | OFF | SKIP")
+        .doc("3.2.0", "Turns this connection's replies off, on, or off for the next command only."),
+    CommandSpec::new("pause", -3, Group::Connection, client_pause)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .syntax("timeout [WRITE | ALL]")
+        .doc("2.9.50", "Holds back every client's commands, or only writes, for some milliseconds."),
+    CommandSpec::new("unpause", 2, Group::Connection, client_unpause)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .doc("6.2.0", "Ends a CLIENT PAUSE at once."),
+    CommandSpec::new("unblock", -3, Group::Connection, client_unblock)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .syntax("client-id [TIMEOUT | ERROR]")
+        .doc("5.0.0", "Ends another client's blocking command, as a timeout or an error."),
+    CommandSpec::new("tracking", -3, Group::Connection, tracking::client_tracking)
+        .flags(CONN | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .syntax("ON | OFF [REDIRECT client-id] [PREFIX prefix [PREFIX prefix ...]] [BCAST] [OPTIN] [OPTOUT] [NOLOOP]")
+        .doc("6.0.0", "Turns client-side caching's invalidation messages on or off."),
+    CommandSpec::new("caching", 3, Group::Connection, tracking::client_caching)
+        .flags(CONN | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .syntax("YES | NO")
+        .doc(
+            "6.0.0",
+            "Opts the next command in (OPTIN) or out (OPTOUT) of key tracking.",
+        ),
+    CommandSpec::new("getredir", 2, Group::Connection, tracking::client_getredir)
+        .flags(CONN | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .doc(
+            "6.0.0",
+            "Returns the client id invalidation messages are redirected to.",
+        ),
+    CommandSpec::new("trackinginfo", 2, Group::Connection, tracking::client_trackinginfo)
+        .flags(CONN | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .doc("6.2.0", "Describes how this connection tracks keys."),
+    CommandSpec::new("help", 2, Group::Connection, client_help)
+        .flags(LOADING | STALE | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .doc("5.0.0", "Lists the CLIENT subcommands."),
+];
+
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("ping", -1, Group::Connection, ping).flags(FAST | WHILE_SUBSCRIBED).acl(CONNECTION).tips(ALL_SHARDS_OK)
+        .syntax("[message]")
+        .doc("1.0.0", "Answers PONG, or echoes its argument: a liveness check."),
+    CommandSpec::new("echo", 2, Group::Connection, echo).flags(LOADING | STALE | FAST).acl(CONNECTION)
+        .syntax("message")
+        .doc("1.0.0", "Returns its argument."),
+    CommandSpec::new("hello", -1, Group::Connection, hello).flags(ANY_STATE).acl(CONNECTION)
+        .syntax("[protover [AUTH (username password)] [SETNAME clientname]]")
+        .doc("6.0.0", "Chooses the protocol version, optionally authenticates and names the connection, and describes the server."),
+    CommandSpec::new("auth", -2, Group::Connection, auth).flags(ANY_STATE).acl(CONNECTION)
+        .syntax("[username] password")
+        .doc("1.0.0", "Authenticates this connection."),
+    CommandSpec::new("select", 2, Group::Connection, select).flags(LOADING | STALE | FAST).acl(CONNECTION)
+        .syntax("index")
+        .doc("1.0.0", "Switches this connection to another database."),
+    CommandSpec::new("quit", -1, Group::Connection, quit).flags(ANY_STATE | ENDS_MULTI | WHILE_SUBSCRIBED).acl(CONNECTION)
+        .doc("1.0.0", "Closes the connection after the reply."),
+    CommandSpec::new("reset", 1, Group::Connection, reset).flags(ANY_STATE | ENDS_MULTI | WHILE_SUBSCRIBED).acl(CONNECTION)
+        .doc("6.2.0", "Returns the connection to its initial state."),
+    CommandSpec::container("client", Group::Connection, CLIENT_SUBS).doc("2.4.0", "Commands about client connections."),
+];

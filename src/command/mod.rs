@@ -1,4 +1,5 @@
-//! The command layer: the table, lookup, argument checks, and execution of
+//! The command layer: the registry, built from the commands each family
+//! declares beside its handlers; lookup, argument checks, and execution of
 //! one command against the shards its keys live in.
 
 pub(crate) mod acl;
@@ -19,6 +20,7 @@ mod memory;
 mod migrate;
 mod multi;
 mod operator;
+mod presets;
 pub mod pubsub;
 mod scripting;
 mod server;
@@ -27,7 +29,6 @@ mod sort;
 pub mod spec;
 mod streams;
 mod strings;
-pub mod table;
 mod tracking;
 mod zsets;
 
@@ -50,6 +51,8 @@ pub use spec::{CommandSpec, flag};
 /// Every command and subcommand, numbered for per-command statistics.
 pub struct Registry {
     pub specs: Vec<&'static CommandSpec>,
+    /// The top-level commands, in the order COMMAND lists them.
+    pub commands: Vec<&'static CommandSpec>,
     /// `get`, `client|setname`.
     pub full_names: Vec<String>,
     /// Looked up for every command a client or a script sends. A fast
@@ -62,11 +65,40 @@ pub struct Registry {
 pub static REGISTRY: LazyLock<Registry> = LazyLock::new(|| {
     let mut reg = Registry {
         specs: Vec::new(),
+        commands: Vec::new(),
         full_names: Vec::new(),
         by_name: HashMap::default(),
         by_full_name: HashMap::new(),
     };
-    for spec in table::COMMANDS {
+    let families = [
+        connection::COMMANDS,
+        cluster::COMMANDS,
+        server::COMMANDS,
+        operator::COMMANDS,
+        debug::COMMANDS,
+        acl::COMMANDS,
+        memory::COMMANDS,
+        blocking::COMMANDS,
+        keys::COMMANDS,
+        sort::COMMANDS,
+        migrate::COMMANDS,
+        expire::COMMANDS,
+        strings::COMMANDS,
+        bitmaps::COMMANDS,
+        hyperloglog::COMMANDS,
+        hashes::COMMANDS,
+        lists::COMMANDS,
+        scripting::COMMANDS,
+        zsets::COMMANDS,
+        geo::COMMANDS,
+        sets::COMMANDS,
+        streams::COMMANDS,
+        multi::COMMANDS,
+        pubsub::COMMANDS,
+        fixture::COMMANDS,
+    ];
+    for spec in families.into_iter().flatten() {
+        reg.commands.push(spec);
         let id = reg.add(spec, spec.name.to_string());
         reg.by_name.insert(spec.name.as_bytes(), id);
         for sub in spec.subcommands {
@@ -203,7 +235,7 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
         }
         // A refused EXEC ends the transaction, and says so.
         let e = match id {
-            Some(id) if reg.specs[id].name == "exec" => {
+            Some(id) if reg.specs[id].has(flag::EXEC) => {
                 multi::discard_state(shared, client);
                 let text = e.to_string();
                 CmdError::Other(format!(
@@ -246,8 +278,7 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
     {
         return reject(client, Some(id), e);
     }
-    if pubsub::in_subscribed_mode(client) && !pubsub::allowed_while_subscribed(&reg.full_names[id])
-    {
+    if pubsub::in_subscribed_mode(client) && !spec.has(flag::WHILE_SUBSCRIBED) {
         let e = pubsub::subscribed_mode_error(&reg.full_names[id]);
         return reject(client, Some(id), e);
     }
@@ -258,7 +289,7 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
         let e = CmdError::other("LOADING Redis is loading the dataset in memory");
         return reject(client, Some(id), e);
     }
-    if client.multi.is_some() && !multi::runs_inside_multi(spec) {
+    if client.multi.is_some() && !spec.has(flag::RUNS_IN_MULTI | flag::ENDS_MULTI) {
         if spec.has(flag::NO_MULTI) {
             let e = CmdError::other("ERR Command not allowed inside a transaction");
             return reject(client, Some(id), e);
@@ -272,7 +303,7 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
     };
     let reply = execute(shared, client, id, args, &mut locked);
     // CLIENT CACHING covers the next command, or the whole transaction.
-    if !reg.full_names[id].starts_with("client|") && client.multi.is_none() {
+    if !spec.has(flag::KEEPS_CACHING) && client.multi.is_none() {
         shared.pubsub.tracking.command_done(client.id);
     }
     reply
@@ -380,7 +411,8 @@ fn feed_monitors(shared: &Shared, client: &Client, args: &[Bytes]) {
 /// queued in MULTI (EXEC counts what it queued); without the replicas
 /// `min-replicas-to-write` asks for, a write is.
 fn state_allows(shared: &Shared, client: &Client, id: usize, args: &[Bytes]) -> CmdResult<()> {
-    let flags = if REGISTRY.specs[id].name == "exec" {
+    let spec = REGISTRY.specs[id];
+    let flags = if spec.has(flag::EXEC) {
         client
             .multi
             .iter()
@@ -389,11 +421,7 @@ fn state_allows(shared: &Shared, client: &Client, id: usize, args: &[Bytes]) -> 
     } else {
         run_flags(shared, id, args)
     };
-    let queueing = client.multi.is_some()
-        && !matches!(
-            REGISTRY.specs[id].name,
-            "exec" | "discard" | "quit" | "reset"
-        );
+    let queueing = client.multi.is_some() && !spec.has(flag::ENDS_MULTI);
     if (queueing || flags & flag::DENYOOM != 0) && shared.guard.out_of_memory() {
         return Err(CmdError::other(crate::context::guard::OOM));
     }
@@ -441,7 +469,7 @@ pub fn replicates(shared: &Shared, client: &Client, args: &[Bytes]) -> bool {
     if !REGISTRY.specs[id].arity_ok(args.len()) {
         return false;
     }
-    if REGISTRY.specs[id].name == "exec" {
+    if REGISTRY.specs[id].has(flag::EXEC) {
         client
             .multi
             .iter()
