@@ -5,10 +5,12 @@ use std::sync::LazyLock;
 
 use bytes::Bytes;
 
+use super::auth;
+use super::reply::{client_line, help_reply, subcommand_args_error};
 use super::spec::Group;
 use super::spec::flag::{ADMIN, LOADING, NOSCRIPT, STALE};
 use super::{CommandSpec, Ctx, REGISTRY, spec};
-use crate::context::acl::{Catalog, LogEntry, Selector, User, UserSlot};
+use crate::context::acl::{Catalog, LogEntry, Selector, User};
 use crate::context::{Client, Shared};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -160,35 +162,11 @@ pub fn check(
             object: denied.object(id, args),
             username: client.user.name.clone(),
             created_ms: shared.now_ms(),
-            client_info: super::connection::describe(shared, &client.handle, client.query_bytes),
+            client_info: client_line(shared, &client.handle, client.query_bytes),
         },
-        log_max_len(shared),
+        auth::log_max_len(shared),
     );
     Err(denied)
-}
-
-fn log_max_len(shared: &Shared) -> usize {
-    usize::try_from(shared.config.read().acllog_max_len).unwrap_or(usize::MAX)
-}
-
-/// A refused login, for ACL LOG.
-pub fn log_auth_failure(shared: &Shared, client: &Client, username: &str) {
-    shared.acl.log(
-        LogEntry {
-            count: 1,
-            reason: "auth",
-            context: if client.multi.is_some() {
-                "multi"
-            } else {
-                "toplevel"
-            },
-            object: "AUTH".into(),
-            username: username.into(),
-            created_ms: shared.now_ms(),
-            client_info: super::connection::describe(shared, &client.handle, client.query_bytes),
-        },
-        log_max_len(shared),
-    );
 }
 
 /// The first selector that allows the command passes it; otherwise the
@@ -243,33 +221,6 @@ fn selector_allows(
         }
     }
     Ok(())
-}
-
-/// Logs in as `username` (the default user when `None`), or says why not.
-pub fn authenticate(
-    shared: &Shared,
-    client: &mut Client,
-    username: Option<&[u8]>,
-    pass: &[u8],
-) -> CmdResult<()> {
-    let name = String::from_utf8_lossy(username.unwrap_or(b"default")).into_owned();
-    if username.is_none() && shared.acl.default_user().rules().nopass {
-        return Err(CmdError::AuthNotConfigured);
-    }
-    let Some(user) = shared.acl.authenticate(&name, pass) else {
-        log_auth_failure(shared, client, &name);
-        return Err(CmdError::WrongPass);
-    };
-    client.handle.info.lock().user = user.name.clone();
-    client.user = user;
-    client.authenticated = true;
-    Ok(())
-}
-
-/// Whether a new or RESET connection starts logged in as the default user.
-pub fn starts_authenticated(user: &UserSlot) -> bool {
-    let rules = user.rules();
-    rules.enabled && rules.nopass
 }
 
 fn username(arg: &Bytes) -> String {
@@ -458,7 +409,7 @@ pub fn whoami(ctx: &mut Ctx) -> CmdResult<Reply> {
 /// CAT and LOG take one optional argument.
 fn at_most_one_argument(ctx: &Ctx) -> CmdResult<()> {
     if ctx.args.len() > 3 {
-        return Err(super::connection::subcommand_args_error("ACL", ctx.arg(1)));
+        return Err(subcommand_args_error("ACL", ctx.arg(1)));
     }
     Ok(())
 }
@@ -644,7 +595,7 @@ pub fn save(ctx: &mut Ctx) -> CmdResult<Reply> {
 }
 
 pub fn help(_ctx: &mut Ctx) -> CmdResult<Reply> {
-    Ok(super::connection::help_reply(
+    Ok(help_reply(
         "ACL",
         &[
             "CAT [<category>]",

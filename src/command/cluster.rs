@@ -5,8 +5,8 @@
 use bytes::Bytes;
 
 use super::Ctx;
-use super::connection::help_reply;
 use super::presets::NONDET;
+use super::reply::help_reply;
 use super::spec::acl::CONNECTION;
 use super::spec::flag::{ADMIN, FAST, LOADING, NO_ASYNC_LOADING, NOSCRIPT, SLOT_ARG, STALE};
 use super::spec::{CommandSpec, Group};

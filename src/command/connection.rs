@@ -1,18 +1,17 @@
 //! Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, RESET, CLIENT.
 
-use std::sync::atomic::Ordering;
-
 use bytes::Bytes;
 
 use super::presets::{ALL_SHARDS_OK, CONN, NONDET};
+use super::reply::{client_line, help_reply, is_pubsub, subcommand_args_error};
 use super::spec::acl::CONNECTION;
 use super::spec::flag::{
     ADMIN, ALLOW_BUSY, ENDS_MULTI, FAST, KEEPS_CACHING, LOADING, NO_AUTH, NOSCRIPT, STALE,
     WHILE_SUBSCRIBED,
 };
 use super::spec::{CommandSpec, Group};
-use super::tracking;
-use super::{Ctx, REGISTRY, multi};
+use super::{Ctx, multi};
+use super::{auth, tracking};
 use crate::context::Client;
 use crate::context::{PauseMode, ReplyMode, Shared};
 use crate::error::{CmdError, CmdResult};
@@ -44,7 +43,7 @@ pub fn auth(ctx: &mut Ctx) -> CmdResult<Reply> {
         3 => (Some(&args[1][..]), &args[2]),
         _ => return Err(CmdError::Syntax),
     };
-    super::acl::authenticate(ctx.shared, ctx.client, user, pass)?;
+    auth::authenticate(ctx.shared, ctx.client, user, pass)?;
     Ok(Reply::OK)
 }
 
@@ -99,7 +98,7 @@ pub fn hello(ctx: &mut Ctx) -> CmdResult<Reply> {
         }
     }
     if let Some((user, pass)) = auth {
-        super::acl::authenticate(ctx.shared, ctx.client, Some(user), pass)?;
+        auth::authenticate(ctx.shared, ctx.client, Some(user), pass)?;
     }
     if !ctx.client.authenticated {
         return Err(CmdError::other(
@@ -152,7 +151,7 @@ pub fn reset(ctx: &mut Ctx) -> CmdResult<Reply> {
     ctx.shared.pubsub.tracking.disable(ctx.client.id);
     ctx.client.replies = ReplyMode::On;
     let default = ctx.shared.acl.default_user();
-    ctx.client.authenticated = super::acl::starts_authenticated(&default);
+    ctx.client.authenticated = auth::starts_authenticated(&default);
     ctx.client.handle.info.lock().user = default.name.clone();
     ctx.client.user = default;
     let mut info = ctx.client.handle.info.lock();
@@ -224,81 +223,6 @@ pub fn client_no_evict(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::OK)
 }
 
-/// One CLIENT LIST line, with Redis's field names and order; `qbuf` is
-/// the client's unread input (only the running client has any).
-pub(super) fn describe(shared: &Shared, handle: &ClientHandle, qbuf: usize) -> String {
-    let now = shared.now_ms();
-    let info = handle.info.lock().clone();
-    let cmd = info
-        .last_cmd
-        .map_or("NULL", |id| REGISTRY.full_names[id].as_str());
-    let name = info
-        .name
-        .as_ref()
-        .map(|n| String::from_utf8_lossy(n).into_owned())
-        .unwrap_or_default();
-    let mut flags = String::new();
-    if info.monitor {
-        flags.push('O');
-    }
-    if is_pubsub(&info) {
-        flags.push('P');
-    }
-    if info.multi >= 0 {
-        flags.push('x');
-    }
-    if info.blocked {
-        flags.push('b');
-    }
-    let tracking = shared.pubsub.tracking.info(handle.id);
-    if let Some(t) = &tracking {
-        flags.push('t');
-        if t.broken {
-            flags.push('R');
-        }
-        if t.mode.bcast {
-            flags.push('B');
-        }
-    }
-    if info.readonly {
-        flags.push('r');
-    }
-    if info.no_evict {
-        flags.push('e');
-    }
-    if flags.is_empty() {
-        flags.push('N');
-    }
-    format!(
-        "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
-        handle.id,
-        handle.addr,
-        handle.laddr,
-        name,
-        now.saturating_sub(handle.created_ms) / 1000,
-        now.saturating_sub(handle.last_interaction_ms.load(Ordering::Relaxed)) / 1000,
-        flags,
-        info.db,
-        info.sub,
-        info.psub,
-        info.ssub,
-        info.multi,
-        qbuf,
-        handle.backlog.load(std::sync::atomic::Ordering::Relaxed),
-        cmd,
-        info.user,
-        tracking.map_or(-1, |t| t.redirect as i64),
-        info.protocol,
-        info.lib_name.unwrap_or_default(),
-        info.lib_ver.unwrap_or_default(),
-    )
-}
-
-/// Subscribed to anything: CLIENT LIST's `P` flag and `TYPE pubsub`.
-fn is_pubsub(info: &crate::peer::ClientInfo) -> bool {
-    info.sub + info.psub + info.ssub > 0
-}
-
 /// CLIENT LIST / KILL `TYPE`: rlockd clients are normal or pubsub.
 fn has_type(handle: &ClientHandle, kind: &[u8]) -> bool {
     let pubsub = is_pubsub(&handle.info.lock());
@@ -360,7 +284,7 @@ pub fn client_list(ctx: &mut Ctx) -> CmdResult<Reply> {
             } else {
                 0
             };
-            out.push_str(&describe(ctx.shared, &handle, qbuf));
+            out.push_str(&client_line(ctx.shared, &handle, qbuf));
             out.push('\n');
         }
     }
@@ -368,7 +292,7 @@ pub fn client_list(ctx: &mut Ctx) -> CmdResult<Reply> {
 }
 
 pub fn client_info(ctx: &mut Ctx) -> CmdResult<Reply> {
-    let mut line = describe(ctx.shared, &ctx.client.handle, ctx.client.query_bytes);
+    let mut line = client_line(ctx.shared, &ctx.client.handle, ctx.client.query_bytes);
     line.push('\n');
     Ok(Reply::Verbatim(Bytes::from(line)))
 }
@@ -459,32 +383,6 @@ fn kill(ctx: &mut Ctx, target: &ClientHandle) {
     }
 }
 
-/// A subcommand called with more arguments than it takes.
-pub fn subcommand_args_error(command: &str, sub: &[u8]) -> CmdError {
-    CmdError::other(format!(
-        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {command} HELP.",
-        String::from_utf8_lossy(sub)
-    ))
-}
-
-pub fn help_reply(command: &str, lines: &[&str]) -> Reply {
-    let mut out = vec![Reply::Status(
-        format!("{command} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:").into(),
-    )];
-    out.extend(lines.iter().map(|l| Reply::Status(l.to_string().into())));
-    out.push(Reply::status("HELP"));
-    out.push(Reply::status("    Prints this help."));
-    Reply::Array(out)
-}
-
-/// What Redis answers a CLIENT subcommand given too many arguments.
-fn client_sub_arity(ctx: &Ctx) -> CmdError {
-    CmdError::other(format!(
-        "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
-        String::from_utf8_lossy(ctx.arg(1))
-    ))
-}
-
 /// CLIENT PAUSE timeout [WRITE|ALL]: checks in Redis 7.0's order (the mode,
 /// then the timeout), so a line with both wrong gets the same error.
 pub fn client_pause(ctx: &mut Ctx) -> CmdResult<Reply> {
@@ -497,7 +395,7 @@ pub fn client_pause(ctx: &mut Ctx) -> CmdResult<Reply> {
                 "ERR CLIENT PAUSE mode must be WRITE or ALL",
             ));
         }
-        _ => return Err(client_sub_arity(ctx)),
+        _ => return Err(subcommand_args_error("CLIENT", ctx.arg(1))),
     };
     let ms = parse_i64(ctx.arg(2))
         .ok_or_else(|| CmdError::other("ERR timeout is not an integer or out of range"))?;
@@ -525,7 +423,7 @@ pub fn client_unblock(ctx: &mut Ctx) -> CmdResult<Reply> {
                 "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
             ));
         }
-        _ => return Err(client_sub_arity(ctx)),
+        _ => return Err(subcommand_args_error("CLIENT", ctx.arg(1))),
     };
     let waiter = u64::try_from(id)
         .ok()

@@ -11,8 +11,8 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::Ctx;
-use super::connection::help_reply;
 use super::keys::encoding_name;
+use super::reply::help_reply;
 use super::spec::flag::{ADMIN, LOADING, NOSCRIPT, STALE, WHOLE_KEYSPACE};
 use super::spec::{CommandSpec, Group};
 use crate::config::DebugCommand;

@@ -47,7 +47,7 @@ pub fn clock_get(ctx: &mut Ctx) -> CmdResult<Reply> {
 }
 
 pub fn clock_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
-    Ok(super::connection::help_reply(
+    Ok(super::reply::help_reply(
         "RLOCKD.CLOCK",
         &[
             "ADVANCE <milliseconds>",

@@ -5,11 +5,11 @@ use bytes::Bytes;
 use rand::RngExt;
 
 use super::Ctx;
-use super::connection::help_reply;
 use super::presets::{
     NONDET, OBJECT_KEY, OW_UPDATE, READ_FAST, RO, RO_ACCESS, RW_ACCESS_DELETE, RW_ACCESS_UPDATE,
     key1, keys_all,
 };
+use super::reply::help_reply;
 use super::spec::acl::{DANGEROUS, KEYSPACE};
 use super::spec::flag::{ASKING, DENYOOM, FAST, LOADING, READONLY, STALE, WHOLE_KEYSPACE, WRITE};
 use super::spec::{CommandSpec, Group, KeySpec};

@@ -1,8 +1,8 @@
 //! MEMORY USAGE / STATS / DOCTOR / MALLOC-STATS / PURGE / HELP.
 
 use super::Ctx;
-use super::connection::help_reply;
 use super::presets::{ALL_SHARDS_SPECIAL, OBJECT_KEY};
+use super::reply::help_reply;
 use super::server::{MemoryNow, memory_now};
 use super::spec::flag::{LOADING, READONLY, STALE, WHOLE_KEYSPACE};
 use super::spec::{CommandSpec, Group};

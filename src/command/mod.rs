@@ -3,10 +3,12 @@
 //! one command against the shards its keys live in.
 
 pub(crate) mod acl;
+mod auth;
 mod bitmaps;
 mod blocking;
 mod cluster;
 mod connection;
+mod ctx;
 mod debug;
 mod docs;
 mod expire;
@@ -22,6 +24,7 @@ mod multi;
 mod operator;
 mod presets;
 pub mod pubsub;
+mod reply;
 mod scripting;
 mod server;
 mod sets;
@@ -42,10 +45,11 @@ use crate::context::Client;
 use crate::context::Shared;
 use crate::context::slowlog::Caller;
 use crate::error::{CmdError, CmdResult};
-use crate::keyspace::{Db, LockPlan, Locked, slot_shard};
+use crate::keyspace::{LockPlan, Locked, slot_shard};
 use crate::protocol::Reply;
 use crate::pubsub::Origin;
 use crate::scripting::shebang::ScriptFlags;
+pub use ctx::Ctx;
 pub use spec::{CommandSpec, flag};
 
 /// Every command and subcommand, numbered for per-command statistics.
@@ -183,29 +187,6 @@ pub fn unknown_command(args: &[Bytes]) -> CmdError {
     CmdError::UnknownCommand {
         name: String::from_utf8_lossy(c_string(&args[0], ARGS_MAX)).into_owned(),
         args: String::from_utf8_lossy(&rendered).into_owned(),
-    }
-}
-
-/// What a handler sees: its arguments, the client, the server, and the
-/// shards its keys live in, locked for the length of the command.
-pub struct Ctx<'c, 'a> {
-    pub args: &'c [Bytes],
-    pub shared: &'c Shared,
-    pub client: &'c mut Client,
-    pub locked: &'c mut Locked<'a>,
-}
-
-impl<'a> Ctx<'_, 'a> {
-    pub fn db(&mut self) -> Db<'_, 'a> {
-        self.locked.db(self.client.db)
-    }
-
-    pub fn now(&self) -> u64 {
-        self.locked.now()
-    }
-
-    pub fn arg(&self, i: usize) -> &Bytes {
-        &self.args[i]
     }
 }
 

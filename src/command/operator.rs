@@ -1,8 +1,8 @@
 //! The operator's tools: MONITOR, SLOWLOG, LATENCY, DEBUG, LOLWUT.
 
 use super::Ctx;
-use super::connection::help_reply;
 use super::presets::READ_FAST;
+use super::reply::help_reply;
 use super::spec::flag::{ADMIN, LOADING, NOSCRIPT, STALE};
 use super::spec::{CommandSpec, Group};
 use crate::error::{CmdError, CmdResult};

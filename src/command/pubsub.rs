@@ -9,7 +9,7 @@
 use bytes::Bytes;
 
 use super::Ctx;
-use super::connection::help_reply;
+use super::reply::help_reply;
 use super::spec::flag::{FAST, LOADING, MAY_REPLICATE, NOSCRIPT, PUBSUB, STALE, WHILE_SUBSCRIBED};
 use super::spec::{CommandSpec, Group, KeySpec};
 use crate::context::Client;

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 
-use super::connection::help_reply;
 use super::presets::{ALL_SHARDS_OK, ALL_SHARDS_SPECIAL, CONN, NONDET, NONDET_ORDER, READ_FAST};
+use super::reply::help_reply;
 use super::spec::acl::{self, CONNECTION, DANGEROUS, KEYSPACE};
 use super::spec::flag::{
     ADMIN, ALLOW_BUSY, FAST, LOADING, NO_ASYNC_LOADING, NO_MULTI, NOSCRIPT, STALE, WHOLE_KEYSPACE,

@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 
-use super::Ctx;
+use super::ctx::Ctx;
 use crate::error::CmdResult;
 use crate::keyspace::Touch;
 use crate::protocol::Reply;

@@ -12,8 +12,8 @@ use std::borrow::Cow;
 use bytes::Bytes;
 
 use super::Ctx;
-use super::connection::help_reply;
 use super::presets::{NONDET_ORDER, RO_ACCESS, RW_ACCESS_UPDATE};
+use super::reply::help_reply;
 use super::spec::acl::SCRIPTING;
 use super::spec::flag::{
     ALLOW_BUSY, DENYOOM, LOADING, MAY_REPLICATE, NO_MANDATORY_KEYS, NOSCRIPT, READONLY, SCRIPT,
