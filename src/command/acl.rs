@@ -5,8 +5,12 @@ use std::sync::LazyLock;
 
 use bytes::Bytes;
 
+use super::auth;
+use super::reply::{client_line, help_reply, subcommand_args_error};
+use super::spec::Group;
+use super::spec::flag::{ADMIN, LOADING, NOSCRIPT, STALE};
 use super::{CommandSpec, Ctx, REGISTRY, spec};
-use crate::context::acl::{Catalog, LogEntry, Selector, User, UserSlot};
+use crate::context::acl::{Catalog, LogEntry, Selector, User};
 use crate::context::{Client, Shared};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -158,35 +162,11 @@ pub fn check(
             object: denied.object(id, args),
             username: client.user.name.clone(),
             created_ms: shared.now_ms(),
-            client_info: super::connection::describe(shared, &client.handle, client.query_bytes),
+            client_info: client_line(shared, &client.handle, client.query_bytes),
         },
-        log_max_len(shared),
+        auth::log_max_len(shared),
     );
     Err(denied)
-}
-
-fn log_max_len(shared: &Shared) -> usize {
-    usize::try_from(shared.config.read().acllog_max_len).unwrap_or(usize::MAX)
-}
-
-/// A refused login, for ACL LOG.
-pub fn log_auth_failure(shared: &Shared, client: &Client, username: &str) {
-    shared.acl.log(
-        LogEntry {
-            count: 1,
-            reason: "auth",
-            context: if client.multi.is_some() {
-                "multi"
-            } else {
-                "toplevel"
-            },
-            object: "AUTH".into(),
-            username: username.into(),
-            created_ms: shared.now_ms(),
-            client_info: super::connection::describe(shared, &client.handle, client.query_bytes),
-        },
-        log_max_len(shared),
-    );
 }
 
 /// The first selector that allows the command passes it; otherwise the
@@ -241,33 +221,6 @@ fn selector_allows(
         }
     }
     Ok(())
-}
-
-/// Logs in as `username` (the default user when `None`), or says why not.
-pub fn authenticate(
-    shared: &Shared,
-    client: &mut Client,
-    username: Option<&[u8]>,
-    pass: &[u8],
-) -> CmdResult<()> {
-    let name = String::from_utf8_lossy(username.unwrap_or(b"default")).into_owned();
-    if username.is_none() && shared.acl.default_user().rules().nopass {
-        return Err(CmdError::AuthNotConfigured);
-    }
-    let Some(user) = shared.acl.authenticate(&name, pass) else {
-        log_auth_failure(shared, client, &name);
-        return Err(CmdError::WrongPass);
-    };
-    client.handle.info.lock().user = user.name.clone();
-    client.user = user;
-    client.authenticated = true;
-    Ok(())
-}
-
-/// Whether a new or RESET connection starts logged in as the default user.
-pub fn starts_authenticated(user: &UserSlot) -> bool {
-    let rules = user.rules();
-    rules.enabled && rules.nopass
 }
 
 fn username(arg: &Bytes) -> String {
@@ -456,7 +409,7 @@ pub fn whoami(ctx: &mut Ctx) -> CmdResult<Reply> {
 /// CAT and LOG take one optional argument.
 fn at_most_one_argument(ctx: &Ctx) -> CmdResult<()> {
     if ctx.args.len() > 3 {
-        return Err(super::connection::subcommand_args_error("ACL", ctx.arg(1)));
+        return Err(subcommand_args_error("ACL", ctx.arg(1)));
     }
     Ok(())
 }
@@ -642,7 +595,7 @@ pub fn save(ctx: &mut Ctx) -> CmdResult<Reply> {
 }
 
 pub fn help(_ctx: &mut Ctx) -> CmdResult<Reply> {
-    Ok(super::connection::help_reply(
+    Ok(help_reply(
         "ACL",
         &[
             "CAT [<category>]",
@@ -674,3 +627,71 @@ pub fn help(_ctx: &mut Ctx) -> CmdResult<Reply> {
         ],
     ))
 }
+
+/// ACL's subcommands: all but HELP refuse scripts, and those that reveal or
+/// change users are administrative.
+const ACL_ADMIN: u32 = ADMIN | NOSCRIPT | LOADING | STALE;
+
+const ACL_OPEN: u32 = NOSCRIPT | LOADING | STALE;
+
+static ACL_SUBS: &[CommandSpec] = &[
+    CommandSpec::new("cat", -2, Group::Server, cat)
+        .flags(ACL_OPEN)
+        .syntax("[categoryname]")
+        .doc("6.0.0", "Lists the ACL categories, or the commands in one."),
+    CommandSpec::new("deluser", -3, Group::Server, deluser)
+        .flags(ACL_ADMIN)
+        .syntax("username...")
+        .doc("6.0.0", "Deletes users and disconnects their clients."),
+    CommandSpec::new("dryrun", -4, Group::Server, dryrun)
+        .flags(ACL_ADMIN)
+        .syntax("username command [arg...]")
+        .doc(
+            "7.0.0",
+            "Says whether a user could run a command, without running it.",
+        ),
+    CommandSpec::new("genpass", -2, Group::Server, genpass)
+        .flags(ACL_OPEN)
+        .syntax("[bits]")
+        .doc("6.0.0", "Returns a random password (256 bits unless told)."),
+    CommandSpec::new("getuser", 3, Group::Server, getuser)
+        .flags(ACL_ADMIN)
+        .syntax("username")
+        .doc(
+            "6.0.0",
+            "Describes a user's flags, passwords and permissions.",
+        ),
+    CommandSpec::new("help", 2, Group::Server, help)
+        .flags(LOADING | STALE)
+        .doc("6.0.0", "Describes the ACL subcommands."),
+    CommandSpec::new("list", 2, Group::Server, list)
+        .flags(ACL_ADMIN)
+        .doc("6.0.0", "Lists every user's rules in ACL file form."),
+    CommandSpec::new("load", 2, Group::Server, load)
+        .flags(ACL_ADMIN)
+        .doc("6.0.0", "Replaces the users with those of the ACL file."),
+    CommandSpec::new("log", -2, Group::Server, log)
+        .flags(ACL_ADMIN)
+        .syntax("[count | RESET]")
+        .doc(
+            "6.0.0",
+            "Lists refused commands and logins, newest first, or clears the list.",
+        ),
+    CommandSpec::new("save", 2, Group::Server, save)
+        .flags(ACL_ADMIN)
+        .doc("6.0.0", "Writes the users to the ACL file."),
+    CommandSpec::new("setuser", -3, Group::Server, setuser)
+        .flags(ACL_ADMIN)
+        .syntax("username [rule...]")
+        .doc("6.0.0", "Creates a user or changes its rules."),
+    CommandSpec::new("users", 2, Group::Server, users)
+        .flags(ACL_ADMIN)
+        .doc("6.0.0", "Lists the user names."),
+    CommandSpec::new("whoami", 2, Group::Server, whoami)
+        .flags(ACL_OPEN)
+        .doc("6.0.0", "Returns the user this connection runs as."),
+];
+
+pub(super) static COMMANDS: &[CommandSpec] =
+    &[CommandSpec::container("acl", Group::Server, ACL_SUBS)
+        .doc("6.0.0", "Commands about ACL users and permissions.")];

@@ -4,6 +4,10 @@
 use bytes::Bytes;
 
 use super::Ctx;
+use super::presets::{OW_UPDATE, READ_FAST, RO_ACCESS, RW_ACCESS_UPDATE, key1};
+use super::spec::acl::BITMAP;
+use super::spec::flag::{DENYOOM, READONLY, WRITE};
+use super::spec::{CommandSpec, Group, KeySpec};
 use super::strings::{edit_string, string_at};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Db, StrForm, Ttl, Value};
@@ -433,3 +437,29 @@ pub fn bitfield(ctx: &mut Ctx) -> CmdResult<Reply> {
 pub fn bitfield_ro(ctx: &mut Ctx) -> CmdResult<Reply> {
     bitfield_generic(ctx, true)
 }
+
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("setbit", 4, Group::Bitmap, setbit).flags(WRITE | DENYOOM).acl(BITMAP).keys(&key1(RW_ACCESS_UPDATE))
+        .syntax("key offset value")
+        .doc("2.2.0", "Sets or clears the bit at an offset of a string; returns the bit's old value."),
+    CommandSpec::new("getbit", 3, Group::Bitmap, getbit).flags(READ_FAST).acl(BITMAP).keys(&key1(RO_ACCESS))
+        .syntax("key offset")
+        .doc("2.2.0", "Returns the bit at an offset of a string."),
+    CommandSpec::new("bitcount", -2, Group::Bitmap, bitcount).flags(READONLY).acl(BITMAP).keys(&key1(RO_ACCESS))
+        .syntax("key [start end [BYTE | BIT]]")
+        .doc("2.6.0", "Counts the set bits of a string, or of a range of it."),
+    CommandSpec::new("bitpos", -3, Group::Bitmap, bitpos).flags(READONLY).acl(BITMAP).keys(&key1(RO_ACCESS))
+        .syntax("key bit [start [end [BYTE | BIT]]]")
+        .doc("2.8.7", "Returns the position of the first set or clear bit of a string, or of a range of it."),
+    CommandSpec::new("bitop", -4, Group::Bitmap, bitop).flags(WRITE | DENYOOM).acl(BITMAP)
+        .keys(&[KeySpec::range(2, 0, 1, OW_UPDATE), KeySpec::range(3, -1, 1, RO_ACCESS)])
+        .syntax("operation destkey key...")
+        .doc("2.6.0", "Stores the AND, OR, XOR or NOT of strings at a key; returns its length."),
+    CommandSpec::new("bitfield", -2, Group::Bitmap, bitfield).flags(WRITE | DENYOOM).acl(BITMAP)
+        .keys(&key1(&["RW", "access", "update", "variable_flags"])).vary_key_flags(bitfield_key_flags)
+        .syntax("key [GET (encoding offset) | ([OVERFLOW (WRAP | SAT | FAIL)] (SET (encoding offset value) | INCRBY (encoding offset increment)))]...")
+        .doc("3.2.0", "Reads, writes and adds to integer fields of any width at any bit offset of a string."),
+    CommandSpec::new("bitfield_ro", -2, Group::Bitmap, bitfield_ro).flags(READ_FAST).acl(BITMAP).keys(&key1(RO_ACCESS))
+        .syntax("key [GET (encoding offset)]...")
+        .doc("6.0.0", "Reads integer fields of a string (BITFIELD's GET only)."),
+];

@@ -12,6 +12,10 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use super::Ctx;
+use super::presets::RW_ACCESS_DELETE;
+use super::spec::acl::{CONNECTION, LIST, SORTEDSET};
+use super::spec::flag::{BLOCKING, DENYOOM, FAST, NOSCRIPT, WRITE};
+use super::spec::{CommandSpec, Group, KeySpec};
 use crate::context::client::{Blocked, ServedReply};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{End, Taken, Value, Waiter, Wanted, ZEnd};
@@ -417,3 +421,54 @@ pub fn bzpopmax(ctx: &mut Ctx) -> CmdResult<Reply> {
     };
     blocking_single(ctx, wanted)
 }
+
+/// A source list and a destination list (LMOVE and its kin).
+const MOVE_KEYS: [KeySpec; 2] = [
+    KeySpec::range(1, 0, 1, RW_ACCESS_DELETE),
+    KeySpec::range(2, 0, 1, &["RW", "insert"]),
+];
+
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("wait", 3, Group::Connection, wait).flags(NOSCRIPT).acl(CONNECTION).tips(&["request_policy:all_shards", "response_policy:agg_min"])
+        .syntax("numreplicas timeout")
+        .doc("3.0.0", "Waits for replicas to acknowledge earlier writes; rlockd has none, so 0."),
+    CommandSpec::new("waitaof", 4, Group::Connection, waitaof).flags(NOSCRIPT).acl(CONNECTION).tips(&["request_policy:all_shards", "response_policy:agg_min"])
+        .syntax("numlocal numreplicas timeout")
+        .doc("7.2.0", "Waits for writes to reach the append-only file; rlockd keeps none, so [0, 0]."),
+    CommandSpec::new("lmpop", -4, Group::List, lmpop).flags(WRITE).acl(LIST).keys(&[KeySpec::keynum(1, RW_ACCESS_DELETE)])
+        .syntax("numkeys key... (LEFT | RIGHT) [COUNT count]")
+        .doc("7.0.0", "Pops elements from the first non-empty list of several."),
+    CommandSpec::new("blmpop", -5, Group::List, blmpop).flags(WRITE | BLOCKING).acl(LIST).keys(&[KeySpec::keynum(2, RW_ACCESS_DELETE)])
+        .syntax("timeout numkeys key... (LEFT | RIGHT) [COUNT count]")
+        .doc("7.0.0", "Pops elements like LMPOP, waiting for a list up to a timeout."),
+    CommandSpec::new("lmove", 5, Group::List, lmove).flags(WRITE | DENYOOM).acl(LIST).keys(&MOVE_KEYS)
+        .syntax("source destination (LEFT | RIGHT) (LEFT | RIGHT)")
+        .doc("6.2.0", "Moves an element from one end of a list to an end of another, and returns it."),
+    CommandSpec::new("rpoplpush", 3, Group::List, rpoplpush).flags(WRITE | DENYOOM).acl(LIST).keys(&MOVE_KEYS)
+        .syntax("source destination")
+        .doc("1.2.0", "Moves the last element of a list to the front of another, and returns it."),
+    CommandSpec::new("blpop", -3, Group::List, blpop).flags(WRITE | NOSCRIPT | BLOCKING).acl(LIST).keys(&[KeySpec::range(1, -2, 1, RW_ACCESS_DELETE)])
+        .syntax("key... timeout")
+        .doc("2.0.0", "Removes and returns the first element of the first non-empty list, waiting for one up to a timeout."),
+    CommandSpec::new("brpop", -3, Group::List, brpop).flags(WRITE | NOSCRIPT | BLOCKING).acl(LIST).keys(&[KeySpec::range(1, -2, 1, RW_ACCESS_DELETE)])
+        .syntax("key... timeout")
+        .doc("2.0.0", "Removes and returns the last element of the first non-empty list, waiting for one up to a timeout."),
+    CommandSpec::new("blmove", 6, Group::List, blmove).flags(WRITE | DENYOOM | NOSCRIPT | BLOCKING).acl(LIST).keys(&MOVE_KEYS)
+        .syntax("source destination (LEFT | RIGHT) (LEFT | RIGHT) timeout")
+        .doc("6.2.0", "Moves an element between lists like LMOVE, waiting for one up to a timeout."),
+    CommandSpec::new("brpoplpush", 4, Group::List, brpoplpush).flags(WRITE | DENYOOM | NOSCRIPT | BLOCKING).acl(LIST).keys(&MOVE_KEYS)
+        .syntax("source destination timeout")
+        .doc("2.2.0", "Moves an element between lists like RPOPLPUSH, waiting for one up to a timeout."),
+    CommandSpec::new("zmpop", -4, Group::SortedSet, zmpop).flags(WRITE).acl(SORTEDSET).keys(&[KeySpec::keynum(1, RW_ACCESS_DELETE)])
+        .syntax("numkeys key... (MIN | MAX) [COUNT count]")
+        .doc("7.0.0", "Pops the lowest or highest members of the first non-empty sorted set of several."),
+    CommandSpec::new("bzpopmin", -3, Group::SortedSet, bzpopmin).flags(WRITE | NOSCRIPT | FAST | BLOCKING).acl(SORTEDSET).keys(&[KeySpec::range(1, -2, 1, RW_ACCESS_DELETE)])
+        .syntax("key... timeout")
+        .doc("5.0.0", "Pops the lowest-scored member of the first non-empty sorted set, waiting for one up to a timeout."),
+    CommandSpec::new("bzpopmax", -3, Group::SortedSet, bzpopmax).flags(WRITE | NOSCRIPT | FAST | BLOCKING).acl(SORTEDSET).keys(&[KeySpec::range(1, -2, 1, RW_ACCESS_DELETE)])
+        .syntax("key... timeout")
+        .doc("5.0.0", "Pops the highest-scored member of the first non-empty sorted set, waiting for one up to a timeout."),
+    CommandSpec::new("bzmpop", -5, Group::SortedSet, bzmpop).flags(WRITE | BLOCKING).acl(SORTEDSET).keys(&[KeySpec::keynum(2, RW_ACCESS_DELETE)])
+        .syntax("timeout numkeys key... (MIN | MAX) [COUNT count]")
+        .doc("7.0.0", "Pops members like ZMPOP, waiting for a sorted set up to a timeout."),
+];

@@ -5,7 +5,11 @@
 use bytes::Bytes;
 
 use super::Ctx;
-use super::connection::help_reply;
+use super::presets::NONDET;
+use super::reply::help_reply;
+use super::spec::acl::CONNECTION;
+use super::spec::flag::{ADMIN, FAST, LOADING, NO_ASYNC_LOADING, NOSCRIPT, SLOT_ARG, STALE};
+use super::spec::{CommandSpec, Group};
 use crate::cluster::{ClusterNode, Endpoint};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{HASH_SLOTS, key_slot};
@@ -185,3 +189,143 @@ pub fn cluster_help(ctx: &mut Ctx) -> CmdResult<Reply> {
         ],
     ))
 }
+
+/// What a subcommand that moves slots or nodes is flagged as in Redis.
+const TOPOLOGY: u32 = ADMIN | STALE | NO_ASYNC_LOADING;
+
+/// CLUSTER's subcommands: those a one-node cluster answers, and those that
+/// would change or ask about its topology, which it refuses (it is fixed).
+static CLUSTER_SUBS: &[CommandSpec] = &[
+    CommandSpec::new("addslots", -3, Group::Cluster, cluster_topology)
+        .flags(TOPOLOGY)
+        .syntax("slot [slot ...]")
+        .doc("3.0.0", "Assigns hash slots to this node."),
+    CommandSpec::new("addslotsrange", -4, Group::Cluster, cluster_topology)
+        .flags(TOPOLOGY)
+        .syntax("start-slot end-slot [start-slot end-slot ...]")
+        .doc("7.0.0", "Assigns ranges of hash slots to this node."),
+    CommandSpec::new("bumpepoch", 2, Group::Cluster, cluster_topology)
+        .flags(TOPOLOGY)
+        .tips(NONDET)
+        .doc("3.0.0", "Advances this node's config epoch."),
+    CommandSpec::new("count-failure-reports", 3, Group::Cluster, cluster_topology)
+        .flags(ADMIN | STALE)
+        .tips(NONDET)
+        .syntax("node-id")
+        .doc("3.0.0", "Counts the failure reports about a node."),
+    CommandSpec::new(
+        "countkeysinslot",
+        3,
+        Group::Cluster,
+        cluster_countkeysinslot,
+    )
+    .flags(STALE | SLOT_ARG)
+    .syntax("slot")
+    .doc("3.0.0", "Counts the keys in a hash slot."),
+    CommandSpec::new("delslots", -3, Group::Cluster, cluster_topology)
+        .flags(TOPOLOGY)
+        .syntax("slot [slot ...]")
+        .doc("3.0.0", "Takes hash slots away from this node."),
+    CommandSpec::new("delslotsrange", -4, Group::Cluster, cluster_topology)
+        .flags(TOPOLOGY)
+        .syntax("start-slot end-slot [start-slot end-slot ...]")
+        .doc("7.0.0", "Takes ranges of hash slots away from this node."),
+    CommandSpec::new("failover", -2, Group::Cluster, cluster_topology)
+        .flags(TOPOLOGY)
+        .syntax("[FORCE | TAKEOVER]")
+        .doc("3.0.0", "Makes a replica take over from its master."),
+    CommandSpec::new("flushslots", 2, Group::Cluster, cluster_topology)
+        .flags(TOPOLOGY)
+        .doc("3.0.0", "Takes every hash slot away from this node."),
+    CommandSpec::new("forget", 3, Group::Cluster, cluster_topology)
+        .flags(TOPOLOGY)
+        .syntax("node-id")
+        .doc(
+            "3.0.0",
+            "Drops a node from this node's view of the cluster.",
+        ),
+    CommandSpec::new("getkeysinslot", 4, Group::Cluster, cluster_getkeysinslot)
+        .flags(STALE | SLOT_ARG)
+        .tips(NONDET)
+        .syntax("slot count")
+        .doc("3.0.0", "Returns up to count key names in a hash slot."),
+    CommandSpec::new("help", 2, Group::Cluster, cluster_help)
+        .flags(LOADING | STALE)
+        .doc("5.0.0", "Lists the CLUSTER subcommands."),
+    CommandSpec::new("info", 2, Group::Cluster, cluster_info)
+        .flags(STALE)
+        .tips(NONDET)
+        .doc("3.0.0", "Describes the state of the cluster."),
+    CommandSpec::new("keyslot", 3, Group::Cluster, cluster_keyslot)
+        .flags(STALE)
+        .syntax("key")
+        .doc("3.0.0", "Returns the hash slot of a key."),
+    CommandSpec::new("links", 2, Group::Cluster, cluster_links)
+        .flags(STALE)
+        .tips(NONDET)
+        .doc("7.0.0", "Lists the links to peer nodes."),
+    CommandSpec::new("meet", -4, Group::Cluster, cluster_topology)
+        .flags(TOPOLOGY)
+        .syntax("ip port [cluster-bus-port]")
+        .doc("3.0.0", "Joins another node to the cluster."),
+    CommandSpec::new("myid", 2, Group::Cluster, cluster_myid)
+        .flags(STALE)
+        .doc("3.0.0", "Returns this node's id."),
+    CommandSpec::new("nodes", 2, Group::Cluster, cluster_nodes)
+        .flags(STALE)
+        .tips(NONDET)
+        .doc(
+            "3.0.0",
+            "Describes every node of the cluster, one line each.",
+        ),
+    CommandSpec::new("replicas", 3, Group::Cluster, cluster_topology)
+        .flags(ADMIN | STALE)
+        .tips(NONDET)
+        .syntax("node-id")
+        .doc("5.0.0", "Lists the replicas of a master."),
+    CommandSpec::new("replicate", 3, Group::Cluster, cluster_topology)
+        .flags(TOPOLOGY)
+        .syntax("node-id")
+        .doc("3.0.0", "Makes this node a replica of a master."),
+    CommandSpec::new("reset", -2, Group::Cluster, cluster_topology)
+        .flags(ADMIN | NOSCRIPT | STALE)
+        .syntax("[HARD | SOFT]")
+        .doc("3.0.0", "Makes this node forget the cluster."),
+    CommandSpec::new("saveconfig", 2, Group::Cluster, cluster_topology)
+        .flags(TOPOLOGY)
+        .doc("3.0.0", "Writes the cluster configuration to disk."),
+    CommandSpec::new("set-config-epoch", 3, Group::Cluster, cluster_topology)
+        .flags(TOPOLOGY)
+        .syntax("config-epoch")
+        .doc("3.0.0", "Sets this new node's config epoch."),
+    CommandSpec::new("setslot", -4, Group::Cluster, cluster_topology)
+        .flags(TOPOLOGY)
+        .syntax("slot IMPORTING node-id | MIGRATING node-id | NODE node-id | STABLE")
+        .doc("3.0.0", "Moves a hash slot between nodes."),
+    CommandSpec::new("shards", 2, Group::Cluster, cluster_shards)
+        .flags(STALE)
+        .tips(NONDET)
+        .doc("7.0.0", "Describes each shard: its slot ranges and nodes."),
+    CommandSpec::new("slaves", 3, Group::Cluster, cluster_topology)
+        .flags(ADMIN | STALE)
+        .tips(NONDET)
+        .syntax("node-id")
+        .doc(
+            "3.0.0",
+            "Lists the replicas of a master (the old name of REPLICAS).",
+        ),
+    CommandSpec::new("slots", 2, Group::Cluster, cluster_slots)
+        .flags(STALE)
+        .tips(NONDET)
+        .doc("3.0.0", "Maps each slot range to the node serving it."),
+];
+
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::container("cluster", Group::Cluster, CLUSTER_SUBS).doc("3.0.0", "Commands about Redis Cluster."),
+    CommandSpec::new("asking", 1, Group::Cluster, asking).flags(FAST).acl(CONNECTION)
+        .doc("3.0.0", "Marks the next command as following an ASK redirect (accepted; this node owns every slot)."),
+    CommandSpec::new("readonly", 1, Group::Cluster, readonly).flags(LOADING | STALE | FAST).acl(CONNECTION)
+        .doc("3.0.0", "Lets this connection read from a replica in cluster mode (accepted; the node is a master)."),
+    CommandSpec::new("readwrite", 1, Group::Cluster, readwrite).flags(LOADING | STALE | FAST).acl(CONNECTION)
+        .doc("3.0.0", "Ends READONLY for this connection."),
+];

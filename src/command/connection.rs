@@ -1,10 +1,17 @@
 //! Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, RESET, CLIENT.
 
-use std::sync::atomic::Ordering;
-
 use bytes::Bytes;
 
-use super::{Ctx, REGISTRY, multi};
+use super::presets::{ALL_SHARDS_OK, CONN, NONDET};
+use super::reply::{client_line, help_reply, is_pubsub, subcommand_args_error};
+use super::spec::acl::CONNECTION;
+use super::spec::flag::{
+    ADMIN, ALLOW_BUSY, ENDS_MULTI, FAST, KEEPS_CACHING, LOADING, NO_AUTH, NOSCRIPT, STALE,
+    WHILE_SUBSCRIBED,
+};
+use super::spec::{CommandSpec, Group};
+use super::{Ctx, multi};
+use super::{auth, tracking};
 use crate::context::Client;
 use crate::context::{PauseMode, ReplyMode, Shared};
 use crate::error::{CmdError, CmdResult};
@@ -36,7 +43,7 @@ pub fn auth(ctx: &mut Ctx) -> CmdResult<Reply> {
         3 => (Some(&args[1][..]), &args[2]),
         _ => return Err(CmdError::Syntax),
     };
-    super::acl::authenticate(ctx.shared, ctx.client, user, pass)?;
+    auth::authenticate(ctx.shared, ctx.client, user, pass)?;
     Ok(Reply::OK)
 }
 
@@ -91,7 +98,7 @@ pub fn hello(ctx: &mut Ctx) -> CmdResult<Reply> {
         }
     }
     if let Some((user, pass)) = auth {
-        super::acl::authenticate(ctx.shared, ctx.client, Some(user), pass)?;
+        auth::authenticate(ctx.shared, ctx.client, Some(user), pass)?;
     }
     if !ctx.client.authenticated {
         return Err(CmdError::other(
@@ -144,7 +151,7 @@ pub fn reset(ctx: &mut Ctx) -> CmdResult<Reply> {
     ctx.shared.pubsub.tracking.disable(ctx.client.id);
     ctx.client.replies = ReplyMode::On;
     let default = ctx.shared.acl.default_user();
-    ctx.client.authenticated = super::acl::starts_authenticated(&default);
+    ctx.client.authenticated = auth::starts_authenticated(&default);
     ctx.client.handle.info.lock().user = default.name.clone();
     ctx.client.user = default;
     let mut info = ctx.client.handle.info.lock();
@@ -216,81 +223,6 @@ pub fn client_no_evict(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::OK)
 }
 
-/// One CLIENT LIST line, with Redis's field names and order; `qbuf` is
-/// the client's unread input (only the running client has any).
-pub(super) fn describe(shared: &Shared, handle: &ClientHandle, qbuf: usize) -> String {
-    let now = shared.now_ms();
-    let info = handle.info.lock().clone();
-    let cmd = info
-        .last_cmd
-        .map_or("NULL", |id| REGISTRY.full_names[id].as_str());
-    let name = info
-        .name
-        .as_ref()
-        .map(|n| String::from_utf8_lossy(n).into_owned())
-        .unwrap_or_default();
-    let mut flags = String::new();
-    if info.monitor {
-        flags.push('O');
-    }
-    if is_pubsub(&info) {
-        flags.push('P');
-    }
-    if info.multi >= 0 {
-        flags.push('x');
-    }
-    if info.blocked {
-        flags.push('b');
-    }
-    let tracking = shared.pubsub.tracking.info(handle.id);
-    if let Some(t) = &tracking {
-        flags.push('t');
-        if t.broken {
-            flags.push('R');
-        }
-        if t.mode.bcast {
-            flags.push('B');
-        }
-    }
-    if info.readonly {
-        flags.push('r');
-    }
-    if info.no_evict {
-        flags.push('e');
-    }
-    if flags.is_empty() {
-        flags.push('N');
-    }
-    format!(
-        "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
-        handle.id,
-        handle.addr,
-        handle.laddr,
-        name,
-        now.saturating_sub(handle.created_ms) / 1000,
-        now.saturating_sub(handle.last_interaction_ms.load(Ordering::Relaxed)) / 1000,
-        flags,
-        info.db,
-        info.sub,
-        info.psub,
-        info.ssub,
-        info.multi,
-        qbuf,
-        handle.backlog.load(std::sync::atomic::Ordering::Relaxed),
-        cmd,
-        info.user,
-        tracking.map_or(-1, |t| t.redirect as i64),
-        info.protocol,
-        info.lib_name.unwrap_or_default(),
-        info.lib_ver.unwrap_or_default(),
-    )
-}
-
-/// Subscribed to anything: CLIENT LIST's `P` flag and `TYPE pubsub`.
-fn is_pubsub(info: &crate::peer::ClientInfo) -> bool {
-    info.sub + info.psub + info.ssub > 0
-}
-
 /// CLIENT LIST / KILL `TYPE`: rlockd clients are normal or pubsub.
 fn has_type(handle: &ClientHandle, kind: &[u8]) -> bool {
     let pubsub = is_pubsub(&handle.info.lock());
@@ -352,7 +284,7 @@ pub fn client_list(ctx: &mut Ctx) -> CmdResult<Reply> {
             } else {
                 0
             };
-            out.push_str(&describe(ctx.shared, &handle, qbuf));
+            out.push_str(&client_line(ctx.shared, &handle, qbuf));
             out.push('\n');
         }
     }
@@ -360,7 +292,7 @@ pub fn client_list(ctx: &mut Ctx) -> CmdResult<Reply> {
 }
 
 pub fn client_info(ctx: &mut Ctx) -> CmdResult<Reply> {
-    let mut line = describe(ctx.shared, &ctx.client.handle, ctx.client.query_bytes);
+    let mut line = client_line(ctx.shared, &ctx.client.handle, ctx.client.query_bytes);
     line.push('\n');
     Ok(Reply::Verbatim(Bytes::from(line)))
 }
@@ -451,32 +383,6 @@ fn kill(ctx: &mut Ctx, target: &ClientHandle) {
     }
 }
 
-/// A subcommand called with more arguments than it takes.
-pub fn subcommand_args_error(command: &str, sub: &[u8]) -> CmdError {
-    CmdError::other(format!(
-        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {command} HELP.",
-        String::from_utf8_lossy(sub)
-    ))
-}
-
-pub fn help_reply(command: &str, lines: &[&str]) -> Reply {
-    let mut out = vec![Reply::Status(
-        format!("{command} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:").into(),
-    )];
-    out.extend(lines.iter().map(|l| Reply::Status(l.to_string().into())));
-    out.push(Reply::status("HELP"));
-    out.push(Reply::status("    Prints this help."));
-    Reply::Array(out)
-}
-
-/// What Redis answers a CLIENT subcommand given too many arguments.
-fn client_sub_arity(ctx: &Ctx) -> CmdError {
-    CmdError::other(format!(
-        "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
-        String::from_utf8_lossy(ctx.arg(1))
-    ))
-}
-
 /// CLIENT PAUSE timeout [WRITE|ALL]: checks in Redis 7.0's order (the mode,
 /// then the timeout), so a line with both wrong gets the same error.
 pub fn client_pause(ctx: &mut Ctx) -> CmdResult<Reply> {
@@ -489,7 +395,7 @@ pub fn client_pause(ctx: &mut Ctx) -> CmdResult<Reply> {
                 "ERR CLIENT PAUSE mode must be WRITE or ALL",
             ));
         }
-        _ => return Err(client_sub_arity(ctx)),
+        _ => return Err(subcommand_args_error("CLIENT", ctx.arg(1))),
     };
     let ms = parse_i64(ctx.arg(2))
         .ok_or_else(|| CmdError::other("ERR timeout is not an integer or out of range"))?;
@@ -517,7 +423,7 @@ pub fn client_unblock(ctx: &mut Ctx) -> CmdResult<Reply> {
                 "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
             ));
         }
-        _ => return Err(client_sub_arity(ctx)),
+        _ => return Err(subcommand_args_error("CLIENT", ctx.arg(1))),
     };
     let waiter = u64::try_from(id)
         .ok()
@@ -573,3 +479,129 @@ pub fn client_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
         ],
     ))
 }
+
+const ANY_STATE: u32 = NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY;
+
+static CLIENT_SUBS: &[CommandSpec] = &[
+    CommandSpec::new("id", 2, Group::Connection, client_id)
+        .flags(CONN | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .doc("5.0.0", "Returns the unique id of this connection."),
+    CommandSpec::new("setname", 3, Group::Connection, client_setname)
+        .flags(CONN | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .syntax("connection-name")
+        .doc("2.6.9", "Names this connection."),
+    CommandSpec::new("getname", 2, Group::Connection, client_getname)
+        .flags(CONN | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .doc("2.6.9", "Returns the name of this connection, or nil."),
+    CommandSpec::new("setinfo", 4, Group::Connection, client_setinfo)
+        .flags(CONN | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .syntax("LIB-NAME libname | LIB-VER libver")
+        .doc(
+            "7.2.0",
+            "Records the client library's name or version for this connection.",
+        ),
+    CommandSpec::new("list", -2, Group::Connection, client_list)
+        .flags(ADMIN | CONN | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .tips(NONDET)
+        .syntax("[TYPE (NORMAL | MASTER | REPLICA | PUBSUB)] [ID (client-id...)]")
+        .doc("2.4.0", "Describes every open connection, one line each."),
+    CommandSpec::new("info", 2, Group::Connection, client_info)
+        .flags(CONN | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .tips(NONDET)
+        .doc(
+            "6.2.0",
+            "Describes this connection in CLIENT LIST's format.",
+        ),
+    CommandSpec::new("kill", -3, Group::Connection, client_kill)
+        .flags(ADMIN | CONN | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .syntax("ip:port | ([ID client-id] | [TYPE (NORMAL | MASTER | SLAVE | REPLICA | PUBSUB)] | [USER username] | [ADDR ip:port] | [LADDR ip:port] | [SKIPME yes/no])...")
+        .doc(
+            "2.4.0",
+            "Closes connections chosen by address, id or other filters.",
+        ),
+    CommandSpec::new("no-evict", 3, Group::Connection, client_no_evict)
+        .flags(ADMIN | CONN | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .syntax("ON | OFF")
+        .doc(
+            "7.0.0",
+            "Exempts this connection from client eviction (accepted; nothing is evicted).",
+        ),
+    CommandSpec::new("reply", 3, Group::Connection, client_reply)
+        .flags(NOSCRIPT | LOADING | STALE | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .syntax("ON | OFF | SKIP")
+        .doc("3.2.0", "Turns this connection's replies off, on, or off for the next command only."),
+    CommandSpec::new("pause", -3, Group::Connection, client_pause)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .syntax("timeout [WRITE | ALL]")
+        .doc("2.9.50", "Holds back every client's commands, or only writes, for some milliseconds."),
+    CommandSpec::new("unpause", 2, Group::Connection, client_unpause)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .doc("6.2.0", "Ends a CLIENT PAUSE at once."),
+    CommandSpec::new("unblock", -3, Group::Connection, client_unblock)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .syntax("client-id [TIMEOUT | ERROR]")
+        .doc("5.0.0", "Ends another client's blocking command, as a timeout or an error."),
+    CommandSpec::new("tracking", -3, Group::Connection, tracking::client_tracking)
+        .flags(CONN | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .syntax("ON | OFF [REDIRECT client-id] [PREFIX prefix [PREFIX prefix ...]] [BCAST] [OPTIN] [OPTOUT] [NOLOOP]")
+        .doc("6.0.0", "Turns client-side caching's invalidation messages on or off."),
+    CommandSpec::new("caching", 3, Group::Connection, tracking::client_caching)
+        .flags(CONN | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .syntax("YES | NO")
+        .doc(
+            "6.0.0",
+            "Opts the next command in (OPTIN) or out (OPTOUT) of key tracking.",
+        ),
+    CommandSpec::new("getredir", 2, Group::Connection, tracking::client_getredir)
+        .flags(CONN | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .doc(
+            "6.0.0",
+            "Returns the client id invalidation messages are redirected to.",
+        ),
+    CommandSpec::new("trackinginfo", 2, Group::Connection, tracking::client_trackinginfo)
+        .flags(CONN | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .doc("6.2.0", "Describes how this connection tracks keys."),
+    CommandSpec::new("help", 2, Group::Connection, client_help)
+        .flags(LOADING | STALE | KEEPS_CACHING)
+        .acl(CONNECTION)
+        .doc("5.0.0", "Lists the CLIENT subcommands."),
+];
+
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("ping", -1, Group::Connection, ping).flags(FAST | WHILE_SUBSCRIBED).acl(CONNECTION).tips(ALL_SHARDS_OK)
+        .syntax("[message]")
+        .doc("1.0.0", "Answers PONG, or echoes its argument: a liveness check."),
+    CommandSpec::new("echo", 2, Group::Connection, echo).flags(LOADING | STALE | FAST).acl(CONNECTION)
+        .syntax("message")
+        .doc("1.0.0", "Returns its argument."),
+    CommandSpec::new("hello", -1, Group::Connection, hello).flags(ANY_STATE).acl(CONNECTION)
+        .syntax("[protover [AUTH (username password)] [SETNAME clientname]]")
+        .doc("6.0.0", "Chooses the protocol version, optionally authenticates and names the connection, and describes the server."),
+    CommandSpec::new("auth", -2, Group::Connection, auth).flags(ANY_STATE).acl(CONNECTION)
+        .syntax("[username] password")
+        .doc("1.0.0", "Authenticates this connection."),
+    CommandSpec::new("select", 2, Group::Connection, select).flags(LOADING | STALE | FAST).acl(CONNECTION)
+        .syntax("index")
+        .doc("1.0.0", "Switches this connection to another database."),
+    CommandSpec::new("quit", -1, Group::Connection, quit).flags(ANY_STATE | ENDS_MULTI | WHILE_SUBSCRIBED).acl(CONNECTION)
+        .doc("1.0.0", "Closes the connection after the reply."),
+    CommandSpec::new("reset", 1, Group::Connection, reset).flags(ANY_STATE | ENDS_MULTI | WHILE_SUBSCRIBED).acl(CONNECTION)
+        .doc("6.2.0", "Returns the connection to its initial state."),
+    CommandSpec::container("client", Group::Connection, CLIENT_SUBS).doc("2.4.0", "Commands about client connections."),
+];

@@ -11,8 +11,10 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::Ctx;
-use super::connection::help_reply;
 use super::keys::encoding_name;
+use super::reply::help_reply;
+use super::spec::flag::{ADMIN, LOADING, NOSCRIPT, STALE, WHOLE_KEYSPACE};
+use super::spec::{CommandSpec, Group};
 use crate::config::DebugCommand;
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Entry, Ttl, Value, dump::dump};
@@ -422,3 +424,14 @@ fn stringmatch_test() -> Reply {
     }
     Reply::status("Apparently Redis did not crash: test passed")
 }
+
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    // Holds the whole keyspace so that DEBUG SLEEP stops what Redis's would.
+    CommandSpec::new("debug", -2, Group::Server, debug)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE | WHOLE_KEYSPACE)
+        .syntax("subcommand [argument [argument ...]]")
+        .doc(
+            "1.0.0",
+            "Subcommands for test suites: SLEEP, OBJECT, DIGEST, PROTOCOL, POPULATE…",
+        ),
+];

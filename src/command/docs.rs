@@ -447,7 +447,7 @@ pub fn command_doc(spec: &CommandSpec) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::table::COMMANDS;
+    use crate::command::REGISTRY;
 
     /// Renders a tree back the way redis-cli builds its hints, so tests
     /// can state expectations compactly.
@@ -629,7 +629,7 @@ mod tests {
 
     /// Every command and subcommand, with whether it is a subcommand.
     fn all_specs() -> impl Iterator<Item = (&'static CommandSpec, bool)> {
-        COMMANDS.iter().flat_map(|c| {
+        REGISTRY.commands.iter().flat_map(|&c| {
             std::iter::once((c, false)).chain(c.subcommands.iter().map(|s| (s, true)))
         })
     }
@@ -675,7 +675,7 @@ mod tests {
 
     #[test]
     fn rename_keys_point_at_their_own_specs() {
-        let rename = COMMANDS.iter().find(|c| c.name == "rename").unwrap();
+        let rename = REGISTRY.specs[REGISTRY.lookup(b"rename").unwrap()];
         let args = arguments(rename).unwrap();
         let specs: Vec<_> = args.iter().map(|a| a.key_spec_index).collect();
         assert_eq!(specs, [Some(0), Some(1)]);
@@ -689,7 +689,7 @@ mod tests {
                 .any(|(k, _)| matches!(k, Reply::Bulk(b) if &b[..] == b"arguments")),
             _ => unreachable!(),
         };
-        let find = |name: &str| COMMANDS.iter().find(|c| c.name == name).unwrap();
+        let find = |name: &str| REGISTRY.specs[REGISTRY.lookup(name.as_bytes()).unwrap()];
         assert!(has_args(find("set")));
         assert!(!has_args(find("multi")));
     }

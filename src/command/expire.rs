@@ -2,6 +2,10 @@
 //! TTL, PTTL, EXPIRETIME, PEXPIRETIME, PERSIST.
 
 use super::Ctx;
+use super::presets::{NONDET, READ_FAST, RO_ACCESS, RW_UPDATE, key1};
+use super::spec::acl::KEYSPACE;
+use super::spec::flag::{FAST, WRITE};
+use super::spec::{CommandSpec, Group};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::pubsub::Event;
@@ -173,3 +177,77 @@ pub fn persist(ctx: &mut Ctx) -> CmdResult<Reply> {
     }
     Ok(Reply::Int(had as i64))
 }
+
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("expire", -3, Group::Generic, expire)
+        .flags(WRITE | FAST)
+        .acl(KEYSPACE)
+        .keys(&key1(RW_UPDATE))
+        .syntax("key seconds [NX | XX | GT | LT]")
+        .doc("1.0.0", "Sets a key's time to live in seconds."),
+    CommandSpec::new("pexpire", -3, Group::Generic, pexpire)
+        .flags(WRITE | FAST)
+        .acl(KEYSPACE)
+        .keys(&key1(RW_UPDATE))
+        .syntax("key milliseconds [NX | XX | GT | LT]")
+        .doc("2.6.0", "Sets a key's time to live in milliseconds."),
+    CommandSpec::new("expireat", -3, Group::Generic, expireat)
+        .flags(WRITE | FAST)
+        .acl(KEYSPACE)
+        .keys(&key1(RW_UPDATE))
+        .syntax("key unix-time-seconds [NX | XX | GT | LT]")
+        .doc("1.2.0", "Sets a key's deadline as a Unix time in seconds."),
+    CommandSpec::new("pexpireat", -3, Group::Generic, pexpireat)
+        .flags(WRITE | FAST)
+        .acl(KEYSPACE)
+        .keys(&key1(RW_UPDATE))
+        .syntax("key unix-time-milliseconds [NX | XX | GT | LT]")
+        .doc(
+            "2.6.0",
+            "Sets a key's deadline as a Unix time in milliseconds.",
+        ),
+    CommandSpec::new("ttl", 2, Group::Generic, ttl)
+        .flags(READ_FAST)
+        .acl(KEYSPACE)
+        .tips(NONDET)
+        .keys(&key1(RO_ACCESS))
+        .syntax("key")
+        .doc(
+            "1.0.0",
+            "Returns a key's remaining time to live in seconds.",
+        ),
+    CommandSpec::new("pttl", 2, Group::Generic, pttl)
+        .flags(READ_FAST)
+        .acl(KEYSPACE)
+        .tips(NONDET)
+        .keys(&key1(RO_ACCESS))
+        .syntax("key")
+        .doc(
+            "2.6.0",
+            "Returns a key's remaining time to live in milliseconds.",
+        ),
+    CommandSpec::new("expiretime", 2, Group::Generic, expiretime)
+        .flags(READ_FAST)
+        .acl(KEYSPACE)
+        .keys(&key1(RO_ACCESS))
+        .syntax("key")
+        .doc(
+            "7.0.0",
+            "Returns a key's deadline as a Unix time in seconds.",
+        ),
+    CommandSpec::new("pexpiretime", 2, Group::Generic, pexpiretime)
+        .flags(READ_FAST)
+        .acl(KEYSPACE)
+        .keys(&key1(RO_ACCESS))
+        .syntax("key")
+        .doc(
+            "7.0.0",
+            "Returns a key's deadline as a Unix time in milliseconds.",
+        ),
+    CommandSpec::new("persist", 2, Group::Generic, persist)
+        .flags(WRITE | FAST)
+        .acl(KEYSPACE)
+        .keys(&key1(RW_UPDATE))
+        .syntax("key")
+        .doc("2.2.0", "Removes a key's time to live."),
+];

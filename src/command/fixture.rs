@@ -5,6 +5,11 @@
 use std::time::{Duration, UNIX_EPOCH};
 
 use super::Ctx;
+use super::presets::NONDET;
+use super::spec::flag::{
+    ADMIN, CLOCK_CONTROL, FAST, LOADING, NO_MULTI, NOSCRIPT, READONLY, STALE, WHOLE_KEYSPACE,
+};
+use super::spec::{CommandSpec, Group};
 use crate::clock::{Clock, ManualClock};
 use crate::context::introspect::{held_locks, waiters};
 use crate::error::{CmdError, CmdResult};
@@ -42,7 +47,7 @@ pub fn clock_get(ctx: &mut Ctx) -> CmdResult<Reply> {
 }
 
 pub fn clock_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
-    Ok(super::connection::help_reply(
+    Ok(super::reply::help_reply(
         "RLOCKD.CLOCK",
         &[
             "ADVANCE <milliseconds>",
@@ -120,3 +125,46 @@ pub fn waiting(ctx: &mut Ctx) -> CmdResult<Reply> {
             .collect(),
     ))
 }
+
+/// Moving the clock reclaims keys in every shard, so it cannot run where
+/// shards are already held (MULTI, scripts).
+const CLOCK: u32 = CLOCK_CONTROL | ADMIN | NOSCRIPT | NO_MULTI | LOADING | STALE;
+
+static CLOCK_SUBS: &[CommandSpec] = &[
+    CommandSpec::new("advance", 3, Group::Server, clock_advance)
+        .flags(CLOCK)
+        .syntax("milliseconds")
+        .doc(
+            "0.1.0",
+            "Moves the manual clock forward; keys it passes expire at once (rlockd only).",
+        ),
+    CommandSpec::new("set", 3, Group::Server, clock_set)
+        .flags(CLOCK)
+        .syntax("unix-time-milliseconds")
+        .doc(
+            "0.1.0",
+            "Moves the manual clock to a Unix time in milliseconds (rlockd only).",
+        ),
+    CommandSpec::new("get", 2, Group::Server, clock_get)
+        .flags(CLOCK | FAST)
+        .doc(
+            "0.1.0",
+            "Returns the manual clock's time in Unix milliseconds (rlockd only).",
+        ),
+    CommandSpec::new("help", 2, Group::Server, clock_help)
+        .flags(CLOCK)
+        .doc("0.1.0", "Lists the RLOCKD.CLOCK subcommands."),
+];
+
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::container("rlockd.clock", Group::Server, CLOCK_SUBS).flags(CLOCK)
+        .doc("0.1.0", "Moves the manual clock of a server started with --enable-clock-control (rlockd only)."),
+    CommandSpec::new("rlockd.locks", -1, Group::Server, locks).flags(ADMIN | READONLY | LOADING | STALE | WHOLE_KEYSPACE)
+        .tips(NONDET)
+        .syntax("[pattern]")
+        .doc("0.1.0", "Describes the locks held: hashes of owner to hold count, and strings with a deadline (rlockd only)."),
+    CommandSpec::new("rlockd.waiters", -1, Group::Server, waiting).flags(ADMIN | LOADING | STALE)
+        .tips(NONDET)
+        .syntax("[pattern]")
+        .doc("0.1.0", "Describes who is subscribed to which channel, pattern and shard channel (rlockd only)."),
+];

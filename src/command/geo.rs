@@ -4,6 +4,10 @@
 
 use bytes::Bytes;
 
+use super::presets::{OW_UPDATE, RO_ACCESS, RW_UPDATE, key1};
+use super::spec::acl::GEO;
+use super::spec::flag::{DENYOOM, READONLY, WRITE};
+use super::spec::{CommandSpec, Group, KeySpec};
 use super::{Ctx, zsets};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Db, SortedSet, Ttl, Value};
@@ -474,3 +478,39 @@ pub fn geosearch(ctx: &mut Ctx) -> CmdResult<Reply> {
 pub fn geosearchstore(ctx: &mut Ctx) -> CmdResult<Reply> {
     search(ctx, Family::SearchStore)
 }
+
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("geoadd", -5, Group::Geo, geoadd).flags(WRITE | DENYOOM).acl(GEO).keys(&key1(RW_UPDATE))
+        .syntax("key [NX | XX] [CH] (longitude latitude member)...")
+        .doc("3.2.0", "Adds points (longitude, latitude, member) to a geo set, a sorted set scored by geohash."),
+    CommandSpec::new("geodist", -4, Group::Geo, geodist).flags(READONLY).acl(GEO).keys(&key1(RO_ACCESS))
+        .syntax("key member1 member2 [M | KM | FT | MI]")
+        .doc("3.2.0", "Returns the distance between two members of a geo set."),
+    CommandSpec::new("geohash", -2, Group::Geo, geohash).flags(READONLY).acl(GEO).keys(&key1(RO_ACCESS))
+        .syntax("key [member...]")
+        .doc("3.2.0", "Returns members' positions as standard 11-character geohash strings."),
+    CommandSpec::new("geopos", -2, Group::Geo, geopos).flags(READONLY).acl(GEO).keys(&key1(RO_ACCESS))
+        .syntax("key [member...]")
+        .doc("3.2.0", "Returns members' longitudes and latitudes."),
+    CommandSpec::new("georadius", -6, Group::Geo, georadius).flags(WRITE | DENYOOM).acl(GEO)
+        .keys(&[KeySpec::range(1, 0, 1, RO_ACCESS), KeySpec::keyword("STORE", 6, OW_UPDATE), KeySpec::keyword("STOREDIST", 6, OW_UPDATE)])
+        .syntax("key longitude latitude radius (M | KM | FT | MI) [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC | DESC] [STORE key | STOREDIST key]")
+        .doc("3.2.0", "Finds the members within a radius of a point, optionally storing them."),
+    CommandSpec::new("georadius_ro", -6, Group::Geo, georadius_ro).flags(READONLY).acl(GEO).keys(&key1(RO_ACCESS))
+        .syntax("key longitude latitude radius (M | KM | FT | MI) [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC | DESC]")
+        .doc("3.2.10", "Finds the members within a radius of a point."),
+    CommandSpec::new("georadiusbymember", -5, Group::Geo, georadiusbymember).flags(WRITE | DENYOOM).acl(GEO)
+        .keys(&[KeySpec::range(1, 0, 1, RO_ACCESS), KeySpec::keyword("STORE", 5, OW_UPDATE), KeySpec::keyword("STOREDIST", 5, OW_UPDATE)])
+        .syntax("key member radius (M | KM | FT | MI) [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC | DESC] [STORE key | STOREDIST key]")
+        .doc("3.2.0", "Finds the members within a radius of a member, optionally storing them."),
+    CommandSpec::new("georadiusbymember_ro", -5, Group::Geo, georadiusbymember_ro).flags(READONLY).acl(GEO).keys(&key1(RO_ACCESS))
+        .syntax("key member radius (M | KM | FT | MI) [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC | DESC]")
+        .doc("3.2.10", "Finds the members within a radius of a member."),
+    CommandSpec::new("geosearch", -7, Group::Geo, geosearch).flags(READONLY).acl(GEO).keys(&key1(RO_ACCESS))
+        .syntax("key (FROMMEMBER member | FROMLONLAT longitude latitude) (BYRADIUS radius (M | KM | FT | MI) | BYBOX width height (M | KM | FT | MI)) [ASC | DESC] [COUNT count [ANY]] [WITHCOORD] [WITHDIST] [WITHHASH]")
+        .doc("6.2.0", "Finds the members within a radius or box around a member or a point."),
+    CommandSpec::new("geosearchstore", -8, Group::Geo, geosearchstore).flags(WRITE | DENYOOM).acl(GEO)
+        .keys(&[KeySpec::range(1, 0, 1, OW_UPDATE), KeySpec::range(2, 0, 1, RO_ACCESS)])
+        .syntax("destination source (FROMMEMBER member | FROMLONLAT longitude latitude) (BYRADIUS radius (M | KM | FT | MI) | BYBOX width height (M | KM | FT | MI)) [ASC | DESC] [COUNT count [ANY]] [STOREDIST]")
+        .doc("6.2.0", "Stores the members GEOSEARCH would find as a sorted set."),
+];

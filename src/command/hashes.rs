@@ -6,7 +6,13 @@ use rand::RngExt;
 
 use super::Ctx;
 use super::keys::parse_scan;
+use super::presets::{
+    NONDET, NONDET_ORDER, READ_FAST, RO, RO_ACCESS, RW_ACCESS_UPDATE, RW_UPDATE, WRITE_FAST, key1,
+};
 use super::sets::{RANDOM_REPEATS_MAX, count_out_of_range};
+use super::spec::acl::HASH;
+use super::spec::flag::{FAST, READONLY, WRITE};
+use super::spec::{CommandSpec, Group, touches_first, touches_listed};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Db, HashValue, Touch, Value};
 use crate::protocol::{Protocol, Reply};
@@ -320,3 +326,54 @@ pub fn hrandfield(ctx: &mut Ctx) -> CmdResult<Reply> {
     }
     Ok(Reply::Array(out))
 }
+
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("hset", -4, Group::Hash, hset).flags(WRITE_FAST).acl(HASH).keys(&key1(RW_UPDATE)).touches(touches_pairs)
+        .syntax("key (field value)...")
+        .doc("2.0.0", "Sets fields of a hash; returns how many were new."),
+    CommandSpec::new("hsetnx", 4, Group::Hash, hsetnx).flags(WRITE_FAST).acl(HASH).keys(&key1(&["RW", "insert"])).touches(touches_first)
+        .syntax("key field value")
+        .doc("2.0.0", "Sets a hash field only if it does not exist."),
+    CommandSpec::new("hget", 3, Group::Hash, hget).flags(READ_FAST).acl(HASH).keys(&key1(RO_ACCESS))
+        .syntax("key field")
+        .doc("2.0.0", "Returns the value of a hash field."),
+    CommandSpec::new("hmget", -3, Group::Hash, hmget).flags(READ_FAST).acl(HASH).keys(&key1(RO_ACCESS))
+        .syntax("key field...")
+        .doc("2.0.0", "Returns the values of several hash fields."),
+    CommandSpec::new("hgetall", 2, Group::Hash, hgetall).flags(READONLY).acl(HASH).tips(NONDET_ORDER).keys(&key1(RO_ACCESS))
+        .syntax("key")
+        .doc("2.0.0", "Returns every field and value of a hash."),
+    CommandSpec::new("hdel", -3, Group::Hash, hdel).flags(WRITE | FAST).acl(HASH).keys(&key1(&["RW", "delete"])).touches(touches_listed)
+        .syntax("key field...")
+        .doc("2.0.0", "Deletes hash fields; returns how many existed."),
+    CommandSpec::new("hexists", 3, Group::Hash, hexists).flags(READ_FAST).acl(HASH).keys(&key1(RO))
+        .syntax("key field")
+        .doc("2.0.0", "Tells whether a hash field exists."),
+    CommandSpec::new("hlen", 2, Group::Hash, hlen).flags(READ_FAST).acl(HASH).keys(&key1(RO))
+        .syntax("key")
+        .doc("2.0.0", "Returns the number of fields in a hash."),
+    CommandSpec::new("hkeys", 2, Group::Hash, hkeys).flags(READONLY).acl(HASH).tips(NONDET_ORDER).keys(&key1(RO_ACCESS))
+        .syntax("key")
+        .doc("2.0.0", "Returns every field name of a hash."),
+    CommandSpec::new("hvals", 2, Group::Hash, hvals).flags(READONLY).acl(HASH).tips(NONDET_ORDER).keys(&key1(RO_ACCESS))
+        .syntax("key")
+        .doc("2.0.0", "Returns every value of a hash."),
+    CommandSpec::new("hincrby", 4, Group::Hash, hincrby).flags(WRITE_FAST).acl(HASH).keys(&key1(RW_ACCESS_UPDATE)).touches(touches_first)
+        .syntax("key field increment")
+        .doc("2.0.0", "Adds an integer to a hash field."),
+    CommandSpec::new("hincrbyfloat", 4, Group::Hash, hincrbyfloat).flags(WRITE_FAST).acl(HASH).keys(&key1(RW_ACCESS_UPDATE)).touches(touches_first)
+        .syntax("key field increment")
+        .doc("2.6.0", "Adds a floating point number to a hash field."),
+    CommandSpec::new("hmset", -4, Group::Hash, hmset).flags(WRITE_FAST).acl(HASH).keys(&key1(RW_UPDATE)).touches(touches_pairs)
+        .syntax("key (field value)...")
+        .doc("2.0.0", "Sets fields of a hash (HSET's old form, answering OK)."),
+    CommandSpec::new("hstrlen", 3, Group::Hash, hstrlen).flags(READ_FAST).acl(HASH).keys(&key1(RO))
+        .syntax("key field")
+        .doc("3.2.0", "Returns the length of a hash field's value."),
+    CommandSpec::new("hrandfield", -2, Group::Hash, hrandfield).flags(READONLY).acl(HASH).tips(NONDET).keys(&key1(RO_ACCESS))
+        .syntax("key [count [WITHVALUES]]")
+        .doc("6.2.0", "Returns random fields of a hash, with their values if asked; a negative count may repeat them."),
+    CommandSpec::new("hscan", -3, Group::Hash, hscan).flags(READONLY).acl(HASH).tips(NONDET).keys(&key1(RO_ACCESS))
+        .syntax("key cursor [MATCH pattern] [COUNT count]")
+        .doc("2.8.0", "Iterates over the fields of a hash with a cursor."),
+];

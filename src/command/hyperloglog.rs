@@ -5,6 +5,10 @@
 use bytes::Bytes;
 
 use super::Ctx;
+use super::presets::{RO_ACCESS, WRITE_FAST, key1, keys_all};
+use super::spec::acl::HYPERLOGLOG;
+use super::spec::flag::{ADMIN, DENYOOM, MAY_REPLICATE, READONLY, WRITE};
+use super::spec::{CommandSpec, Group, KeySpec};
 use super::strings::{edit_string, string_at};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Db, Ttl, Value};
@@ -190,3 +194,46 @@ pub fn pfselftest(_ctx: &mut Ctx) -> CmdResult<Reply> {
     }
     Ok(Reply::OK)
 }
+
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("pfadd", -2, Group::Hyperloglog, pfadd)
+        .flags(WRITE_FAST)
+        .acl(HYPERLOGLOG)
+        .keys(&key1(&["RW", "insert"]))
+        .syntax("key [element...]")
+        .doc(
+            "2.8.9",
+            "Adds elements to a HyperLogLog; returns 1 if its estimate may have changed.",
+        ),
+    CommandSpec::new("pfcount", -2, Group::Hyperloglog, pfcount)
+        .flags(READONLY | MAY_REPLICATE)
+        .acl(HYPERLOGLOG)
+        .keys(&keys_all(&["RW", "access"]))
+        .syntax("key...")
+        .doc(
+            "2.8.9",
+            "Returns the estimated number of distinct elements of HyperLogLogs (of their union).",
+        ),
+    CommandSpec::new("pfmerge", -2, Group::Hyperloglog, pfmerge)
+        .flags(WRITE | DENYOOM)
+        .acl(HYPERLOGLOG)
+        .keys(&[
+            KeySpec::range(1, 0, 1, &["RW", "access", "insert"]),
+            KeySpec::range(2, -1, 1, RO_ACCESS),
+        ])
+        .syntax("destkey sourcekey...")
+        .doc("2.8.9", "Stores the union of HyperLogLogs at a key."),
+    CommandSpec::new("pfdebug", 3, Group::Hyperloglog, pfdebug)
+        .flags(WRITE | DENYOOM | ADMIN)
+        .acl(HYPERLOGLOG)
+        .keys(&[KeySpec::range(2, 0, 1, &["RW", "access"])])
+        .syntax("subcommand key")
+        .doc(
+            "2.8.9",
+            "Shows or changes a HyperLogLog's internals (GETREG, DECODE, ENCODING, TODENSE).",
+        ),
+    CommandSpec::new("pfselftest", 1, Group::Hyperloglog, pfselftest)
+        .flags(ADMIN)
+        .acl(HYPERLOGLOG)
+        .doc("2.8.9", "Checks the HyperLogLog implementation."),
+];

@@ -5,7 +5,14 @@ use bytes::Bytes;
 use rand::RngExt;
 
 use super::Ctx;
-use super::connection::help_reply;
+use super::presets::{
+    NONDET, OBJECT_KEY, OW_UPDATE, READ_FAST, RO, RO_ACCESS, RW_ACCESS_DELETE, RW_ACCESS_UPDATE,
+    key1, keys_all,
+};
+use super::reply::help_reply;
+use super::spec::acl::{DANGEROUS, KEYSPACE};
+use super::spec::flag::{ASKING, DENYOOM, FAST, LOADING, READONLY, STALE, WHOLE_KEYSPACE, WRITE};
+use super::spec::{CommandSpec, Group, KeySpec};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::access::AccessClock;
 use crate::keyspace::dump::{self, DumpError};
@@ -547,3 +554,171 @@ pub fn object_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
         ],
     ))
 }
+
+const RM_DELETE: &[&str] = &["RM", "delete"];
+
+const MULTI_SHARD_SUM: &[&str] = &["request_policy:multi_shard", "response_policy:agg_sum"];
+
+const RESTORE_SYNTAX: &str =
+    "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]";
+
+/// An OBJECT subcommand that reads the key in argument 2.
+const fn object_key_sub(name: &'static str, handler: super::spec::Handler) -> CommandSpec {
+    CommandSpec::new(name, 3, Group::Generic, handler)
+        .flags(READONLY)
+        .acl(KEYSPACE)
+        .tips(NONDET)
+        .keys(OBJECT_KEY)
+        .syntax("key")
+}
+
+static OBJECT_SUBS: &[CommandSpec] = &[
+    object_key_sub("encoding", object_encoding).doc(
+        "2.2.3",
+        "Returns the internal encoding Redis would use for a key's value.",
+    ),
+    object_key_sub("freq", object_freq).doc(
+        "4.0.0",
+        "Returns a key's LFU access frequency (rlockd counts none: always 5).",
+    ),
+    object_key_sub("idletime", object_idletime).doc(
+        "2.2.3",
+        "Returns the seconds since a key was last used (rlockd tracks none: always 0).",
+    ),
+    CommandSpec::new("help", 2, Group::Generic, object_help)
+        .flags(LOADING | STALE)
+        .acl(KEYSPACE)
+        .doc("6.2.0", "Lists the OBJECT subcommands."),
+    object_key_sub("refcount", object_refcount).doc(
+        "2.2.3",
+        "Returns the reference count Redis would report for a key's value.",
+    ),
+];
+
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("exists", -2, Group::Generic, exists)
+        .flags(READ_FAST)
+        .acl(KEYSPACE)
+        .tips(MULTI_SHARD_SUM)
+        .keys(&keys_all(RO))
+        .syntax("key...")
+        .doc("1.0.0", "Counts how many of the given keys exist."),
+    CommandSpec::new("del", -2, Group::Generic, del)
+        .flags(WRITE)
+        .acl(KEYSPACE)
+        .tips(MULTI_SHARD_SUM)
+        .keys(&keys_all(RM_DELETE))
+        .syntax("key...")
+        .doc("1.0.0", "Deletes keys; returns how many existed."),
+    CommandSpec::new("unlink", -2, Group::Generic, del)
+        .flags(WRITE | FAST)
+        .acl(KEYSPACE)
+        .tips(MULTI_SHARD_SUM)
+        .keys(&keys_all(RM_DELETE))
+        .syntax("key...")
+        .doc("4.0.0", "Deletes keys like DEL."),
+    CommandSpec::container("object", Group::Generic, OBJECT_SUBS)
+        .doc("2.2.3", "Inspects how a key's value is held."),
+    CommandSpec::new("type", 2, Group::Generic, type_)
+        .flags(READ_FAST)
+        .acl(KEYSPACE)
+        .keys(&key1(RO))
+        .syntax("key")
+        .doc("1.0.0", "Returns the type of the value at a key."),
+    CommandSpec::new("keys", 2, Group::Generic, keys)
+        .flags(READONLY | WHOLE_KEYSPACE)
+        .acl(KEYSPACE | DANGEROUS)
+        .tips(&["request_policy:all_shards", "nondeterministic_output_order"])
+        .syntax("pattern")
+        .doc("1.0.0", "Returns every key matching a glob pattern."),
+    CommandSpec::new("scan", -2, Group::Generic, scan)
+        .flags(READONLY | WHOLE_KEYSPACE)
+        .acl(KEYSPACE)
+        .tips(&["nondeterministic_output", "request_policy:special"])
+        .syntax("cursor [MATCH pattern] [COUNT count] [TYPE type]")
+        .doc("2.8.0", "Iterates over the keys with a cursor."),
+    CommandSpec::new("rename", 3, Group::Generic, rename)
+        .flags(WRITE)
+        .acl(KEYSPACE)
+        .keys(&[
+            KeySpec::range(1, 0, 1, &["RW", "access", "delete"]),
+            KeySpec::range(2, 0, 1, OW_UPDATE),
+        ])
+        .syntax("key newkey")
+        .doc("1.0.0", "Renames a key, replacing any key of the new name."),
+    CommandSpec::new("renamenx", 3, Group::Generic, renamenx)
+        .flags(WRITE | FAST)
+        .acl(KEYSPACE)
+        .keys(&[
+            KeySpec::range(1, 0, 1, RW_ACCESS_DELETE),
+            KeySpec::range(2, 0, 1, &["OW", "insert"]),
+        ])
+        .syntax("key newkey")
+        .doc("1.0.0", "Renames a key only if no key has the new name."),
+    CommandSpec::new("copy", -3, Group::Generic, copy)
+        .flags(WRITE | DENYOOM)
+        .acl(KEYSPACE)
+        .keys(&[
+            KeySpec::range(1, 0, 1, RO_ACCESS),
+            KeySpec::range(2, 0, 1, OW_UPDATE),
+        ])
+        .syntax("source destination [DB destination-db] [REPLACE]")
+        .doc(
+            "6.2.0",
+            "Copies a key's value and time to live to another key, possibly in another database.",
+        ),
+    CommandSpec::new("move", 3, Group::Generic, move_)
+        .flags(WRITE | FAST)
+        .acl(KEYSPACE)
+        .keys(&key1(RW_ACCESS_UPDATE))
+        .syntax("key db")
+        .doc(
+            "1.0.0",
+            "Moves a key to another database, unless a key of that name is there.",
+        ),
+    CommandSpec::new("touch", -2, Group::Generic, touch)
+        .flags(READ_FAST)
+        .acl(KEYSPACE)
+        .tips(MULTI_SHARD_SUM)
+        .keys(&keys_all(RO))
+        .syntax("key...")
+        .doc(
+            "3.2.1",
+            "Counts how many of the given keys exist, as an access to each.",
+        ),
+    CommandSpec::new("swapdb", 3, Group::Server, swapdb)
+        .flags(WRITE | FAST | WHOLE_KEYSPACE)
+        .acl(KEYSPACE | DANGEROUS)
+        .syntax("index1 index2")
+        .doc("4.0.0", "Swaps the contents of two databases."),
+    CommandSpec::new("dump", 2, Group::Generic, dump)
+        .flags(READONLY)
+        .acl(KEYSPACE)
+        .tips(NONDET)
+        .keys(&key1(RO_ACCESS))
+        .syntax("key")
+        .doc(
+            "2.6.0",
+            "Serialises a key's value in rlockd's own format, for RESTORE.",
+        ),
+    CommandSpec::new("restore", -4, Group::Generic, restore)
+        .flags(WRITE | DENYOOM)
+        .acl(KEYSPACE | DANGEROUS)
+        .keys(&key1(OW_UPDATE))
+        .syntax(RESTORE_SYNTAX)
+        .doc(
+            "2.6.0",
+            "Creates a key from a DUMP payload, refusing damaged or foreign payloads.",
+        ),
+    CommandSpec::new("restore-asking", -4, Group::Server, restore)
+        .flags(WRITE | DENYOOM | ASKING)
+        .acl(KEYSPACE | DANGEROUS)
+        .keys(&key1(OW_UPDATE))
+        .syntax(RESTORE_SYNTAX)
+        .doc("3.0.0", "RESTORE as a cluster migration sends it."),
+    CommandSpec::new("randomkey", 1, Group::Generic, randomkey)
+        .flags(READONLY | WHOLE_KEYSPACE)
+        .acl(KEYSPACE)
+        .tips(&["request_policy:all_shards", "nondeterministic_output"])
+        .doc("1.0.0", "Returns a random key."),
+];

@@ -6,6 +6,12 @@ use std::collections::VecDeque;
 use bytes::Bytes;
 
 use super::Ctx;
+use super::presets::{
+    READ_FAST, RO, RO_ACCESS, RW_ACCESS_DELETE, RW_DELETE, RW_UPDATE, WRITE_FAST, key1,
+};
+use super::spec::acl::LIST;
+use super::spec::flag::{DENYOOM, FAST, READONLY, WRITE};
+use super::spec::{CommandSpec, Group};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Db, Touch, Ttl, Value};
 use crate::protocol::Reply;
@@ -412,3 +418,118 @@ pub fn ltrim(ctx: &mut Ctx) -> CmdResult<Reply> {
     after_removal(&mut db, &key, Event::Ltrim)?;
     Ok(Reply::OK)
 }
+
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("rpush", -3, Group::List, rpush)
+        .flags(WRITE_FAST)
+        .acl(LIST)
+        .keys(&key1(&["RW", "insert"]))
+        .touches(touches_back_push)
+        .syntax("key element...")
+        .doc(
+            "1.0.0",
+            "Appends elements to a list, creating it if needed; returns the new length.",
+        ),
+    CommandSpec::new("lpush", -3, Group::List, lpush)
+        .flags(WRITE_FAST)
+        .acl(LIST)
+        .keys(&key1(&["RW", "insert"]))
+        .touches(touches_front_push)
+        .syntax("key element...")
+        .doc(
+            "1.0.0",
+            "Prepends elements to a list, creating it if needed; returns the new length.",
+        ),
+    CommandSpec::new("lpop", -2, Group::List, lpop)
+        .flags(WRITE | FAST)
+        .acl(LIST)
+        .keys(&key1(RW_ACCESS_DELETE))
+        .touches(touches_front_pop)
+        .syntax("key [count]")
+        .doc("1.0.0", "Removes and returns the first elements of a list."),
+    CommandSpec::new("rpop", -2, Group::List, rpop)
+        .flags(WRITE | FAST)
+        .acl(LIST)
+        .keys(&key1(RW_ACCESS_DELETE))
+        .touches(touches_back_pop)
+        .syntax("key [count]")
+        .doc("1.0.0", "Removes and returns the last elements of a list."),
+    CommandSpec::new("lindex", 3, Group::List, lindex)
+        .flags(READONLY)
+        .acl(LIST)
+        .keys(&key1(RO_ACCESS))
+        .syntax("key index")
+        .doc("1.0.0", "Returns the element at an index of a list."),
+    CommandSpec::new("lrange", 4, Group::List, lrange)
+        .flags(READONLY)
+        .acl(LIST)
+        .keys(&key1(RO_ACCESS))
+        .syntax("key start stop")
+        .doc("1.0.0", "Returns a range of elements of a list."),
+    CommandSpec::new("llen", 2, Group::List, llen)
+        .flags(READ_FAST)
+        .acl(LIST)
+        .keys(&key1(RO))
+        .syntax("key")
+        .doc("1.0.0", "Returns the length of a list."),
+    CommandSpec::new("lrem", 4, Group::List, lrem)
+        .flags(WRITE)
+        .acl(LIST)
+        .keys(&key1(RW_DELETE))
+        .syntax("key count element")
+        .doc(
+            "1.0.0",
+            "Removes elements equal to a value from a list; returns how many.",
+        ),
+    CommandSpec::new("lset", 4, Group::List, lset)
+        .flags(WRITE | DENYOOM)
+        .acl(LIST)
+        .keys(&key1(RW_UPDATE))
+        .touches(touches_index)
+        .syntax("key index element")
+        .doc("1.0.0", "Sets the element at an index of a list."),
+    CommandSpec::new("lpos", -3, Group::List, lpos)
+        .flags(READONLY)
+        .acl(LIST)
+        .keys(&key1(RO_ACCESS))
+        .syntax("key element [RANK rank] [COUNT num-matches] [MAXLEN len]")
+        .doc(
+            "6.0.6",
+            "Returns the positions of elements equal to a value in a list.",
+        ),
+    CommandSpec::new("rpushx", -3, Group::List, rpushx)
+        .flags(WRITE_FAST)
+        .acl(LIST)
+        .keys(&key1(&["RW", "insert"]))
+        .touches(touches_back_push)
+        .syntax("key element...")
+        .doc(
+            "2.2.0",
+            "Appends elements to a list only if it exists; returns the new length.",
+        ),
+    CommandSpec::new("lpushx", -3, Group::List, lpushx)
+        .flags(WRITE_FAST)
+        .acl(LIST)
+        .keys(&key1(&["RW", "insert"]))
+        .touches(touches_front_push)
+        .syntax("key element...")
+        .doc(
+            "2.2.0",
+            "Prepends elements to a list only if it exists; returns the new length.",
+        ),
+    CommandSpec::new("linsert", 5, Group::List, linsert)
+        .flags(WRITE | DENYOOM)
+        .acl(LIST)
+        .keys(&key1(&["RW", "insert"]))
+        .syntax("key (BEFORE | AFTER) pivot element")
+        .doc(
+            "2.2.0",
+            "Inserts an element before or after the first one equal to a pivot.",
+        ),
+    CommandSpec::new("ltrim", 4, Group::List, ltrim)
+        .flags(WRITE)
+        .acl(LIST)
+        .keys(&key1(RW_DELETE))
+        .syntax("key start stop")
+        .doc("1.0.0", "Keeps only a range of a list's elements."),
+];

@@ -1,8 +1,11 @@
 //! MEMORY USAGE / STATS / DOCTOR / MALLOC-STATS / PURGE / HELP.
 
 use super::Ctx;
-use super::connection::help_reply;
+use super::presets::{ALL_SHARDS_SPECIAL, OBJECT_KEY};
+use super::reply::help_reply;
 use super::server::{MemoryNow, memory_now};
+use super::spec::flag::{LOADING, READONLY, STALE, WHOLE_KEYSPACE};
+use super::spec::{CommandSpec, Group};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::memory_usage;
 use crate::protocol::Reply;
@@ -176,3 +179,42 @@ pub fn help(_ctx: &mut Ctx) -> CmdResult<Reply> {
         ],
     ))
 }
+
+static MEMORY_SUBS: &[CommandSpec] = &[
+    CommandSpec::new("usage", -3, Group::Server, usage)
+        .flags(READONLY)
+        .keys(OBJECT_KEY)
+        .syntax("key [SAMPLES count]")
+        .doc(
+            "4.0.0",
+            "Returns the bytes a key and its value would take in Redis.",
+        ),
+    CommandSpec::new("stats", 2, Group::Server, stats)
+        .flags(WHOLE_KEYSPACE)
+        .tips(&[
+            "nondeterministic_output",
+            "request_policy:all_shards",
+            "response_policy:special",
+        ])
+        .doc("4.0.0", "Describes the server's memory use."),
+    CommandSpec::new("doctor", 2, Group::Server, doctor)
+        .tips(ALL_SHARDS_SPECIAL)
+        .doc("4.0.0", "A short report on the server's memory use."),
+    CommandSpec::new("malloc-stats", 2, Group::Server, malloc_stats)
+        .tips(&[
+            "nondeterministic_output",
+            "request_policy:all_shards",
+            "response_policy:special",
+        ])
+        .doc("4.0.0", "The allocator's own statistics."),
+    CommandSpec::new("purge", 2, Group::Server, purge)
+        .tips(&["request_policy:all_shards", "response_policy:all_succeeded"])
+        .doc("4.0.0", "Asks the allocator to give memory back."),
+    CommandSpec::new("help", 2, Group::Server, help)
+        .flags(LOADING | STALE)
+        .doc("4.0.0", "Lists the MEMORY subcommands."),
+];
+
+pub(super) static COMMANDS: &[CommandSpec] =
+    &[CommandSpec::container("memory", Group::Server, MEMORY_SUBS)
+        .doc("4.0.0", "Memory diagnostics.")];

@@ -13,6 +13,10 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 
 use super::Ctx;
+use super::presets::{NONDET, RW_ACCESS_DELETE};
+use super::spec::acl::{DANGEROUS, KEYSPACE};
+use super::spec::flag::WRITE;
+use super::spec::{CommandSpec, Group, KeySpec};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::dump;
 use crate::protocol::{Protocol, Reply};
@@ -235,6 +239,15 @@ pub fn migrate(ctx: &mut Ctx) -> CmdResult<Reply> {
         (None, None) => Ok(Reply::OK),
     }
 }
+
+const RW_ACCESS_DELETE_INCOMPLETE: &[&str] = &["RW", "access", "delete", "incomplete"];
+
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("migrate", -6, Group::Generic, migrate).flags(WRITE).acl(KEYSPACE | DANGEROUS).tips(NONDET)
+        .keys(&[KeySpec::range(3, 0, 1, RW_ACCESS_DELETE), KeySpec::all_after_keyword("KEYS", -2, RW_ACCESS_DELETE_INCOMPLETE)])
+        .syntax("host port key destination-db timeout [COPY] [REPLACE] [AUTH password | AUTH2 username password] [KEYS key...]")
+        .doc("2.6.0", "Moves keys to another rlockd with RESTORE, deleting them here unless COPY."),
+];
 
 #[cfg(test)]
 mod tests {

@@ -1,11 +1,14 @@
-//! The command layer: the table, lookup, argument checks, and execution of
+//! The command layer: the registry, built from the commands each family
+//! declares beside its handlers; lookup, argument checks, and execution of
 //! one command against the shards its keys live in.
 
 pub(crate) mod acl;
+mod auth;
 mod bitmaps;
 mod blocking;
 mod cluster;
 mod connection;
+mod ctx;
 mod debug;
 mod docs;
 mod expire;
@@ -19,7 +22,9 @@ mod memory;
 mod migrate;
 mod multi;
 mod operator;
+mod presets;
 pub mod pubsub;
+mod reply;
 mod scripting;
 mod server;
 mod sets;
@@ -27,7 +32,6 @@ mod sort;
 pub mod spec;
 mod streams;
 mod strings;
-pub mod table;
 mod tracking;
 mod zsets;
 
@@ -41,15 +45,18 @@ use crate::context::Client;
 use crate::context::Shared;
 use crate::context::slowlog::Caller;
 use crate::error::{CmdError, CmdResult};
-use crate::keyspace::{Db, LockPlan, Locked, slot_shard};
+use crate::keyspace::{LockPlan, Locked, slot_shard};
 use crate::protocol::Reply;
 use crate::pubsub::Origin;
 use crate::scripting::shebang::ScriptFlags;
+pub use ctx::Ctx;
 pub use spec::{CommandSpec, flag};
 
 /// Every command and subcommand, numbered for per-command statistics.
 pub struct Registry {
     pub specs: Vec<&'static CommandSpec>,
+    /// The top-level commands, in the order COMMAND lists them.
+    pub commands: Vec<&'static CommandSpec>,
     /// `get`, `client|setname`.
     pub full_names: Vec<String>,
     /// Looked up for every command a client or a script sends. A fast
@@ -62,11 +69,40 @@ pub struct Registry {
 pub static REGISTRY: LazyLock<Registry> = LazyLock::new(|| {
     let mut reg = Registry {
         specs: Vec::new(),
+        commands: Vec::new(),
         full_names: Vec::new(),
         by_name: HashMap::default(),
         by_full_name: HashMap::new(),
     };
-    for spec in table::COMMANDS {
+    let families = [
+        connection::COMMANDS,
+        cluster::COMMANDS,
+        server::COMMANDS,
+        operator::COMMANDS,
+        debug::COMMANDS,
+        acl::COMMANDS,
+        memory::COMMANDS,
+        blocking::COMMANDS,
+        keys::COMMANDS,
+        sort::COMMANDS,
+        migrate::COMMANDS,
+        expire::COMMANDS,
+        strings::COMMANDS,
+        bitmaps::COMMANDS,
+        hyperloglog::COMMANDS,
+        hashes::COMMANDS,
+        lists::COMMANDS,
+        scripting::COMMANDS,
+        zsets::COMMANDS,
+        geo::COMMANDS,
+        sets::COMMANDS,
+        streams::COMMANDS,
+        multi::COMMANDS,
+        pubsub::COMMANDS,
+        fixture::COMMANDS,
+    ];
+    for spec in families.into_iter().flatten() {
+        reg.commands.push(spec);
         let id = reg.add(spec, spec.name.to_string());
         reg.by_name.insert(spec.name.as_bytes(), id);
         for sub in spec.subcommands {
@@ -154,29 +190,6 @@ pub fn unknown_command(args: &[Bytes]) -> CmdError {
     }
 }
 
-/// What a handler sees: its arguments, the client, the server, and the
-/// shards its keys live in, locked for the length of the command.
-pub struct Ctx<'c, 'a> {
-    pub args: &'c [Bytes],
-    pub shared: &'c Shared,
-    pub client: &'c mut Client,
-    pub locked: &'c mut Locked<'a>,
-}
-
-impl<'a> Ctx<'_, 'a> {
-    pub fn db(&mut self) -> Db<'_, 'a> {
-        self.locked.db(self.client.db)
-    }
-
-    pub fn now(&self) -> u64 {
-        self.locked.now()
-    }
-
-    pub fn arg(&self, i: usize) -> &Bytes {
-        &self.args[i]
-    }
-}
-
 /// The shards a command line needs.
 pub fn lock_plan(spec: &CommandSpec, args: &[Bytes]) -> LockPlan {
     if spec.has(flag::WHOLE_KEYSPACE) {
@@ -203,7 +216,7 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
         }
         // A refused EXEC ends the transaction, and says so.
         let e = match id {
-            Some(id) if reg.specs[id].name == "exec" => {
+            Some(id) if reg.specs[id].has(flag::EXEC) => {
                 multi::discard_state(shared, client);
                 let text = e.to_string();
                 CmdError::Other(format!(
@@ -246,8 +259,7 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
     {
         return reject(client, Some(id), e);
     }
-    if pubsub::in_subscribed_mode(client) && !pubsub::allowed_while_subscribed(&reg.full_names[id])
-    {
+    if pubsub::in_subscribed_mode(client) && !spec.has(flag::WHILE_SUBSCRIBED) {
         let e = pubsub::subscribed_mode_error(&reg.full_names[id]);
         return reject(client, Some(id), e);
     }
@@ -258,7 +270,7 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
         let e = CmdError::other("LOADING Redis is loading the dataset in memory");
         return reject(client, Some(id), e);
     }
-    if client.multi.is_some() && !multi::runs_inside_multi(spec) {
+    if client.multi.is_some() && !spec.has(flag::RUNS_IN_MULTI | flag::ENDS_MULTI) {
         if spec.has(flag::NO_MULTI) {
             let e = CmdError::other("ERR Command not allowed inside a transaction");
             return reject(client, Some(id), e);
@@ -272,7 +284,7 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
     };
     let reply = execute(shared, client, id, args, &mut locked);
     // CLIENT CACHING covers the next command, or the whole transaction.
-    if !reg.full_names[id].starts_with("client|") && client.multi.is_none() {
+    if !spec.has(flag::KEEPS_CACHING) && client.multi.is_none() {
         shared.pubsub.tracking.command_done(client.id);
     }
     reply
@@ -380,7 +392,8 @@ fn feed_monitors(shared: &Shared, client: &Client, args: &[Bytes]) {
 /// queued in MULTI (EXEC counts what it queued); without the replicas
 /// `min-replicas-to-write` asks for, a write is.
 fn state_allows(shared: &Shared, client: &Client, id: usize, args: &[Bytes]) -> CmdResult<()> {
-    let flags = if REGISTRY.specs[id].name == "exec" {
+    let spec = REGISTRY.specs[id];
+    let flags = if spec.has(flag::EXEC) {
         client
             .multi
             .iter()
@@ -389,11 +402,7 @@ fn state_allows(shared: &Shared, client: &Client, id: usize, args: &[Bytes]) -> 
     } else {
         run_flags(shared, id, args)
     };
-    let queueing = client.multi.is_some()
-        && !matches!(
-            REGISTRY.specs[id].name,
-            "exec" | "discard" | "quit" | "reset"
-        );
+    let queueing = client.multi.is_some() && !spec.has(flag::ENDS_MULTI);
     if (queueing || flags & flag::DENYOOM != 0) && shared.guard.out_of_memory() {
         return Err(CmdError::other(crate::context::guard::OOM));
     }
@@ -441,7 +450,7 @@ pub fn replicates(shared: &Shared, client: &Client, args: &[Bytes]) -> bool {
     if !REGISTRY.specs[id].arity_ok(args.len()) {
         return false;
     }
-    if REGISTRY.specs[id].name == "exec" {
+    if REGISTRY.specs[id].has(flag::EXEC) {
         client
             .multi
             .iter()

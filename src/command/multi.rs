@@ -9,6 +9,12 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::acl::Context;
+use super::presets::{RO, keys_all};
+use super::spec::Group;
+use super::spec::acl::TRANSACTION;
+use super::spec::flag::{
+    ALLOW_BUSY, ENDS_MULTI, EXEC, FAST, LOADING, NOSCRIPT, RUNS_IN_MULTI, SKIP_SLOWLOG, STALE,
+};
 use super::{CommandSpec, Ctx, REGISTRY, execute, flag, lock_plan};
 use crate::cluster::common_slot;
 use crate::context::Shared;
@@ -16,14 +22,6 @@ use crate::context::{Client, WatchState};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{LockPlan, Locked, WatchFlag};
 use crate::protocol::Reply;
-
-/// Commands that act on the transaction itself rather than being queued.
-pub fn runs_inside_multi(spec: &CommandSpec) -> bool {
-    matches!(
-        spec.name,
-        "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
-    )
-}
 
 pub fn multi(ctx: &mut Ctx) -> CmdResult<Reply> {
     if ctx.client.multi.is_some() {
@@ -180,3 +178,33 @@ pub fn discard_state(shared: &Shared, client: &mut Client) {
     client.handle.info.lock().multi = -1;
     unwatch_all(shared, client);
 }
+
+const TX: u32 = NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY;
+
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("multi", 1, Group::Transactions, multi)
+        .flags(TX | RUNS_IN_MULTI)
+        .acl(TRANSACTION)
+        .doc("1.2.0", "Starts a transaction."),
+    CommandSpec::new("exec", 1, Group::Transactions, exec)
+        .flags(NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG | ENDS_MULTI | EXEC)
+        .acl(TRANSACTION)
+        .doc("1.2.0", "Runs the queued commands atomically."),
+    CommandSpec::new("discard", 1, Group::Transactions, discard)
+        .flags(TX | ENDS_MULTI)
+        .acl(TRANSACTION)
+        .doc("2.0.0", "Drops the queued commands."),
+    CommandSpec::new("watch", -2, Group::Transactions, watch)
+        .flags(TX | RUNS_IN_MULTI)
+        .acl(TRANSACTION)
+        .keys(&keys_all(RO))
+        .syntax("key...")
+        .doc(
+            "2.2.0",
+            "Makes the next EXEC fail if any of these keys changes first.",
+        ),
+    CommandSpec::new("unwatch", 1, Group::Transactions, unwatch)
+        .flags(TX)
+        .acl(TRANSACTION)
+        .doc("2.2.0", "Forgets every WATCHed key."),
+];

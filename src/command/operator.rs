@@ -1,7 +1,10 @@
 //! The operator's tools: MONITOR, SLOWLOG, LATENCY, DEBUG, LOLWUT.
 
 use super::Ctx;
-use super::connection::help_reply;
+use super::presets::READ_FAST;
+use super::reply::help_reply;
+use super::spec::flag::{ADMIN, LOADING, NOSCRIPT, STALE};
+use super::spec::{CommandSpec, Group};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::util::parse_i64;
@@ -302,3 +305,92 @@ fn padlock(open: bool) -> String {
     out.push('\n');
     out
 }
+
+/// A LATENCY subcommand that reports.
+const fn latency_report(
+    name: &'static str,
+    arity: i32,
+    handler: super::spec::Handler,
+) -> CommandSpec {
+    CommandSpec::new(name, arity, Group::Server, handler)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
+        .tips(&[
+            "nondeterministic_output",
+            "request_policy:all_nodes",
+            "response_policy:special",
+        ])
+}
+
+static SLOWLOG_SUBS: &[CommandSpec] = &[
+    CommandSpec::new("get", -2, Group::Server, slowlog_get)
+        .flags(ADMIN | LOADING | STALE)
+        .tips(&["request_policy:all_nodes", "nondeterministic_output"])
+        .syntax("[count]")
+        .doc("2.2.12", "Returns the slow log's newest entries."),
+    CommandSpec::new("reset", 2, Group::Server, slowlog_reset)
+        .flags(ADMIN | LOADING | STALE)
+        .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
+        .doc("2.2.12", "Clears the slow log."),
+    CommandSpec::new("len", 2, Group::Server, slowlog_len)
+        .flags(ADMIN | LOADING | STALE)
+        .tips(&[
+            "request_policy:all_nodes",
+            "response_policy:agg_sum",
+            "nondeterministic_output",
+        ])
+        .doc("2.2.12", "Returns the number of entries in the slow log."),
+    CommandSpec::new("help", 2, Group::Server, slowlog_help)
+        .flags(LOADING | STALE)
+        .doc("6.2.0", "Lists the SLOWLOG subcommands."),
+];
+
+static LATENCY_SUBS: &[CommandSpec] = &[
+    latency_report("doctor", 2, latency_doctor).doc(
+        "2.8.13",
+        "Returns a human-readable latency analysis report.",
+    ),
+    latency_report("graph", 3, latency_graph)
+        .syntax("event")
+        .doc("2.8.13", "Returns a latency graph for an event."),
+    latency_report("latest", 2, latency_latest).doc(
+        "2.8.13",
+        "Returns the latest latency samples for all events.",
+    ),
+    CommandSpec::new("help", 2, Group::Server, latency_help)
+        .flags(LOADING | STALE)
+        .doc("2.8.13", "Lists the LATENCY subcommands."),
+    latency_report("history", 3, latency_history)
+        .syntax("event")
+        .doc("2.8.13", "Returns timestamp-latency samples for an event."),
+    latency_report("histogram", -2, latency_histogram)
+        .syntax("[command [command ...]]")
+        .doc(
+            "7.0.0",
+            "Returns the distribution of each command's latency.",
+        ),
+    CommandSpec::new("reset", -2, Group::Server, latency_reset)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
+        .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
+        .syntax("[event...]")
+        .doc(
+            "2.8.13",
+            "Resets the latency data of events; returns how many were reset.",
+        ),
+];
+
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("monitor", 1, Group::Server, monitor)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE)
+        .doc(
+            "1.0.0",
+            "Streams every command the server runs, as it runs it.",
+        ),
+    CommandSpec::new("lolwut", -1, Group::Server, lolwut)
+        .flags(READ_FAST)
+        .syntax("[VERSION version]")
+        .doc("5.0.0", "Draws a picture, then the server's version."),
+    CommandSpec::container("slowlog", Group::Server, SLOWLOG_SUBS)
+        .doc("2.2.12", "Reads and clears the log of slow commands."),
+    CommandSpec::container("latency", Group::Server, LATENCY_SUBS)
+        .doc("2.8.13", "Latency monitoring."),
+];

@@ -9,28 +9,14 @@
 use bytes::Bytes;
 
 use super::Ctx;
-use super::connection::help_reply;
+use super::reply::help_reply;
+use super::spec::flag::{FAST, LOADING, MAY_REPLICATE, NOSCRIPT, PUBSUB, STALE, WHILE_SUBSCRIBED};
+use super::spec::{CommandSpec, Group, KeySpec};
 use crate::context::Client;
 use crate::context::Shared;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::{Protocol, Reply};
 use crate::pubsub::{Kind, confirmation};
-
-/// Commands a RESP2 client may send while subscribed.
-pub fn allowed_while_subscribed(full_name: &str) -> bool {
-    matches!(
-        full_name,
-        "subscribe"
-            | "unsubscribe"
-            | "psubscribe"
-            | "punsubscribe"
-            | "ssubscribe"
-            | "sunsubscribe"
-            | "ping"
-            | "quit"
-            | "reset"
-    )
-}
 
 /// The error for any other command in RESP2 subscribed mode.
 pub fn subscribed_mode_error(full_name: &str) -> CmdError {
@@ -218,3 +204,105 @@ pub fn forget_subscriptions(shared: &Shared, client: &mut Client) {
     client.pubsub.clear(&shared.pubsub);
     client.note_subscriptions();
 }
+
+/// Shard channels sit where keys would, but are not keys.
+const SHARD_CHANNEL: &[KeySpec] = &[KeySpec::range(1, 0, 1, &["not_key"])];
+
+const SHARD_CHANNELS: &[KeySpec] = &[KeySpec::range(1, -1, 1, &["not_key"])];
+
+const SUB: u32 = PUBSUB | NOSCRIPT | LOADING | STALE | WHILE_SUBSCRIBED;
+
+static PUBSUB_SUBS: &[CommandSpec] = &[
+    CommandSpec::new("channels", -2, Group::Pubsub, pubsub_channels)
+        .flags(PUBSUB | LOADING | STALE)
+        .syntax("[pattern]")
+        .doc(
+            "2.8.0",
+            "Lists the channels that have subscribers, optionally matching a pattern.",
+        ),
+    CommandSpec::new("numsub", -2, Group::Pubsub, pubsub_numsub)
+        .flags(PUBSUB | LOADING | STALE)
+        .syntax("[channel...]")
+        .doc("2.8.0", "Counts the subscribers of each channel."),
+    CommandSpec::new("numpat", 2, Group::Pubsub, pubsub_numpat)
+        .flags(PUBSUB | LOADING | STALE)
+        .doc("2.8.0", "Counts the distinct patterns subscribed to."),
+    CommandSpec::new("shardchannels", -2, Group::Pubsub, pubsub_shardchannels)
+        .flags(PUBSUB | LOADING | STALE)
+        .syntax("[pattern]")
+        .doc(
+            "7.0.0",
+            "Lists the shard channels that have subscribers, optionally matching a pattern.",
+        ),
+    CommandSpec::new("shardnumsub", -2, Group::Pubsub, pubsub_shardnumsub)
+        .flags(PUBSUB | LOADING | STALE)
+        .syntax("[shardchannel...]")
+        .doc("7.0.0", "Counts the subscribers of each shard channel."),
+    CommandSpec::new("help", 2, Group::Pubsub, pubsub_help)
+        .flags(LOADING | STALE)
+        .doc("6.2.0", "Lists the PUBSUB subcommands."),
+];
+
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("subscribe", -2, Group::Pubsub, subscribe)
+        .flags(SUB)
+        .syntax("channel...")
+        .doc(
+            "2.0.0",
+            "Listens for messages published to the given channels.",
+        ),
+    CommandSpec::new("unsubscribe", -1, Group::Pubsub, unsubscribe)
+        .flags(SUB)
+        .syntax("[channel...]")
+        .doc(
+            "2.0.0",
+            "Stops listening to the given channels, or to all of them.",
+        ),
+    CommandSpec::new("psubscribe", -2, Group::Pubsub, psubscribe)
+        .flags(SUB)
+        .syntax("pattern...")
+        .doc(
+            "2.0.0",
+            "Listens for messages published to channels matching the given patterns.",
+        ),
+    CommandSpec::new("punsubscribe", -1, Group::Pubsub, punsubscribe)
+        .flags(SUB)
+        .syntax("[pattern...]")
+        .doc(
+            "2.0.0",
+            "Stops listening to the given patterns, or to all of them.",
+        ),
+    CommandSpec::new("ssubscribe", -2, Group::Pubsub, ssubscribe)
+        .flags(SUB)
+        .keys(SHARD_CHANNELS)
+        .syntax("shardchannel...")
+        .doc(
+            "7.0.0",
+            "Listens for messages published to the given shard channels.",
+        ),
+    CommandSpec::new("sunsubscribe", -1, Group::Pubsub, sunsubscribe)
+        .flags(SUB)
+        .keys(SHARD_CHANNELS)
+        .syntax("[shardchannel...]")
+        .doc(
+            "7.0.0",
+            "Stops listening to the given shard channels, or to all of them.",
+        ),
+    CommandSpec::new("publish", 3, Group::Pubsub, publish)
+        .flags(PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE)
+        .syntax("channel message")
+        .doc(
+            "2.0.0",
+            "Posts a message to a channel; returns how many subscribers received it.",
+        ),
+    CommandSpec::new("spublish", 3, Group::Pubsub, spublish)
+        .flags(PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE)
+        .keys(SHARD_CHANNEL)
+        .syntax("shardchannel message")
+        .doc(
+            "7.0.0",
+            "Posts a message to a shard channel; returns how many subscribers received it.",
+        ),
+    CommandSpec::container("pubsub", Group::Pubsub, PUBSUB_SUBS)
+        .doc("2.8.0", "Inspects the state of pub/sub."),
+];

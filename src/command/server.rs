@@ -6,8 +6,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 
-use super::connection::help_reply;
-use super::spec::{CommandSpec, KeySpec, acl, flag};
+use super::presets::{ALL_SHARDS_OK, ALL_SHARDS_SPECIAL, CONN, NONDET, NONDET_ORDER, READ_FAST};
+use super::reply::help_reply;
+use super::spec::acl::{self, CONNECTION, DANGEROUS, KEYSPACE};
+use super::spec::flag::{
+    ADMIN, ALLOW_BUSY, FAST, LOADING, NO_ASYNC_LOADING, NO_MULTI, NOSCRIPT, STALE, WHOLE_KEYSPACE,
+    WRITE,
+};
+use super::spec::{CommandSpec, Group, KeySpec, flag};
 use super::{Ctx, REGISTRY, docs};
 use crate::config::{Change, Hook, Param, find_param, get_matching};
 use crate::context::Shared;
@@ -285,8 +291,10 @@ fn command_entry(spec: &CommandSpec, full_name: &str) -> Reply {
 
 /// The commands this server offers (a disabled RLOCKD.CLOCK is unknown).
 fn top_level(shared: &Shared) -> impl Iterator<Item = &'static CommandSpec> {
-    super::table::COMMANDS
+    REGISTRY
+        .commands
         .iter()
+        .copied()
         .filter(|s| super::offered(shared, s))
 }
 
@@ -868,3 +876,146 @@ pub fn shutdown(ctx: &mut Ctx) -> CmdResult<Reply> {
     ctx.client.close_silently = true;
     Ok(Reply::OK)
 }
+
+static CONFIG_SUBS: &[CommandSpec] = &[
+    CommandSpec::new("get", -3, Group::Server, config_get)
+        .flags(ADMIN | CONN)
+        .syntax("(parameter)...")
+        .doc(
+            "2.0.0",
+            "Returns the values of settings matching the given patterns.",
+        ),
+    CommandSpec::new("set", -4, Group::Server, config_set)
+        .flags(ADMIN | CONN)
+        .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
+        .syntax("(parameter value)...")
+        .doc("2.0.0", "Changes settings at run time."),
+    CommandSpec::new("resetstat", 2, Group::Server, config_resetstat)
+        .flags(ADMIN | CONN)
+        .doc("2.0.0", "Zeroes the statistics INFO reports."),
+    CommandSpec::new("rewrite", 2, Group::Server, config_rewrite)
+        .flags(ADMIN | CONN)
+        .doc(
+            "2.8.0",
+            "Would rewrite the config file; rlockd has none to rewrite.",
+        ),
+    CommandSpec::new("help", 2, Group::Server, config_help)
+        .flags(LOADING | STALE)
+        .doc("5.0.0", "Lists the CONFIG subcommands."),
+];
+
+static COMMAND_SUBS: &[CommandSpec] = &[
+    CommandSpec::new("count", 2, Group::Server, command_count)
+        .flags(LOADING | STALE)
+        .acl(CONNECTION)
+        .doc("2.8.13", "Returns how many commands the server knows."),
+    CommandSpec::new("info", -2, Group::Server, command_info)
+        .flags(LOADING | STALE)
+        .acl(CONNECTION)
+        .tips(NONDET_ORDER)
+        .syntax("[command-name...]")
+        .doc("2.8.13", "Describes the given commands, or all of them."),
+    CommandSpec::new("docs", -2, Group::Server, command_docs)
+        .flags(LOADING | STALE)
+        .acl(CONNECTION)
+        .tips(NONDET_ORDER)
+        .syntax("[command-name...]")
+        .doc("7.0.0", "Documents the given commands, or all of them."),
+    CommandSpec::new("getkeys", -4, Group::Server, command_getkeys)
+        .flags(LOADING | STALE)
+        .acl(CONNECTION)
+        .syntax("command arg...")
+        .doc("2.8.13", "Extracts the key names from a full command line."),
+    CommandSpec::new(
+        "getkeysandflags",
+        -4,
+        Group::Server,
+        command_getkeysandflags,
+    )
+    .flags(LOADING | STALE)
+    .acl(CONNECTION)
+    .syntax("command arg...")
+    .doc(
+        "7.0.0",
+        "Extracts the key names and their access flags from a full command line.",
+    ),
+    CommandSpec::new("list", -2, Group::Server, command_list)
+        .flags(LOADING | STALE)
+        .acl(CONNECTION)
+        .tips(NONDET_ORDER)
+        .syntax("[FILTERBY (MODULE module-name | ACLCAT category | PATTERN pattern)]")
+        .doc("7.0.0", "Lists command names."),
+    CommandSpec::new("help", 2, Group::Server, command_help)
+        .flags(LOADING | STALE)
+        .acl(CONNECTION)
+        .doc("5.0.0", "Lists the COMMAND subcommands."),
+];
+
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::container("command", Group::Server, COMMAND_SUBS)
+        .runs_bare(command_all)
+        .flags(LOADING | STALE)
+        .acl(CONNECTION)
+        .tips(NONDET_ORDER)
+        .doc("2.8.13", "Describes every command the server knows."),
+    CommandSpec::new("info", -1, Group::Server, info)
+        .flags(LOADING | STALE | WHOLE_KEYSPACE)
+        .acl(DANGEROUS)
+        .tips(ALL_SHARDS_SPECIAL)
+        .syntax("[section...]")
+        .doc(
+            "1.0.0",
+            "Reports the server's state and statistics, by section.",
+        ),
+    CommandSpec::container("config", Group::Server, CONFIG_SUBS)
+        .doc("2.0.0", "Reads and changes settings."),
+    CommandSpec::new("dbsize", 1, Group::Server, dbsize)
+        .flags(READ_FAST | WHOLE_KEYSPACE)
+        .acl(KEYSPACE)
+        .tips(&["request_policy:all_shards", "response_policy:agg_sum"])
+        .doc(
+            "1.0.0",
+            "Returns the number of keys in the selected database.",
+        ),
+    CommandSpec::new("flushdb", -1, Group::Server, flushdb)
+        .flags(WRITE | WHOLE_KEYSPACE)
+        .acl(KEYSPACE | DANGEROUS)
+        .tips(ALL_SHARDS_OK)
+        .syntax("[ASYNC | SYNC]")
+        .doc("1.0.0", "Deletes every key of the selected database."),
+    CommandSpec::new("flushall", -1, Group::Server, flushall)
+        .flags(WRITE | WHOLE_KEYSPACE)
+        .acl(KEYSPACE | DANGEROUS)
+        .tips(ALL_SHARDS_OK)
+        .syntax("[ASYNC | SYNC]")
+        .doc("1.0.0", "Deletes every key of every database."),
+    CommandSpec::new("time", 1, Group::Server, time)
+        .flags(LOADING | STALE | FAST)
+        .tips(NONDET)
+        .doc(
+            "2.6.0",
+            "Returns the server time: seconds and microseconds.",
+        ),
+    CommandSpec::new("bgrewriteaof", 1, Group::Server, bgrewriteaof)
+        .flags(ADMIN | NOSCRIPT | NO_ASYNC_LOADING)
+        .acl(acl::ADMIN | DANGEROUS)
+        .doc(
+            "1.0.0",
+            "Asynchronously rewrites the append-only file to disk.",
+        ),
+    CommandSpec::new("lastsave", 1, Group::Server, lastsave)
+        .flags(LOADING | STALE | FAST)
+        .acl(acl::ADMIN | DANGEROUS)
+        .tips(NONDET)
+        .doc(
+            "1.0.0",
+            "Returns when the last save happened; rlockd never saves, so its start time.",
+        ),
+    CommandSpec::new("shutdown", -1, Group::Server, shutdown)
+        .flags(ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY)
+        .syntax("[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]")
+        .doc(
+            "1.0.0",
+            "Stops the server gracefully: connections are closed, the process exits.",
+        ),
+];

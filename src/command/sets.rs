@@ -6,6 +6,13 @@ use bytes::Bytes;
 
 use super::Ctx;
 use super::keys::parse_scan;
+use super::presets::{
+    NONDET, NONDET_ORDER, OW_UPDATE, READ_FAST, RO, RO_ACCESS, RW_ACCESS_DELETE, RW_UPDATE,
+    WRITE_FAST, key1, keys_all,
+};
+use super::spec::acl::SET;
+use super::spec::flag::{DENYOOM, FAST, READONLY, WRITE};
+use super::spec::{CommandSpec, Group, KeySpec, touches_listed};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Db, EncodingLimits, SetValue, Ttl, Value};
 use crate::protocol::Reply;
@@ -419,3 +426,152 @@ pub fn sscan(ctx: &mut Ctx) -> CmdResult<Reply> {
         Reply::Array(items),
     ]))
 }
+
+/// A destination, then the source keys (SINTERSTORE and kin).
+const fn store_keys(dst: &'static [&'static str]) -> [KeySpec; 2] {
+    [
+        KeySpec::range(1, 0, 1, dst),
+        KeySpec::range(2, -1, 1, RO_ACCESS),
+    ]
+}
+
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("sadd", -3, Group::Set, sadd)
+        .flags(WRITE_FAST)
+        .acl(SET)
+        .keys(&key1(&["RW", "insert"]))
+        .touches(touches_listed)
+        .syntax("key member...")
+        .doc("1.0.0", "Adds members to a set; returns how many were new."),
+    CommandSpec::new("srem", -3, Group::Set, srem)
+        .flags(WRITE | FAST)
+        .acl(SET)
+        .keys(&key1(&["RW", "delete"]))
+        .touches(touches_listed)
+        .syntax("key member...")
+        .doc(
+            "1.0.0",
+            "Removes members from a set; returns how many were there.",
+        ),
+    CommandSpec::new("smembers", 2, Group::Set, smembers)
+        .flags(READONLY)
+        .acl(SET)
+        .tips(NONDET_ORDER)
+        .keys(&key1(RO_ACCESS))
+        .syntax("key")
+        .doc("1.0.0", "Returns every member of a set."),
+    CommandSpec::new("sismember", 3, Group::Set, sismember)
+        .flags(READ_FAST)
+        .acl(SET)
+        .keys(&key1(RO))
+        .syntax("key member")
+        .doc("1.0.0", "Tells whether a value is a member of a set."),
+    CommandSpec::new("smismember", -3, Group::Set, smismember)
+        .flags(READ_FAST)
+        .acl(SET)
+        .keys(&key1(RO_ACCESS))
+        .syntax("key member...")
+        .doc(
+            "6.2.0",
+            "Tells, for each of several values, whether it is a member of a set.",
+        ),
+    CommandSpec::new("scard", 2, Group::Set, scard)
+        .flags(READ_FAST)
+        .acl(SET)
+        .keys(&key1(RO))
+        .syntax("key")
+        .doc("1.0.0", "Returns the number of members of a set."),
+    CommandSpec::new("spop", -2, Group::Set, spop)
+        .flags(WRITE | FAST)
+        .acl(SET)
+        .tips(NONDET)
+        .keys(&key1(RW_ACCESS_DELETE))
+        .syntax("key [count]")
+        .doc("1.0.0", "Removes and returns random members of a set."),
+    CommandSpec::new("srandmember", -2, Group::Set, srandmember)
+        .flags(READONLY)
+        .acl(SET)
+        .tips(NONDET)
+        .keys(&key1(RO_ACCESS))
+        .syntax("key [count]")
+        .doc(
+            "1.0.0",
+            "Returns random members of a set; a negative count may repeat them.",
+        ),
+    CommandSpec::new("smove", 4, Group::Set, smove)
+        .flags(WRITE | FAST)
+        .acl(SET)
+        .keys(&[
+            KeySpec::range(1, 0, 1, RW_ACCESS_DELETE),
+            KeySpec::range(2, 0, 1, &["RW", "insert"]),
+        ])
+        .syntax("source destination member")
+        .doc("1.0.0", "Moves a member from one set to another."),
+    CommandSpec::new("sinter", -2, Group::Set, sinter)
+        .flags(READONLY)
+        .acl(SET)
+        .tips(NONDET_ORDER)
+        .keys(&keys_all(RO_ACCESS))
+        .syntax("key...")
+        .doc("1.0.0", "Returns the members every given set has."),
+    CommandSpec::new("sinterstore", -3, Group::Set, sinterstore)
+        .flags(WRITE | DENYOOM)
+        .acl(SET)
+        .keys(&store_keys(RW_UPDATE))
+        .syntax("destination key...")
+        .doc(
+            "1.0.0",
+            "Stores the intersection of sets at a key; returns its size.",
+        ),
+    CommandSpec::new("sintercard", -3, Group::Set, sintercard)
+        .flags(READONLY)
+        .acl(SET)
+        .keys(&[KeySpec::keynum(1, RO_ACCESS)])
+        .syntax("numkeys key... [LIMIT limit]")
+        .doc(
+            "7.0.0",
+            "Counts the members every given set has, stopping at a limit.",
+        ),
+    CommandSpec::new("sunion", -2, Group::Set, sunion)
+        .flags(READONLY)
+        .acl(SET)
+        .tips(NONDET_ORDER)
+        .keys(&keys_all(RO_ACCESS))
+        .syntax("key...")
+        .doc("1.0.0", "Returns the members of any of the given sets."),
+    CommandSpec::new("sunionstore", -3, Group::Set, sunionstore)
+        .flags(WRITE | DENYOOM)
+        .acl(SET)
+        .keys(&store_keys(OW_UPDATE))
+        .syntax("destination key...")
+        .doc(
+            "1.0.0",
+            "Stores the union of sets at a key; returns its size.",
+        ),
+    CommandSpec::new("sdiff", -2, Group::Set, sdiff)
+        .flags(READONLY)
+        .acl(SET)
+        .tips(NONDET_ORDER)
+        .keys(&keys_all(RO_ACCESS))
+        .syntax("key...")
+        .doc(
+            "1.0.0",
+            "Returns the members of the first set that no other given set has.",
+        ),
+    CommandSpec::new("sdiffstore", -3, Group::Set, sdiffstore)
+        .flags(WRITE | DENYOOM)
+        .acl(SET)
+        .keys(&store_keys(OW_UPDATE))
+        .syntax("destination key...")
+        .doc(
+            "1.0.0",
+            "Stores the difference of sets at a key; returns its size.",
+        ),
+    CommandSpec::new("sscan", -3, Group::Set, sscan)
+        .flags(READONLY)
+        .acl(SET)
+        .tips(NONDET)
+        .keys(&key1(RO_ACCESS))
+        .syntax("key cursor [MATCH pattern] [COUNT count]")
+        .doc("2.8.0", "Iterates over the members of a set with a cursor."),
+];

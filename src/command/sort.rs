@@ -8,6 +8,10 @@ use std::cmp::Ordering;
 use bytes::Bytes;
 
 use super::Ctx;
+use super::presets::{OW_UPDATE, RO_ACCESS};
+use super::spec::acl::{DANGEROUS, LIST, SET, SORTEDSET};
+use super::spec::flag::{DENYOOM, READONLY, WHOLE_KEYSPACE, WRITE};
+use super::spec::{CommandSpec, Group, KeySpec};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Db, Ttl, Value};
 use crate::protocol::Reply;
@@ -286,6 +290,29 @@ fn window((offset, count): (i64, i64), len: i64) -> (i64, i64) {
     }
     (start, end.min(len - 1))
 }
+
+/// SORT's BY and GET patterns name keys built from the elements it sorts.
+const SORT_PATTERN_KEYS: KeySpec = KeySpec::unknown(
+    RO_ACCESS,
+    "BY and GET patterns: the key names are made from the sorted elements, so no argument position holds them.",
+);
+
+/// STORE may come anywhere among SORT's options.
+const SORT_STORE_KEY: KeySpec = KeySpec::unknown(
+    OW_UPDATE,
+    "STORE's destination: the option may appear anywhere in the arguments.",
+);
+
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("sort", -2, Group::Generic, sort).flags(WRITE | DENYOOM | WHOLE_KEYSPACE).acl(SET | SORTEDSET | LIST | DANGEROUS).find_more_keys(store_key)
+        .keys(&[KeySpec::range(1, 0, 1, RO_ACCESS), SORT_PATTERN_KEYS, SORT_STORE_KEY])
+        .syntax("key [BY pattern] [LIMIT offset count] [GET pattern]... [ASC | DESC] [ALPHA] [STORE destination]")
+        .doc("1.0.0", "Sorts the elements of a list, set or sorted set, optionally by or with other keys' values, and returns or stores them."),
+    CommandSpec::new("sort_ro", -2, Group::Generic, sort_ro).flags(READONLY | WHOLE_KEYSPACE).acl(SET | SORTEDSET | LIST | DANGEROUS)
+        .keys(&[KeySpec::range(1, 0, 1, RO_ACCESS), SORT_PATTERN_KEYS])
+        .syntax("key [BY pattern] [LIMIT offset count] [GET pattern]... [ASC | DESC] [ALPHA]")
+        .doc("7.0.0", "Sorts like SORT, without STORE."),
+];
 
 #[cfg(test)]
 mod tests {

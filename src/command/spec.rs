@@ -1,9 +1,9 @@
-//! What the command table says about each command. Dispatch, transactions,
-//! the (future) script engine and the COMMAND replies all read these facts.
+//! What a command's spec says about it. Each family declares its commands'
+//! specs; dispatch, transactions, scripts and the COMMAND replies read them.
 
 use bytes::Bytes;
 
-use super::Ctx;
+use super::ctx::Ctx;
 use crate::error::CmdResult;
 use crate::keyspace::Touch;
 use crate::protocol::Reply;
@@ -59,6 +59,24 @@ pub mod flag {
     pub const ASKING: u32 = 1 << 18;
     /// Refused while a replica loads asynchronously (reported only).
     pub const NO_ASYNC_LOADING: u32 = 1 << 19;
+
+    // The flags below are rlockd's: COMMAND INFO never reports them, and
+    // they let dispatch know special commands without naming them.
+
+    /// Runs at once inside MULTI instead of being queued (MULTI, WATCH,
+    /// and the `ENDS_MULTI` commands).
+    pub const RUNS_IN_MULTI: u32 = 1 << 20;
+    /// Ends a transaction (EXEC, DISCARD, QUIT, RESET): over `maxmemory`
+    /// it is not refused as anything else sent inside MULTI is.
+    pub const ENDS_MULTI: u32 = 1 << 21;
+    /// Runs the queued transaction (EXEC): refusing it discards the
+    /// transaction, and the flags of what it queued are its own.
+    pub const EXEC: u32 = 1 << 22;
+    /// Taken from a RESP2 client in subscribed mode.
+    pub const WHILE_SUBSCRIBED: u32 = 1 << 23;
+    /// Leaves a `CLIENT CACHING` opt-in for the command after it (the
+    /// CLIENT subcommands).
+    pub const KEEPS_CACHING: u32 = 1 << 24;
     /// Ours, not reported: exists only on a server started with
     /// `enable-clock-control`; elsewhere it is an unknown command.
     pub const CLOCK_CONTROL: u32 = 1 << 28;

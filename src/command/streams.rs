@@ -10,7 +10,11 @@ use bytes::Bytes;
 
 use super::Ctx;
 use super::blocking::{block, may_block, timeout_ms_arg};
-use super::connection::help_reply;
+use super::presets::{NONDET, READ_FAST, RO, RO_ACCESS, RW_DELETE, RW_UPDATE, WRITE_FAST, key1};
+use super::reply::help_reply;
+use super::spec::acl::STREAM;
+use super::spec::flag::{BLOCKING, DENYOOM, FAST, LOADING, READONLY, STALE, WRITE};
+use super::spec::{self, CommandSpec, KeySpec};
 use crate::context::client::ServedReply;
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{
@@ -1518,3 +1522,138 @@ pub fn xinfo_stream(ctx: &mut Ctx) -> CmdResult<Reply> {
     fields.push(field("groups", Reply::Array(groups)));
     Ok(Reply::Map(fields))
 }
+
+/// An XGROUP subcommand on the key in argument 2.
+const fn xgroup_sub(
+    name: &'static str,
+    arity: i32,
+    handler: super::spec::Handler,
+    keys: &'static [KeySpec],
+) -> CommandSpec {
+    CommandSpec::new(name, arity, spec::Group::Stream, handler)
+        .flags(WRITE)
+        .acl(STREAM)
+        .keys(keys)
+}
+
+const XGROUP_INSERT: &[KeySpec] = &[KeySpec::range(2, 0, 1, &["RW", "insert"])];
+
+const XINFO_KEY: &[KeySpec] = &[KeySpec::range(2, 0, 1, RO_ACCESS)];
+
+static XGROUP_SUBS: &[CommandSpec] = &[
+    xgroup_sub("create", -5, xgroup_create, XGROUP_INSERT)
+        .flags(WRITE | DENYOOM)
+        .syntax("key group (id | $) [MKSTREAM] [ENTRIESREAD entries-read]")
+        .doc("5.0.0", "Creates a consumer group on a stream."),
+    xgroup_sub(
+        "setid",
+        -5,
+        xgroup_setid,
+        &[KeySpec::range(2, 0, 1, RW_UPDATE)],
+    )
+    .syntax("key group (id | $) [ENTRIESREAD entries-read]")
+    .doc("5.0.0", "Moves a consumer group's last delivered id."),
+    xgroup_sub(
+        "destroy",
+        4,
+        xgroup_destroy,
+        &[KeySpec::range(2, 0, 1, RW_DELETE)],
+    )
+    .syntax("key group")
+    .doc("5.0.0", "Deletes a consumer group."),
+    xgroup_sub("createconsumer", 5, xgroup_createconsumer, XGROUP_INSERT)
+        .flags(WRITE | DENYOOM)
+        .syntax("key group consumer")
+        .doc("6.2.0", "Adds a consumer to a consumer group."),
+    xgroup_sub(
+        "delconsumer",
+        5,
+        xgroup_delconsumer,
+        &[KeySpec::range(2, 0, 1, RW_DELETE)],
+    )
+    .syntax("key group consumer")
+    .doc(
+        "5.0.0",
+        "Removes a consumer from a consumer group; returns how many entries it had pending.",
+    ),
+    CommandSpec::new("help", 2, spec::Group::Stream, xgroup_help)
+        .flags(LOADING | STALE)
+        .acl(STREAM)
+        .doc("5.0.0", "Lists the XGROUP subcommands."),
+];
+
+static XINFO_SUBS: &[CommandSpec] = &[
+    CommandSpec::new("stream", -3, spec::Group::Stream, xinfo_stream)
+        .flags(READONLY)
+        .acl(STREAM)
+        .keys(XINFO_KEY)
+        .syntax("key [FULL [COUNT count]]")
+        .doc(
+            "5.0.0",
+            "Describes a stream, or (FULL) its entries, groups and consumers too.",
+        ),
+    CommandSpec::new("groups", 3, spec::Group::Stream, xinfo_groups)
+        .flags(READONLY)
+        .acl(STREAM)
+        .keys(XINFO_KEY)
+        .syntax("key")
+        .doc("5.0.0", "Describes the consumer groups of a stream."),
+    CommandSpec::new("consumers", 4, spec::Group::Stream, xinfo_consumers)
+        .flags(READONLY)
+        .acl(STREAM)
+        .tips(NONDET)
+        .keys(XINFO_KEY)
+        .syntax("key group")
+        .doc("5.0.0", "Describes the consumers of a consumer group."),
+    CommandSpec::new("help", 2, spec::Group::Stream, xinfo_help)
+        .flags(LOADING | STALE)
+        .acl(STREAM)
+        .doc("5.0.0", "Lists the XINFO subcommands."),
+];
+
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("xadd", -5, spec::Group::Stream, xadd).flags(WRITE_FAST).acl(STREAM).tips(NONDET)
+        .keys(&[KeySpec::range(1, 0, 1, RW_UPDATE).with_notes("UPDATE instead of INSERT because of the optional trimming feature")])
+        .syntax("key [NOMKSTREAM] [(MAXLEN | MINID) [= | ~] threshold [LIMIT count]] (* | id) (field value)...")
+        .doc("5.0.0", "Appends an entry to a stream, making the stream if needed; returns its id."),
+    CommandSpec::new("xlen", 2, spec::Group::Stream, xlen).flags(READ_FAST).acl(STREAM).keys(&key1(RO))
+        .syntax("key")
+        .doc("5.0.0", "Returns the number of entries in a stream."),
+    CommandSpec::new("xrange", -4, spec::Group::Stream, xrange).flags(READONLY).acl(STREAM).keys(&key1(RO_ACCESS))
+        .syntax("key start end [COUNT count]")
+        .doc("5.0.0", "Returns the entries of a stream between two ids, oldest first."),
+    CommandSpec::new("xrevrange", -4, spec::Group::Stream, xrevrange).flags(READONLY).acl(STREAM).keys(&key1(RO_ACCESS))
+        .syntax("key end start [COUNT count]")
+        .doc("5.0.0", "Returns the entries of a stream between two ids, newest first."),
+    CommandSpec::new("xdel", -3, spec::Group::Stream, xdel).flags(WRITE | FAST).acl(STREAM).keys(&key1(RW_DELETE))
+        .syntax("key id...")
+        .doc("5.0.0", "Deletes entries of a stream by id; returns how many existed."),
+    CommandSpec::new("xtrim", -4, spec::Group::Stream, xtrim).flags(WRITE).acl(STREAM).tips(NONDET).keys(&key1(RW_DELETE))
+        .syntax("key (MAXLEN | MINID) [= | ~] threshold [LIMIT count]")
+        .doc("5.0.0", "Removes a stream's oldest entries down to a length or up to an id."),
+    CommandSpec::new("xsetid", -3, spec::Group::Stream, xsetid).flags(WRITE_FAST).acl(STREAM).keys(&key1(RW_UPDATE))
+        .syntax("key last-id [ENTRIESADDED entries-added] [MAXDELETEDID max-deleted-id]")
+        .doc("5.0.0", "Sets a stream's last generated id and counters."),
+    CommandSpec::new("xread", -4, spec::Group::Stream, xread).flags(READONLY | BLOCKING).acl(STREAM)
+        .keys(&[KeySpec::after_keyword("STREAMS", 1, RO_ACCESS)])
+        .syntax("[COUNT count] [BLOCK milliseconds] STREAMS (key... id...)")
+        .doc("5.0.0", "Returns entries past given ids from several streams, waiting for some up to a timeout."),
+    CommandSpec::new("xreadgroup", -7, spec::Group::Stream, xreadgroup).flags(WRITE | BLOCKING).acl(STREAM)
+        .keys(&[KeySpec::after_keyword("STREAMS", 4, RO_ACCESS)])
+        .syntax("GROUP (group consumer) [COUNT count] [BLOCK milliseconds] [NOACK] STREAMS (key... id...)")
+        .doc("5.0.0", "Reads entries for a consumer of a group, new ones or its own pending ones, waiting up to a timeout."),
+    CommandSpec::new("xack", -4, spec::Group::Stream, xack).flags(WRITE | FAST).acl(STREAM).keys(&key1(RW_UPDATE))
+        .syntax("key group id...")
+        .doc("5.0.0", "Acknowledges entries pending in a consumer group; returns how many were pending."),
+    CommandSpec::new("xpending", -3, spec::Group::Stream, xpending).flags(READONLY).acl(STREAM).tips(NONDET).keys(&key1(RO_ACCESS))
+        .syntax("key group [[IDLE min-idle-time] start end count [consumer]]")
+        .doc("5.0.0", "Describes the entries pending in a consumer group."),
+    CommandSpec::new("xclaim", -6, spec::Group::Stream, xclaim).flags(WRITE | FAST).acl(STREAM).tips(NONDET).keys(&key1(RW_UPDATE))
+        .syntax("key group consumer min-idle-time id... [IDLE ms] [TIME unix-time-milliseconds] [RETRYCOUNT count] [FORCE] [JUSTID] [LASTID lastid]")
+        .doc("5.0.0", "Gives pending entries idle long enough to another consumer."),
+    CommandSpec::new("xautoclaim", -6, spec::Group::Stream, xautoclaim).flags(WRITE | FAST).acl(STREAM).tips(NONDET).keys(&key1(RW_DELETE))
+        .syntax("key group consumer min-idle-time start [COUNT count] [JUSTID]")
+        .doc("6.2.0", "Gives pending entries idle long enough to another consumer, scanning from an id."),
+    CommandSpec::container("xgroup", spec::Group::Stream, XGROUP_SUBS).doc("5.0.0", "Manages consumer groups."),
+    CommandSpec::container("xinfo", spec::Group::Stream, XINFO_SUBS).doc("5.0.0", "Describes streams, consumer groups and consumers."),
+];

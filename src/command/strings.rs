@@ -5,6 +5,12 @@ use bytes::{Bytes, BytesMut};
 
 use super::Ctx;
 use super::expire::{Base, Unit, deadline_ms};
+use super::presets::{
+    OW_UPDATE, READ_FAST, RO, RO_ACCESS, RW_ACCESS_UPDATE, RW_UPDATE, WRITE_FAST, key1, keys_all,
+};
+use super::spec::acl::STRING;
+use super::spec::flag::{DENYOOM, FAST, READONLY, WRITE};
+use super::spec::{CommandSpec, Group, KeySpec};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Db, StrForm, Ttl, Value};
 use crate::protocol::Reply;
@@ -677,3 +683,78 @@ impl LcsTable {
         LcsWalk { common, ranges }
     }
 }
+
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("get", 2, Group::String, get).flags(READ_FAST).acl(STRING).keys(&key1(RO_ACCESS))
+        .syntax("key")
+        .doc("1.0.0", "Returns the string value of a key."),
+    CommandSpec::new("set", -3, Group::String, set).flags(WRITE | DENYOOM).acl(STRING)
+        .keys(&key1(&["RW", "access", "update", "variable_flags"])).vary_key_flags(set_key_flags)
+        .syntax("key value [NX | XX] [GET] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]")
+        .doc("1.0.0", "Sets a string value, optionally only if absent or present, with a time to live."),
+    CommandSpec::new("setnx", 3, Group::String, setnx).flags(WRITE_FAST).acl(STRING).keys(&key1(&["OW", "insert"]))
+        .syntax("key value")
+        .doc("1.0.0", "Sets a string value only if the key does not exist."),
+    CommandSpec::new("setex", 4, Group::String, setex).flags(WRITE | DENYOOM).acl(STRING).keys(&key1(OW_UPDATE))
+        .syntax("key seconds value")
+        .doc("2.0.0", "Sets a string value with a time to live in seconds."),
+    CommandSpec::new("psetex", 4, Group::String, psetex).flags(WRITE | DENYOOM).acl(STRING).keys(&key1(OW_UPDATE))
+        .syntax("key milliseconds value")
+        .doc("2.6.0", "Sets a string value with a time to live in milliseconds."),
+    CommandSpec::new("getset", 3, Group::String, getset).flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
+        .syntax("key value")
+        .doc("1.0.0", "Sets a string value and returns the old one."),
+    CommandSpec::new("getdel", 2, Group::String, getdel).flags(WRITE | FAST).acl(STRING).keys(&key1(&["RW", "access", "delete"]))
+        .syntax("key")
+        .doc("6.2.0", "Returns a string value and deletes the key."),
+    CommandSpec::new("mget", -2, Group::String, mget).flags(READ_FAST).acl(STRING).tips(&["request_policy:multi_shard"])
+        .keys(&keys_all(RO_ACCESS))
+        .syntax("key...")
+        .doc("1.0.0", "Returns the values of several keys."),
+    CommandSpec::new("mset", -3, Group::String, mset).flags(WRITE | DENYOOM).acl(STRING)
+        .tips(&["request_policy:multi_shard", "response_policy:all_succeeded"])
+        .keys(&[KeySpec::range(1, -1, 2, OW_UPDATE)])
+        .syntax("(key value)...")
+        .doc("1.0.1", "Sets several string values atomically."),
+    CommandSpec::new("msetnx", -3, Group::String, msetnx).flags(WRITE | DENYOOM).acl(STRING)
+        .tips(&["request_policy:multi_shard", "response_policy:agg_min"])
+        .keys(&[KeySpec::range(1, -1, 2, &["OW", "insert"])])
+        .syntax("(key value)...")
+        .doc("1.0.1", "Sets several string values only if none of the keys exists."),
+    CommandSpec::new("getrange", 4, Group::String, getrange).flags(READONLY).acl(STRING).keys(&key1(RO_ACCESS))
+        .syntax("key start end")
+        .doc("2.4.0", "Returns a substring of a string value."),
+    CommandSpec::new("incr", 2, Group::String, incr).flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
+        .syntax("key")
+        .doc("1.0.0", "Adds one to an integer value."),
+    CommandSpec::new("incrby", 3, Group::String, incrby).flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
+        .syntax("key increment")
+        .doc("1.0.0", "Adds an amount to an integer value."),
+    CommandSpec::new("decr", 2, Group::String, decr).flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
+        .syntax("key")
+        .doc("1.0.0", "Subtracts one from an integer value."),
+    CommandSpec::new("decrby", 3, Group::String, decrby).flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
+        .syntax("key decrement")
+        .doc("1.0.0", "Subtracts an amount from an integer value."),
+    CommandSpec::new("append", 3, Group::String, append).flags(WRITE_FAST).acl(STRING).keys(&key1(&["RW", "insert"]))
+        .syntax("key value")
+        .doc("2.0.0", "Appends to a string value; returns the new length."),
+    CommandSpec::new("substr", 4, Group::String, substr).flags(READONLY).acl(STRING).keys(&key1(RO_ACCESS))
+        .syntax("key start end")
+        .doc("1.0.0", "Returns a substring of a string value (GETRANGE's old name)."),
+    CommandSpec::new("setrange", 4, Group::String, setrange).flags(WRITE | DENYOOM).acl(STRING).keys(&key1(RW_UPDATE))
+        .syntax("key offset value")
+        .doc("2.2.0", "Overwrites part of a string value from an offset; returns the new length."),
+    CommandSpec::new("getex", -2, Group::String, getex).flags(WRITE | FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
+        .syntax("key [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | PERSIST]")
+        .doc("6.2.0", "Returns a string value and sets or clears its time to live."),
+    CommandSpec::new("incrbyfloat", 3, Group::String, incrbyfloat).flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
+        .syntax("key increment")
+        .doc("2.6.0", "Adds a floating point number to a string value."),
+    CommandSpec::new("lcs", -3, Group::String, lcs).flags(READONLY).acl(STRING).keys(&[KeySpec::range(1, 1, 1, RO_ACCESS)])
+        .syntax("key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]")
+        .doc("7.0.0", "Returns the longest common subsequence of two strings, its length or its matches."),
+    CommandSpec::new("strlen", 2, Group::String, strlen).flags(READ_FAST).acl(STRING).keys(&key1(RO))
+        .syntax("key")
+        .doc("2.2.0", "Returns the length of a string value."),
+];

@@ -11,6 +11,13 @@ use rand::RngExt;
 
 use super::Ctx;
 use super::keys::parse_scan;
+use super::presets::{
+    NONDET, OW_UPDATE, READ_FAST, RO, RO_ACCESS, RW_ACCESS_DELETE, RW_ACCESS_UPDATE, RW_DELETE,
+    RW_UPDATE, WRITE_FAST, key1,
+};
+use super::spec::acl::SORTEDSET;
+use super::spec::flag::{DENYOOM, FAST, READONLY, WRITE};
+use super::spec::{CommandSpec, Group, KeySpec, touches_listed};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Db, SortedSet, Touch, Ttl, Value, ZEnd};
 use crate::protocol::{Protocol, Reply};
@@ -1114,3 +1121,278 @@ pub fn zscan(ctx: &mut Ctx) -> CmdResult<Reply> {
         Reply::Array(items),
     ]))
 }
+
+/// A destination, then `numkeys` source keys (ZUNIONSTORE and kin).
+const ZSTORE_KEYS: [KeySpec; 2] = [
+    KeySpec::range(1, 0, 1, OW_UPDATE),
+    KeySpec::keynum(2, RO_ACCESS),
+];
+
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("zadd", -4, Group::SortedSet, zadd)
+        .flags(WRITE_FAST)
+        .acl(SORTEDSET)
+        .keys(&key1(RW_UPDATE))
+        .touches(touches_zadd)
+        .syntax("key [NX | XX] [GT | LT] [CH] [INCR] (score member)...")
+        .doc(
+            "1.2.0",
+            "Adds members to a sorted set or updates their scores.",
+        ),
+    CommandSpec::new("zincrby", 4, Group::SortedSet, zincrby)
+        .flags(WRITE_FAST)
+        .acl(SORTEDSET)
+        .keys(&key1(RW_ACCESS_UPDATE))
+        .touches(touches_zincrby)
+        .syntax("key increment member")
+        .doc(
+            "1.2.0",
+            "Adds to the score of a sorted set member; returns the new score.",
+        ),
+    CommandSpec::new("zscore", 3, Group::SortedSet, zscore)
+        .flags(READ_FAST)
+        .acl(SORTEDSET)
+        .keys(&key1(RO_ACCESS))
+        .syntax("key member")
+        .doc("1.2.0", "Returns the score of a sorted set member."),
+    CommandSpec::new("zmscore", -3, Group::SortedSet, zmscore)
+        .flags(READ_FAST)
+        .acl(SORTEDSET)
+        .keys(&key1(RO_ACCESS))
+        .syntax("key member...")
+        .doc("6.2.0", "Returns the scores of several sorted set members."),
+    CommandSpec::new("zrem", -3, Group::SortedSet, zrem)
+        .flags(WRITE | FAST)
+        .acl(SORTEDSET)
+        .keys(&key1(RW_DELETE))
+        .touches(touches_listed)
+        .syntax("key member...")
+        .doc(
+            "1.2.0",
+            "Removes members from a sorted set; returns how many existed.",
+        ),
+    CommandSpec::new("zcard", 2, Group::SortedSet, zcard)
+        .flags(READ_FAST)
+        .acl(SORTEDSET)
+        .keys(&key1(RO))
+        .syntax("key")
+        .doc("1.2.0", "Returns the number of members of a sorted set."),
+    CommandSpec::new("zcount", 4, Group::SortedSet, zcount)
+        .flags(READ_FAST)
+        .acl(SORTEDSET)
+        .keys(&key1(RO_ACCESS))
+        .syntax("key min max")
+        .doc(
+            "2.0.0",
+            "Counts the members of a sorted set with scores in a range.",
+        ),
+    CommandSpec::new("zrange", -4, Group::SortedSet, zrange)
+        .flags(READONLY)
+        .acl(SORTEDSET)
+        .keys(&key1(RO_ACCESS))
+        .syntax("key start stop [BYSCORE | BYLEX] [REV] [LIMIT offset count] [WITHSCORES]")
+        .doc(
+            "1.2.0",
+            "Returns a range of sorted set members by rank, score or member.",
+        ),
+    CommandSpec::new("zrangebyscore", -4, Group::SortedSet, zrangebyscore)
+        .flags(READONLY)
+        .acl(SORTEDSET)
+        .keys(&key1(RO_ACCESS))
+        .syntax("key min max [WITHSCORES] [LIMIT offset count]")
+        .doc(
+            "1.0.5",
+            "Returns the members of a sorted set with scores in a range.",
+        ),
+    CommandSpec::new("zremrangebyscore", 4, Group::SortedSet, zremrangebyscore)
+        .flags(WRITE)
+        .acl(SORTEDSET)
+        .keys(&key1(RW_DELETE))
+        .syntax("key min max")
+        .doc(
+            "1.2.0",
+            "Removes the members of a sorted set with scores in a range.",
+        ),
+    CommandSpec::new("zrank", 3, Group::SortedSet, zrank)
+        .flags(READ_FAST)
+        .acl(SORTEDSET)
+        .keys(&key1(RO_ACCESS))
+        .syntax("key member")
+        .doc(
+            "2.0.0",
+            "Returns the rank of a sorted set member, lowest score first.",
+        ),
+    CommandSpec::new("zrevrange", -4, Group::SortedSet, zrevrange)
+        .flags(READONLY)
+        .acl(SORTEDSET)
+        .keys(&key1(RO_ACCESS))
+        .syntax("key start stop [WITHSCORES]")
+        .doc(
+            "1.2.0",
+            "Returns a range of sorted set members by rank, highest score first.",
+        ),
+    CommandSpec::new("zrevrangebyscore", -4, Group::SortedSet, zrevrangebyscore)
+        .flags(READONLY)
+        .acl(SORTEDSET)
+        .keys(&key1(RO_ACCESS))
+        .syntax("key max min [WITHSCORES] [LIMIT offset count]")
+        .doc(
+            "2.2.0",
+            "Returns the members of a sorted set with scores in a range, highest first.",
+        ),
+    CommandSpec::new("zrangebylex", -4, Group::SortedSet, zrangebylex)
+        .flags(READONLY)
+        .acl(SORTEDSET)
+        .keys(&key1(RO_ACCESS))
+        .syntax("key min max [LIMIT offset count]")
+        .doc(
+            "2.8.9",
+            "Returns the members of a sorted set in a lexicographical range.",
+        ),
+    CommandSpec::new("zrevrangebylex", -4, Group::SortedSet, zrevrangebylex)
+        .flags(READONLY)
+        .acl(SORTEDSET)
+        .keys(&key1(RO_ACCESS))
+        .syntax("key max min [LIMIT offset count]")
+        .doc(
+            "2.8.9",
+            "Returns the members of a sorted set in a lexicographical range, in reverse.",
+        ),
+    CommandSpec::new("zrangestore", -5, Group::SortedSet, zrangestore)
+        .flags(WRITE | DENYOOM)
+        .acl(SORTEDSET)
+        .keys(&[
+            KeySpec::range(1, 0, 1, OW_UPDATE),
+            KeySpec::range(2, 0, 1, RO_ACCESS),
+        ])
+        .syntax("destination source min max [BYSCORE | BYLEX] [REV] [LIMIT offset count]")
+        .doc("6.2.0", "Stores a range of a sorted set in another key."),
+    CommandSpec::new("zlexcount", 4, Group::SortedSet, zlexcount)
+        .flags(READ_FAST)
+        .acl(SORTEDSET)
+        .keys(&key1(RO_ACCESS))
+        .syntax("key min max")
+        .doc(
+            "2.8.9",
+            "Counts the members of a sorted set in a lexicographical range.",
+        ),
+    CommandSpec::new("zrevrank", 3, Group::SortedSet, zrevrank)
+        .flags(READ_FAST)
+        .acl(SORTEDSET)
+        .keys(&key1(RO_ACCESS))
+        .syntax("key member")
+        .doc(
+            "2.0.0",
+            "Returns the rank of a sorted set member, highest score first.",
+        ),
+    CommandSpec::new("zremrangebyrank", 4, Group::SortedSet, zremrangebyrank)
+        .flags(WRITE)
+        .acl(SORTEDSET)
+        .keys(&key1(RW_DELETE))
+        .syntax("key start stop")
+        .doc(
+            "2.0.0",
+            "Removes the members of a sorted set in a range of ranks.",
+        ),
+    CommandSpec::new("zremrangebylex", 4, Group::SortedSet, zremrangebylex)
+        .flags(WRITE)
+        .acl(SORTEDSET)
+        .keys(&key1(RW_DELETE))
+        .syntax("key min max")
+        .doc(
+            "2.8.9",
+            "Removes the members of a sorted set in a lexicographical range.",
+        ),
+    CommandSpec::new("zpopmin", -2, Group::SortedSet, zpopmin)
+        .flags(WRITE | FAST)
+        .acl(SORTEDSET)
+        .keys(&key1(RW_ACCESS_DELETE))
+        .syntax("key [count]")
+        .doc(
+            "5.0.0",
+            "Removes and returns the lowest-scored members of a sorted set.",
+        ),
+    CommandSpec::new("zpopmax", -2, Group::SortedSet, zpopmax)
+        .flags(WRITE | FAST)
+        .acl(SORTEDSET)
+        .keys(&key1(RW_ACCESS_DELETE))
+        .syntax("key [count]")
+        .doc(
+            "5.0.0",
+            "Removes and returns the highest-scored members of a sorted set.",
+        ),
+    CommandSpec::new("zunion", -3, Group::SortedSet, zunion)
+        .flags(READONLY)
+        .acl(SORTEDSET)
+        .keys(&[KeySpec::keynum(1, RO_ACCESS)])
+        .syntax("numkeys key... [WEIGHTS weight...] [AGGREGATE (SUM | MIN | MAX)] [WITHSCORES]")
+        .doc("6.2.0", "Returns the union of sorted sets (and sets)."),
+    CommandSpec::new("zinter", -3, Group::SortedSet, zinter)
+        .flags(READONLY)
+        .acl(SORTEDSET)
+        .keys(&[KeySpec::keynum(1, RO_ACCESS)])
+        .syntax("numkeys key... [WEIGHTS weight...] [AGGREGATE (SUM | MIN | MAX)] [WITHSCORES]")
+        .doc(
+            "6.2.0",
+            "Returns the intersection of sorted sets (and sets).",
+        ),
+    CommandSpec::new("zdiff", -3, Group::SortedSet, zdiff)
+        .flags(READONLY)
+        .acl(SORTEDSET)
+        .keys(&[KeySpec::keynum(1, RO_ACCESS)])
+        .syntax("numkeys key... [WITHSCORES]")
+        .doc(
+            "6.2.0",
+            "Returns the members of the first sorted set that are in none of the others.",
+        ),
+    CommandSpec::new("zunionstore", -4, Group::SortedSet, zunionstore)
+        .flags(WRITE | DENYOOM)
+        .acl(SORTEDSET)
+        .keys(&ZSTORE_KEYS)
+        .syntax("destination numkeys key... [WEIGHTS weight...] [AGGREGATE (SUM | MIN | MAX)]")
+        .doc(
+            "2.0.0",
+            "Stores the union of sorted sets (and sets) in a key.",
+        ),
+    CommandSpec::new("zinterstore", -4, Group::SortedSet, zinterstore)
+        .flags(WRITE | DENYOOM)
+        .acl(SORTEDSET)
+        .keys(&ZSTORE_KEYS)
+        .syntax("destination numkeys key... [WEIGHTS weight...] [AGGREGATE (SUM | MIN | MAX)]")
+        .doc(
+            "2.0.0",
+            "Stores the intersection of sorted sets (and sets) in a key.",
+        ),
+    CommandSpec::new("zdiffstore", -4, Group::SortedSet, zdiffstore)
+        .flags(WRITE | DENYOOM)
+        .acl(SORTEDSET)
+        .keys(&ZSTORE_KEYS)
+        .syntax("destination numkeys key...")
+        .doc("6.2.0", "Stores the difference of sorted sets in a key."),
+    CommandSpec::new("zintercard", -3, Group::SortedSet, zintercard)
+        .flags(READONLY)
+        .acl(SORTEDSET)
+        .keys(&[KeySpec::keynum(1, RO_ACCESS)])
+        .syntax("numkeys key... [LIMIT limit]")
+        .doc(
+            "7.0.0",
+            "Counts the members common to sorted sets, up to a limit.",
+        ),
+    CommandSpec::new("zrandmember", -2, Group::SortedSet, zrandmember)
+        .flags(READONLY)
+        .acl(SORTEDSET)
+        .tips(NONDET)
+        .keys(&key1(RO_ACCESS))
+        .syntax("key [count [WITHSCORES]]")
+        .doc("6.2.0", "Returns random members of a sorted set."),
+    CommandSpec::new("zscan", -3, Group::SortedSet, zscan)
+        .flags(READONLY)
+        .acl(SORTEDSET)
+        .tips(NONDET)
+        .keys(&key1(RO_ACCESS))
+        .syntax("key cursor [MATCH pattern] [COUNT count]")
+        .doc(
+            "2.8.0",
+            "Iterates over the members and scores of a sorted set.",
+        ),
+];

@@ -7,7 +7,7 @@ use super::{flush_mode, split_keys};
 use std::sync::Arc;
 
 use crate::command::Ctx;
-use crate::command::connection::help_reply;
+use crate::command::reply::help_reply;
 use crate::context::Shared;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;

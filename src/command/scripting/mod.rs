@@ -12,7 +12,14 @@ use std::borrow::Cow;
 use bytes::Bytes;
 
 use super::Ctx;
-use super::connection::help_reply;
+use super::presets::{NONDET_ORDER, RO_ACCESS, RW_ACCESS_UPDATE};
+use super::reply::help_reply;
+use super::spec::acl::SCRIPTING;
+use super::spec::flag::{
+    ALLOW_BUSY, DENYOOM, LOADING, MAY_REPLICATE, NO_MANDATORY_KEYS, NOSCRIPT, READONLY, SCRIPT,
+    SKIP_MONITOR, STALE, WRITE,
+};
+use super::spec::{CommandSpec, Group, KeySpec};
 use crate::context::Shared;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -175,3 +182,160 @@ pub fn script_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
         ],
     ))
 }
+
+const SCRIPT_KEYS_RW: &[KeySpec] = &[KeySpec::keynum(2, RW_ACCESS_UPDATE)];
+
+const SCRIPT_KEYS_RO: &[KeySpec] = &[KeySpec::keynum(2, RO_ACCESS)];
+
+const EVAL_FLAGS: u32 = NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | SCRIPT;
+
+const ALL_SHARDS_ALL: &[&str] = &["request_policy:all_shards", "response_policy:all_succeeded"];
+
+static FUNCTION_SUBS: &[CommandSpec] = &[
+    CommandSpec::new("delete", 3, Group::Scripting, function_delete)
+        .flags(WRITE | NOSCRIPT)
+        .acl(SCRIPTING)
+        .tips(ALL_SHARDS_ALL)
+        .syntax("library-name")
+        .doc("7.0.0", "Deletes a library and its functions."),
+    CommandSpec::new("dump", 2, Group::Scripting, function_dump)
+        .flags(NOSCRIPT)
+        .acl(SCRIPTING)
+        .doc(
+            "7.0.0",
+            "Returns every library as one payload for FUNCTION RESTORE.",
+        ),
+    CommandSpec::new("flush", -2, Group::Scripting, function_flush)
+        .flags(WRITE | NOSCRIPT)
+        .acl(SCRIPTING)
+        .tips(ALL_SHARDS_ALL)
+        .syntax("[ASYNC | SYNC]")
+        .doc("7.0.0", "Deletes every library."),
+    CommandSpec::new("help", 2, Group::Scripting, function_help)
+        .flags(LOADING | STALE)
+        .acl(SCRIPTING)
+        .doc("7.0.0", "Lists the FUNCTION subcommands."),
+    CommandSpec::new("kill", 2, Group::Scripting, function_kill)
+        .flags(NOSCRIPT | ALLOW_BUSY)
+        .acl(SCRIPTING)
+        .tips(&["request_policy:all_shards", "response_policy:one_succeeded"])
+        .doc(
+            "7.0.0",
+            "Stops a function running past the busy threshold, if it has not written.",
+        ),
+    CommandSpec::new("list", -2, Group::Scripting, function_list)
+        .flags(NOSCRIPT)
+        .acl(SCRIPTING)
+        .tips(NONDET_ORDER)
+        .syntax("[LIBRARYNAME library-name-pattern] [WITHCODE]")
+        .doc(
+            "7.0.0",
+            "Lists the libraries, their functions and optionally their code.",
+        ),
+    CommandSpec::new("load", -3, Group::Scripting, function_load)
+        .flags(WRITE | DENYOOM | NOSCRIPT)
+        .acl(SCRIPTING)
+        .tips(ALL_SHARDS_ALL)
+        .syntax("[REPLACE] function-code")
+        .doc("7.0.0", "Loads a library of functions; returns its name."),
+    CommandSpec::new("restore", -3, Group::Scripting, function_restore)
+        .flags(WRITE | DENYOOM | NOSCRIPT)
+        .acl(SCRIPTING)
+        .tips(ALL_SHARDS_ALL)
+        .syntax("serialized-value [FLUSH | APPEND | REPLACE]")
+        .doc("7.0.0", "Loads the libraries of a FUNCTION DUMP payload."),
+    CommandSpec::new("stats", 2, Group::Scripting, function_stats)
+        .flags(NOSCRIPT | ALLOW_BUSY)
+        .acl(SCRIPTING)
+        .tips(&[
+            "nondeterministic_output",
+            "request_policy:all_shards",
+            "response_policy:special",
+        ])
+        .doc(
+            "7.0.0",
+            "Tells which function is running past the busy threshold, and how many are loaded.",
+        ),
+];
+
+static SCRIPT_SUBS: &[CommandSpec] = &[
+    CommandSpec::new("load", 3, Group::Scripting, script_load)
+        .flags(NOSCRIPT | STALE)
+        .acl(SCRIPTING)
+        .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
+        .syntax("script")
+        .doc(
+            "2.6.0",
+            "Caches a script without running it; returns its SHA1.",
+        ),
+    CommandSpec::new("exists", -3, Group::Scripting, script_exists)
+        .flags(NOSCRIPT)
+        .acl(SCRIPTING)
+        .tips(&[
+            "request_policy:all_shards",
+            "response_policy:agg_logical_and",
+        ])
+        .syntax("sha1...")
+        .doc("2.6.0", "Tells which of the given SHA1s are cached."),
+    CommandSpec::new("flush", -2, Group::Scripting, script_flush)
+        .flags(NOSCRIPT)
+        .acl(SCRIPTING)
+        .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
+        .syntax("[ASYNC | SYNC]")
+        .doc("2.6.0", "Empties the script cache."),
+    CommandSpec::new("kill", 2, Group::Scripting, script_kill)
+        .flags(NOSCRIPT | ALLOW_BUSY)
+        .acl(SCRIPTING)
+        .tips(&["request_policy:all_shards", "response_policy:one_succeeded"])
+        .doc(
+            "2.6.0",
+            "Stops a script running past the busy threshold, if it has not written.",
+        ),
+    CommandSpec::new("help", 2, Group::Scripting, script_help)
+        .flags(LOADING | STALE)
+        .acl(SCRIPTING)
+        .doc("5.0.0", "Lists the SCRIPT subcommands."),
+];
+
+pub(super) static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("eval", -3, Group::Scripting, eval)
+        .flags(EVAL_FLAGS | MAY_REPLICATE)
+        .acl(SCRIPTING)
+        .keys(SCRIPT_KEYS_RW)
+        .syntax("script numkeys [key [key ...]] [arg [arg ...]]")
+        .doc("2.6.0", "Runs a Lua script atomically on its keys."),
+    CommandSpec::new("evalsha", -3, Group::Scripting, evalsha)
+        .flags(EVAL_FLAGS | MAY_REPLICATE)
+        .acl(SCRIPTING)
+        .keys(SCRIPT_KEYS_RW)
+        .syntax("sha1 numkeys [key [key ...]] [arg [arg ...]]")
+        .doc("2.6.0", "Runs a cached Lua script by its SHA1."),
+    CommandSpec::new("eval_ro", -3, Group::Scripting, eval_ro)
+        .flags(READONLY | EVAL_FLAGS)
+        .acl(SCRIPTING)
+        .keys(SCRIPT_KEYS_RO)
+        .syntax("script numkeys [key [key ...]] [arg [arg ...]]")
+        .doc("7.0.0", "Runs a Lua script that may only read."),
+    CommandSpec::new("evalsha_ro", -3, Group::Scripting, evalsha_ro)
+        .flags(READONLY | EVAL_FLAGS)
+        .acl(SCRIPTING)
+        .keys(SCRIPT_KEYS_RO)
+        .syntax("sha1 numkeys [key [key ...]] [arg [arg ...]]")
+        .doc("7.0.0", "Runs a cached Lua script that may only read."),
+    CommandSpec::new("fcall", -3, Group::Scripting, fcall)
+        .flags(NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | SCRIPT)
+        .acl(SCRIPTING)
+        .keys(SCRIPT_KEYS_RW)
+        .syntax("function numkeys [key...] [arg...]")
+        .doc("7.0.0", "Runs a function of a loaded library."),
+    CommandSpec::new("fcall_ro", -3, Group::Scripting, fcall_ro)
+        .flags(READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | SCRIPT)
+        .acl(SCRIPTING)
+        .keys(SCRIPT_KEYS_RO)
+        .syntax("function numkeys [key...] [arg...]")
+        .doc("7.0.0", "Runs a function declared no-writes."),
+    CommandSpec::container("function", Group::Scripting, FUNCTION_SUBS)
+        .doc("7.0.0", "Manages function libraries."),
+    CommandSpec::container("script", Group::Scripting, SCRIPT_SUBS)
+        .doc("2.6.0", "Manages the script cache."),
+];
