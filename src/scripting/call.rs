@@ -15,9 +15,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
-use mlua::ffi;
 
 use super::convert::{push_error_table, push_reply, render_errors};
+use super::stack::{Activation, Kind, Stack, State};
 use super::{CallScope, with_active};
 use crate::error::CmdError;
 use crate::protocol::Reply;
@@ -25,58 +25,47 @@ use crate::util::format_double;
 
 /// # Safety
 /// Called by Lua only, as `redis.call`.
-pub unsafe extern "C-unwind" fn redis_call(state: *mut ffi::lua_State) -> c_int {
-    // SAFETY: `state` is the one Lua called this with. A failed call
-    // leaves its error table on top, which `raise_at_caller` expects, and
-    // this frame owns nothing for the raise to skip.
-    unsafe {
-        if call_onto_stack(state) {
-            return 1;
-        }
-        raise_at_caller(state)
+pub unsafe extern "C-unwind" fn redis_call(state: *mut State) -> c_int {
+    // SAFETY: Lua called this with `state`; this frame owns nothing, nor
+    // do the functions it calls while Lua may raise.
+    let stack = unsafe { Stack::new(state) };
+    if call_onto_stack(stack) {
+        return 1;
     }
+    raise_at_caller(stack)
 }
 
 /// Raises the error table on top of the stack with the script's position.
-///
-/// # Safety
-/// Called from a C function Lua called; its frames own nothing.
-unsafe fn raise_at_caller(state: *mut ffi::lua_State) -> c_int {
-    // SAFETY: a zeroed `lua_Debug` is valid (integers, pointers, bytes) and
-    // is filled by `lua_getstack` for level 1, the Lua function that made
-    // the call, or left alone when there is none. After "S", `source`
-    // points at that function's chunk name, which it keeps alive. Each
-    // push goes above the error table, so -2 names it, and takes one of
-    // the slots Lua gives a C function; the table is fresh, with no
-    // metatable, so setting a field runs no Lua code. The caller promises
-    // that the frames `lua_error` skips own nothing.
-    unsafe {
-        let mut ar: ffi::lua_Debug = std::mem::zeroed();
-        if ffi::lua_getstack(state, 1, &mut ar) != 0
-            && ffi::lua_getinfo(state, c"Sl".as_ptr(), &mut ar) != 0
-        {
-            ffi::lua_pushstring(state, ar.source);
-            ffi::lua_setfield(state, -2, c"source".as_ptr());
-            ffi::lua_pushinteger(state, ar.currentline as ffi::lua_Integer);
-            ffi::lua_setfield(state, -2, c"line".as_ptr());
-        }
-        ffi::lua_error(state)
+/// Each push goes above the error table, so -2 names it, and takes one of
+/// the slots Lua gives a C function; the table is fresh, with no
+/// metatable, so setting a field runs no Lua code.
+fn raise_at_caller(stack: Stack) -> ! {
+    if let Some((source, line)) = stack.caller_position() {
+        stack.push_c_str(source);
+        stack.set_field(-2, c"source");
+        stack.push_integer(line as i64);
+        stack.set_field(-2, c"line");
     }
+    stack.raise()
 }
 
 /// # Safety
 /// Called by Lua only, as `redis.acl_check_cmd`: whether the script's user
 /// may run the command line given, which is not run.
-pub unsafe extern "C-unwind" fn acl_check_cmd(state: *mut ffi::lua_State) -> c_int {
-    // SAFETY: `state` is the one Lua called this with.
-    let nargs = unsafe { ffi::lua_gettop(state) };
+pub unsafe extern "C-unwind" fn acl_check_cmd(state: *mut State) -> c_int {
+    // SAFETY: Lua called this with `state`. The closure gives `argv` back
+    // to the scope, and `verdict` holds only static bytes, so nothing this
+    // frame owns is skipped when `raise_at_caller` raises. With the stack
+    // emptied, the boolean or the error table fits in the slots Lua gives
+    // a C function.
+    let stack = unsafe { Stack::new(state) };
+    let nargs = stack.top();
     let verdict: Result<bool, &'static [u8]> = with_active(|scope| {
         let Some(scope) = scope else {
             return Err(b"ERR redis.acl_check_cmd outside of a script run".as_slice());
         };
         let mut argv = std::mem::take(&mut scope.line);
-        // SAFETY: `nargs` is the stack's height on entry.
-        let verdict = if !unsafe { read_args(state, nargs, &mut argv) } {
+        let verdict = if !read_args(stack, nargs, &mut argv) {
             Err(b"ERR Lua redis lib command arguments must be strings or integers".as_slice())
         } else if argv.is_empty() {
             Err(b"ERR Please specify at least one argument for this redis lib call".as_slice())
@@ -90,21 +79,15 @@ pub unsafe extern "C-unwind" fn acl_check_cmd(state: *mut ffi::lua_State) -> c_i
         scope.line = argv;
         verdict
     });
-    // SAFETY: the closure gave `argv` back to the scope, and `verdict`
-    // holds only static bytes, so nothing this frame owns is skipped when
-    // `raise_at_caller` raises. With the stack emptied, the boolean or the
-    // error table fits in the slots Lua gives a C function.
-    unsafe {
-        ffi::lua_settop(state, 0);
-        match verdict {
-            Ok(permitted) => {
-                ffi::lua_pushboolean(state, c_int::from(permitted));
-                1
-            }
-            Err(message) => {
-                push_error_table(state, message);
-                raise_at_caller(state)
-            }
+    stack.set_top(0);
+    match verdict {
+        Ok(permitted) => {
+            stack.push_bool(permitted);
+            1
+        }
+        Err(message) => {
+            push_error_table(stack, message);
+            raise_at_caller(stack)
         }
     }
 }
@@ -112,22 +95,19 @@ pub unsafe extern "C-unwind" fn acl_check_cmd(state: *mut ffi::lua_State) -> c_i
 /// # Safety
 /// Called by Lua only, as `redis.pcall`: a failure is returned as the
 /// error table, not raised.
-pub unsafe extern "C-unwind" fn redis_pcall(state: *mut ffi::lua_State) -> c_int {
-    // SAFETY: `state` is the one Lua called this with; success or not,
-    // `call_onto_stack` leaves the one value returned on top.
-    unsafe {
-        call_onto_stack(state);
-    }
+pub unsafe extern "C-unwind" fn redis_pcall(state: *mut State) -> c_int {
+    // SAFETY: as for `redis_call`; success or not, `call_onto_stack`
+    // leaves the one value returned on top.
+    call_onto_stack(unsafe { Stack::new(state) });
     1
 }
 
 /// # Safety
 /// Called by Lua only, as the context's `set_resp` (`redis.setresp` has
 /// checked the version).
-pub unsafe extern "C-unwind" fn set_resp(state: *mut ffi::lua_State) -> c_int {
-    // SAFETY: index 1 is within the slots Lua gives a C function, so it
-    // may be read even if absent (0 then); nothing is converted in place.
-    let version = unsafe { ffi::lua_tonumber(state, 1) };
+pub unsafe extern "C-unwind" fn set_resp(state: *mut State) -> c_int {
+    // SAFETY: Lua called this with `state`; nothing here raises.
+    let version = unsafe { Stack::new(state) }.to_number(1);
     with_active(|scope| {
         if let Some(scope) = scope {
             scope.resp3 = version == 3.0;
@@ -139,28 +119,24 @@ pub unsafe extern "C-unwind" fn set_resp(state: *mut ffi::lua_State) -> c_int {
 /// # Safety
 /// Called by Lua only, as the context's `set_args`, when a run starts:
 /// sets the KEYS and ARGV globals.
-pub unsafe extern "C-unwind" fn set_args(state: *mut ffi::lua_State) -> c_int {
+pub unsafe extern "C-unwind" fn set_args(state: *mut State) -> c_int {
+    // SAFETY: Lua called this with `state`. Each table is pushed, then
+    // popped into the globals. Those have no `__newindex` (the prelude
+    // gives them only `__index`), so no Lua code runs here that could
+    // reach `with_active` while `scope` is borrowed; an out-of-memory raise
+    // skips frames that only borrow.
+    let stack = unsafe { Stack::new(state) };
     // Setting the hook again restarts its instruction count, so a run is
     // only taken for a long one by its own running time. Coroutines the
     // script creates inherit the hook.
-    // SAFETY: `hook` has the signature Lua calls a hook with, and a state
-    // may set its hook while it runs.
-    unsafe {
-        ffi::lua_sethook(state, Some(hook), ffi::LUA_MASKCOUNT, super::HOOK_EVERY);
-    }
+    // SAFETY: `hook` keeps the stack's rules.
+    unsafe { stack.set_count_hook(hook, super::HOOK_EVERY) };
     with_active(|scope| {
         if let Some(scope) = scope {
-            // SAFETY: each table is pushed, then popped into the globals.
-            // Those have no `__newindex` (the prelude gives them only
-            // `__index`), so no Lua code runs here that could reach
-            // `with_active` while `scope` is borrowed; an out-of-memory
-            // raise skips frames that only borrow.
-            unsafe {
-                push_strings(state, scope.keys);
-                ffi::lua_setfield(state, ffi::LUA_GLOBALSINDEX, c"KEYS".as_ptr());
-                push_strings(state, scope.args);
-                ffi::lua_setfield(state, ffi::LUA_GLOBALSINDEX, c"ARGV".as_ptr());
-            }
+            push_strings(stack, scope.keys);
+            stack.set_global(c"KEYS");
+            push_strings(stack, scope.args);
+            stack.set_global(c"ARGV");
         }
     });
     0
@@ -170,7 +146,12 @@ pub unsafe extern "C-unwind" fn set_args(state: *mut ffi::lua_State) -> c_int {
 /// shutdown asked to stop. The error it raises can be caught by the
 /// script's pcall, but the sandbox's pcall, xpcall and coroutine.resume
 /// raise it again once the run is killed, and this hook keeps firing.
-unsafe extern "C-unwind" fn hook(state: *mut ffi::lua_State, ar: *mut ffi::lua_Debug) {
+unsafe extern "C-unwind" fn hook(state: *mut State, ar: *mut Activation) {
+    // SAFETY: Lua called this hook with `state`. The closure has returned
+    // before the raise and `message` is static, so this frame owns nothing
+    // for it to skip. Lua 5.1 lets a count hook raise, and gives a hook
+    // the same free slots as a C function.
+    let stack = unsafe { Stack::new(state) };
     let mut message = c"Script killed by user with SCRIPT KILL...";
     let killed = with_active(|scope| {
         let Some(scope) = scope else {
@@ -182,81 +163,63 @@ unsafe extern "C-unwind" fn hook(state: *mut ffi::lua_State, ar: *mut ffi::lua_D
             return false;
         }
         // The line reported is the script's own, not a sandbox helper's.
-        // SAFETY: Lua hands the hook an `ar` for the running function, which
-        // "Sl" fills without allocating or running Lua code; `source` is
-        // then that function's NUL-terminated chunk name, which it keeps
-        // alive.
-        unsafe {
-            if ffi::lua_getinfo(state, c"Sl".as_ptr(), ar) != 0
-                && matches!(
-                    std::ffi::CStr::from_ptr((*ar).source).to_bytes(),
-                    b"@user_script" | b"@user_function"
-                )
-            {
-                scope
-                    .run
-                    .kill_line
-                    .store((*ar).currentline as u64, Ordering::Release);
-            }
+        // SAFETY: `ar` is the record Lua passed this hook.
+        if let Some((source, line)) = unsafe { stack.interrupted_position(ar) }
+            && matches!(source.to_bytes(), b"@user_script" | b"@user_function")
+        {
+            scope.run.kill_line.store(line as u64, Ordering::Release);
         }
         true
     });
     if !killed {
         return;
     }
-    // SAFETY: the closure has returned and `message` is static, so this
-    // frame owns nothing for `lua_error` to skip. Lua 5.1 lets a count hook
-    // raise, and gives a hook the same free slots as a C function.
-    unsafe {
-        ffi::lua_pushstring(state, message.as_ptr());
-        ffi::lua_error(state);
-    }
+    stack.push_c_str(message);
+    stack.raise()
 }
 
 /// # Safety
 /// Called by Lua only, as the context's `killed`: whether the run has
 /// been asked to stop.
-pub unsafe extern "C-unwind" fn killed(state: *mut ffi::lua_State) -> c_int {
-    // SAFETY: one push, into the slots Lua gives a C function.
-    unsafe { ffi::lua_pushboolean(state, super::kill_requested() as c_int) };
+pub unsafe extern "C-unwind" fn killed(state: *mut State) -> c_int {
+    // SAFETY: Lua called this with `state`; one push, into the slots Lua
+    // gives a C function.
+    unsafe { Stack::new(state) }.push_bool(super::kill_requested());
     1
 }
 
-unsafe fn push_strings(state: *mut ffi::lua_State, items: &[Bytes]) {
-    // SAFETY: the table and one string at a time (popped by `lua_rawseti`)
-    // take two slots, within the slots of the C function calling this;
-    // Lua copies each string, and `items` is only borrowed, so a raise
-    // part-way leaks nothing.
-    unsafe {
-        ffi::lua_createtable(state, items.len() as c_int, 0);
-        for (i, item) in items.iter().enumerate() {
-            ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
-            ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
-        }
+/// The table and one string at a time (popped by `raw_set_at`) take two
+/// slots, within the slots of the C function calling this; Lua copies each
+/// string, and `items` is only borrowed, so a raise part-way leaks nothing.
+fn push_strings(stack: Stack, items: &[Bytes]) {
+    stack.new_table(items.len() as c_int, 0);
+    for (i, item) in items.iter().enumerate() {
+        stack.push_bytes(item);
+        stack.raw_set_at(-2, (i + 1) as c_int);
     }
 }
 
 /// Runs the command given as the arguments on the stack and leaves its
 /// reply on top, or its error table. Answers whether it succeeded.
-unsafe fn call_onto_stack(state: *mut ffi::lua_State) -> bool {
-    // SAFETY: the caller is the C function Lua called with `state`.
-    let nargs = unsafe { ffi::lua_gettop(state) };
-    // SAFETY: `run_command` is done with the arguments, and with anything
-    // it owned, before `lua_settop` drops them. The reply is pushed from a
-    // borrow of the scope, which owns it, so an out-of-memory raise while
-    // pushing skips frames that own nothing. Pushing may run the collector
-    // but no Lua code (scripts cannot give a value a `__gc`: `newproxy`
-    // is removed), so nothing replaces `scope.reply` while it is read.
-    with_active(|scope| unsafe {
+///
+/// `run_command` is done with the arguments, and with anything it owned,
+/// before `set_top` drops them. The reply is pushed from a borrow of the
+/// scope, which owns it, so an out-of-memory raise while pushing skips
+/// frames that own nothing. Pushing may run the collector but no Lua code
+/// (scripts cannot give a value a `__gc`: `newproxy` is removed), so
+/// nothing replaces `scope.reply` while it is read.
+fn call_onto_stack(stack: Stack) -> bool {
+    let nargs = stack.top();
+    with_active(|scope| {
         let Some(scope) = scope else {
-            ffi::lua_settop(state, 0);
-            push_error_table(state, b"ERR redis.call outside of a script run");
+            stack.set_top(0);
+            push_error_table(stack, b"ERR redis.call outside of a script run");
             return false;
         };
-        run_command(state, nargs, scope);
-        ffi::lua_settop(state, 0);
+        run_command(stack, nargs, scope);
+        stack.set_top(0);
         let ok = !matches!(scope.reply, Reply::Error(_));
-        push_reply(state, &scope.reply, scope.resp3);
+        push_reply(stack, &scope.reply, scope.resp3);
         scope.reply = Reply::Nil;
         ok
     })
@@ -265,11 +228,10 @@ unsafe fn call_onto_stack(state: *mut ffi::lua_State) -> bool {
 /// Runs the command to completion, leaving its reply in the scope, before
 /// Lua is touched again. A panic is kept for the run to resume once it is
 /// out of Lua, which cannot unwind.
-unsafe fn run_command(state: *mut ffi::lua_State, nargs: c_int, scope: &mut CallScope) {
+fn run_command(stack: Stack, nargs: c_int, scope: &mut CallScope) {
     let ran = catch_unwind(AssertUnwindSafe(|| {
         let mut argv = std::mem::take(&mut scope.line);
-        // SAFETY: `nargs` is the stack's height on entry.
-        let args_ok = unsafe { read_args(state, nargs, &mut argv) };
+        let args_ok = read_args(stack, nargs, &mut argv);
         let mut reply = if !args_ok {
             Reply::Error(CmdError::other(
                 "ERR Lua redis lib command arguments must be strings or integers",
@@ -292,31 +254,18 @@ unsafe fn run_command(state: *mut ffi::lua_State, nargs: c_int, scope: &mut Call
     }
 }
 
-/// The call's arguments as a command line. Answers false if one is
-/// neither a string nor a number.
-unsafe fn read_args(state: *mut ffi::lua_State, nargs: c_int, argv: &mut Vec<Bytes>) -> bool {
+/// The call's arguments (`nargs`, the stack's height on entry) as a
+/// command line. Answers false if one is neither a string nor a number.
+/// Nothing here may raise, as `argv` is owned by a frame that a `longjmp`
+/// would skip: a string is read as it is (no conversion, no allocation),
+/// and a number read as a number.
+fn read_args(stack: Stack, nargs: c_int, argv: &mut Vec<Bytes>) -> bool {
     argv.clear();
     for idx in 1..=nargs {
-        // SAFETY: `idx` is one of the call's arguments: `nargs` is the
-        // stack's height on entry. Nothing below may raise, as `argv` is
-        // owned by a frame that a `longjmp` would skip.
-        let arg = match unsafe { ffi::lua_type(state, idx) } {
-            ffi::LUA_TSTRING => {
-                // SAFETY: a string value is returned as it is, not
-                // converted, so nothing is allocated; its `len` bytes stay
-                // alive while it is on the stack, past the copy.
-                let bytes = unsafe {
-                    let mut len = 0;
-                    let ptr = ffi::lua_tolstring(state, idx, &mut len);
-                    std::slice::from_raw_parts(ptr.cast(), len)
-                };
-                Bytes::copy_from_slice(bytes)
-            }
+        let arg = match stack.kind(idx) {
+            Kind::String => Bytes::copy_from_slice(stack.to_bytes(idx).unwrap_or_default()),
             // Lua 5.1 numbers are doubles; Redis prints them with %.17g.
-            ffi::LUA_TNUMBER => {
-                // SAFETY: a number, read as it is.
-                Bytes::from(format_double(unsafe { ffi::lua_tonumber(state, idx) }))
-            }
+            Kind::Number => Bytes::from(format_double(stack.to_number(idx))),
             _ => return false,
         };
         argv.push(arg);

@@ -4,7 +4,9 @@ use std::ffi::CStr;
 use std::os::raw::c_int;
 
 use bytes::Bytes;
-use mlua::{Table, Value, ffi};
+use mlua::{Table, Value};
+
+use super::stack::Stack;
 
 use crate::error::CmdError;
 use crate::protocol::Reply;
@@ -104,164 +106,128 @@ pub fn render_errors(reply: &mut Reply) {
 }
 
 /// Pushes a command's reply as a script sees it. `resp3` follows
-/// `redis.setresp`.
+/// `redis.setresp`. Lua may raise (out of memory) from here, so the
+/// caller's frames own nothing with a destructor (the stack's rule 1).
 ///
-/// # Safety
-/// Lua may raise (out of memory) from here: the caller's frames must own
-/// nothing with a destructor.
-pub unsafe fn push_reply(state: *mut ffi::lua_State, reply: &Reply, resp3: bool) {
-    // SAFETY: each level makes room for the most it holds at once (a RESP3
-    // set or map: two tables, a key and a value; nested replies make their
-    // own room) before pushing. Every table is fresh, with no metatable,
-    // so setting its fields runs no Lua code; `reply` is only borrowed, and
-    // the one `String` made here is dropped before Lua allocates, so a
-    // raise skips nothing owned here and the caller promises the rest.
-    unsafe {
-        ffi::luaL_checkstack(state, 4, c"reply nested too deeply".as_ptr());
-        match reply {
-            Reply::Status(s) => wrap_str(state, c"ok", s.as_bytes()),
-            Reply::Error(CmdError::Other(text)) => push_command_error(state, text.as_bytes()),
-            // `render_errors` has made every error `Other`.
-            Reply::Error(e) => push_command_error(state, e.code().as_bytes()),
-            Reply::Int(n) => ffi::lua_pushnumber(state, *n as f64),
-            Reply::Bulk(b) => push_bytes(state, b),
-            Reply::Verbatim(b) if !resp3 => push_bytes(state, b),
-            Reply::BigNumber(digits) if !resp3 => push_bytes(state, digits),
-            Reply::BigNumber(digits) => {
-                ffi::lua_createtable(state, 0, 1);
-                push_bytes(state, digits);
-                ffi::lua_setfield(state, -2, c"big_number".as_ptr());
+/// Each level makes room for the most it holds at once (a RESP3 set or
+/// map: two tables, a key and a value; nested replies make their own room)
+/// before pushing. Every table is fresh, with no metatable, so setting its
+/// fields runs no Lua code; `reply` is only borrowed, and the one `String`
+/// made here is dropped before Lua allocates.
+pub fn push_reply(stack: Stack, reply: &Reply, resp3: bool) {
+    stack.ensure(4, c"reply nested too deeply");
+    match reply {
+        Reply::Status(s) => wrap_str(stack, c"ok", s.as_bytes()),
+        Reply::Error(CmdError::Other(text)) => push_command_error(stack, text.as_bytes()),
+        // `render_errors` has made every error `Other`.
+        Reply::Error(e) => push_command_error(stack, e.code().as_bytes()),
+        Reply::Int(n) => stack.push_number(*n as f64),
+        Reply::Bulk(b) => stack.push_bytes(b),
+        Reply::Verbatim(b) if !resp3 => stack.push_bytes(b),
+        Reply::BigNumber(digits) if !resp3 => stack.push_bytes(digits),
+        Reply::BigNumber(digits) => wrap_str(stack, c"big_number", digits),
+        // A script sees the reply: attributes and pushes are for clients.
+        Reply::Attributed(_, reply) | Reply::AfterPush(_, reply) => push_reply(stack, reply, resp3),
+        Reply::Nil | Reply::NilArray if resp3 => stack.push_nil(),
+        Reply::Nil | Reply::NilArray => stack.push_bool(false),
+        Reply::Array(items) | Reply::Push(items) => push_sequence(stack, items, resp3),
+        Reply::Set(items) if !resp3 => push_sequence(stack, items, resp3),
+        Reply::Set(items) => {
+            stack.new_table(0, 1);
+            stack.new_table(0, items.len() as c_int);
+            for item in items {
+                push_reply(stack, item, resp3);
+                stack.push_bool(true);
+                stack.raw_set(-3);
             }
-            // A script sees the reply: attributes and pushes are for clients.
-            Reply::Attributed(_, reply) | Reply::AfterPush(_, reply) => {
-                push_reply(state, reply, resp3)
+            stack.set_field(-2, c"set");
+        }
+        Reply::Map(pairs) if !resp3 => {
+            stack.new_table((pairs.len() * 2) as c_int, 0);
+            for (i, (k, v)) in pairs.iter().enumerate() {
+                push_reply(stack, k, resp3);
+                stack.raw_set_at(-2, (2 * i + 1) as c_int);
+                push_reply(stack, v, resp3);
+                stack.raw_set_at(-2, (2 * i + 2) as c_int);
             }
-            Reply::Nil | Reply::NilArray if resp3 => ffi::lua_pushnil(state),
-            Reply::Nil | Reply::NilArray => ffi::lua_pushboolean(state, 0),
-            Reply::Array(items) | Reply::Push(items) => push_sequence(state, items, resp3),
-            Reply::Set(items) if !resp3 => push_sequence(state, items, resp3),
-            Reply::Set(items) => {
-                ffi::lua_createtable(state, 0, 1);
-                ffi::lua_createtable(state, 0, items.len() as c_int);
-                for item in items {
-                    push_reply(state, item, resp3);
-                    ffi::lua_pushboolean(state, 1);
-                    ffi::lua_rawset(state, -3);
-                }
-                ffi::lua_setfield(state, -2, c"set".as_ptr());
+        }
+        Reply::Map(pairs) => {
+            stack.new_table(0, 1);
+            stack.new_table(0, pairs.len() as c_int);
+            for (k, v) in pairs {
+                push_reply(stack, k, resp3);
+                push_reply(stack, v, resp3);
+                stack.raw_set(-3);
             }
-            Reply::Map(pairs) if !resp3 => {
-                ffi::lua_createtable(state, (pairs.len() * 2) as c_int, 0);
-                for (i, (k, v)) in pairs.iter().enumerate() {
-                    push_reply(state, k, resp3);
-                    ffi::lua_rawseti(state, -2, (2 * i + 1) as ffi::lua_Integer);
-                    push_reply(state, v, resp3);
-                    ffi::lua_rawseti(state, -2, (2 * i + 2) as ffi::lua_Integer);
-                }
-            }
-            Reply::Map(pairs) => {
-                ffi::lua_createtable(state, 0, 1);
-                ffi::lua_createtable(state, 0, pairs.len() as c_int);
-                for (k, v) in pairs {
-                    push_reply(state, k, resp3);
-                    push_reply(state, v, resp3);
-                    ffi::lua_rawset(state, -3);
-                }
-                ffi::lua_setfield(state, -2, c"map".as_ptr());
-            }
-            Reply::Double(d) | Reply::Coord(d) if resp3 => {
-                ffi::lua_createtable(state, 0, 1);
-                ffi::lua_pushnumber(state, *d);
-                ffi::lua_setfield(state, -2, c"double".as_ptr());
-            }
-            Reply::Double(d) | Reply::Coord(d) => {
-                // Copied out of the `String` so that nothing owned is alive
-                // while Lua allocates.
-                let mut text = [0u8; 64];
-                let len = {
-                    let formatted = match reply {
-                        Reply::Coord(_) => format_fixed17(*d),
-                        _ => format_double(*d),
-                    };
-                    let len = formatted.len().min(text.len());
-                    text[..len].copy_from_slice(&formatted.as_bytes()[..len]);
-                    len
+            stack.set_field(-2, c"map");
+        }
+        Reply::Double(d) | Reply::Coord(d) if resp3 => {
+            stack.new_table(0, 1);
+            stack.push_number(*d);
+            stack.set_field(-2, c"double");
+        }
+        Reply::Double(d) | Reply::Coord(d) => {
+            // Copied out of the `String` so that nothing owned is alive
+            // while Lua allocates.
+            let mut text = [0u8; 64];
+            let len = {
+                let formatted = match reply {
+                    Reply::Coord(_) => format_fixed17(*d),
+                    _ => format_double(*d),
                 };
-                push_bytes(state, &text[..len]);
-            }
-            Reply::Bool(b) if resp3 => ffi::lua_pushboolean(state, *b as c_int),
-            Reply::Bool(b) => ffi::lua_pushnumber(state, *b as i64 as f64),
-            Reply::Verbatim(b) => {
-                ffi::lua_createtable(state, 0, 1);
-                ffi::lua_createtable(state, 0, 2);
-                push_bytes(state, b"txt");
-                ffi::lua_setfield(state, -2, c"format".as_ptr());
-                push_bytes(state, b);
-                ffi::lua_setfield(state, -2, c"string".as_ptr());
-                ffi::lua_setfield(state, -2, c"verbatim_string".as_ptr());
-            }
+                let len = formatted.len().min(text.len());
+                text[..len].copy_from_slice(&formatted.as_bytes()[..len]);
+                len
+            };
+            stack.push_bytes(&text[..len]);
+        }
+        Reply::Bool(b) if resp3 => stack.push_bool(*b),
+        Reply::Bool(b) => stack.push_number(*b as i64 as f64),
+        Reply::Verbatim(b) => {
+            stack.new_table(0, 1);
+            stack.new_table(0, 2);
+            stack.push_bytes(b"txt");
+            stack.set_field(-2, c"format");
+            stack.push_bytes(b);
+            stack.set_field(-2, c"string");
+            stack.set_field(-2, c"verbatim_string");
         }
     }
 }
 
-unsafe fn push_sequence(state: *mut ffi::lua_State, items: &[Reply], resp3: bool) {
-    // SAFETY: called from `push_reply`, which made room; each item leaves
-    // one value, which `lua_rawseti` pops into the fresh table.
-    unsafe {
-        ffi::lua_createtable(state, items.len() as c_int, 0);
-        for (i, item) in items.iter().enumerate() {
-            push_reply(state, item, resp3);
-            ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
-        }
+/// A fresh table of the items, each popped into it as pushed.
+fn push_sequence(stack: Stack, items: &[Reply], resp3: bool) {
+    stack.new_table(items.len() as c_int, 0);
+    for (i, item) in items.iter().enumerate() {
+        push_reply(stack, item, resp3);
+        stack.raw_set_at(-2, (i + 1) as c_int);
     }
 }
 
-unsafe fn push_bytes(state: *mut ffi::lua_State, bytes: &[u8]) {
-    // SAFETY: Lua copies the slice's bytes into a string of its own; the
-    // callers have made room for it.
-    unsafe {
-        ffi::lua_pushlstring(state, bytes.as_ptr().cast(), bytes.len());
-    }
-}
-
-/// `{field = text}`.
-unsafe fn wrap_str(state: *mut ffi::lua_State, field: &CStr, text: &[u8]) {
-    // SAFETY: two slots, which the callers have (checked by `push_reply`,
-    // or an emptied C function's stack); the table is fresh, with no
-    // metatable, so `lua_setfield` runs no Lua code.
-    unsafe {
-        ffi::lua_createtable(state, 0, 1);
-        push_bytes(state, text);
-        ffi::lua_setfield(state, -2, field.as_ptr());
-    }
+/// `{field = text}`: two slots, which the callers have (made by
+/// `push_reply`, or an emptied C function's stack).
+fn wrap_str(stack: Stack, field: &CStr, text: &[u8]) {
+    stack.new_table(0, 1);
+    stack.push_bytes(text);
+    stack.set_field(-2, field);
 }
 
 /// Pushes `{err = "CODE message"}`, the shape of every Redis error inside
-/// Lua.
-///
-/// # Safety
-/// As for `push_reply`.
-pub unsafe fn push_error_table(state: *mut ffi::lua_State, message: &[u8]) {
-    // SAFETY: the caller's promise is what `wrap_str` needs.
-    unsafe { wrap_str(state, c"err", message) }
+/// Lua. As for `push_reply`, the caller's frames own nothing.
+pub fn push_error_table(stack: Stack, message: &[u8]) {
+    wrap_str(stack, c"err", message)
 }
 
 /// The field Redis sets in a command's error table: the error stats have
 /// it already, so a script that returns or raises it is not counted again.
-const COUNTED_FIELD: &str = "ignore_error_stats_update";
+const COUNTED_FIELD: &CStr = c"ignore_error_stats_update";
 
-/// A command's error as a script sees it, marked as counted.
-///
-/// # Safety
-/// As for `push_reply`.
-unsafe fn push_command_error(state: *mut ffi::lua_State, message: &[u8]) {
-    // SAFETY: `push_reply` made room for the table and the boolean above
-    // it, so -2 is the table, fresh, with no metatable to run.
-    unsafe {
-        push_error_table(state, message);
-        ffi::lua_pushboolean(state, 1);
-        ffi::lua_setfield(state, -2, c"ignore_error_stats_update".as_ptr());
-    }
+/// A command's error as a script sees it, marked as counted. `push_reply`
+/// made room for the table and the boolean above it.
+fn push_command_error(stack: Stack, message: &[u8]) {
+    push_error_table(stack, message);
+    stack.push_bool(true);
+    stack.set_field(-2, COUNTED_FIELD);
 }
 
 /// The error an error table stands for, `Counted` when a command's.

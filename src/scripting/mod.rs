@@ -12,6 +12,7 @@ mod convert;
 pub mod functions;
 mod libs;
 pub mod shebang;
+mod stack;
 
 use std::any::Any;
 use std::cell::Cell;

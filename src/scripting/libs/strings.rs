@@ -16,17 +16,18 @@
 
 use std::os::raw::c_int;
 
-use mlua::{Lua, Table, ffi};
+use mlua::{Lua, Table};
 
 use super::pattern::{CaptureLen, MatchError, Matcher, c_pattern};
 use crate::scripting::kill_requested;
+use crate::scripting::stack::{Buffer, CFunction, Kind, Stack, State};
 
 /// Lua 5.2's limit on the matcher's nesting (its `MAXCCALLS`).
 const MAX_PATTERN_DEPTH: usize = 200;
 
 pub fn install(lua: &Lua, globals: &Table) -> mlua::Result<()> {
     let string: Table = globals.get("string")?;
-    let functions: [(&str, ffi::lua_CFunction); 5] = [
+    let functions: [(&str, CFunction); 5] = [
         ("rep", rep),
         ("find", find),
         ("match", str_match),
@@ -40,157 +41,96 @@ pub fn install(lua: &Lua, globals: &Table) -> mlua::Result<()> {
     Ok(())
 }
 
-/// `luaL_checkint`: the integer argument narrowed to `int` as 5.1 does.
-unsafe fn check_int(l: *mut ffi::lua_State, arg: c_int) -> i64 {
-    // SAFETY: called from the C functions below with their state; a bad
-    // argument is raised as their error, over frames that own nothing.
-    unsafe { ffi::luaL_checkinteger(l, arg) as c_int as i64 }
-}
-
 /// `string.rep(s, n)`.
-unsafe extern "C-unwind" fn rep(l: *mut ffi::lua_State) -> c_int {
-    // SAFETY: `s` points at argument 1's `len` bytes, alive while it stays
-    // on the stack, as it does throughout (Lua's collector never moves an
-    // object, so the allocation below cannot either). The userdata has
-    // `total` bytes: the first copy fills `len` of them, and each doubling
-    // copies from the filled part to just past it, at most up to `total`,
-    // never overlapping. Two pushes fit the slots Lua gives a C function,
-    // and the errors raised (argument, size, memory) skip frames that own
-    // nothing.
-    unsafe {
-        let mut len = 0usize;
-        let s = ffi::luaL_checklstring(l, 1, &mut len).cast::<u8>();
-        let n = check_int(l, 2);
-        if n <= 0 || len == 0 {
-            ffi::lua_pushlstring_(l, c"".as_ptr(), 0);
-            return 1;
-        }
-        let Some(total) = len.checked_mul(n as usize) else {
-            return ffi::luaL_error(l, c"resulting string too large".as_ptr());
-        };
-        // Lua-owned scratch memory: a result past the heap limit fails
-        // here, with Lua's out-of-memory error, before any copying.
-        let buf = ffi::lua_newuserdata(l, total).cast::<u8>();
-        std::ptr::copy_nonoverlapping(s, buf, len);
-        let mut filled = len;
-        while filled < total {
-            let chunk = filled.min(total - filled);
-            std::ptr::copy_nonoverlapping(buf, buf.add(filled), chunk);
-            filled += chunk;
-        }
-        ffi::lua_pushlstring_(l, buf.cast(), total);
-        1
+unsafe extern "C-unwind" fn rep(l: *mut State) -> c_int {
+    // SAFETY: Lua called this with `l`. `s` borrows argument 1, which stays
+    // in place; two pushes at most, and the errors raised (argument, size,
+    // memory) skip frames that own nothing.
+    let stack = unsafe { Stack::new(l) };
+    let s = stack.check_bytes(1);
+    let n = stack.check_int(2);
+    if n <= 0 || s.is_empty() {
+        stack.push_bytes(b"");
+        return 1;
     }
+    let Some(total) = s.len().checked_mul(n as usize) else {
+        stack.error(c"resulting string too large");
+    };
+    // In Lua's memory, so that a result past the heap limit fails with
+    // Lua's out-of-memory error before any copying.
+    stack.push_repeated(s, total);
+    1
 }
 
 /// Bytes a special character makes a pattern not plain.
 const SPECIALS: &[u8] = b"^$*+?.([%-";
 
-/// A string argument's bytes, valid while it is on the stack.
-unsafe fn check_bytes<'a>(l: *mut ffi::lua_State, arg: c_int) -> &'a [u8] {
-    // SAFETY: `luaL_checklstring` raises unless the argument is a string
-    // or a number, which it turns into a string in place, and gives that
-    // string's bytes; the callers keep the argument on the stack for as
-    // long as they use the slice.
-    unsafe {
-        let mut len = 0usize;
-        let p = ffi::luaL_checklstring(l, arg, &mut len);
-        std::slice::from_raw_parts(p.cast(), len)
-    }
-}
-
-/// The string in upvalue `n`, valid while the closure lives.
-unsafe fn upvalue_bytes<'a>(l: *mut ffi::lua_State, n: c_int) -> &'a [u8] {
-    // SAFETY: `gmatch` stored strings in upvalues 1 and 2, the only ones
-    // read here, so `lua_tolstring` converts nothing; no script can change
-    // a C closure's upvalues (the debug library is out of reach), and the
-    // running closure keeps them alive.
-    unsafe {
-        let mut len = 0usize;
-        let p = ffi::lua_tolstring(l, ffi::lua_upvalueindex(n), &mut len);
-        std::slice::from_raw_parts(p.cast(), len)
-    }
+/// The string in upvalue `n`: `gmatch` stored strings in upvalues 1 and 2,
+/// the only ones read so, and no script can change a C closure's upvalues
+/// (the debug library is out of reach).
+fn upvalue_bytes<'l>(stack: Stack<'l>, n: c_int) -> &'l [u8] {
+    stack.to_bytes(Stack::upvalue(n)).unwrap_or_default()
 }
 
 /// Raises the matcher's error as 5.1 raises it (a kill as any error: the
 /// sandbox reports it as the kill).
-unsafe fn raise(l: *mut ffi::lua_State, e: MatchError) -> c_int {
-    let message = match e {
+fn raise(stack: Stack, e: MatchError) -> ! {
+    stack.error(match e {
         MatchError::Message(m) => m,
         MatchError::Killed => c"Script killed by user with SCRIPT KILL...",
-    };
-    // SAFETY: one C string for the one `%s`, static; the matcher the
-    // callers hold owns nothing for the raise to skip.
-    unsafe { ffi::luaL_error(l, c"%s".as_ptr(), message.as_ptr()) }
+    })
 }
 
-unsafe fn check_depth(l: *mut ffi::lua_State, pattern: &[u8]) {
+fn check_depth(stack: Stack, pattern: &[u8]) {
     if pattern_depth(pattern) > MAX_PATTERN_DEPTH {
-        // SAFETY: a static message without format directives; the
-        // callers' frames only borrow.
-        unsafe {
-            ffi::luaL_error(l, c"pattern too complex".as_ptr());
-        }
+        stack.error(c"pattern too complex");
     }
 }
 
 /// Pushes capture `i`, or the whole match `whole` when the pattern has no
-/// captures.
-unsafe fn push_capture(
-    l: *mut ffi::lua_State,
+/// captures. One push: `push_captures` made room for it, and gsub's other
+/// callers use no more of the stack than 5.1's own gsub does.
+fn push_capture(
+    stack: Stack,
     m: &Matcher,
     i: usize,
     whole: Option<(usize, usize)>,
 ) -> Result<(), MatchError> {
-    // SAFETY: the matcher's positions never pass the end of `src`, so the
-    // whole match and every finished capture (`len` bytes from `start`)
-    // lie inside it; `src` is an argument or upvalue, alive for the call.
-    // One push: `push_captures` made room for it, and gsub's other callers
-    // use no more of the stack than 5.1's own gsub does.
-    unsafe {
-        if i >= m.level {
-            match whole {
-                Some((s, e)) if i == 0 => {
-                    ffi::lua_pushlstring_(l, m.src[s..e].as_ptr().cast(), e - s)
-                }
-                _ => return Err(MatchError::Message(c"invalid capture index")),
+    if i >= m.level {
+        return match whole {
+            Some((s, e)) if i == 0 => {
+                stack.push_bytes(&m.src[s..e]);
+                Ok(())
             }
-            return Ok(());
-        }
-        let capture = m.captures[i];
-        match capture.len {
-            CaptureLen::Unfinished => return Err(MatchError::Message(c"unfinished capture")),
-            CaptureLen::Position => {
-                ffi::lua_pushinteger(l, (capture.start + 1) as ffi::lua_Integer)
-            }
-            CaptureLen::Len(len) => {
-                ffi::lua_pushlstring_(l, m.src[capture.start..].as_ptr().cast(), len)
-            }
-        }
-        Ok(())
+            _ => Err(MatchError::Message(c"invalid capture index")),
+        };
     }
+    let capture = m.captures[i];
+    match capture.len {
+        CaptureLen::Unfinished => return Err(MatchError::Message(c"unfinished capture")),
+        CaptureLen::Position => stack.push_integer((capture.start + 1) as i64),
+        CaptureLen::Len(len) => stack.push_bytes(&m.src[capture.start..capture.start + len]),
+    }
+    Ok(())
 }
 
-/// Pushes every capture (or the whole match); answers how many.
-unsafe fn push_captures(
-    l: *mut ffi::lua_State,
+/// Pushes every capture (or the whole match), with room made for them (at
+/// most 32) first; answers how many.
+fn push_captures(
+    stack: Stack,
     m: &Matcher,
     whole: Option<(usize, usize)>,
 ) -> Result<c_int, MatchError> {
-    // SAFETY: `luaL_checkstack` makes room for every capture (at most 32)
-    // before they are pushed.
-    unsafe {
-        let count = if m.level == 0 && whole.is_some() {
-            1
-        } else {
-            m.level
-        };
-        ffi::luaL_checkstack(l, count as c_int, c"too many captures".as_ptr());
-        for i in 0..count {
-            push_capture(l, m, i, whole)?;
-        }
-        Ok(count as c_int)
+    let count = if m.level == 0 && whole.is_some() {
+        1
+    } else {
+        m.level
+    };
+    stack.ensure(count as c_int, c"too many captures");
+    for i in 0..count {
+        push_capture(stack, m, i, whole)?;
     }
+    Ok(count as c_int)
 }
 
 /// A relative string position as 5.1 resolves it (negative from the end).
@@ -199,161 +139,148 @@ fn relative(pos: i64, len: usize) -> i64 {
     pos.max(0)
 }
 
-unsafe extern "C-unwind" fn find(l: *mut ffi::lua_State) -> c_int {
-    // SAFETY: Lua called this with `l`, as `find_aux` needs.
-    unsafe { find_aux(l, true) }
+unsafe extern "C-unwind" fn find(l: *mut State) -> c_int {
+    // SAFETY: Lua called this with `l`; `find_aux` keeps the rules.
+    find_aux(unsafe { Stack::new(l) }, true)
 }
 
-unsafe extern "C-unwind" fn str_match(l: *mut ffi::lua_State) -> c_int {
+unsafe extern "C-unwind" fn str_match(l: *mut State) -> c_int {
     // SAFETY: as for `find`.
-    unsafe { find_aux(l, false) }
+    find_aux(unsafe { Stack::new(l) }, false)
 }
 
 /// `string.find(s, pattern [, init [, plain]])` and `string.match(s,
-/// pattern [, init])`.
-unsafe fn find_aux(l: *mut ffi::lua_State, find: bool) -> c_int {
-    // SAFETY: `src` and `full` borrow arguments 1 and 2, which nothing here
-    // replaces. At most two integers are pushed before `push_captures`
-    // makes its own room. The matcher holds borrows and plain values
-    // only, so the errors raised from here skip no destructor.
-    unsafe {
-        let src = check_bytes(l, 1);
-        let full = check_bytes(l, 2);
-        let init = (relative(ffi::luaL_optinteger(l, 3, 1), src.len()) - 1)
-            .clamp(0, src.len() as i64) as usize;
-        let pat = c_pattern(full);
-        if find && (ffi::lua_toboolean(l, 4) != 0 || !pat.iter().any(|c| SPECIALS.contains(c))) {
-            let found = if full.is_empty() {
-                Some(0)
-            } else {
-                src[init..].windows(full.len()).position(|w| w == full)
-            };
-            if let Some(at) = found {
-                ffi::lua_pushinteger(l, (init + at + 1) as ffi::lua_Integer);
-                ffi::lua_pushinteger(l, (init + at + full.len()) as ffi::lua_Integer);
-                return 2;
-            }
+/// pattern [, init])`. `src` and `full` borrow arguments 1 and 2, which
+/// nothing here replaces. At most two integers are pushed before
+/// `push_captures` makes its own room. The matcher holds borrows and plain
+/// values only, so the errors raised from here skip no destructor.
+fn find_aux(stack: Stack, find: bool) -> c_int {
+    let src = stack.check_bytes(1);
+    let full = stack.check_bytes(2);
+    let init =
+        (relative(stack.opt_integer(3, 1), src.len()) - 1).clamp(0, src.len() as i64) as usize;
+    let pat = c_pattern(full);
+    if find && (stack.to_boolean(4) || !pat.iter().any(|c| SPECIALS.contains(c))) {
+        let found = if full.is_empty() {
+            Some(0)
         } else {
-            check_depth(l, pat);
-            let anchored = pat.first() == Some(&b'^');
-            let p = anchored as usize;
-            let mut m = Matcher::new(src, pat, kill_requested);
-            let mut start = init;
-            loop {
-                match m.try_at(start, p) {
-                    Err(e) => return raise(l, e),
-                    Ok(Some(end)) => {
-                        let pushed = if find {
-                            ffi::lua_pushinteger(l, (start + 1) as ffi::lua_Integer);
-                            ffi::lua_pushinteger(l, end as ffi::lua_Integer);
-                            push_captures(l, &m, None).map(|n| n + 2)
-                        } else {
-                            push_captures(l, &m, Some((start, end)))
-                        };
-                        return pushed.unwrap_or_else(|e| raise(l, e));
-                    }
-                    Ok(None) => {}
+            src[init..].windows(full.len()).position(|w| w == full)
+        };
+        if let Some(at) = found {
+            stack.push_integer((init + at + 1) as i64);
+            stack.push_integer((init + at + full.len()) as i64);
+            return 2;
+        }
+    } else {
+        check_depth(stack, pat);
+        let anchored = pat.first() == Some(&b'^');
+        let p = anchored as usize;
+        let mut m = Matcher::new(src, pat, kill_requested);
+        let mut start = init;
+        loop {
+            match m.try_at(start, p) {
+                Err(e) => raise(stack, e),
+                Ok(Some(end)) => {
+                    let pushed = if find {
+                        stack.push_integer((start + 1) as i64);
+                        stack.push_integer(end as i64);
+                        push_captures(stack, &m, None).map(|n| n + 2)
+                    } else {
+                        push_captures(stack, &m, Some((start, end)))
+                    };
+                    return pushed.unwrap_or_else(|e| raise(stack, e));
                 }
-                start += 1;
-                if anchored || start > src.len() {
-                    break;
-                }
+                Ok(None) => {}
+            }
+            start += 1;
+            if anchored || start > src.len() {
+                break;
             }
         }
-        ffi::lua_pushnil(l);
-        1
     }
+    stack.push_nil();
+    1
 }
 
 /// `string.gmatch(s, pattern)`: an iterator over the matches (no anchor:
 /// a leading `^` is an ordinary character here, as in 5.1).
-unsafe extern "C-unwind" fn gmatch(l: *mut ffi::lua_State) -> c_int {
-    // SAFETY: `check_bytes` leaves arguments 1 and 2 strings, and `pat` is
-    // not used past `lua_settop`, which keeps exactly those two; with the
-    // position they become the three upvalues `gmatch_step` reads.
-    unsafe {
-        check_bytes(l, 1);
-        let pat = c_pattern(check_bytes(l, 2));
-        check_depth(l, pat);
-        ffi::lua_settop(l, 2);
-        ffi::lua_pushinteger(l, 0);
-        ffi::lua_pushcclosure(l, gmatch_step, 3);
-        1
-    }
+unsafe extern "C-unwind" fn gmatch(l: *mut State) -> c_int {
+    // SAFETY: Lua called this with `l`. `check_bytes` leaves arguments 1
+    // and 2 strings, and `pat` is not used past `set_top`, which keeps
+    // exactly those two.
+    let stack = unsafe { Stack::new(l) };
+    stack.check_bytes(1);
+    let pat = c_pattern(stack.check_bytes(2));
+    check_depth(stack, pat);
+    stack.set_top(2);
+    stack.push_integer(0);
+    // SAFETY: `gmatch_step` keeps the rules; with the position, the two
+    // strings are the three upvalues it reads.
+    unsafe { stack.push_closure(gmatch_step, 3) };
+    1
 }
 
 /// One step of a `gmatch` iterator: upvalues subject, pattern, position.
-unsafe extern "C-unwind" fn gmatch_step(l: *mut ffi::lua_State) -> c_int {
-    // SAFETY: upvalues 1 and 2 are the subject and pattern strings that
-    // `gmatch` stored, and 3 the position; `lua_replace` sets only 3, so
+unsafe extern "C-unwind" fn gmatch_step(l: *mut State) -> c_int {
+    // SAFETY: Lua called this with `l`. `replace` sets only upvalue 3, so
     // `src` and `pat` stay valid. The integer takes one of the slots Lua
     // gives a C function, and `push_captures` makes its own room.
-    unsafe {
-        let src = upvalue_bytes(l, 1);
-        let pat = c_pattern(upvalue_bytes(l, 2));
-        let from = ffi::lua_tointeger_(l, ffi::lua_upvalueindex(3)).max(0) as usize;
-        let mut m = Matcher::new(src, pat, kill_requested);
-        for start in from..=src.len() {
-            match m.try_at(start, 0) {
-                Err(e) => return raise(l, e),
-                Ok(Some(end)) => {
-                    let next = if end == start { end + 1 } else { end };
-                    ffi::lua_pushinteger(l, next as ffi::lua_Integer);
-                    ffi::lua_replace(l, ffi::lua_upvalueindex(3));
-                    return push_captures(l, &m, Some((start, end)))
-                        .unwrap_or_else(|e| raise(l, e));
-                }
-                Ok(None) => {}
+    let stack = unsafe { Stack::new(l) };
+    let src = upvalue_bytes(stack, 1);
+    let pat = c_pattern(upvalue_bytes(stack, 2));
+    let from = stack.to_integer(Stack::upvalue(3)).max(0) as usize;
+    let mut m = Matcher::new(src, pat, kill_requested);
+    for start in from..=src.len() {
+        match m.try_at(start, 0) {
+            Err(e) => raise(stack, e),
+            Ok(Some(end)) => {
+                let next = if end == start { end + 1 } else { end };
+                stack.push_integer(next as i64);
+                stack.replace(Stack::upvalue(3));
+                return push_captures(stack, &m, Some((start, end)))
+                    .unwrap_or_else(|e| raise(stack, e));
             }
+            Ok(None) => {}
         }
-        0
     }
+    0
 }
 
 /// `string.gsub(s, pattern, repl [, n])`, its arguments checked in 5.1's
 /// order.
-unsafe extern "C-unwind" fn gsub(l: *mut ffi::lua_State) -> c_int {
-    // SAFETY: `src` and `pat` borrow arguments 1 and 2, which stay in
-    // place: the buffer and the replacements use the stack above them. The
-    // zeroed buffer (pointers, an integer and bytes: zero is valid) is
-    // only a place for `luaL_buffinit` to fill, and `b` stays in this
-    // frame, unmoved, as 5.1's buffer points into itself. The matcher
-    // holds borrows and plain values only, so a raise, the replacement
-    // function's included, skips no destructor.
-    unsafe {
-        let src = check_bytes(l, 1);
-        let pat = c_pattern(check_bytes(l, 2));
-        let repl = ffi::lua_type(l, 3);
-        let max = ffi::luaL_optinteger(l, 4, (src.len() + 1) as ffi::lua_Integer) as c_int as i64;
-        if !matches!(
-            repl,
-            ffi::LUA_TNUMBER | ffi::LUA_TSTRING | ffi::LUA_TTABLE | ffi::LUA_TFUNCTION
-        ) {
-            ffi::luaL_argerror(l, 3, c"string/function/table expected".as_ptr());
-        }
-        check_depth(l, pat);
-        let anchored = pat.first() == Some(&b'^');
-        let p = anchored as usize;
-        let mut b: ffi::luaL_Buffer = std::mem::zeroed();
-        ffi::luaL_buffinit(l, &mut b);
-        let mut m = Matcher::new(src, pat, kill_requested);
+unsafe extern "C-unwind" fn gsub(l: *mut State) -> c_int {
+    // SAFETY: Lua called this with `l`. `src` and `pat` borrow arguments 1
+    // and 2, which stay in place: the buffer and the replacements use the
+    // stack above them. The matcher holds borrows and plain values only, so
+    // a raise, the replacement function's included, skips no destructor.
+    let stack = unsafe { Stack::new(l) };
+    let src = stack.check_bytes(1);
+    let pat = c_pattern(stack.check_bytes(2));
+    let repl = stack.kind(3);
+    let max = stack.opt_int(4, src.len() as i64 + 1);
+    if !matches!(
+        repl,
+        Kind::Number | Kind::String | Kind::Table | Kind::Function
+    ) {
+        stack.arg_error(3, c"string/function/table expected");
+    }
+    check_depth(stack, pat);
+    let anchored = pat.first() == Some(&b'^');
+    let p = anchored as usize;
+    let mut m = Matcher::new(src, pat, kill_requested);
+    let built = stack.build_string(|b| {
         let mut pos = 0;
         let mut count: i64 = 0;
         while count < max {
-            let end = match m.try_at(pos, p) {
-                Ok(end) => end,
-                Err(e) => return raise(l, e),
-            };
+            let end = m.try_at(pos, p)?;
             if let Some(end) = end {
                 count += 1;
-                if let Err(e) = add_value(l, &mut b, &m, pos, end) {
-                    return raise(l, e);
-                }
+                add_value(stack, b, &m, pos, end)?;
             }
             match end {
                 Some(end) if end > pos => pos = end,
                 _ if pos < src.len() => {
-                    ffi::luaL_addchar(&mut b, src[pos] as std::os::raw::c_char);
+                    b.add_byte(src[pos]);
                     pos += 1;
                 }
                 _ => break,
@@ -362,94 +289,85 @@ unsafe extern "C-unwind" fn gsub(l: *mut ffi::lua_State) -> c_int {
                 break;
             }
         }
-        ffi::luaL_addlstring(&mut b, src[pos..].as_ptr().cast(), src.len() - pos);
-        ffi::luaL_pushresult(&mut b);
-        ffi::lua_pushinteger(l, count as ffi::lua_Integer);
-        2
+        b.add_bytes(&src[pos..]);
+        Ok(count)
+    });
+    match built {
+        Ok(count) => stack.push_integer(count),
+        Err(e) => raise(stack, e),
     }
+    2
 }
 
 /// Adds one match's replacement to `b`, as 5.1's gsub does for a string,
-/// table or function `repl` (argument 3).
-unsafe fn add_value(
-    l: *mut ffi::lua_State,
-    b: &mut ffi::luaL_Buffer,
+/// table or function `repl` (argument 3, of a type `gsub` checked). A
+/// function is called with the captures and leaves one result, a table
+/// lookup leaves one value: either way the value `add_value` takes is on
+/// top, over the stack as the buffer left it. The Lua code this may run
+/// can raise or do anything a script can, but cannot reach this C
+/// function's arguments, which `m` borrows.
+fn add_value(
+    stack: Stack,
+    b: &mut Buffer,
     m: &Matcher,
     s: usize,
     e: usize,
 ) -> Result<(), MatchError> {
-    // SAFETY: argument 3 is the replacement, of a type `gsub` checked. A
-    // function is called with the captures and leaves one result, a table
-    // lookup leaves one value: either way the value `luaL_addvalue` takes
-    // is on top, over the stack as the buffer left it, as its protocol
-    // wants. The Lua code this may run can raise or do anything a script
-    // can, but cannot reach this C function's arguments, which `m` borrows.
-    unsafe {
-        match ffi::lua_type(l, 3) {
-            ffi::LUA_TFUNCTION => {
-                ffi::lua_pushvalue(l, 3);
-                let n = push_captures(l, m, Some((s, e)))?;
-                ffi::lua_call(l, n, 1);
-            }
-            ffi::LUA_TTABLE => {
-                push_capture(l, m, 0, Some((s, e)))?;
-                ffi::lua_gettable_(l, 3);
-            }
-            _ => return add_string_repl(l, b, m, (s, e)),
+    match stack.kind(3) {
+        Kind::Function => {
+            stack.push_value(3);
+            let n = push_captures(stack, m, Some((s, e)))?;
+            stack.call(n, 1);
         }
-        if ffi::lua_toboolean(l, -1) == 0 {
-            ffi::lua_pop(l, 1);
-            ffi::lua_pushlstring_(l, m.src[s..e].as_ptr().cast(), e - s);
-        } else if ffi::lua_isstring(l, -1) == 0 {
-            ffi::luaL_error(
-                l,
-                c"invalid replacement value (a %s)".as_ptr(),
-                ffi::luaL_typename(l, -1),
-            );
+        Kind::Table => {
+            push_capture(stack, m, 0, Some((s, e)))?;
+            stack.get_table(3);
         }
-        ffi::luaL_addvalue(b);
-        Ok(())
+        _ => return add_string_repl(stack, b, m, (s, e)),
     }
+    if !stack.to_boolean(-1) {
+        stack.pop(1);
+        stack.push_bytes(&m.src[s..e]);
+    } else if !stack.is_string(-1) {
+        stack.error_around(c"invalid replacement value (a ", stack.type_name(-1), c")");
+    }
+    b.add_value();
+    Ok(())
 }
 
 /// A string `repl`: `%0` the whole match, `%1`..`%9` captures, `%` before
 /// anything else that thing itself (a trailing `%` adds a NUL byte, as 5.1
-/// reads past it into the string's terminator).
-unsafe fn add_string_repl(
-    l: *mut ffi::lua_State,
-    b: &mut ffi::luaL_Buffer,
+/// reads past it into the string's terminator). Argument 3 is a string or
+/// a number (`gsub` checked), which `to_bytes` turns into a string in
+/// place, so `news` stays valid while argument 3 does, through the loop. A
+/// capture is pushed and at once taken into the buffer.
+fn add_string_repl(
+    stack: Stack,
+    b: &mut Buffer,
     m: &Matcher,
     (s, e): (usize, usize),
 ) -> Result<(), MatchError> {
-    // SAFETY: argument 3 is a string or a number (`gsub` checked), which
-    // `lua_tolstring` turns into a string in place, so `news` stays valid
-    // while argument 3 does, through the loop. A capture is pushed and at
-    // once taken into the buffer, as its protocol wants.
-    unsafe {
-        let mut len = 0usize;
-        let news = ffi::lua_tolstring(l, 3, &mut len);
-        let news = std::slice::from_raw_parts(news.cast::<u8>(), len);
-        let mut i = 0;
-        while i < news.len() {
-            let c = news[i];
-            i += 1;
-            if c != b'%' {
-                ffi::luaL_addchar(b, c as std::os::raw::c_char);
-                continue;
-            }
-            let c = news.get(i).copied().unwrap_or(0);
-            i += 1;
-            match c {
-                b'0' => ffi::luaL_addlstring(b, m.src[s..e].as_ptr().cast(), e - s),
-                b'1'..=b'9' => {
-                    push_capture(l, m, (c - b'1') as usize, Some((s, e)))?;
-                    ffi::luaL_addvalue(b);
-                }
-                _ => ffi::luaL_addchar(b, c as std::os::raw::c_char),
-            }
+    let news = stack.to_bytes(3).unwrap_or_default();
+    let mut i = 0;
+    while i < news.len() {
+        let c = news[i];
+        i += 1;
+        if c != b'%' {
+            b.add_byte(c);
+            continue;
         }
-        Ok(())
+        let c = news.get(i).copied().unwrap_or(0);
+        i += 1;
+        match c {
+            b'0' => b.add_bytes(&m.src[s..e]),
+            b'1'..=b'9' => {
+                push_capture(stack, m, (c - b'1') as usize, Some((s, e)))?;
+                b.add_value();
+            }
+            _ => b.add_byte(c),
+        }
     }
+    Ok(())
 }
 
 /// How deep 5.1's matcher can nest for `pattern`, at most: it recurses
