@@ -165,6 +165,7 @@ impl Db<'_, '_> {
     }
 
     /// The entry `locate` found, nothing inserted or removed since.
+    #[inline]
     fn entry_at(&mut self, found: Found) -> CmdResult<Option<&mut Entry>> {
         let db = self.index;
         let shard = self.locked.shard(found.shard)?;

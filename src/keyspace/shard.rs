@@ -108,6 +108,7 @@ impl Shard {
     }
 
     /// Files `key`'s deadline in its database's wheel.
+    #[inline]
     pub(super) fn schedule(&mut self, db: usize, key: &[u8], at: u64) {
         self.dbs[db].schedule(key, at);
         self.timed.mark(db);
@@ -115,6 +116,7 @@ impl Shard {
         self.sweep_soon_if_stale(db);
     }
 
+    #[inline]
     pub(super) fn remove(&mut self, db: usize, key: &[u8]) -> Option<Entry> {
         let removed = self.dbs[db].remove(key);
         self.sweep_soon_if_stale(db);
