@@ -22,6 +22,12 @@ pub enum CmdError {
     HashValueNotInteger,
     HashValueNotFloat,
     Overflow,
+    /// Redis's words for a number past what the command takes.
+    OutOfRange,
+    /// A count or length that must not be negative.
+    NotPositive,
+    /// A random-member count of -2^63, which has no positive counterpart.
+    CountOutOfRange,
     IncrNanOrInf,
     Syntax,
     NoSuchKey,
@@ -111,6 +117,11 @@ impl fmt::Display for CmdError {
             HashValueNotInteger => f.write_str("ERR hash value is not an integer"),
             HashValueNotFloat => f.write_str("ERR hash value is not a float"),
             Overflow => f.write_str("ERR increment or decrement would overflow"),
+            OutOfRange => f.write_str("ERR value is out of range"),
+            NotPositive => f.write_str("ERR value is out of range, must be positive"),
+            CountOutOfRange => f.write_str(
+                "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+            ),
             IncrNanOrInf => f.write_str("ERR increment would produce NaN or Infinity"),
             Syntax => f.write_str("ERR syntax error"),
             NoSuchKey => f.write_str("ERR no such key"),

@@ -195,7 +195,7 @@ fn reload(ctx: &mut Ctx) -> CmdResult<Reply> {
 /// `key:0`..`key:<count-1>` set to `value:<n>` (zero-padded or cut to
 /// `size` bytes when given); keys that exist are left alone.
 fn populate(ctx: &mut Ctx) -> CmdResult<Reply> {
-    let out_of_range = || CmdError::other("ERR value is out of range, must be positive");
+    let out_of_range = || CmdError::NotPositive;
     let count = parse_i64(ctx.arg(2))
         .filter(|n| *n >= 0)
         .ok_or_else(out_of_range)?;

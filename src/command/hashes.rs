@@ -9,7 +9,7 @@ use super::keys::parse_scan;
 use super::presets::{
     NONDET, NONDET_ORDER, READ_FAST, RO, RO_ACCESS, RW_ACCESS_UPDATE, RW_UPDATE, WRITE_FAST, key1,
 };
-use super::sets::{RANDOM_REPEATS_MAX, count_out_of_range};
+use super::sets::RANDOM_REPEATS_MAX;
 use super::spec::acl::HASH;
 use super::spec::flag::{FAST, READONLY, WRITE};
 use super::spec::{CommandSpec, Group, touches_first, touches_listed};
@@ -270,7 +270,7 @@ fn random_count(ctx: &Ctx) -> CmdResult<Option<(i64, bool)>> {
     };
     let count = parse_i64(raw).ok_or(CmdError::NotInteger)?;
     if count == i64::MIN {
-        return Err(count_out_of_range());
+        return Err(CmdError::CountOutOfRange);
     }
     let with_values = match ctx.args.get(3) {
         None => false,
@@ -278,7 +278,7 @@ fn random_count(ctx: &Ctx) -> CmdResult<Option<(i64, bool)>> {
         Some(_) => return Err(CmdError::Syntax),
     };
     if with_values && !(-i64::MAX / 2..=i64::MAX / 2).contains(&count) {
-        return Err(CmdError::other("ERR value is out of range"));
+        return Err(CmdError::OutOfRange);
     }
     Ok(Some((count, with_values)))
 }
@@ -306,7 +306,7 @@ pub fn hrandfield(ctx: &mut Ctx) -> CmdResult<Reply> {
     let picks: Vec<usize> = if count < 0 || count == 1 {
         let repeats = count.unsigned_abs();
         if repeats > RANDOM_REPEATS_MAX {
-            return Err(CmdError::other("ERR value is out of range"));
+            return Err(CmdError::OutOfRange);
         }
         (0..repeats)
             .map(|_| rng.random_range(0..pairs.len()))

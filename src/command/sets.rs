@@ -24,13 +24,6 @@ use crate::util::{glob_match, parse_cursor, parse_i64};
 /// tries to send any number and runs out of memory; rlockd refuses.
 pub(super) const RANDOM_REPEATS_MAX: u64 = 10_000_000;
 
-/// A random-member count of -2^63, which has no positive counterpart.
-pub(super) fn count_out_of_range() -> CmdError {
-    CmdError::other(
-        "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
-    )
-}
-
 /// The set at `key` for reading: `None` if absent, WRONGTYPE if not a set.
 fn set_at<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<Option<&'d mut SetValue>> {
     db.get_as(key, |v| match v {
@@ -134,7 +127,7 @@ pub fn scard(ctx: &mut Ctx) -> CmdResult<Reply> {
 fn positive_count(arg: &[u8]) -> CmdResult<u64> {
     parse_i64(arg)
         .and_then(|n| u64::try_from(n).ok())
-        .ok_or_else(|| CmdError::other("ERR value is out of range, must be positive"))
+        .ok_or_else(|| CmdError::NotPositive)
 }
 
 pub fn spop(ctx: &mut Ctx) -> CmdResult<Reply> {
@@ -173,7 +166,7 @@ pub fn srandmember(ctx: &mut Ctx) -> CmdResult<Reply> {
     let count = match ctx.args.get(2) {
         None => None,
         Some(c) => match parse_i64(c).ok_or(CmdError::NotInteger)? {
-            i64::MIN => return Err(count_out_of_range()),
+            i64::MIN => return Err(CmdError::CountOutOfRange),
             n => Some(n),
         },
     };
@@ -190,7 +183,7 @@ pub fn srandmember(ctx: &mut Ctx) -> CmdResult<Reply> {
     let picked = if count < 0 {
         let repeats = count.unsigned_abs();
         if repeats > RANDOM_REPEATS_MAX {
-            return Err(CmdError::other("ERR value is out of range"));
+            return Err(CmdError::OutOfRange);
         }
         (0..repeats).filter_map(|_| set.random(&mut rng)).collect()
     } else if count as u64 >= set.len() as u64 {

@@ -728,7 +728,7 @@ fn zpop(ctx: &mut Ctx, end: ZEnd) -> CmdResult<Reply> {
         Some(c) => {
             let n = parse_i64(c)
                 .and_then(|n| u64::try_from(n).ok())
-                .ok_or_else(|| CmdError::other("ERR value is out of range, must be positive"))?;
+                .ok_or_else(|| CmdError::NotPositive)?;
             Some(usize::try_from(n).unwrap_or(usize::MAX))
         }
         None => None,
@@ -1029,12 +1029,10 @@ pub fn zrandmember(ctx: &mut Ctx) -> CmdResult<Reply> {
         _ => return Err(syntax()),
     };
     if count == Some(i64::MIN) {
-        return Err(CmdError::other(
-            "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
-        ));
+        return Err(CmdError::CountOutOfRange);
     }
     if with_scores && count.is_some_and(|n| n.unsigned_abs() > (i64::MAX / 2) as u64) {
-        return Err(CmdError::other("ERR value is out of range"));
+        return Err(CmdError::OutOfRange);
     }
     let resp3 = ctx.client.protocol == Protocol::Resp3;
     let key = ctx.arg(1).clone();
@@ -1055,7 +1053,7 @@ pub fn zrandmember(ctx: &mut Ctx) -> CmdResult<Reply> {
     let picked = if count < 0 {
         let repeats = count.unsigned_abs();
         if repeats > RANDOM_REPEATS_MAX {
-            return Err(CmdError::other("ERR value is out of range"));
+            return Err(CmdError::OutOfRange);
         }
         (0..repeats)
             .map(|_| all[rng.random_range(0..all.len())].clone())
