@@ -435,6 +435,76 @@ pub fn flush_all(locked: &mut Locked<'_>) -> u64 {
     removed
 }
 
+/// What needs a `Db` of the shards held: one database's view of them, and
+/// SWAPDB, which serves the clients waiting on keys it brought.
+impl<'a> Locked<'a> {
+    /// SWAPDB: databases `a` and `b` trade contents in every shard (the
+    /// plan must hold them all). A WATCH on a key that exists on either
+    /// side is broken, and clients waiting on a key that now holds
+    /// elements are served, as Redis does.
+    pub fn swap_dbs(&mut self, a: usize, b: usize) -> CmdResult<()> {
+        if a == b {
+            return Ok(());
+        }
+        self.note_whole(Some(a), b"FLUSHDB");
+        self.note_whole(Some(b), b"FLUSHDB");
+        if self.journal.is_some() {
+            // Each key's prior state on both sides, so a rolled-back
+            // script puts every key back where it was.
+            let keys: Vec<Bytes> = self
+                .shards()
+                .flat_map(|s| {
+                    [a, b]
+                        .into_iter()
+                        .flat_map(|db| s.dbs[db].iter().map(|n| Bytes::copy_from_slice(n.key())))
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            for key in &keys {
+                self.record(a, key)?;
+                self.record(b, key)?;
+            }
+        }
+        let mut waited = Vec::new();
+        for shard in self.shards() {
+            shard.dbs.swap(a, b);
+            shard.timed.mark(a);
+            shard.timed.mark(b);
+            let dbs = &shard.dbs;
+            for ((wdb, key), flags) in &shard.watched {
+                let wdb = *wdb as usize;
+                if (wdb == a || wdb == b)
+                    && (dbs[a].get(key).is_some() || dbs[b].get(key).is_some())
+                {
+                    flags.iter().for_each(|f| f.mark());
+                }
+            }
+            waited.extend(
+                shard
+                    .blocked
+                    .keys()
+                    .filter(|(db, _)| *db as usize == a || *db as usize == b)
+                    .cloned(),
+            );
+        }
+        if let Some(shard) = self.shards().next() {
+            shard.stats.dirty += 1;
+        }
+        self.note_swapped(a, b);
+        for (db, key) in waited {
+            self.db(db as usize).signal_ready(&key)?;
+        }
+        Ok(())
+    }
+
+    pub fn db(&mut self, index: usize) -> Db<'_, 'a> {
+        Db {
+            locked: self,
+            index,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,12 +3,13 @@
 //! commands wait on each other; the journal that undoes a script's run;
 //! SWAPDB, which must see every shard.
 
+use std::sync::atomic::Ordering;
+
 use bytes::Bytes;
 use parking_lot::MutexGuard;
 
 use super::access::AccessClock;
 use super::aof;
-use super::db::Db;
 use super::journal::{Before, Journal, Prior, Touch, Undo};
 use super::plan::LockPlan;
 use super::shard::Shard;
@@ -44,6 +45,26 @@ impl Drop for Locked<'_> {
         if self.changes.is_some() {
             self.log_changes();
         }
+    }
+}
+
+impl Keyspace {
+    /// Takes the plan's shards in ascending order. Fails with BUSY if one
+    /// of them is held by a script running past the busy threshold.
+    pub fn lock(&self, plan: &LockPlan) -> CmdResult<Locked<'_>> {
+        let mut locked = Locked {
+            ks: self,
+            guards: Vec::new(),
+            now: self.clock.now_ms(),
+            journal: None,
+            ready: Vec::new(),
+            changes: self
+                .logging
+                .load(Ordering::Acquire)
+                .then(aof::Changes::default),
+        };
+        locked.acquire(plan)?;
+        Ok(locked)
     }
 }
 
@@ -204,7 +225,7 @@ impl<'a> Locked<'a> {
         self.guards.iter().map(|(i, _)| *i).collect()
     }
 
-    pub(super) fn acquire(&mut self, plan: &LockPlan) -> CmdResult<()> {
+    fn acquire(&mut self, plan: &LockPlan) -> CmdResult<()> {
         match plan {
             LockPlan::Nothing => Ok(()),
             LockPlan::Shards(ids) => self.acquire_each(ids.iter().copied()),
@@ -280,72 +301,6 @@ impl<'a> Locked<'a> {
 
     pub fn shards(&mut self) -> impl Iterator<Item = &mut Shard> {
         self.guards.iter_mut().map(|(_, g)| &mut **g)
-    }
-
-    /// SWAPDB: databases `a` and `b` trade contents in every shard (the
-    /// plan must hold them all). A WATCH on a key that exists on either
-    /// side is broken, and clients waiting on a key that now holds
-    /// elements are served, as Redis does.
-    pub fn swap_dbs(&mut self, a: usize, b: usize) -> CmdResult<()> {
-        if a == b {
-            return Ok(());
-        }
-        self.note_whole(Some(a), b"FLUSHDB");
-        self.note_whole(Some(b), b"FLUSHDB");
-        if self.journal.is_some() {
-            // Each key's prior state on both sides, so a rolled-back
-            // script puts every key back where it was.
-            let keys: Vec<Bytes> = self
-                .shards()
-                .flat_map(|s| {
-                    [a, b]
-                        .into_iter()
-                        .flat_map(|db| s.dbs[db].iter().map(|n| Bytes::copy_from_slice(n.key())))
-                        .collect::<Vec<_>>()
-                })
-                .collect();
-            for key in &keys {
-                self.record(a, key)?;
-                self.record(b, key)?;
-            }
-        }
-        let mut waited = Vec::new();
-        for shard in self.shards() {
-            shard.dbs.swap(a, b);
-            shard.timed.mark(a);
-            shard.timed.mark(b);
-            let dbs = &shard.dbs;
-            for ((wdb, key), flags) in &shard.watched {
-                let wdb = *wdb as usize;
-                if (wdb == a || wdb == b)
-                    && (dbs[a].get(key).is_some() || dbs[b].get(key).is_some())
-                {
-                    flags.iter().for_each(|f| f.mark());
-                }
-            }
-            waited.extend(
-                shard
-                    .blocked
-                    .keys()
-                    .filter(|(db, _)| *db as usize == a || *db as usize == b)
-                    .cloned(),
-            );
-        }
-        if let Some(shard) = self.shards().next() {
-            shard.stats.dirty += 1;
-        }
-        self.note_swapped(a, b);
-        for (db, key) in waited {
-            self.db(db as usize).signal_ready(&key)?;
-        }
-        Ok(())
-    }
-
-    pub fn db(&mut self, index: usize) -> Db<'_, 'a> {
-        Db {
-            locked: self,
-            index,
-        }
     }
 }
 

@@ -15,7 +15,8 @@
 //! - `dbmap`: one database's keys in one shard and their expiry wheel (the
 //!   crate's model for unsafe code: every block says why it is sound).
 //! - `journal`: what undoes a script's writes.
-//! - `blocked`: clients blocked on keys, and how they are served.
+//! - `blocked`: how clients blocked on keys are served.
+//! - `waiter`: what a blocked client waits for and how its wait ends.
 //! - `events`: keyspace notifications and `EventSink`, where they go.
 //! - `aof`: what a write records in the append-only file (the file itself,
 //!   its rewrite and its replay are in `crate::persist`).
@@ -44,9 +45,9 @@ mod slot;
 mod store;
 mod stream;
 mod value;
+mod waiter;
 mod zset;
 
-pub use blocked::{End, Outcome, StreamWait, Taken, Waiter, Wanted, ZEnd};
 pub use db::{Db, Ttl, flush_all};
 pub use dbmap::Node;
 pub use events::{Event, EventSink};
@@ -61,4 +62,5 @@ pub use slot::{HASH_SLOTS, SHARDS, key_shard, key_slot, slot_shard};
 pub use store::Keyspace;
 pub use stream::{ENTRIES_READ_UNKNOWN, Group, GroupRead, ReadEntry, Stream, StreamId, Trim};
 pub use value::{Entry, HashValue, StrEncoding, StrForm, Value};
+pub use waiter::{End, Outcome, StreamWait, Taken, Waiter, Wanted, ZEnd};
 pub use zset::SortedSet;

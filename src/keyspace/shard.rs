@@ -1,18 +1,22 @@
 //! One shard: its part of every database, with the WATCHes and blocked
 //! clients of its keys and its counters, all behind the shard's one lock.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
 
-use super::blocked;
 use super::dbmap::{DbMap, Node};
 use super::events::{Event, EventSink};
 use super::value::{self, Entry, Value};
+use super::waiter::Waiter;
 use crate::expiry::alarm::ExpiryAlarm;
 
 pub(super) type Map<K, V> = hashbrown::HashMap<K, V, foldhash::fast::RandomState>;
+
+/// The waiters of one shard's keys, by (database, key), oldest first.
+pub(super) type WaiterQueues = Map<(u32, Bytes), VecDeque<Arc<Waiter>>>;
 
 /// A client's WATCH on keys: set when any watched key is modified.
 #[derive(Debug, Default)]
@@ -71,7 +75,7 @@ pub struct Shard {
     alarm: Arc<ExpiryAlarm>,
     index: usize,
     pub(super) watched: Map<(u32, Bytes), Vec<Arc<WatchFlag>>>,
-    pub(super) blocked: blocked::WaiterQueues,
+    pub(super) blocked: WaiterQueues,
     pub stats: ShardStats,
 }
 

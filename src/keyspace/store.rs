@@ -7,11 +7,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::{Mutex, MutexGuard};
 
-use super::aof;
 use super::events::{EventSink, NoEvents};
 use super::limits::{self, EncodingLimits};
-use super::locked::Locked;
-use super::plan::LockPlan;
 use super::shard::Shard;
 use super::slot::SHARDS;
 use crate::clock::Clock;
@@ -154,24 +151,6 @@ impl Keyspace {
         &self.clock
     }
 
-    /// Takes the plan's shards in ascending order. Fails with BUSY if one
-    /// of them is held by a script running past the busy threshold.
-    pub fn lock(&self, plan: &LockPlan) -> CmdResult<Locked<'_>> {
-        let mut locked = Locked {
-            ks: self,
-            guards: Vec::new(),
-            now: self.clock.now_ms(),
-            journal: None,
-            ready: Vec::new(),
-            changes: self
-                .logging
-                .load(Ordering::Acquire)
-                .then(aof::Changes::default),
-        };
-        locked.acquire(plan)?;
-        Ok(locked)
-    }
-
     pub(super) fn lock_shard(&self, idx: usize) -> CmdResult<MutexGuard<'_, Shard>> {
         if let Some(guard) = self.shards[idx].try_lock() {
             return Ok(guard);
@@ -239,7 +218,7 @@ impl Keyspace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::keyspace::{Ttl, Value, key_shard};
+    use crate::keyspace::{LockPlan, Ttl, Value, key_shard};
     use bytes::Bytes;
 
     #[test]
