@@ -182,9 +182,7 @@ pub fn hincrby(ctx: &mut Ctx) -> CmdResult<Reply> {
 
 /// HSET and HMSET change the field of each field-value pair.
 pub fn touches_pairs(args: &[Bytes]) -> Option<Touch<'_>> {
-    Some(Touch::Members(
-        args.get(2..)?.iter().step_by(2).map(|f| &f[..]).collect(),
-    ))
+    Some(Touch::pairs(args.get(2..)?))
 }
 
 pub fn hincrbyfloat(ctx: &mut Ctx) -> CmdResult<Reply> {

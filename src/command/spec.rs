@@ -23,14 +23,12 @@ pub type Toucher = fn(&[Bytes]) -> Option<Touch<'_>>;
 
 /// The members listed after the key (HDEL, SADD, SREM, ZREM).
 pub fn touches_listed(args: &[Bytes]) -> Option<Touch<'_>> {
-    Some(Touch::Members(
-        args.get(2..)?.iter().map(|m| &m[..]).collect(),
-    ))
+    Some(Touch::each(args.get(2..)?))
 }
 
 /// The one field after the key (HSETNX, HINCRBY, HINCRBYFLOAT).
 pub fn touches_first(args: &[Bytes]) -> Option<Touch<'_>> {
-    Some(Touch::Members(vec![args.get(2)?]))
+    Some(Touch::each(args.get(2..3)?))
 }
 
 /// Command flags, in the order Redis lists them in COMMAND INFO.

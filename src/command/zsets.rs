@@ -196,19 +196,12 @@ pub fn touches_zadd(args: &[Bytes]) -> Option<Touch<'_>> {
         .iter()
         .take_while(|a| ZADD_OPTIONS.iter().any(|o| a.eq_ignore_ascii_case(o)))
         .count();
-    Some(Touch::Members(
-        rest[options..]
-            .iter()
-            .skip(1)
-            .step_by(2)
-            .map(|m| &m[..])
-            .collect(),
-    ))
+    Some(Touch::pairs(rest.get(options + 1..).unwrap_or_default()))
 }
 
 /// ZINCRBY changes its one member, after the increment.
 pub fn touches_zincrby(args: &[Bytes]) -> Option<Touch<'_>> {
-    Some(Touch::Members(vec![args.get(3)?]))
+    Some(Touch::each(args.get(3..4)?))
 }
 
 fn zadd_generic(ctx: &mut Ctx, mut at: usize, mut incr: bool) -> CmdResult<Reply> {

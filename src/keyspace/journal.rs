@@ -20,8 +20,10 @@ use super::{EncodingLimits, Entry, HashValue, SetValue, SortedSet, Value};
 /// The part of its key (the command's first argument) a command may
 /// change, named from its arguments before it runs.
 pub enum Touch<'a> {
-    /// These hash fields, set members or sorted set members.
-    Members(Vec<&'a [u8]>),
+    /// Hash fields, set members or sorted set members: every `step`th of
+    /// `args`, from the first (the command's line, borrowed: naming them
+    /// allocates nothing).
+    Members { args: &'a [Bytes], step: usize },
     /// `count` elements pushed onto one end of a list.
     Pushed { front: bool, count: usize },
     /// Up to `count` elements popped from one end of a list.
@@ -32,23 +34,37 @@ pub enum Touch<'a> {
     Nothing,
 }
 
+impl<'a> Touch<'a> {
+    /// Each of `args` (HDEL, SADD, ZREM…).
+    pub fn each(args: &'a [Bytes]) -> Touch<'a> {
+        Touch::Members { args, step: 1 }
+    }
+
+    /// The first of each pair in `args` (HSET's fields).
+    pub fn pairs(args: &'a [Bytes]) -> Touch<'a> {
+        Touch::Members { args, step: 2 }
+    }
+}
+
 /// A key's state before a change.
 pub(super) enum Prior {
     /// All of it: the entry, or `None` where there was no key.
     Whole(Option<Entry>),
-    /// Only what one command changed, with what it takes to make the key
-    /// again if the command emptied (and so deleted) it.
+    /// One member or end of a collection, with what it takes to make the
+    /// key again if the command emptied (and so deleted) it.
     Part { expire_at: Option<u64>, undo: Undo },
 }
 
-/// How to put back what one command changed in a collection.
+/// How to put back one thing a command changed in a collection: one record
+/// per member, so that the common change of one member allocates nothing
+/// beyond the prior value's copy.
 pub(super) enum Undo {
-    /// Each field's prior value (`None`: it was absent).
-    Fields(Vec<(Bytes, Option<Bytes>)>),
-    /// Whether each member was in the set.
-    Members(Vec<(Bytes, bool)>),
-    /// Each member's prior score.
-    Scores(Vec<(Bytes, Option<f64>)>),
+    /// A field's prior value (`None`: it was absent).
+    Field(Bytes, Option<Bytes>),
+    /// Whether a member was in the set.
+    Member(Bytes, bool),
+    /// A member's prior score.
+    Score(Bytes, Option<f64>),
     /// Take `count` elements off one end again.
     Unpush { front: bool, count: usize },
     /// Put these elements back on one end, in list order.
@@ -57,43 +73,42 @@ pub(super) enum Undo {
     Reset { index: usize, item: Bytes },
 }
 
-/// What the journal must keep before a touching command runs.
+/// What the journal must do before a touching command runs.
 pub(super) enum Before {
-    Part(Undo),
-    /// The command cannot change the key (it holds another kind of value,
-    /// or the index is out of range): nothing to keep.
-    Unchanged,
+    /// The undo records were kept: none where the command cannot change
+    /// the key (it holds another kind of value, or the index is out of
+    /// range).
+    Kept,
     /// Keep a copy: the value is compact, so the copy is small, and its
     /// encoding comes back with it.
     Copy,
 }
 
 impl Undo {
-    /// What undoes `touch` on `value`, read before the command runs.
-    pub(super) fn before(value: &Value, touch: &Touch) -> Before {
-        let owned = |m: &&[u8]| Bytes::copy_from_slice(m);
+    /// Hands `keep` what undoes `touch` on `value`, read before the command
+    /// runs, oldest first.
+    pub(super) fn before(value: &Value, touch: &Touch, mut keep: impl FnMut(Undo)) -> Before {
         match (value, touch) {
-            (Value::Hash(hash), Touch::Members(fields)) if !hash.is_listpack() => {
-                Before::Part(Undo::Fields(
-                    fields
-                        .iter()
-                        .map(|f| (owned(f), hash.get(f).map(Bytes::copy_from_slice)))
-                        .collect(),
-                ))
+            (Value::Hash(hash), Touch::Members { args, step }) if !hash.is_listpack() => {
+                for field in args.iter().step_by((*step).max(1)) {
+                    let prior = hash.get(field).map(Bytes::copy_from_slice);
+                    keep(Undo::Field(field.clone(), prior));
+                }
             }
-            (Value::Set(set), Touch::Members(members)) if !set.is_intset() => {
-                Before::Part(Undo::Members(
-                    members
-                        .iter()
-                        .map(|m| (owned(m), set.contains(m)))
-                        .collect(),
-                ))
+            (Value::Set(set), Touch::Members { args, step }) if !set.is_intset() => {
+                for member in args.iter().step_by((*step).max(1)) {
+                    keep(Undo::Member(member.clone(), set.contains(member)));
+                }
             }
-            (Value::ZSet(zset), Touch::Members(members)) if !zset.is_compact() => Before::Part(
-                Undo::Scores(members.iter().map(|m| (owned(m), zset.score(m))).collect()),
-            ),
-            (Value::Hash(_) | Value::Set(_) | Value::ZSet(_), Touch::Members(_)) => Before::Copy,
-            (Value::List(_), Touch::Pushed { front, count }) => Before::Part(Undo::Unpush {
+            (Value::ZSet(zset), Touch::Members { args, step }) if !zset.is_compact() => {
+                for member in args.iter().step_by((*step).max(1)) {
+                    keep(Undo::Score(member.clone(), zset.score(member)));
+                }
+            }
+            (Value::Hash(_) | Value::Set(_) | Value::ZSet(_), Touch::Members { .. }) => {
+                return Before::Copy;
+            }
+            (Value::List(_), Touch::Pushed { front, count }) => keep(Undo::Unpush {
                 front: *front,
                 count: *count,
             }),
@@ -104,10 +119,10 @@ impl Undo {
                 } else {
                     list.len() - taken..list.len()
                 };
-                Before::Part(Undo::Repush {
+                keep(Undo::Repush {
                     front: *front,
                     items: list.range(range).cloned().collect(),
-                })
+                });
             }
             (Value::List(list), Touch::Index(index)) => {
                 let at = if *index < 0 {
@@ -115,28 +130,28 @@ impl Undo {
                 } else {
                     *index
                 };
-                match usize::try_from(at)
+                if let Some((index, item)) = usize::try_from(at)
                     .ok()
                     .and_then(|at| Some((at, list.get(at)?)))
                 {
-                    Some((index, item)) => Before::Part(Undo::Reset {
+                    keep(Undo::Reset {
                         index,
                         item: item.clone(),
-                    }),
-                    None => Before::Unchanged,
+                    });
                 }
             }
-            _ => Before::Unchanged,
+            _ => {}
         }
+        Before::Kept
     }
 
     /// An empty value of the kind this undoes changes to, for a key the
     /// change emptied: large encodings only, as the value had.
     pub(super) fn empty_value(&self) -> Value {
         match self {
-            Undo::Fields(_) => Value::Hash(HashValue::empty_hashtable()),
-            Undo::Members(_) => Value::Set(Box::new(SetValue::Table(Default::default()))),
-            Undo::Scores(_) => Value::ZSet(Box::new(SortedSet::empty_skiplist())),
+            Undo::Field(..) => Value::Hash(HashValue::empty_hashtable()),
+            Undo::Member(..) => Value::Set(Box::new(SetValue::Table(Default::default()))),
+            Undo::Score(..) => Value::ZSet(Box::new(SortedSet::empty_skiplist())),
             Undo::Unpush { .. } | Undo::Repush { .. } | Undo::Reset { .. } => {
                 Value::List(VecDeque::new())
             }
@@ -147,38 +162,23 @@ impl Undo {
     /// a later undo (applied first) gave the key back its kind.
     pub(super) fn apply(self, value: &mut Value, limits: &EncodingLimits) {
         match (self, value) {
-            (Undo::Fields(fields), Value::Hash(hash)) => {
-                for (field, prior) in fields.into_iter().rev() {
-                    match prior {
-                        Some(v) => {
-                            hash.insert(&field, &v, limits);
-                        }
-                        None => {
-                            hash.remove(&field);
-                        }
-                    }
-                }
+            (Undo::Field(field, Some(prior)), Value::Hash(hash)) => {
+                hash.insert(&field, &prior, limits);
             }
-            (Undo::Members(members), Value::Set(set)) => {
-                for (member, was) in members.into_iter().rev() {
-                    if was {
-                        set.insert(&member, limits);
-                    } else {
-                        set.remove(&member);
-                    }
-                }
+            (Undo::Field(field, None), Value::Hash(hash)) => {
+                hash.remove(&field);
             }
-            (Undo::Scores(members), Value::ZSet(zset)) => {
-                for (member, prior) in members.into_iter().rev() {
-                    match prior {
-                        Some(score) => {
-                            zset.insert(member, score, limits);
-                        }
-                        None => {
-                            zset.remove(&member);
-                        }
-                    }
-                }
+            (Undo::Member(member, true), Value::Set(set)) => {
+                set.insert(&member, limits);
+            }
+            (Undo::Member(member, false), Value::Set(set)) => {
+                set.remove(&member);
+            }
+            (Undo::Score(member, Some(score)), Value::ZSet(zset)) => {
+                zset.insert(member, score, limits);
+            }
+            (Undo::Score(member, None), Value::ZSet(zset)) => {
+                zset.remove(&member);
             }
             (Undo::Unpush { front, count }, Value::List(list)) => {
                 let keep = list.len().saturating_sub(count);

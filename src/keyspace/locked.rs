@@ -196,27 +196,25 @@ impl<'a> Locked<'a> {
             return Ok(());
         }
         let now = self.now;
-        let shard = self.shard(key_shard(key))?;
-        let live = shard.dbs[db].get(key).filter(|n| !n.is_expired(now));
-        let prior = match live {
-            None => Some(Prior::Whole(None)),
-            Some(node) => match Undo::before(&node.entry().value, touch) {
-                Before::Part(undo) => Some(Prior::Part {
-                    expire_at: node.expire_at(),
-                    undo,
-                }),
-                Before::Unchanged => None,
-                Before::Copy => {
-                    self.journal_next(true);
-                    return Ok(());
-                }
-            },
-        };
+        let pos = self.take_shard(key_shard(key))?;
+        let live = self.guards[pos].1.dbs[db]
+            .get(key)
+            .filter(|n| !n.is_expired(now));
         let journal = self.journal.as_mut().expect("checked above");
-        if let Some(prior) = prior {
-            journal.push(db, key.clone(), prior);
-        }
-        journal.recording = false;
+        let before = match live {
+            None => {
+                journal.push(db, key.clone(), Prior::Whole(None));
+                Before::Kept
+            }
+            Some(node) => {
+                let expire_at = node.expire_at();
+                Undo::before(&node.entry().value, touch, |undo| {
+                    journal.push(db, key.clone(), Prior::Part { expire_at, undo });
+                })
+            }
+        };
+        // A compact value is copied whole by the command's own lookups.
+        journal.recording = matches!(before, Before::Copy);
         Ok(())
     }
 
@@ -266,8 +264,14 @@ impl<'a> Locked<'a> {
     /// safe above every shard already held (ascending order); below that
     /// the lock is only tried, never waited for.
     pub(super) fn shard(&mut self, idx: usize) -> CmdResult<&mut Shard> {
-        let pos = match self.guards.binary_search_by_key(&idx, |(i, _)| *i) {
-            Ok(pos) => pos,
+        let pos = self.take_shard(idx)?;
+        Ok(&mut self.guards[pos].1)
+    }
+
+    /// Where the shard's guard is in `guards`, taking it as `shard` does.
+    fn take_shard(&mut self, idx: usize) -> CmdResult<usize> {
+        match self.guards.binary_search_by_key(&idx, |(i, _)| *i) {
+            Ok(pos) => Ok(pos),
             Err(pos) => {
                 let mutex = &self.ks.shards[idx];
                 let guard = if pos == self.guards.len() {
@@ -276,10 +280,9 @@ impl<'a> Locked<'a> {
                     mutex.try_lock().ok_or(CmdError::ShardBusy)?
                 };
                 self.guards.insert(pos, (idx, guard));
-                pos
+                Ok(pos)
             }
-        };
-        Ok(&mut self.guards[pos].1)
+        }
     }
 
     /// Runs `read` over the live keys of database `db` in one hash slot,

@@ -14,7 +14,7 @@ use std::os::raw::c_int;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::Ordering;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 use super::convert::{push_error_table, push_reply, render_errors};
 use super::stack::{Activation, Kind, Stack, State};
@@ -53,7 +53,7 @@ fn raise_at_caller(stack: Stack) -> ! {
 /// Called by Lua only, as `redis.acl_check_cmd`: whether the script's user
 /// may run the command line given, which is not run.
 pub unsafe extern "C-unwind" fn acl_check_cmd(state: *mut State) -> c_int {
-    // SAFETY: Lua called this with `state`. The closure gives `argv` back
+    // SAFETY: Lua called this with `state`. The closure gives the line back
     // to the scope, and `verdict` holds only static bytes, so nothing this
     // frame owns is skipped when `raise_at_caller` raises. With the stack
     // emptied, the boolean or the error table fits in the slots Lua gives
@@ -64,19 +64,20 @@ pub unsafe extern "C-unwind" fn acl_check_cmd(state: *mut State) -> c_int {
         let Some(scope) = scope else {
             return Err(b"ERR redis.acl_check_cmd outside of a script run".as_slice());
         };
-        let mut argv = std::mem::take(&mut scope.line);
-        let verdict = if !read_args(stack, nargs, &mut argv) {
+        let mut line = std::mem::take(&mut scope.line);
+        let args_ok = line.read(stack, nargs);
+        let argv = &line.argv;
+        let verdict = if !args_ok {
             Err(b"ERR Lua redis lib command arguments must be strings or integers".as_slice())
         } else if argv.is_empty() {
             Err(b"ERR Please specify at least one argument for this redis lib call".as_slice())
         } else {
             scope
                 .host
-                .acl_permits(&argv)
+                .acl_permits(argv)
                 .ok_or(b"ERR Invalid command passed to redis.acl_check_cmd()".as_slice())
         };
-        argv.clear();
-        scope.line = argv;
+        scope.line = line;
         verdict
     });
     stack.set_top(0);
@@ -230,8 +231,9 @@ fn call_onto_stack(stack: Stack) -> bool {
 /// out of Lua, which cannot unwind.
 fn run_command(stack: Stack, nargs: c_int, scope: &mut CallScope) {
     let ran = catch_unwind(AssertUnwindSafe(|| {
-        let mut argv = std::mem::take(&mut scope.line);
-        let args_ok = read_args(stack, nargs, &mut argv);
+        let mut line = std::mem::take(&mut scope.line);
+        let args_ok = line.read(stack, nargs);
+        let argv = &line.argv;
         let mut reply = if !args_ok {
             Reply::Error(CmdError::other(
                 "ERR Lua redis lib command arguments must be strings or integers",
@@ -241,12 +243,11 @@ fn run_command(stack: Stack, nargs: c_int, scope: &mut CallScope) {
                 "ERR Please specify at least one argument for this redis lib call",
             ))
         } else {
-            scope.host.call(&argv, scope.resp3, scope.run)
+            scope.host.call(argv, scope.resp3, scope.run)
         };
         render_errors(&mut reply);
         scope.reply = reply;
-        argv.clear();
-        scope.line = argv;
+        scope.line = line;
     }));
     if let Err(panic) = ran {
         scope.reply = Reply::Error(CmdError::other("ERR the command panicked"));
@@ -254,21 +255,52 @@ fn run_command(stack: Stack, nargs: c_int, scope: &mut CallScope) {
     }
 }
 
-/// The call's arguments (`nargs`, the stack's height on entry) as a
-/// command line. Answers false if one is neither a string nor a number.
-/// Nothing here may raise, as `argv` is owned by a frame that a `longjmp`
-/// would skip: a string is read as it is (no conversion, no allocation),
-/// and a number read as a number.
-fn read_args(stack: Stack, nargs: c_int, argv: &mut Vec<Bytes>) -> bool {
-    argv.clear();
-    for idx in 1..=nargs {
-        let arg = match stack.kind(idx) {
-            Kind::String => Bytes::copy_from_slice(stack.to_bytes(idx).unwrap_or_default()),
-            // Lua 5.1 numbers are doubles; Redis prints them with %.17g.
-            Kind::Number => Bytes::from(format_double(stack.to_number(idx))),
-            _ => return false,
-        };
-        argv.push(arg);
-    }
-    true
+/// The command line of the call in progress, its buffers kept between
+/// calls of one run.
+#[derive(Default)]
+pub(super) struct CallLine {
+    argv: Vec<Bytes>,
+    /// The arguments' bytes, each argument a piece of it: a line costs one
+    /// allocation, or none once the last line's pieces are all dropped,
+    /// where a buffer per argument cost one each; and a command that keeps
+    /// an argument (the undo journal keeps the members it changes) takes
+    /// a reference rather than a copy.
+    bytes: BytesMut,
 }
+
+impl CallLine {
+    /// Reads the call's arguments (`nargs`, the stack's height on entry).
+    /// Answers false if one is neither a string nor a number. Nothing here
+    /// may raise, as the line is owned by a frame that a `longjmp` would
+    /// skip: a string is read as it is (no conversion), and a number read
+    /// as a number.
+    fn read(&mut self, stack: Stack, nargs: c_int) -> bool {
+        self.argv.clear();
+        let mut size = 0;
+        for idx in 1..=nargs {
+            size += match stack.kind(idx) {
+                Kind::String => stack.to_bytes(idx).map_or(0, <[u8]>::len),
+                Kind::Number => NUMBER_LEN,
+                _ => return false,
+            };
+        }
+        // One reservation for the line: growing the buffer while pieces of
+        // it are held would allocate anew.
+        self.bytes.reserve(size);
+        for idx in 1..=nargs {
+            if stack.kind(idx) == Kind::String {
+                let text = stack.to_bytes(idx).unwrap_or_default();
+                self.bytes.extend_from_slice(text);
+            } else {
+                // Lua 5.1 numbers are doubles; Redis prints them with %.17g.
+                let text = format_double(stack.to_number(idx));
+                self.bytes.extend_from_slice(text.as_bytes());
+            }
+            self.argv.push(self.bytes.split().freeze());
+        }
+        true
+    }
+}
+
+/// The longest number %.17g prints (`-1.2345678901234567e-308`).
+const NUMBER_LEN: usize = 24;

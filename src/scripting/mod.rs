@@ -27,6 +27,7 @@ use parking_lot::Mutex;
 
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
+use crate::util::stripe;
 use convert::lua_to_reply;
 
 const PRELUDE: &str = include_str!("prelude.lua");
@@ -145,6 +146,8 @@ fn release_worker() {
 pub struct Vm {
     lua: Lua,
     generation: u64,
+    /// The thread that last ran it (`util::stripe::index`).
+    home: usize,
     functions: HashMap<String, Function, foldhash::fast::RandomState>,
     ctx: Table,
     env: Table,
@@ -251,6 +254,7 @@ impl Vm {
         Ok(Vm {
             lua,
             generation,
+            home: stripe::index(),
             functions: HashMap::default(),
             ctx,
             env,
@@ -504,9 +508,7 @@ struct CallScope<'s> {
     /// The script's KEYS and ARGV.
     keys: &'s [Bytes],
     args: &'s [Bytes],
-    /// The command line of the call in progress, its buffer kept between
-    /// calls.
-    line: Vec<Bytes>,
+    line: call::CallLine,
     /// The reply of the call in progress, until it is on the Lua stack.
     reply: Reply,
     /// A command that panicked: resumed once the run is out of Lua.
@@ -675,16 +677,23 @@ impl ScriptEngine {
         self.pool.lock().iter().map(|vm| vm.lua.used_memory()).sum()
     }
 
-    /// A Lua state for one run, from the pool or new.
+    /// A Lua state for one run, from the pool or new: the one this thread
+    /// ran last where it is idle. A state's heap is tens of cache lines
+    /// that a run reads and writes; one that moves to another core with
+    /// each run (clients of one hot key served by every worker) spends
+    /// more time fetching them than running the script.
     pub fn take_vm(&self) -> CmdResult<Vm> {
         let generation = self.bodies.generation();
         let mut pool = self.pool.lock();
-        while let Some(vm) = pool.pop() {
-            if vm.generation == generation {
-                // The last run's cjson settings stay with it.
-                libs::cjson::reset(&vm.lua);
-                return Ok(vm);
-            }
+        pool.retain(|vm| vm.generation == generation);
+        let home = stripe::index();
+        let mine = pool.iter().rposition(|vm| vm.home == home);
+        if let Some(at) = mine.or(pool.len().checked_sub(1)) {
+            let vm = pool.swap_remove(at);
+            drop(pool);
+            // The last run's cjson settings stay with it.
+            libs::cjson::reset(&vm.lua);
+            return Ok(vm);
         }
         drop(pool);
         let vm = Vm::new(generation)
@@ -696,12 +705,13 @@ impl ScriptEngine {
     /// Gives a state back after a run. One left holding much of its heap
     /// (a script ran out of memory) is collected, and dropped if that does
     /// not free it.
-    pub fn put_vm(&self, vm: Vm, heap_limit: usize) {
+    pub fn put_vm(&self, mut vm: Vm, heap_limit: usize) {
         let half = heap_limit / 2;
         if vm.lua.used_memory() > half {
             let _ = vm.lua.gc_collect();
         }
         if vm.lua.used_memory() <= half && vm.generation == self.bodies.generation() {
+            vm.home = stripe::index();
             self.pool.lock().push(vm);
         }
     }
@@ -758,7 +768,7 @@ impl ScriptEngine {
             resp3: false,
             keys,
             args: argv,
-            line: Vec::new(),
+            line: Default::default(),
             reply: Reply::Nil,
             panic: None,
         };
