@@ -17,7 +17,7 @@ const LAYERS: &[&[&str]] = &[
     &["context"],
     &["scripting", "pubsub"],
     &["cluster", "config"],
-    &["peer"],
+    &["client_handle"],
     &["keyspace"],
     &["expiry", "persist"],
     &["protocol", "clock"],
