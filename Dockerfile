@@ -4,7 +4,6 @@ WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY src ./src
 COPY benches ./benches
-COPY conformance/scripts ./conformance/scripts
 COPY pgo ./pgo
 # Statically linked (glibc's crt-static) and link-time optimised: the image
 # needs no libraries, and less code is touched at start-up. A static binary

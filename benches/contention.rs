@@ -27,8 +27,8 @@ use std::time::{Duration, Instant};
 
 use support::{Conn, Reply, Server, knob, median, percentile, start_servers};
 
-const LOCK_LUA: &str = include_str!("../conformance/scripts/seed002_lock.lua");
-const UNLOCK_LUA: &str = include_str!("../conformance/scripts/seed002_unlock.lua");
+const LOCK_LUA: &str = include_str!("../src/command/scripting/lock_scripts/redisson_lock.lua");
+const UNLOCK_LUA: &str = include_str!("../src/command/scripting/lock_scripts/redisson_unlock.lua");
 const NAME: &str = "contended";
 const CHANNEL: &str = "redisson_lock__channel:{contended}";
 /// The longest a refused client waits for a wake-up before trying again.

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use support::{Conn, Reply, Server, encode, knob, start_servers};
 
-const LOCK_LUA: &str = include_str!("../conformance/scripts/seed002_lock.lua");
+const LOCK_LUA: &str = include_str!("../src/command/scripting/lock_scripts/redisson_lock.lua");
 const OWNER: &str = "8743c9c0-0795-4907-87fd-6c719a6b4586:1";
 
 /// Sends every command of `lines` in one write, then reads the replies.

@@ -2,7 +2,7 @@
 //! instructions rather than timed: both run under `valgrind
 //! --tool=callgrind`, which counts every instruction of every thread the
 //! same way on a quiet or a busy machine. One client takes and releases
-//! Redisson locks (EVALSHA of `seed002_lock.lua` and `seed002_unlock.lua`)
+//! Redisson locks (EVALSHA of `redisson_lock.lua` and `redisson_unlock.lua`)
 //! over a real socket. Each server runs twice, with a short and a long
 //! workload; the difference divided by the extra pairs is the cost of one
 //! lock+unlock pair, start-up and shut-down cancelled out.
@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 
 use support::{Conn, Reply, free_port, knob, rlockd_binary};
 
-const LOCK_LUA: &str = include_str!("../conformance/scripts/seed002_lock.lua");
-const UNLOCK_LUA: &str = include_str!("../conformance/scripts/seed002_unlock.lua");
+const LOCK_LUA: &str = include_str!("../src/command/scripting/lock_scripts/redisson_lock.lua");
+const UNLOCK_LUA: &str = include_str!("../src/command/scripting/lock_scripts/redisson_unlock.lua");
 const OWNER: &str = "8743c9c0-0795-4907-87fd-6c719a6b4586:1";
 /// Pairs in the short run.
 const BASE_PAIRS: usize = 200;

@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 
 use support::{Conn, Reply, knob, median, start_servers};
 
-const LOCK_LUA: &str = include_str!("../conformance/scripts/seed002_lock.lua");
-const UNLOCK_LUA: &str = include_str!("../conformance/scripts/seed002_unlock.lua");
+const LOCK_LUA: &str = include_str!("../src/command/scripting/lock_scripts/redisson_lock.lua");
+const UNLOCK_LUA: &str = include_str!("../src/command/scripting/lock_scripts/redisson_unlock.lua");
 const LOCK: &str = "{bench-lock}";
 const CHANNEL: &str = "redisson_lock__channel:{bench-lock}";
 const COUNTER: &str = "{bench-lock}:counter";

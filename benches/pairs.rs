@@ -1,6 +1,6 @@
 //! Uncontended Redisson lock+unlock pairs, `redis-server` versus `rlockd`
 //! side by side: each client takes and releases a lock of its own
-//! (EVALSHA of `seed002_lock.lua` then `seed002_unlock.lua`) as fast as
+//! (EVALSHA of `redisson_lock.lua` then `redisson_unlock.lua`) as fast as
 //! it can. Reported per client count: pairs/s, lock latency p50/p99, and
 //! the server's CPU time per pair (user + system, from /proc, and the
 //! system part alone), then rlockd / redis. Each lock round is followed by
@@ -29,8 +29,8 @@ use support::{
     start_servers,
 };
 
-const LOCK_LUA: &str = include_str!("../conformance/scripts/seed002_lock.lua");
-const UNLOCK_LUA: &str = include_str!("../conformance/scripts/seed002_unlock.lua");
+const LOCK_LUA: &str = include_str!("../src/command/scripting/lock_scripts/redisson_lock.lua");
+const UNLOCK_LUA: &str = include_str!("../src/command/scripting/lock_scripts/redisson_unlock.lua");
 
 fn sha(conn: &mut Conn, script: &str) -> io::Result<String> {
     match conn.cmd(&["SCRIPT", "LOAD", script])? {

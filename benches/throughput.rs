@@ -78,9 +78,10 @@ impl Workload {
     }
 }
 
-/// The seed documents' lock and unlock scripts, from the conformance corpus.
-const LOCK_LUA: &str = include_str!("../conformance/scripts/seed002_lock.lua");
-const UNLOCK_LUA: &str = include_str!("../conformance/scripts/seed000_unlock.lua");
+/// Redisson's lock script and the dlock client's unlock script, as the
+/// server runs them natively.
+const LOCK_LUA: &str = include_str!("../src/command/scripting/lock_scripts/redisson_lock.lua");
+const UNLOCK_LUA: &str = include_str!("../src/command/scripting/lock_scripts/dlock_unlock.lua");
 
 /// Everything the bench knows how to run, in run order (SET comes before GET
 /// so GET finds keys). Adding a workload is one entry here.

@@ -11,6 +11,7 @@ use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::client_handle::ClientHandle;
 use crate::command::pubsub::forget_subscriptions;
 use crate::command::{dispatch, forget_transaction, replicates};
 use crate::context::Client;
@@ -18,7 +19,6 @@ use crate::context::Shared;
 use crate::context::client::Blocked;
 use crate::error::CmdError;
 use crate::keyspace::{LockPlan, Outcome};
-use crate::peer::ClientHandle;
 use crate::protocol::{Protocol, Reply, RequestParser};
 use crate::pubsub::tracking::Scope;
 use crate::pubsub::{Mailbox, MailboxReceiver, write_frame};

@@ -27,7 +27,7 @@
 //!   channels, MONITOR and client-side caching's invalidations.
 //! - `cluster`: answering as a one-node Redis Cluster. `config`: each
 //!   directive, declared once.
-//! - `peer`: what the server shares about one connected client.
+//! - `client_handle`: what the server shares about one connected client.
 //! - `keyspace`: the data: shards and their locks, databases, values,
 //!   deadlines, blocked clients, keyspace events (its own doc maps it).
 //! - `expiry`: the timing wheels deadlines are filed in, and their alarm.
@@ -44,6 +44,7 @@
 //! it will get a module of its own, placed in this order and in
 //! `tests/layers.rs`.
 
+pub mod client_handle;
 pub mod clock;
 pub mod cluster;
 pub mod command;
@@ -55,7 +56,6 @@ pub mod expiry;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod keyspace;
-pub mod peer;
 pub mod persist;
 pub mod protocol;
 pub mod pubsub;

@@ -399,7 +399,7 @@ fn seed_cpp_client() {
         Ok(binary) => binary,
         Err(why) => return skip(test, why),
     };
-    let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/scripts");
+    let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/command/scripting/lock_scripts");
     let make = |_: &Target, ports: &[u16], _control: u16| {
         let mut command = Command::new(binary);
         command.arg(ports[0].to_string()).arg(&scripts);

@@ -189,8 +189,12 @@ fn parse_case_file(text: &str) -> Result<Vec<Step>, String> {
     Ok(steps)
 }
 
-/// `@lua:NAME` stands for the text of `conformance/scripts/NAME`, and
-/// `@sha:NAME` for its SHA1, so that scripts live in the corpus verbatim.
+/// Where `@lua:` names are found: the corpus's own scripts, then the lock
+/// scripts the server runs natively, kept once beside their native runs.
+const SCRIPT_DIRS: [&str; 2] = ["conformance/scripts", "src/command/scripting/lock_scripts"];
+
+/// `@lua:NAME` stands for the text of the script NAME in `SCRIPT_DIRS`,
+/// and `@sha:NAME` for its SHA1, so that scripts are kept verbatim.
 fn script_placeholder(arg: Vec<u8>) -> Result<Vec<u8>, String> {
     let text = String::from_utf8_lossy(&arg);
     let (kind, name) = match (text.strip_prefix("@lua:"), text.strip_prefix("@sha:")) {
@@ -198,10 +202,11 @@ fn script_placeholder(arg: Vec<u8>) -> Result<Vec<u8>, String> {
         (_, Some(name)) => ("sha", name),
         _ => return Ok(arg),
     };
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("conformance/scripts")
-        .join(name);
-    let body = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let body = SCRIPT_DIRS
+        .iter()
+        .find_map(|dir| std::fs::read(root.join(dir).join(name)).ok())
+        .ok_or_else(|| format!("no script {name} in {SCRIPT_DIRS:?}"))?;
     Ok(match kind {
         "lua" => body,
         _ => rlockd::scripting::sha1_hex(&body).into_bytes(),

@@ -10,7 +10,7 @@ use redis::Value;
 use rlockd::Config;
 use rlockd::server::{LockKind, LockOwner};
 
-const LOCK_SCRIPT: &str = include_str!("../conformance/scripts/seed000_lock.lua");
+const LOCK_SCRIPT: &str = include_str!("../src/command/scripting/lock_scripts/dlock_lock.lua");
 
 fn text(v: &Value) -> String {
     match v {

@@ -539,18 +539,18 @@ fn mutex_worker() {
         port.to_string_lossy(),
         kind.protocol()
     );
-    let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/scripts");
-    let script = |name: &str| {
-        redis::Script::new(&std::fs::read_to_string(scripts.join(name)).expect("seed script"))
-    };
     let mut locker = Locker {
         kind,
         con: redis::Client::open(url.as_str())
             .and_then(|c| c.get_connection())
             .expect("worker connects"),
         unlock: redis::Script::new(UNLOCK_SCRIPT),
-        hash_lock: script("seed000_lock.lua"),
-        hash_unlock: script("seed000_unlock.lua"),
+        hash_lock: redis::Script::new(include_str!(
+            "../src/command/scripting/lock_scripts/dlock_lock.lua"
+        )),
+        hash_unlock: redis::Script::new(include_str!(
+            "../src/command/scripting/lock_scripts/dlock_unlock.lua"
+        )),
     };
     let info: String = redis::cmd("CLIENT")
         .arg("INFO")

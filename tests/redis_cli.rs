@@ -582,8 +582,9 @@ fn interactive_session_matches_redis() {
 // `monitor` in an interactive redis-cli while another client takes and
 // releases a Redisson lock.
 
-const LOCK_SCRIPT: &str = include_str!("../conformance/scripts/seed002_lock.lua");
-const UNLOCK_SCRIPT: &str = include_str!("../conformance/scripts/seed002_unlock.lua");
+const LOCK_SCRIPT: &str = include_str!("../src/command/scripting/lock_scripts/redisson_lock.lua");
+const UNLOCK_SCRIPT: &str =
+    include_str!("../src/command/scripting/lock_scripts/redisson_unlock.lua");
 
 /// Sends one command as RESP and returns its reply (one simple frame).
 fn send(stream: &mut std::net::TcpStream, args: &[&str]) -> String {

@@ -202,9 +202,11 @@ impl Scripts {
                 // Grants whoever asks: the checker must catch it.
                 "redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return nil"
             } else {
-                include_str!("../conformance/scripts/seed002_lock.lua")
+                include_str!("../src/command/scripting/lock_scripts/redisson_lock.lua")
             }),
-            unlock: Script::new(include_str!("../conformance/scripts/seed002_unlock.lua")),
+            unlock: Script::new(include_str!(
+                "../src/command/scripting/lock_scripts/redisson_unlock.lua"
+            )),
             renew: Script::new(include_str!("../conformance/scripts/lock_renew_batch.lua")),
             fenced: Script::new(include_str!(
                 "../conformance/scripts/lock_fenced_acquire.lua"

@@ -12,11 +12,11 @@ use super::spec::flag::{
 use super::spec::{CommandSpec, Group};
 use super::{Ctx, multi};
 use super::{auth, tracking};
+use crate::client_handle::ClientHandle;
 use crate::context::Client;
 use crate::context::{PauseMode, ReplyMode, Shared};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::Outcome;
-use crate::peer::ClientHandle;
 use crate::protocol::REDIS_VERSION;
 use crate::protocol::{Protocol, Reply};
 use crate::util::parse_i64;

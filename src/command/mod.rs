@@ -12,7 +12,6 @@ mod ctx;
 mod debug;
 mod docs;
 mod expire;
-mod fixture;
 mod geo;
 mod hashes;
 mod hyperloglog;
@@ -20,11 +19,12 @@ mod keys;
 mod lists;
 mod memory;
 mod migrate;
+mod monitoring;
 mod multi;
-mod operator;
 mod presets;
 pub mod pubsub;
 mod reply;
+mod rlockd;
 mod scripting;
 mod server;
 mod sets;
@@ -78,7 +78,7 @@ pub static REGISTRY: LazyLock<Registry> = LazyLock::new(|| {
         connection::COMMANDS,
         cluster::COMMANDS,
         server::COMMANDS,
-        operator::COMMANDS,
+        monitoring::COMMANDS,
         debug::COMMANDS,
         acl::COMMANDS,
         memory::COMMANDS,
@@ -99,7 +99,7 @@ pub static REGISTRY: LazyLock<Registry> = LazyLock::new(|| {
         streams::COMMANDS,
         multi::COMMANDS,
         pubsub::COMMANDS,
-        fixture::COMMANDS,
+        rlockd::COMMANDS,
     ];
     for spec in families.into_iter().flatten() {
         reg.commands.push(spec);

@@ -5,9 +5,9 @@
 use std::sync::atomic::Ordering;
 
 use super::REGISTRY;
+use crate::client_handle::{ClientHandle, ClientInfo};
 use crate::context::Shared;
 use crate::error::CmdError;
-use crate::peer::{ClientHandle, ClientInfo};
 use crate::protocol::Reply;
 
 /// A subcommand called with more arguments than it takes.

@@ -8,9 +8,9 @@ use std::time::Instant;
 use bytes::Bytes;
 
 use super::acl::UserSlot;
+use crate::client_handle::ClientHandle;
 use crate::error::CmdError;
 use crate::keyspace::{Outcome, Taken, Waiter, WatchFlag};
-use crate::peer::ClientHandle;
 use crate::protocol::{Protocol, Reply};
 use crate::pubsub::Subscriptions;
 

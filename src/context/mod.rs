@@ -25,11 +25,11 @@ use std::time::Duration;
 use dashmap::DashMap;
 use parking_lot::RwLock;
 
+use crate::client_handle::ClientHandle;
 use crate::clock::{Clock, ManualClock};
 use crate::cluster::ClusterNode;
 use crate::config::{Config, Hook};
 use crate::keyspace::{Keyspace, LockPlan};
-use crate::peer::ClientHandle;
 use crate::pubsub::PubSub;
 
 pub struct Shared {

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 
+use crate::client_handle::ClientHandle;
 use crate::clock::SystemClock;
 use crate::command::pubsub::forget_subscriptions;
 use crate::command::{dispatch, forget_transaction};
@@ -21,7 +22,6 @@ use crate::config::Config;
 use crate::connection::forget_waiter;
 use crate::context::Client;
 use crate::context::Shared;
-use crate::peer::ClientHandle;
 use crate::protocol::{ProtocolError, Reply, RequestParser};
 use crate::pubsub::{Mailbox, MailboxReceiver};
 use crate::scripting::Runner;

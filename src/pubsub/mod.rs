@@ -27,10 +27,10 @@ use indexmap::{IndexMap, IndexSet};
 use parking_lot::RwLock;
 use tokio::sync::mpsc;
 
+use crate::client_handle::ClientHandle;
 pub use crate::keyspace::Event;
 use crate::keyspace::EventSink;
 use crate::keyspace::events as notify;
-use crate::peer::ClientHandle;
 use crate::util::glob_match;
 pub use monitor::{Monitors, Origin};
 

@@ -564,7 +564,7 @@ impl Tracking {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::peer::ClientHandle;
+    use crate::client_handle::ClientHandle;
 
     fn client(tracking: &Tracking, id: u64, resp3: bool) -> super::super::MailboxReceiver {
         let addr = "127.0.0.1:1".parse().unwrap();

@@ -5,12 +5,12 @@
 //! It knows nothing of commands: a script's `redis.call` goes to the
 //! [`Host`] its caller (the EVAL family in the command layer) passes in.
 
-mod bodies;
-mod brackets;
 mod call;
 mod convert;
 pub mod functions;
 mod libs;
+mod long_brackets;
+mod script_cache;
 pub mod shebang;
 mod stack;
 
@@ -236,7 +236,7 @@ impl Vm {
         ctx.raw_set(
             "relevel",
             lua.create_function(|lua, s: mlua::LuaString| {
-                match brackets::relevel(&s.as_bytes()) {
+                match long_brackets::relevel(&s.as_bytes()) {
                     Some(fixed) => lua.create_string(fixed),
                     None => Ok(s),
                 }
@@ -301,7 +301,7 @@ impl Vm {
         env: Table,
         error_prefix: &str,
     ) -> CmdResult<Function> {
-        let relevelled = brackets::relevel(body);
+        let relevelled = long_brackets::relevel(body);
         self.lua
             .load(relevelled.as_deref().unwrap_or(body))
             // A live string: the prelude holds it (CVE-2025-49844).
@@ -437,9 +437,9 @@ fn log(_: &Lua, args: MultiValue) -> mlua::Result<()> {
 
 #[derive(Default)]
 pub struct ScriptEngine {
-    bodies: bodies::Bodies,
+    cache: script_cache::ScriptCache,
     /// Lua states; one made before the last SCRIPT FLUSH (an older
-    /// generation of the bodies) is not lent again.
+    /// generation of the cache) is not lent again.
     pool: Mutex<Vec<Vm>>,
     /// Every Lua state's run slot, for SCRIPT KILL.
     slots: Mutex<Vec<std::sync::Weak<RunSlot>>>,
@@ -547,7 +547,7 @@ pub(crate) fn kill_requested() -> bool {
 impl ScriptEngine {
     pub fn load(&self, body: &Bytes) -> String {
         let sha = sha1_hex(body);
-        self.bodies.insert(sha.clone(), body);
+        self.cache.insert(sha.clone(), body);
         sha
     }
 
@@ -562,15 +562,15 @@ impl ScriptEngine {
     }
 
     pub fn body(&self, sha: &str) -> Option<Bytes> {
-        self.bodies.get(sha)
+        self.cache.get(sha)
     }
 
     pub fn exists(&self, sha: &str) -> bool {
-        self.bodies.contains(sha)
+        self.cache.contains(sha)
     }
 
     pub fn flush(&self) {
-        self.bodies.flush();
+        self.cache.flush();
         self.pool.lock().clear();
     }
 
@@ -650,7 +650,7 @@ impl ScriptEngine {
 
     /// (scripts cached, bytes of their bodies), for INFO memory.
     pub fn cached(&self) -> (usize, usize) {
-        self.bodies.size()
+        self.cache.size()
     }
 
     /// Loads a library's code in a Lua state (at most `heap` bytes of it)
@@ -683,7 +683,7 @@ impl ScriptEngine {
     /// each run (clients of one hot key served by every worker) spends
     /// more time fetching them than running the script.
     pub fn take_vm(&self) -> CmdResult<Vm> {
-        let generation = self.bodies.generation();
+        let generation = self.cache.generation();
         let mut pool = self.pool.lock();
         pool.retain(|vm| vm.generation == generation);
         let home = stripe::index();
@@ -710,7 +710,7 @@ impl ScriptEngine {
         if vm.lua.used_memory() > half {
             let _ = vm.lua.gc_collect();
         }
-        if vm.lua.used_memory() <= half && vm.generation == self.bodies.generation() {
+        if vm.lua.used_memory() <= half && vm.generation == self.cache.generation() {
             vm.home = stripe::index();
             self.pool.lock().push(vm);
         }

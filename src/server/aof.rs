@@ -8,9 +8,9 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
+use crate::client_handle::ClientHandle;
 use crate::context::persistence::aof_path;
 use crate::context::{Client, Shared};
-use crate::peer::ClientHandle;
 use crate::persist::load::{Verdict, parse};
 use crate::persist::{Aof, Fsync};
 

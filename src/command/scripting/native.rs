@@ -11,7 +11,7 @@
 //! fail; if one could, the script runs in Lua as usual.
 
 use std::collections::HashMap;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use bytes::Bytes;
 
@@ -25,32 +25,33 @@ use crate::util::parse_i64;
 /// A native run: `None` if it must run in Lua (decided before any effect).
 pub(super) type Native = fn(&mut NativeRun) -> Option<Reply>;
 
-/// The scripts, kept verbatim with the conformance cases that compare them
-/// with redis-server, and their native forms.
-const KNOWN: &[(&str, Native)] = &[
-    (
-        include_str!("../../../conformance/scripts/seed002_lock.lua"),
-        reentrant_lock,
-    ),
-    (
-        include_str!("../../../conformance/scripts/seed000_lock.lua"),
-        reentrant_lock_hset,
-    ),
-    (
-        include_str!("../../../conformance/scripts/seed002_unlock.lua"),
-        reentrant_unlock,
-    ),
-    (
-        include_str!("../../../conformance/scripts/seed000_unlock.lua"),
-        reentrant_unlock_publish_free,
-    ),
+/// The scripts run natively, each with its native run. Their texts are
+/// kept byte for byte as the clients send them: a client's EVALSHA names
+/// the SHA1 of exactly that text.
+const KNOWN: [(&str, Native); 4] = [
+    // Redisson's RLock (`tryLockInnerAsync`'s string literals, joined).
+    (include_str!("lock_scripts/redisson_lock.lua"), |run| {
+        reentrant_lock(run, &HINCRBY)
+    }),
+    // Redisson's unlock (`unlockInnerAsync`).
+    (include_str!("lock_scripts/redisson_unlock.lua"), |run| {
+        reentrant_unlock(run, false)
+    }),
+    // The hiredis `dlock` client of `tests/clients/cpp/dlock.cpp`: takes a
+    // free lock with HSET, and unlocking a free lock publishes and answers 1.
+    (include_str!("lock_scripts/dlock_lock.lua"), |run| {
+        reentrant_lock(run, &HSET)
+    }),
+    (include_str!("lock_scripts/dlock_unlock.lua"), |run| {
+        reentrant_unlock(run, true)
+    }),
 ];
 
 static BY_SHA: LazyLock<HashMap<String, Native, foldhash::fast::RandomState>> =
     LazyLock::new(|| {
         KNOWN
             .iter()
-            .map(|&(body, native)| (sha1_hex(body.as_bytes()), native))
+            .map(|&(text, native)| (sha1_hex(text.as_bytes()), native))
             .collect()
     });
 
@@ -92,20 +93,19 @@ impl<'r, 'c, 'a> NativeRun<'r, 'c, 'a> {
     /// declared keys, whose shards the run holds). A failure, which the
     /// checks before the run rule out, ends the run with the command's
     /// error.
-    fn call(&mut self, cmd: Call, args: &[&Bytes]) -> Result<Reply, Reply> {
-        // No call takes more than `LONGEST` arguments; a line on the stack
-        // spares an allocation per call.
-        let mut line: [Bytes; LONGEST + 1] = Default::default();
-        line[0] = Bytes::from_static(cmd.name());
+    fn call<const N: usize>(&mut self, cmd: &Call, args: [&Bytes; N]) -> Result<Reply, Reply> {
+        const { assert!(N < LINE, "a call longer than LINE") };
+        // A line on the stack spares an allocation per call.
+        let mut line: [Bytes; LINE] = Default::default();
+        line[0] = Bytes::clone(&cmd.name);
         for (slot, arg) in line[1..].iter_mut().zip(args) {
             *slot = Bytes::clone(arg);
         }
-        let line = &line[..=args.len()];
         match execute(
             self.ctx.shared,
             &mut self.client,
             cmd.id(),
-            line,
+            &line[..=N],
             self.ctx.locked,
         ) {
             Reply::Error(e) => Err(Reply::Error(e)),
@@ -113,7 +113,7 @@ impl<'r, 'c, 'a> NativeRun<'r, 'c, 'a> {
         }
     }
 
-    fn int(&mut self, cmd: Call, args: &[&Bytes]) -> Result<i64, Reply> {
+    fn int<const N: usize>(&mut self, cmd: &Call, args: [&Bytes; N]) -> Result<i64, Reply> {
         match self.call(cmd, args)? {
             Reply::Int(n) => Ok(n),
             other => Err(other),
@@ -141,56 +141,48 @@ fn lease_ok(lease: &[u8]) -> bool {
     (1..=13).contains(&lease.len()) && lease[0] != b'0' && lease.iter().all(u8::is_ascii_digit)
 }
 
-/// The commands the scripts call (named in `CALLED`, in this order),
-/// resolved once: a run skips the name lookup a client's line needs.
-#[derive(Clone, Copy)]
-enum Call {
-    Exists,
-    Hset,
-    Hincrby,
-    Hexists,
-    Pexpire,
-    Pttl,
-    Del,
-    Publish,
+/// A command the scripts call, resolved on its first call: a run skips
+/// the name lookup a client's line needs.
+struct Call {
+    name: Bytes,
+    id: OnceLock<usize>,
 }
-
-/// The most arguments a call takes (HINCRBY's three).
-const LONGEST: usize = 3;
-
-const CALLED: [&[u8]; 8] = [
-    b"exists", b"hset", b"hincrby", b"hexists", b"pexpire", b"pttl", b"del", b"publish",
-];
-
-static CALL_IDS: LazyLock<[usize; CALLED.len()]> =
-    LazyLock::new(|| CALLED.map(|name| REGISTRY.lookup(name).expect("a command in the table")));
 
 impl Call {
-    fn name(self) -> &'static [u8] {
-        CALLED[self as usize]
+    const fn new(name: &'static [u8]) -> Self {
+        Call {
+            name: Bytes::from_static(name),
+            id: OnceLock::new(),
+        }
     }
 
-    fn id(self) -> usize {
-        CALL_IDS[self as usize]
+    fn id(&self) -> usize {
+        *self
+            .id
+            .get_or_init(|| REGISTRY.lookup(&self.name).expect("a command in the table"))
     }
 }
+
+static EXISTS: Call = Call::new(b"exists");
+static HSET: Call = Call::new(b"hset");
+static HINCRBY: Call = Call::new(b"hincrby");
+static HEXISTS: Call = Call::new(b"hexists");
+static PEXPIRE: Call = Call::new(b"pexpire");
+static PTTL: Call = Call::new(b"pttl");
+static DEL: Call = Call::new(b"del");
+static PUBLISH: Call = Call::new(b"publish");
+
+/// Room for a command and its arguments: HINCRBY's three are the most a
+/// script passes (`call` refuses to compile a longer one).
+const LINE: usize = 4;
 
 /// Literal arguments, as `redis.call` would pass them.
 static ONE: Bytes = Bytes::from_static(b"1");
 static MINUS_ONE: Bytes = Bytes::from_static(b"-1");
 
-/// `seed002_lock.lua` (Redisson's tryLockInnerAsync): KEYS[1] the lock,
-/// ARGV[1] the lease, ARGV[2] the owner.
-fn reentrant_lock(run: &mut NativeRun) -> Option<Reply> {
-    reentrant_lock_with(run, Call::Hincrby)
-}
-
-/// `seed000_lock.lua`: the same, taking a free lock with HSET.
-fn reentrant_lock_hset(run: &mut NativeRun) -> Option<Reply> {
-    reentrant_lock_with(run, Call::Hset)
-}
-
-fn reentrant_lock_with(run: &mut NativeRun, take_free: Call) -> Option<Reply> {
+/// The lock scripts: KEYS[1] the lock, ARGV[1] the lease, ARGV[2] the
+/// owner; `take_free` is the command that takes a free lock.
+fn reentrant_lock(run: &mut NativeRun, take_free: &Call) -> Option<Reply> {
     let (Some(key), [lease, owner, ..]) = (run.keys.first(), run.args) else {
         return None;
     };
@@ -200,58 +192,49 @@ fn reentrant_lock_with(run: &mut NativeRun, take_free: Call) -> Option<Reply> {
         _ => {}
     }
     let steps = |run: &mut NativeRun| -> Result<Reply, Reply> {
-        if run.int(Call::Exists, &[key])? == 0 {
-            run.int(take_free, &[key, owner, &ONE])?;
-            run.int(Call::Pexpire, &[key, lease])?;
+        if run.int(&EXISTS, [key])? == 0 {
+            run.int(take_free, [key, owner, &ONE])?;
+            run.int(&PEXPIRE, [key, lease])?;
             return Ok(Reply::Nil);
         }
-        if run.int(Call::Hexists, &[key, owner])? == 1 {
-            run.int(Call::Hincrby, &[key, owner, &ONE])?;
-            run.int(Call::Pexpire, &[key, lease])?;
+        if run.int(&HEXISTS, [key, owner])? == 1 {
+            run.int(&HINCRBY, [key, owner, &ONE])?;
+            run.int(&PEXPIRE, [key, lease])?;
             return Ok(Reply::Nil);
         }
-        run.call(Call::Pttl, &[key])
+        run.call(&PTTL, [key])
     };
     Some(steps(run).unwrap_or_else(|failed| failed))
 }
 
-/// `seed002_unlock.lua` (Redisson's unlockInnerAsync): KEYS[1] the lock,
-/// KEYS[2] the wake-up channel; ARGV[1] the message, ARGV[2] the lease,
-/// ARGV[3] the owner.
-fn reentrant_unlock(run: &mut NativeRun) -> Option<Reply> {
-    reentrant_unlock_with(run, false)
-}
-
-/// `seed000_unlock.lua`: the same, but a free lock publishes and answers 1.
-fn reentrant_unlock_publish_free(run: &mut NativeRun) -> Option<Reply> {
-    reentrant_unlock_with(run, true)
-}
-
-fn reentrant_unlock_with(run: &mut NativeRun, publish_free: bool) -> Option<Reply> {
+/// The unlock scripts: KEYS[1] the lock, KEYS[2] the wake-up channel;
+/// ARGV[1] the message, ARGV[2] the lease, ARGV[3] the owner.
+/// `publish_free`: a free lock publishes and answers 1.
+fn reentrant_unlock(run: &mut NativeRun, publish_free: bool) -> Option<Reply> {
     let ([key, channel, ..], [message, lease, owner, ..]) = (run.keys, run.args) else {
         return None;
     };
     match run.holds(key, owner)? {
         Holds::Count(n) if n == i64::MIN => return None,
-        // A free lock is an error-free run for seed002 too: its HEXISTS on
+        // A free lock is an error-free run for Redisson's too: its HEXISTS on
         // a missing key answers 0.
         _ if !lease_ok(lease) => return None,
         _ => {}
     }
     let steps = |run: &mut NativeRun| -> Result<Reply, Reply> {
-        if publish_free && run.int(Call::Exists, &[key])? == 0 {
-            run.int(Call::Publish, &[channel, message])?;
+        if publish_free && run.int(&EXISTS, [key])? == 0 {
+            run.int(&PUBLISH, [channel, message])?;
             return Ok(Reply::Int(1));
         }
-        if run.int(Call::Hexists, &[key, owner])? == 0 {
+        if run.int(&HEXISTS, [key, owner])? == 0 {
             return Ok(Reply::Nil);
         }
-        if run.int(Call::Hincrby, &[key, owner, &MINUS_ONE])? > 0 {
-            run.int(Call::Pexpire, &[key, lease])?;
+        if run.int(&HINCRBY, [key, owner, &MINUS_ONE])? > 0 {
+            run.int(&PEXPIRE, [key, lease])?;
             return Ok(Reply::Int(0));
         }
-        run.int(Call::Del, &[key])?;
-        run.int(Call::Publish, &[channel, message])?;
+        run.int(&DEL, [key])?;
+        run.int(&PUBLISH, [channel, message])?;
         Ok(Reply::Int(1))
     };
     Some(steps(run).unwrap_or_else(|failed| failed))
@@ -263,8 +246,8 @@ mod tests {
 
     #[test]
     fn every_known_script_is_found_by_its_sha() {
-        for (body, _) in KNOWN {
-            assert!(find(&sha1_hex(body.as_bytes())).is_some());
+        for (text, _) in KNOWN {
+            assert!(find(&sha1_hex(text.as_bytes())).is_some());
         }
         assert!(find(&sha1_hex(b"return 1")).is_none());
     }

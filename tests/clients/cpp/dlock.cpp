@@ -3,7 +3,7 @@
 // holds the lock, waits on a std::future for the unlock message on
 // SUBSCRIBE hd_dlock_chan:<name>, with a timeout; unlock EVALs the script
 // that PUBLISHes it. The scripts are read verbatim from
-// conformance/scripts/seed000_{lock,unlock}.lua.
+// src/command/scripting/lock_scripts/dlock_{lock,unlock}.lua.
 //
 // Usage: dlock PORT SCRIPT_DIR. Runs the scenarios against the server on
 // 127.0.0.1:PORT, prints what it measured, and `PASS ...` when all held.
@@ -275,8 +275,8 @@ void times_out_when_nobody_unlocks(redisContext *c) {
 int main(int argc, char **argv) {
     if (argc != 3) fail("usage: dlock PORT SCRIPT_DIR");
     g_port = argv[1];
-    g_lock_script = read_file(std::string(argv[2]) + "/seed000_lock.lua");
-    g_unlock_script = read_file(std::string(argv[2]) + "/seed000_unlock.lua");
+    g_lock_script = read_file(std::string(argv[2]) + "/dlock_lock.lua");
+    g_unlock_script = read_file(std::string(argv[2]) + "/dlock_unlock.lua");
     redisContext *c = connect();
     acquire_and_reentry(c);
     woken_by_unlock(c);

@@ -18,7 +18,7 @@ import org.redisson.config.Config;
 
 /**
  * The servers a run was started against, as the Rust harness
- * (tests/java_clients.rs) describes them in system properties, and the
+ * (tests/compiled_clients.rs) describes them in system properties, and the
  * harness's control socket for stopping a server or dropping its
  * connections.
  */
@@ -39,7 +39,7 @@ final class Servers {
     static List<Integer> ports() {
         String ports = System.getProperty("rlockd.ports");
         if (ports == null) {
-            throw new IllegalStateException("no -Drlockd.ports: run these through tests/java_clients.rs");
+            throw new IllegalStateException("no -Drlockd.ports: run these through tests/compiled_clients.rs");
         }
         return Arrays.stream(ports.split(",")).map(Integer::valueOf).toList();
     }

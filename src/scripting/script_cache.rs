@@ -18,7 +18,7 @@ const COPIED_BODY_MAX: usize = 4096;
 /// one by one: lock clients run a handful).
 const COPIES_MAX: usize = 16;
 
-pub struct Bodies {
+pub struct ScriptCache {
     /// Found by SHA1 hex: a fast hash is safe, no input can choose keys
     /// that collide in it without breaking SHA1.
     map: DashMap<String, Bytes, Hasher>,
@@ -28,10 +28,10 @@ pub struct Bodies {
     flushes: AtomicU64,
 }
 
-impl Default for Bodies {
+impl Default for ScriptCache {
     fn default() -> Self {
         static NEXT: AtomicU64 = AtomicU64::new(0);
-        Bodies {
+        ScriptCache {
             map: DashMap::default(),
             id: NEXT.fetch_add(1, Ordering::Relaxed),
             flushes: AtomicU64::new(0),
@@ -50,7 +50,7 @@ thread_local! {
     static COPIES: RefCell<Copies> = RefCell::default();
 }
 
-impl Bodies {
+impl ScriptCache {
     /// Caches `body` (if new) under its SHA1. EVAL caches its script
     /// each time: looked up first, a known one takes no write lock.
     pub fn insert(&self, sha: String, body: &Bytes) {
@@ -113,14 +113,14 @@ mod tests {
 
     #[test]
     fn a_flush_is_seen_by_a_thread_that_ran_the_script() {
-        let bodies = Bodies::default();
+        let bodies = ScriptCache::default();
         let body = Bytes::from_static(b"return 1");
         bodies.insert("a".into(), &body);
         assert_eq!(bodies.get("a"), Some(body.clone()));
         bodies.flush();
         assert_eq!(bodies.get("a"), None);
         // Another cache's copies are not this one's.
-        let other = Bodies::default();
+        let other = ScriptCache::default();
         assert_eq!(other.get("a"), None);
         bodies.insert("a".into(), &body);
         assert_eq!(bodies.get("a"), Some(body));
@@ -129,7 +129,7 @@ mod tests {
 
     #[test]
     fn scripts_past_the_copies_kept_are_still_found() {
-        let bodies = Bodies::default();
+        let bodies = ScriptCache::default();
         let body = |n: usize| Bytes::from(format!("return {n}"));
         for n in 0..3 * COPIES_MAX {
             bodies.insert(n.to_string(), &body(n));

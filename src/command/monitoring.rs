@@ -1,4 +1,4 @@
-//! The operator's tools: MONITOR, SLOWLOG, LATENCY, DEBUG, LOLWUT.
+//! Watching what the server runs: MONITOR, SLOWLOG and LATENCY; and LOLWUT.
 
 use super::Ctx;
 use super::presets::READ_FAST;
