@@ -4,6 +4,7 @@
 //! ahead of the reply of the command during which they arrived.
 
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -72,9 +73,69 @@ impl Output {
     }
 
     fn add_frame(&mut self, frame: &[u8], protocol: Protocol) {
-        write_frame(&mut self.buf, frame, protocol == Protocol::Resp3);
+        self.write_frame(frame, protocol);
         self.mail_bytes += frame.len();
     }
+
+    /// A frame of the client's own, not from the mailbox.
+    fn write_frame(&mut self, frame: &[u8], protocol: Protocol) {
+        write_frame(&mut self.buf, frame, protocol == Protocol::Resp3);
+    }
+
+    /// Empties the written output; what came from the mailbox leaves the
+    /// client's pub/sub backlog.
+    fn sent(&mut self, handle: &ClientHandle) {
+        self.buf.clear();
+        if self.mail_bytes > 0 {
+            handle.backlog.fetch_sub(self.mail_bytes, Ordering::Relaxed);
+            self.mail_bytes = 0;
+        }
+    }
+}
+
+/// What ended an idle connection's wait. When several are ready at once,
+/// the first listed wins: a killed client's pending requests are never
+/// run, even when they arrived in the same instant as the kill.
+enum Wake {
+    Killed,
+    /// This many bytes of requests arrived; none means the client closed.
+    Input(usize),
+    /// A pub/sub message or invalidation, forwarded without waiting for a
+    /// request.
+    Mail(Bytes),
+}
+
+/// Where the connection goes after a request, or after a batch of them.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Then {
+    /// On to the next request.
+    Continue,
+    /// Write what is answered, then close (QUIT, a protocol error).
+    Close,
+    /// Close without writing more: the client was killed or went away.
+    Abandon,
+}
+
+/// A command's reply, and whether the client waited for it.
+enum Answer {
+    Now(Reply),
+    /// Served after blocking: the invalidations the serving caused for
+    /// this client (BLMOVE's destination) are in its mailbox by now and
+    /// follow the reply.
+    AfterWait(Reply),
+}
+
+/// One connection's loop: wait for input or mail, serve every complete
+/// request, write the batch's replies.
+struct Connection<'c> {
+    shared: &'c Shared,
+    client: &'c mut Client,
+    stream: &'c mut TcpStream,
+    mail: &'c mut MailboxReceiver,
+    handle: Arc<ClientHandle>,
+    input: BytesMut,
+    requests: RequestParser,
+    output: Output,
 }
 
 async fn run(
@@ -83,144 +144,263 @@ async fn run(
     stream: &mut TcpStream,
     mail: &mut MailboxReceiver,
 ) -> std::io::Result<()> {
-    let mut input = BytesMut::with_capacity(READ_CHUNK);
-    let mut requests = RequestParser::default();
-    let mut output = Output {
-        buf: BytesMut::with_capacity(READ_CHUNK),
-        mail_bytes: 0,
-    };
     let handle = client.handle.clone();
     // One wait for a kill across all reads, not one made and dropped for
     // each (each is a turn on the kill signal's lock).
     let killed = handle.killed();
     tokio::pin!(killed);
+    let mut conn = Connection::new(shared, client, stream, mail);
     loop {
-        if input.capacity() - input.len() < READ_CHUNK / 4 {
-            input.reserve(READ_CHUNK);
-        }
-        // A killed client's pending requests are never run, even when they
-        // arrived in the same instant as the kill.
-        let read = tokio::select! {
-            biased;
-            _ = &mut killed => return Ok(()),
-            r = stream.read_buf(&mut input) => r?,
-            Some(frame) = mail.recv() => {
-                output.add_frame(&frame, client.protocol);
-                output.take_mail(mail, client.protocol, true);
-                flush(shared, &handle, stream, &mut output).await?;
-                continue;
+        match conn.wake(killed.as_mut()).await? {
+            Wake::Killed | Wake::Input(0) => return Ok(()),
+            Wake::Mail(frame) => conn.forward_mail(&frame).await?,
+            Wake::Input(read) => {
+                conn.note_input(read);
+                if conn.serve_batch().await? != Then::Continue {
+                    return Ok(());
+                }
+                conn.shrink_input();
             }
-        };
-        if read == 0 {
-            return Ok(());
         }
-        shared.stats.add_input(read);
-        handle
-            .last_interaction_ms
-            .store(shared.now_ms(), Ordering::Relaxed);
+    }
+}
 
-        let mut closing = false;
+impl<'c> Connection<'c> {
+    fn new(
+        shared: &'c Shared,
+        client: &'c mut Client,
+        stream: &'c mut TcpStream,
+        mail: &'c mut MailboxReceiver,
+    ) -> Self {
+        Connection {
+            shared,
+            handle: client.handle.clone(),
+            client,
+            stream,
+            mail,
+            input: BytesMut::with_capacity(READ_CHUNK),
+            requests: RequestParser::default(),
+            output: Output {
+                buf: BytesMut::with_capacity(READ_CHUNK),
+                mail_bytes: 0,
+            },
+        }
+    }
+
+    async fn wake(&mut self, killed: Pin<&mut impl Future<Output = ()>>) -> std::io::Result<Wake> {
+        if self.input.capacity() - self.input.len() < READ_CHUNK / 4 {
+            self.input.reserve(READ_CHUNK);
+        }
+        Ok(tokio::select! {
+            biased;
+            _ = killed => Wake::Killed,
+            r = self.stream.read_buf(&mut self.input) => Wake::Input(r?),
+            Some(frame) = self.mail.recv() => Wake::Mail(frame),
+        })
+    }
+
+    /// Writes a message that arrived while idle, with those queued behind
+    /// it up to a write's worth.
+    async fn forward_mail(&mut self, frame: &[u8]) -> std::io::Result<()> {
+        self.output.add_frame(frame, self.client.protocol);
+        self.output.take_mail(self.mail, self.client.protocol, true);
+        self.flush().await
+    }
+
+    fn note_input(&mut self, read: usize) {
+        self.shared.stats.add_input(read);
+        self.handle
+            .last_interaction_ms
+            .store(self.shared.now_ms(), Ordering::Relaxed);
+    }
+
+    /// Serves the complete requests read, in order, and writes their
+    /// replies; says whether the connection stays open.
+    async fn serve_batch(&mut self) -> std::io::Result<Then> {
+        let then = self.serve_requests().await?;
+        if then == Then::Abandon {
+            return Ok(then);
+        }
+        self.flush().await?;
+        Ok(if self.handle.is_killed() {
+            Then::Abandon
+        } else {
+            then
+        })
+    }
+
+    async fn serve_requests(&mut self) -> std::io::Result<Then> {
         loop {
-            let unread = input.len();
-            match requests.next_request(&mut input, client.authenticated) {
-                Ok(Some(_)) if handle.is_killed() => return Ok(()),
-                Ok(Some(args)) => {
-                    client.query_bytes = unread;
-                    if shared
-                        .faults
-                        .holds_back(|| replicates(shared, client, &args))
-                    {
-                        // What the pipeline answered so far goes out first.
-                        output.take_mail(mail, client.protocol, false);
-                        flush(shared, &handle, stream, &mut output).await?;
-                        let writes = replicates(shared, client, &args);
-                        // A held client counts as blocked, as in Redis
-                        // (INFO blocked_clients, the `b` flag).
-                        handle.info.lock().blocked = true;
-                        tokio::select! {
-                            _ = shared.faults.wait_unpaused(writes) => {}
-                            _ = handle.killed() => return Ok(()),
-                        }
-                        handle.info.lock().blocked = false;
-                    }
-                    let scope = Scope::enter(client.id);
-                    let mut reply = dispatch(shared, client, &args);
-                    // Invalidations the command caused for this very
-                    // client follow its reply, as in Redis.
-                    let after = scope.finish(&shared.pubsub.tracking);
-                    let mut served_late = false;
-                    if let Some(blocked) = client.blocked.take() {
-                        served_late = true;
-                        // The replies before it go out before it waits.
-                        output.take_mail(mail, client.protocol, false);
-                        flush(shared, &handle, stream, &mut output).await?;
-                        let waited = Waiting {
-                            shared,
-                            stream,
-                            input: &mut input,
-                        };
-                        match waited.wait(client, blocked, &args).await? {
-                            Some(r) => reply = r,
-                            None => return Ok(()),
-                        }
-                    }
-                    if client.close_silently {
-                        flush(shared, &handle, stream, &mut output).await?;
-                        return Ok(());
-                    }
-                    // Messages that arrived meanwhile (a PUBLISH to one's
-                    // own channel, earlier confirmations) go first, all
-                    // of them: the reply must not overtake any. A
-                    // monitor's own command's line follows its reply, as
-                    // in Redis; so do the invalidations a served blocked
-                    // command caused for its client (BLMOVE's destination),
-                    // which are in the mailbox by the time it answers.
-                    // Pub/sub confirmations go out whatever CLIENT REPLY says, as in
-                    // Redis.
-                    let answered =
-                        client.replies.answer_and_advance() | matches!(reply, Reply::Push(_));
-                    if client.pubsub.monitoring() || served_late {
-                        if answered {
-                            reply.encode(client.protocol, &mut output.buf);
-                        }
-                        output.take_mail(mail, client.protocol, false);
-                    } else {
-                        output.take_mail(mail, client.protocol, false);
-                        if answered {
-                            reply.encode(client.protocol, &mut output.buf);
-                        }
-                    }
-                    for frame in &after {
-                        write_frame(&mut output.buf, frame, client.protocol == Protocol::Resp3);
-                    }
-                    // Subscriptions start once their confirmation is out.
-                    client.pubsub.commit(&shared.pubsub);
-                    if client.close_after_reply {
-                        closing = true;
-                        break;
-                    }
-                }
-                Ok(None) => break,
+            let unread = self.input.len();
+            let args = match self
+                .requests
+                .next_request(&mut self.input, self.client.authenticated)
+            {
+                Ok(Some(_)) if self.handle.is_killed() => return Ok(Then::Abandon),
+                Ok(Some(args)) => args,
+                Ok(None) => return Ok(Then::Continue),
                 Err(e) => {
-                    Reply::Error(CmdError::Other(e.message()))
-                        .encode(client.protocol, &mut output.buf);
-                    closing = true;
-                    break;
+                    let error = Reply::Error(CmdError::Other(e.message()));
+                    error.encode(self.client.protocol, &mut self.output.buf);
+                    return Ok(Then::Close);
                 }
+            };
+            self.client.query_bytes = unread;
+            let then = self.serve(&args).await?;
+            if then != Then::Continue {
+                return Ok(then);
             }
-            if output.buf.len() >= FLUSH_AT {
-                flush(shared, &handle, stream, &mut output).await?;
+            if self.output.buf.len() >= FLUSH_AT {
+                self.flush().await?;
             }
         }
-        flush(shared, &handle, stream, &mut output).await?;
-        if closing || handle.is_killed() {
+    }
+
+    /// One request: held while paused, run, waited on while blocked, then
+    /// its reply queued among the mail.
+    async fn serve(&mut self, args: &[Bytes]) -> std::io::Result<Then> {
+        if !self.hold_while_paused(args).await? {
+            return Ok(Then::Abandon);
+        }
+        let scope = Scope::enter(self.client.id);
+        let reply = dispatch(self.shared, self.client, args);
+        // Invalidations the command caused for this very client follow its
+        // reply, as in Redis.
+        let invalidations = scope.finish(&self.shared.pubsub.tracking);
+        let answer = match self.client.blocked.take() {
+            None => Answer::Now(reply),
+            Some(blocked) => match self.wait_blocked(blocked, args).await? {
+                Some(reply) => Answer::AfterWait(reply),
+                None => return Ok(Then::Abandon),
+            },
+        };
+        if self.client.close_silently {
+            return Ok(Then::Close);
+        }
+        self.queue_answer(answer);
+        for frame in &invalidations {
+            self.output.write_frame(frame, self.client.protocol);
+        }
+        // Subscriptions start once their confirmation is out.
+        self.client.pubsub.commit(&self.shared.pubsub);
+        Ok(if self.client.close_after_reply {
+            Then::Close
+        } else {
+            Then::Continue
+        })
+    }
+
+    /// Holds a request back while CLIENT PAUSE covers it; false if the
+    /// client was killed meanwhile.
+    async fn hold_while_paused(&mut self, args: &[Bytes]) -> std::io::Result<bool> {
+        let shared = self.shared;
+        if !shared
+            .faults
+            .holds_back(|| replicates(shared, self.client, args))
+        {
+            return Ok(true);
+        }
+        self.send_answered().await?;
+        let writes = replicates(shared, self.client, args);
+        // A held client counts as blocked, as in Redis (INFO
+        // blocked_clients, the `b` flag).
+        self.handle.info.lock().blocked = true;
+        let unpaused = tokio::select! {
+            _ = shared.faults.wait_unpaused(writes) => true,
+            _ = self.handle.killed() => false,
+        };
+        if unpaused {
+            self.handle.info.lock().blocked = false;
+        }
+        Ok(unpaused)
+    }
+
+    /// The blocked command's reply, or `None` if the client went away.
+    async fn wait_blocked(
+        &mut self,
+        blocked: Blocked,
+        args: &[Bytes],
+    ) -> std::io::Result<Option<Reply>> {
+        self.send_answered().await?;
+        let waiting = Waiting {
+            shared: self.shared,
+            stream: self.stream,
+            input: &mut self.input,
+        };
+        waiting.wait(self.client, blocked, args).await
+    }
+
+    /// Writes what the pipeline answered so far, and the mail before it,
+    /// ahead of a request that makes the client wait.
+    async fn send_answered(&mut self) -> std::io::Result<()> {
+        self.queue_mail();
+        self.flush().await
+    }
+
+    /// Queues a reply and every message that arrived while its command ran
+    /// (a PUBLISH to one's own channel, earlier confirmations). A reply
+    /// overtakes none of them, except that a monitor's own command's line
+    /// follows its reply, as in Redis, as does what a served blocked
+    /// command caused.
+    fn queue_answer(&mut self, answer: Answer) {
+        match answer {
+            Answer::Now(reply) if !self.client.pubsub.monitoring() => {
+                self.queue_mail();
+                self.queue_reply(reply);
+            }
+            Answer::Now(reply) | Answer::AfterWait(reply) => {
+                self.queue_reply(reply);
+                self.queue_mail();
+            }
+        }
+    }
+
+    fn queue_mail(&mut self) {
+        self.output
+            .take_mail(self.mail, self.client.protocol, false);
+    }
+
+    fn queue_reply(&mut self, reply: Reply) {
+        // Pub/sub confirmations go out whatever CLIENT REPLY says, as in
+        // Redis.
+        if self.client.replies.answer_and_advance() | matches!(reply, Reply::Push(_)) {
+            reply.encode(self.client.protocol, &mut self.output.buf);
+        }
+    }
+
+    /// A big request's buffer is not kept once it is answered, as Redis
+    /// shrinks its query buffers: an idle client holds little memory.
+    fn shrink_input(&mut self) {
+        if self.input.is_empty() && self.input.capacity() > QUERY_BUF_KEEP {
+            self.input = BytesMut::with_capacity(READ_CHUNK);
+        }
+    }
+
+    /// Writes the output, giving up if the client is killed meanwhile: a
+    /// subscriber that stopped reading must not hold its task forever.
+    async fn flush(&mut self) -> std::io::Result<()> {
+        if self.output.buf.is_empty() {
             return Ok(());
         }
-        // A big request's buffer is not kept once it is answered, as Redis
-        // shrinks its query buffers: an idle client holds little memory.
-        if input.is_empty() && input.capacity() > QUERY_BUF_KEEP {
-            input = BytesMut::with_capacity(READ_CHUNK);
+        // `appendfsync always`: nothing is acknowledged before it is on disk.
+        if let Some(aof) = self.shared.keyspace.log() {
+            aof.wait_durable().await;
         }
+        let delay = self.shared.faults.reply_delay();
+        if !delay.is_zero() {
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                _ = self.handle.killed() => return Err(std::io::ErrorKind::ConnectionAborted.into()),
+            }
+        }
+        tokio::select! {
+            biased;
+            r = self.stream.write_all(&self.output.buf) => r?,
+            _ = self.handle.killed() => return Err(std::io::ErrorKind::ConnectionAborted.into()),
+        }
+        self.shared.stats.add_output(self.output.buf.len());
+        self.output.sent(&self.handle);
+        Ok(())
     }
 }
 
@@ -330,42 +510,4 @@ pub(crate) fn forget_waiter(shared: &Shared, blocked: &Blocked) {
             let _ = db.unblock(key, waiter);
         }
     }
-}
-
-/// Writes the output, giving up if the client is killed meanwhile: a
-/// subscriber that stopped reading must not hold its task forever.
-async fn flush(
-    shared: &Shared,
-    handle: &ClientHandle,
-    stream: &mut TcpStream,
-    output: &mut Output,
-) -> std::io::Result<()> {
-    if output.buf.is_empty() {
-        return Ok(());
-    }
-    // `appendfsync always`: nothing is acknowledged before it is on disk.
-    if let Some(aof) = shared.keyspace.log() {
-        aof.wait_durable().await;
-    }
-    let delay = shared.faults.reply_delay();
-    if !delay.is_zero() {
-        tokio::select! {
-            _ = tokio::time::sleep(delay) => {}
-            _ = handle.killed() => return Err(std::io::ErrorKind::ConnectionAborted.into()),
-        }
-    }
-    tokio::select! {
-        biased;
-        r = stream.write_all(&output.buf) => r?,
-        _ = handle.killed() => return Err(std::io::ErrorKind::ConnectionAborted.into()),
-    }
-    shared.stats.add_output(output.buf.len());
-    output.buf.clear();
-    if output.mail_bytes > 0 {
-        handle
-            .backlog
-            .fetch_sub(output.mail_bytes, Ordering::Relaxed);
-        output.mail_bytes = 0;
-    }
-    Ok(())
 }
