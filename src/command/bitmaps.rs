@@ -8,7 +8,7 @@ use super::presets::{OW_UPDATE, READ_FAST, RO_ACCESS, RW_ACCESS_UPDATE, key1};
 use super::spec::acl::BITMAP;
 use super::spec::flag::{DENYOOM, READONLY, WRITE};
 use super::spec::{CommandSpec, Group, KeySpec};
-use super::strings::edit_string;
+use super::values::edit_string;
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Db, StrForm, Ttl, Value};
 use crate::protocol::Reply;

@@ -5,11 +5,10 @@ use bytes::Bytes;
 use rand::RngExt;
 
 use super::Ctx;
-use super::keys::parse_scan;
+use super::args::{RANDOM_REPEATS_MAX, parse_scan};
 use super::presets::{
     NONDET, NONDET_ORDER, READ_FAST, RO, RO_ACCESS, RW_ACCESS_UPDATE, RW_UPDATE, WRITE_FAST, key1,
 };
-use super::sets::RANDOM_REPEATS_MAX;
 use super::spec::acl::HASH;
 use super::spec::flag::{FAST, READONLY, WRITE};
 use super::spec::{CommandSpec, Group, touches_first, touches_listed};

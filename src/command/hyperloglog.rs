@@ -9,7 +9,7 @@ use super::presets::{RO_ACCESS, WRITE_FAST, key1, keys_all};
 use super::spec::acl::HYPERLOGLOG;
 use super::spec::flag::{ADMIN, DENYOOM, MAY_REPLICATE, READONLY, WRITE};
 use super::spec::{CommandSpec, Group, KeySpec};
-use super::strings::edit_string;
+use super::values::edit_string;
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Db, Ttl, Value};
 use crate::protocol::Reply;

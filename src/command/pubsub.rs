@@ -15,20 +15,12 @@ use super::spec::{CommandSpec, Group, KeySpec};
 use crate::context::Client;
 use crate::context::Shared;
 use crate::error::{CmdError, CmdResult};
-use crate::protocol::{Protocol, Reply};
+use crate::protocol::Reply;
 use crate::pubsub::{Kind, confirmation};
 
-/// The error for any other command in RESP2 subscribed mode.
-pub fn subscribed_mode_error(full_name: &str) -> CmdError {
-    CmdError::other(format!(
-        "ERR Can't execute '{full_name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
-    ))
-}
-
-/// True when a RESP2 client is in subscribed mode.
-pub fn in_subscribed_mode(client: &Client) -> bool {
-    client.protocol == Protocol::Resp2 && client.pubsub.active()
-}
+// Leaving every subscription is pub/sub's to offer to the connection;
+// RESET, a command of another family, needs it too, so it lives below.
+pub use super::session::forget_subscriptions;
 
 fn confirmation_reply(verb: &'static str, name: Option<&Bytes>, count: usize) -> Reply {
     Reply::Push(vec![
@@ -128,14 +120,6 @@ pub fn spublish(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::Int(n as i64))
 }
 
-/// The PING reply in RESP2 subscribed mode: `["pong", message]`.
-pub fn subscribed_pong(message: Option<&Bytes>) -> Reply {
-    Reply::Array(vec![
-        word("pong"),
-        Reply::Bulk(message.cloned().unwrap_or_default()),
-    ])
-}
-
 /// PUBSUB CHANNELS / SHARDCHANNELS take at most one pattern.
 fn channels_generic(ctx: &mut Ctx, kind: Kind) -> CmdResult<Reply> {
     if ctx.args.len() > 3 {
@@ -197,12 +181,6 @@ pub fn pubsub_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
             "    Count each shard channel's subscribers.",
         ],
     ))
-}
-
-/// Forgets every subscription quietly (RESET, disconnect).
-pub fn forget_subscriptions(shared: &Shared, client: &mut Client) {
-    client.pubsub.clear(&shared.pubsub);
-    client.note_subscriptions();
 }
 
 /// Shard channels sit where keys would, but are not keys.

@@ -5,7 +5,7 @@
 use bytes::Bytes;
 
 use super::Ctx;
-use super::keys::parse_scan;
+use super::args::{RANDOM_REPEATS_MAX, parse_scan};
 use super::presets::{
     NONDET, NONDET_ORDER, OW_UPDATE, READ_FAST, RO, RO_ACCESS, RW_ACCESS_DELETE, RW_UPDATE,
     WRITE_FAST, key1, keys_all,
@@ -19,10 +19,6 @@ use crate::protocol::Reply;
 use crate::pubsub::Event;
 use crate::util::scan::{Buckets, hash_of};
 use crate::util::{glob_match, parse_cursor, parse_i64};
-
-/// The most members SRANDMEMBER (and HRANDFIELD) with a negative count returns. Redis
-/// tries to send any number and runs out of memory; rlockd refuses.
-pub(super) const RANDOM_REPEATS_MAX: u64 = 10_000_000;
 
 fn members_reply(members: Vec<Bytes>) -> Reply {
     Reply::Set(members.into_iter().map(Reply::Bulk).collect())

@@ -9,12 +9,12 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::Ctx;
-use super::blocking::{block, may_block, timeout_ms_arg};
 use super::presets::{NONDET, READ_FAST, RO, RO_ACCESS, RW_DELETE, RW_UPDATE, WRITE_FAST, key1};
 use super::reply::help_reply;
 use super::spec::acl::STREAM;
 use super::spec::flag::{BLOCKING, DENYOOM, FAST, LOADING, READONLY, STALE, WRITE};
 use super::spec::{self, CommandSpec, KeySpec};
+use super::waiting::{block, may_block, timeout_ms_arg};
 use crate::context::client::ServedReply;
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{

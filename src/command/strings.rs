@@ -4,13 +4,14 @@
 use bytes::{Bytes, BytesMut};
 
 use super::Ctx;
-use super::expire::{Base, Unit, deadline_ms};
+use super::args::{Base, Unit, deadline_ms};
 use super::presets::{
     OW_UPDATE, READ_FAST, RO, RO_ACCESS, RW_ACCESS_UPDATE, RW_UPDATE, WRITE_FAST, key1, keys_all,
 };
 use super::spec::acl::STRING;
 use super::spec::flag::{DENYOOM, FAST, READONLY, WRITE};
 use super::spec::{CommandSpec, Group, KeySpec};
+use super::values::edit_string;
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Db, StrForm, Ttl, Value};
 use crate::protocol::Reply;
@@ -408,36 +409,6 @@ pub(super) fn check_string_size(len: u64) -> CmdResult<()> {
         ));
     }
     Ok(())
-}
-
-/// Changes the string at `key` in place, zero-padded to at least `min_len`
-/// bytes first, and creates it if absent. Returns what `edit` returns.
-/// The buffer is reused when nothing else holds it (a pending reply or a
-/// transaction's journal does, and then it is copied); growth that cannot
-/// be allocated is an error, never an abort.
-pub(super) fn edit_string<T>(
-    db: &mut Db,
-    key: &[u8],
-    min_len: usize,
-    edit: impl FnOnce(&mut Vec<u8>) -> T,
-) -> CmdResult<T> {
-    let current = db.typed_for_write::<Bytes>(key)?.map(std::mem::take);
-    let existed = current.is_some();
-    let mut buf = Vec::from(current.unwrap_or_default());
-    let grown = buf
-        .try_reserve_exact(min_len.saturating_sub(buf.len()))
-        .map(|()| buf.resize(buf.len().max(min_len), 0));
-    let out = grown.is_ok().then(|| edit(&mut buf));
-    // Redis edits its own raw copy (or a new raw string) in place.
-    if existed {
-        if let Some(Value::Str(s, form)) = db.get_mut(key)? {
-            *s = Bytes::from(buf);
-            *form = StrForm::Raw;
-        }
-    } else if out.is_some() {
-        db.insert(key, Value::Str(Bytes::from(buf), StrForm::Raw), Ttl::Clear)?;
-    }
-    out.ok_or_else(|| CmdError::other("OOM command not allowed when used memory > 'maxmemory'."))
 }
 
 /// SETRANGE: overwrites the string from `offset`, zero-padding a gap; an

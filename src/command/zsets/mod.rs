@@ -3,14 +3,17 @@
 //! ZREV*), ZRANGESTORE, ZREMRANGEBY{SCORE,RANK,LEX}, ZRANK, ZREVRANK,
 //! ZPOPMIN, ZPOPMAX, ZUNION/ZINTER/ZDIFF and their STORE forms,
 //! ZINTERCARD, ZRANDMEMBER, ZSCAN. The MPOP and blocking pops live in
-//! `blocking`.
+//! `blocking`; the geo commands, whose sets are sorted sets and whose
+//! GEOADD is a ZADD, in `geo`.
+
+pub(super) mod geo;
 
 use bytes::Bytes;
 
 use rand::RngExt;
 
 use super::Ctx;
-use super::keys::parse_scan;
+use super::args::{RANDOM_REPEATS_MAX, parse_scan};
 use super::presets::{
     NONDET, OW_UPDATE, READ_FAST, RO, RO_ACCESS, RW_ACCESS_DELETE, RW_ACCESS_UPDATE, RW_DELETE,
     RW_UPDATE, WRITE_FAST, key1,
@@ -1006,10 +1009,6 @@ pub fn zintercard(ctx: &mut Ctx) -> CmdResult<Reply> {
     let parsed = parse_combine(ctx, 1, ZOp::Inter, CombineForm::Card)?;
     Ok(Reply::Int(parsed.run(ZOp::Inter).len() as i64))
 }
-
-/// The most members ZRANDMEMBER with a negative count returns (Redis
-/// would try to send any number and run out of memory).
-const RANDOM_REPEATS_MAX: u64 = 10_000_000;
 
 pub fn zrandmember(ctx: &mut Ctx) -> CmdResult<Reply> {
     let count = ctx.args.get(2).map(|c| parse_long(c)).transpose()?;

@@ -4,11 +4,11 @@
 
 use bytes::Bytes;
 
-use super::presets::{OW_UPDATE, RO_ACCESS, RW_UPDATE, key1};
-use super::spec::acl::GEO;
-use super::spec::flag::{DENYOOM, READONLY, WRITE};
-use super::spec::{CommandSpec, Group, KeySpec};
-use super::{Ctx, zsets};
+use crate::command::Ctx;
+use crate::command::presets::{OW_UPDATE, RO_ACCESS, RW_UPDATE, key1};
+use crate::command::spec::acl::GEO;
+use crate::command::spec::flag::{DENYOOM, READONLY, WRITE};
+use crate::command::spec::{CommandSpec, Group, KeySpec};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Db, SortedSet, Ttl, Value};
 use crate::protocol::Reply;
@@ -82,7 +82,7 @@ pub fn geoadd(ctx: &mut Ctx) -> CmdResult<Reply> {
         zadd.push(crate::util::i64_bytes(score as i64));
         zadd.push(point[2].clone());
     }
-    zsets::zadd(&mut Ctx {
+    super::zadd(&mut Ctx {
         args: &zadd,
         shared: ctx.shared,
         client: ctx.client,
@@ -472,7 +472,7 @@ pub fn geosearchstore(ctx: &mut Ctx) -> CmdResult<Reply> {
     search(ctx, Family::SearchStore)
 }
 
-pub(super) static COMMANDS: &[CommandSpec] = &[
+pub(in crate::command) static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("geoadd", -5, Group::Geo, geoadd).flags(WRITE | DENYOOM).acl(GEO).keys(&key1(RW_UPDATE))
         .syntax("key [NX | XX] [CH] (longitude latitude member)...")
         .doc("3.2.0", "Adds points (longitude, latitude, member) to a geo set, a sorted set scored by geohash."),
