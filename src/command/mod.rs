@@ -444,7 +444,7 @@ fn state_allows(shared: &Shared, client: &Client, id: usize, args: &[Bytes]) -> 
 /// Redis; one without a shebang has its command's flags.
 fn run_flags(shared: &Shared, id: usize, args: &[Bytes]) -> u32 {
     let spec = REGISTRY.specs[id];
-    let Some(declared) = scripting::declared_flags(shared, spec.name, args) else {
+    let Some(declared) = scripting::declared_flags(shared, spec, args) else {
         return spec.flags;
     };
     let mut flags = spec.flags & !(flag::WRITE | flag::DENYOOM);
@@ -464,7 +464,7 @@ fn run_flags(shared: &Shared, id: usize, args: &[Bytes]) -> u32 {
 pub fn replicates(shared: &Shared, client: &Client, args: &[Bytes]) -> bool {
     let writes = |id: usize, args: &[Bytes]| {
         let spec = REGISTRY.specs[id];
-        match scripting::declared_flags(shared, spec.name, args) {
+        match scripting::declared_flags(shared, spec, args) {
             Some(flags) => !flags.has(ScriptFlags::NO_WRITES),
             None => spec.has(flag::WRITE) || spec.has(flag::MAY_REPLICATE),
         }

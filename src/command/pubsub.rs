@@ -11,7 +11,7 @@ use bytes::Bytes;
 use super::Ctx;
 use super::reply::help_reply;
 use super::spec::flag::{FAST, LOADING, MAY_REPLICATE, NOSCRIPT, PUBSUB, STALE, WHILE_SUBSCRIBED};
-use super::spec::{CommandSpec, Group, KeySpec};
+use super::spec::{ChannelArgs, CommandSpec, Group, KeySpec};
 use crate::context::Client;
 use crate::context::Shared;
 use crate::error::{CmdError, CmdResult};
@@ -223,6 +223,7 @@ static PUBSUB_SUBS: &[CommandSpec] = &[
 
 pub(super) static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("subscribe", -2, Group::Pubsub, subscribe)
+        .channels(ChannelArgs::All)
         .flags(SUB)
         .syntax("channel...")
         .doc(
@@ -237,6 +238,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
             "Stops listening to the given channels, or to all of them.",
         ),
     CommandSpec::new("psubscribe", -2, Group::Pubsub, psubscribe)
+        .channels(ChannelArgs::AllPatterns)
         .flags(SUB)
         .syntax("pattern...")
         .doc(
@@ -251,6 +253,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
             "Stops listening to the given patterns, or to all of them.",
         ),
     CommandSpec::new("ssubscribe", -2, Group::Pubsub, ssubscribe)
+        .channels(ChannelArgs::All)
         .flags(SUB)
         .keys(SHARD_CHANNELS)
         .syntax("shardchannel...")
@@ -267,6 +270,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
             "Stops listening to the given shard channels, or to all of them.",
         ),
     CommandSpec::new("publish", 3, Group::Pubsub, publish)
+        .channels(ChannelArgs::First)
         .flags(PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE)
         .syntax("channel message")
         .doc(
@@ -274,6 +278,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
             "Posts a message to a channel; returns how many subscribers received it.",
         ),
     CommandSpec::new("spublish", 3, Group::Pubsub, spublish)
+        .channels(ChannelArgs::First)
         .flags(PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE)
         .keys(SHARD_CHANNEL)
         .syntax("shardchannel message")
