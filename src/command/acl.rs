@@ -205,17 +205,13 @@ fn selector_allows(
             }
         }
     }
-    if !selector.all_channels {
-        let (first, all, pattern) = match spec.name {
-            "publish" | "spublish" => (1, false, false),
-            "subscribe" | "ssubscribe" => (1, true, false),
-            "psubscribe" => (1, true, true),
-            _ => return Ok(()),
-        };
-        let last = if all { args.len() } else { first + 1 };
-        let mut channels = args.iter().enumerate().take(last).skip(first);
-        if let Some((i, _)) =
-            channels.find(|(_, channel)| !selector.allows_channel(channel, pattern))
+    if !selector.all_channels
+        && let Some(channels) = spec.channels
+    {
+        let (span, pattern) = channels.span(args.len());
+        if let Some(i) = span
+            .into_iter()
+            .find(|&i| !selector.allows_channel(&args[i], pattern))
         {
             return Err(Denied::Channel(i));
         }

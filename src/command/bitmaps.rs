@@ -8,7 +8,7 @@ use super::presets::{OW_UPDATE, READ_FAST, RO_ACCESS, RW_ACCESS_UPDATE, key1};
 use super::spec::acl::BITMAP;
 use super::spec::flag::{DENYOOM, READONLY, WRITE};
 use super::spec::{CommandSpec, Group, KeySpec};
-use super::strings::{edit_string, string_at};
+use super::values::edit_string;
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Db, StrForm, Ttl, Value};
 use crate::protocol::Reply;
@@ -46,11 +46,7 @@ fn edit_bits<T>(
     edit: impl FnOnce(&mut [u8]) -> T,
 ) -> CmdResult<(T, bool)> {
     let needed = (max_bit / 8 + 1) as usize;
-    let before = match db.get_mut(key)? {
-        None => None,
-        Some(Value::Str(s, _)) => Some(s.len()),
-        Some(_) => return Err(CmdError::WrongType),
-    };
+    let before = db.typed_for_write::<Bytes>(key)?.map(|s| s.len());
     let out = edit_string(db, key, needed, |buf| edit(buf))?;
     Ok((out, before.is_none_or(|len| len < needed)))
 }
@@ -80,7 +76,7 @@ pub fn setbit(ctx: &mut Ctx) -> CmdResult<Reply> {
 pub fn getbit(ctx: &mut Ctx) -> CmdResult<Reply> {
     let offset = bit_offset(ctx.arg(2), None)?;
     let key = ctx.arg(1).clone();
-    let data = string_at(&mut ctx.db(), &key)?.unwrap_or_default();
+    let data = ctx.db().typed::<Bytes>(&key)?.cloned().unwrap_or_default();
     Ok(Reply::Int(bits::get_bit(&data, offset) as i64))
 }
 
@@ -116,7 +112,7 @@ fn int_arg(raw: &[u8]) -> CmdResult<i64> {
 /// BITCOUNT: a missing key counts 0 before its arguments are read.
 pub fn bitcount(ctx: &mut Ctx) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
-    let Some(data) = string_at(&mut ctx.db(), &key)? else {
+    let Some(data) = ctx.db().typed::<Bytes>(&key)?.cloned() else {
         return Ok(Reply::Int(0));
     };
     let range = match ctx.args.len() {
@@ -147,7 +143,7 @@ pub fn bitpos(ctx: &mut Ctx) -> CmdResult<Reply> {
         _ => return Err(CmdError::other("ERR The bit argument must be 1 or 0.")),
     };
     let key = ctx.arg(1).clone();
-    let Some(data) = string_at(&mut ctx.db(), &key)? else {
+    let Some(data) = ctx.db().typed::<Bytes>(&key)?.cloned() else {
         return Ok(Reply::Int(if want { -1 } else { 0 }));
     };
     let len = data.len();
@@ -203,7 +199,7 @@ pub fn bitop(ctx: &mut Ctx) -> CmdResult<Reply> {
     let mut db = ctx.locked.db(ctx.client.db);
     let mut sources = Vec::with_capacity(ctx.args.len() - 3);
     for key in &ctx.args[3..] {
-        sources.push(string_at(&mut db, key)?.unwrap_or_default());
+        sources.push(db.typed::<Bytes>(key)?.cloned().unwrap_or_default());
     }
     let len = sources.iter().map(Bytes::len).max().unwrap_or(0);
     if len == 0 {
@@ -376,7 +372,7 @@ fn bitfield_generic(ctx: &mut Ctx, read_only: bool) -> CmdResult<Reply> {
         .map(|s| s.offset + s.ty.bits as u64 - 1)
         .max();
     let Some(highest) = highest else {
-        let data = string_at(&mut db, &key)?.unwrap_or_default();
+        let data = db.typed::<Bytes>(&key)?.cloned().unwrap_or_default();
         return Ok(Reply::Array(
             steps.iter().map(|s| read_field(&data, s)).collect(),
         ));

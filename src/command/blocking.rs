@@ -7,7 +7,7 @@
 //! keyspace to serve it (see `keyspace::blocked`), for its timeout, or for
 //! the client to go away.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 
@@ -16,11 +16,12 @@ use super::presets::RW_ACCESS_DELETE;
 use super::spec::acl::{CONNECTION, LIST, SORTEDSET};
 use super::spec::flag::{BLOCKING, DENYOOM, FAST, NOSCRIPT, WRITE};
 use super::spec::{CommandSpec, Group, KeySpec};
-use crate::context::client::{Blocked, ServedReply};
+use super::waiting::{block, may_block, timeout_arg, timeout_ms_arg};
+use crate::context::client::ServedReply;
 use crate::error::{CmdError, CmdResult};
-use crate::keyspace::{End, Taken, Value, Waiter, Wanted, ZEnd};
+use crate::keyspace::{End, Taken, Value, Wanted, ZEnd};
 use crate::protocol::Reply;
-use crate::util::{parse_f64, parse_i64};
+use crate::util::parse_i64;
 
 /// Members as the popping commands send them: each member, then its score.
 fn taken_items(taken: Taken, nested: bool) -> Vec<Reply> {
@@ -61,40 +62,6 @@ fn element_only(_key: Bytes, taken: Taken) -> Reply {
         .into_iter()
         .next()
         .unwrap_or(Reply::Nil)
-}
-
-/// A timeout of `ms` milliseconds; `None` for 0 (wait for ever). Redis
-/// 7.0 adds it to the current Unix time unchecked, and a sum past the
-/// 64-bit range never times out there either.
-fn deadline_after(ms: u64) -> Option<Duration> {
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    (ms > 0 && ms <= i64::MAX as u64 - now_ms).then(|| Duration::from_millis(ms))
-}
-
-/// Parses a timeout in whole milliseconds (WAIT, WAITAOF).
-pub(super) fn timeout_ms_arg(arg: &[u8]) -> CmdResult<Option<Duration>> {
-    let ms = parse_i64(arg)
-        .ok_or_else(|| CmdError::other("ERR timeout is not an integer or out of range"))?;
-    if ms < 0 {
-        return Err(CmdError::other("ERR timeout is negative"));
-    }
-    Ok(deadline_after(ms as u64))
-}
-
-/// Parses a timeout in seconds (fractions allowed) as Redis 7.0 does;
-/// `None` for 0 (wait for ever).
-fn timeout_arg(arg: &[u8]) -> CmdResult<Option<Duration>> {
-    let secs = parse_f64(arg)
-        .ok_or_else(|| CmdError::other("ERR timeout is not a float or out of range"))?;
-    // Redis rounds up to whole milliseconds (so -0.0001 s is 0: for ever),
-    // and a count past the 64-bit range turns negative in its conversion.
-    let ms = (secs * 1000.0).ceil();
-    if ms < 0.0 || ms >= i64::MAX as f64 {
-        return Err(CmdError::other("ERR timeout is negative"));
-    }
-    Ok(deadline_after(ms as u64))
 }
 
 fn end_arg(arg: &[u8]) -> CmdResult<End> {
@@ -145,45 +112,6 @@ pub fn rpoplpush(ctx: &mut Ctx) -> CmdResult<Reply> {
         End::Right,
         End::Left,
     )?))
-}
-
-/// Whether this client may wait: not inside EXEC or a script, where a
-/// blocking command answers at once as if it had timed out.
-pub(super) fn may_block(ctx: &Ctx) -> bool {
-    !ctx.client.for_script && !ctx.client.in_exec
-}
-
-/// Queues a waiter on `keys` and leaves it on the client for the
-/// connection to wait on. The reply returned is never sent.
-pub(super) fn block(
-    ctx: &mut Ctx,
-    keys: Vec<Bytes>,
-    wanted: Wanted,
-    timeout: Option<Duration>,
-    (timeout_reply, served_reply): (Reply, ServedReply),
-) -> CmdResult<Reply> {
-    let waiter = Waiter::new(ctx.client.db, keys, wanted);
-    let mut db = ctx.db();
-    for key in &waiter.keys {
-        if let Err(e) = db.block(key, &waiter) {
-            // Queued on some keys already: it must not be served there.
-            waiter.cancel();
-            return Err(e);
-        }
-    }
-    // A command run again after a failed hand-over keeps its first deadline.
-    let deadline = ctx
-        .client
-        .retry_deadline
-        .take()
-        .unwrap_or_else(|| timeout.and_then(|t| Instant::now().checked_add(t)));
-    ctx.client.blocked = Some(Blocked {
-        waiter,
-        deadline,
-        timeout_reply: timeout_reply.clone(),
-        served_reply,
-    });
-    Ok(timeout_reply)
 }
 
 /// BLPOP, BRPOP, BZPOPMIN, BZPOPMAX: `key... timeout`, one item.

@@ -11,10 +11,10 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::Ctx;
-use super::keys::encoding_name;
 use super::reply::help_reply;
 use super::spec::flag::{ADMIN, LOADING, NOSCRIPT, STALE, WHOLE_KEYSPACE};
 use super::spec::{CommandSpec, Group};
+use super::values::encoding_name;
 use crate::config::DebugCommand;
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Entry, Ttl, Value, dump::dump};

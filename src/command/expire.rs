@@ -2,6 +2,7 @@
 //! TTL, PTTL, EXPIRETIME, PEXPIRETIME, PERSIST.
 
 use super::Ctx;
+use super::args::{Base, Unit, deadline_ms};
 use super::presets::{NONDET, READ_FAST, RO_ACCESS, RW_UPDATE, key1};
 use super::spec::acl::KEYSPACE;
 use super::spec::flag::{FAST, WRITE};
@@ -9,42 +10,6 @@ use super::spec::{CommandSpec, Group};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::pubsub::Event;
-use crate::util::parse_i64;
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Unit {
-    Seconds,
-    Millis,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Base {
-    /// The time is a duration from now.
-    Relative,
-    /// The time is a Unix timestamp.
-    Absolute,
-}
-
-/// Turns a time argument into an absolute deadline in milliseconds,
-/// refusing values that would overflow as Redis does.
-pub fn deadline_ms(
-    raw: &[u8],
-    unit: Unit,
-    base: Base,
-    now: u64,
-    cmd: &'static str,
-) -> CmdResult<i64> {
-    let n = parse_i64(raw).ok_or(CmdError::NotInteger)?;
-    let invalid = CmdError::InvalidExpireTime(cmd);
-    let ms = match unit {
-        Unit::Seconds => n.checked_mul(1000).ok_or(invalid.clone())?,
-        Unit::Millis => n,
-    };
-    match base {
-        Base::Absolute => Ok(ms),
-        Base::Relative => ms.checked_add(now as i64).ok_or(invalid),
-    }
-}
 
 #[derive(Default)]
 struct Condition {

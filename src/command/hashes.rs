@@ -5,37 +5,20 @@ use bytes::Bytes;
 use rand::RngExt;
 
 use super::Ctx;
-use super::keys::parse_scan;
+use super::args::{RANDOM_REPEATS_MAX, parse_scan};
 use super::presets::{
     NONDET, NONDET_ORDER, READ_FAST, RO, RO_ACCESS, RW_ACCESS_UPDATE, RW_UPDATE, WRITE_FAST, key1,
 };
-use super::sets::RANDOM_REPEATS_MAX;
 use super::spec::acl::HASH;
 use super::spec::flag::{FAST, READONLY, WRITE};
 use super::spec::{CommandSpec, Group, touches_first, touches_listed};
 use crate::error::{CmdError, CmdResult};
-use crate::keyspace::{Db, HashValue, Touch, Value};
+use crate::keyspace::{HashValue, Touch, Value};
 use crate::protocol::{Protocol, Reply};
 use crate::pubsub::Event;
 use crate::util::long_double::LongDouble;
 use crate::util::scan::{Buckets, hash_of};
 use crate::util::{glob_match, i64_bytes, parse_i64};
-
-/// The hash at `key` for reading: `None` if absent, WRONGTYPE if not a hash.
-fn hash_at<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<Option<&'d mut HashValue>> {
-    db.get_as(key, |v| match v {
-        Value::Hash(h) => Some(h),
-        _ => None,
-    })
-}
-
-/// The hash at `key` for writing, created empty if absent.
-fn hash_for_write<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<&'d mut HashValue> {
-    match db.get_mut_or_insert(key, Value::new_hash)? {
-        Value::Hash(h) => Ok(h),
-        _ => Err(CmdError::WrongType),
-    }
-}
 
 fn copy(b: &[u8]) -> Bytes {
     Bytes::copy_from_slice(b)
@@ -52,7 +35,7 @@ pub fn hset(ctx: &mut Ctx) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
     let mut db = ctx.locked.db(ctx.client.db);
     let limits = db.limits();
-    let hash = hash_for_write(&mut db, &key)?;
+    let hash = db.typed_or_insert::<HashValue>(&key, Value::new_hash)?;
     let mut added = 0;
     for pair in ctx.args[2..].chunks(2) {
         if hash.insert(&pair[0], &pair[1], &limits) {
@@ -67,7 +50,7 @@ pub fn hsetnx(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (key, field, value) = (ctx.arg(1).clone(), ctx.arg(2).clone(), ctx.arg(3).clone());
     let mut db = ctx.db();
     let limits = db.limits();
-    let hash = hash_for_write(&mut db, &key)?;
+    let hash = db.typed_or_insert::<HashValue>(&key, Value::new_hash)?;
     if hash.contains_key(&field) {
         return Ok(Reply::Int(0));
     }
@@ -80,14 +63,15 @@ pub fn hget(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (key, field) = (ctx.arg(1).clone(), ctx.arg(2).clone());
     let mut db = ctx.db();
     Ok(Reply::opt_bulk(
-        hash_at(&mut db, &key)?.and_then(|h| h.get(&field).map(copy)),
+        db.typed::<HashValue>(&key)?
+            .and_then(|h| h.get(&field).map(copy)),
     ))
 }
 
 pub fn hmget(ctx: &mut Ctx) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
     let mut db = ctx.locked.db(ctx.client.db);
-    let hash = hash_at(&mut db, &key)?;
+    let hash = db.typed::<HashValue>(&key)?;
     Ok(Reply::Array(
         ctx.args[2..]
             .iter()
@@ -100,7 +84,7 @@ pub fn hgetall(ctx: &mut Ctx) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
     let mut db = ctx.db();
     Ok(Reply::Map(
-        hash_at(&mut db, &key)?
+        db.typed::<HashValue>(&key)?
             .map(|h| h.iter().map(|(f, v)| (bulk(f), bulk(v))).collect())
             .unwrap_or_default(),
     ))
@@ -109,7 +93,7 @@ pub fn hgetall(ctx: &mut Ctx) -> CmdResult<Reply> {
 pub fn hdel(ctx: &mut Ctx) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
     let mut db = ctx.locked.db(ctx.client.db);
-    let Some(hash) = hash_at(&mut db, &key)? else {
+    let Some(hash) = db.typed::<HashValue>(&key)? else {
         return Ok(Reply::Int(0));
     };
     let mut removed = 0;
@@ -134,7 +118,9 @@ pub fn hdel(ctx: &mut Ctx) -> CmdResult<Reply> {
 pub fn hexists(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (key, field) = (ctx.arg(1).clone(), ctx.arg(2).clone());
     let mut db = ctx.db();
-    let found = hash_at(&mut db, &key)?.is_some_and(|h| h.contains_key(&field));
+    let found = db
+        .typed::<HashValue>(&key)?
+        .is_some_and(|h| h.contains_key(&field));
     Ok(Reply::Int(found as i64))
 }
 
@@ -142,7 +128,7 @@ pub fn hlen(ctx: &mut Ctx) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
     let mut db = ctx.db();
     Ok(Reply::Int(
-        hash_at(&mut db, &key)?.map_or(0, |h| h.len()) as i64
+        db.typed::<HashValue>(&key)?.map_or(0, |h| h.len()) as i64,
     ))
 }
 
@@ -150,7 +136,7 @@ fn hash_list(ctx: &mut Ctx, pick: for<'h> fn(&'h [u8], &'h [u8]) -> &'h [u8]) ->
     let key = ctx.arg(1).clone();
     let mut db = ctx.db();
     Ok(Reply::Array(
-        hash_at(&mut db, &key)?
+        db.typed::<HashValue>(&key)?
             .map(|h| h.iter().map(|(f, v)| bulk(pick(f, v))).collect())
             .unwrap_or_default(),
     ))
@@ -169,7 +155,7 @@ pub fn hincrby(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (key, field) = (ctx.arg(1).clone(), ctx.arg(2).clone());
     let mut db = ctx.db();
     let limits = db.limits();
-    let hash = hash_for_write(&mut db, &key)?;
+    let hash = db.typed_or_insert::<HashValue>(&key, Value::new_hash)?;
     let current = match hash.get(&field) {
         None => 0,
         Some(v) => parse_i64(v).ok_or(CmdError::HashValueNotInteger)?,
@@ -193,7 +179,7 @@ pub fn hincrbyfloat(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (key, field) = (ctx.arg(1).clone(), ctx.arg(2).clone());
     let mut db = ctx.db();
     let limits = db.limits();
-    let hash = hash_for_write(&mut db, &key)?;
+    let hash = db.typed_or_insert::<HashValue>(&key, Value::new_hash)?;
     let current = match hash.get(&field) {
         None => LongDouble::ZERO,
         Some(v) => LongDouble::parse(v).ok_or(CmdError::HashValueNotFloat)?,
@@ -212,7 +198,7 @@ pub fn hscan(ctx: &mut Ctx) -> CmdResult<Reply> {
     let opts = parse_scan(&ctx.args[2..], false)?;
     let key = ctx.arg(1).clone();
     let mut db = ctx.db();
-    let Some(hash) = hash_at(&mut db, &key)? else {
+    let Some(hash) = db.typed::<HashValue>(&key)? else {
         return Ok(Reply::Array(vec![
             Reply::bulk_str("0"),
             Reply::Array(Vec::new()),
@@ -257,7 +243,9 @@ pub fn hmset(ctx: &mut Ctx) -> CmdResult<Reply> {
 pub fn hstrlen(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (key, field) = (ctx.arg(1).clone(), ctx.arg(2).clone());
     let mut db = ctx.db();
-    let len = hash_at(&mut db, &key)?.and_then(|h| h.get(&field).map(<[u8]>::len));
+    let len = db
+        .typed::<HashValue>(&key)?
+        .and_then(|h| h.get(&field).map(<[u8]>::len));
     Ok(Reply::Int(len.unwrap_or(0) as i64))
 }
 
@@ -289,7 +277,7 @@ pub fn hrandfield(ctx: &mut Ctx) -> CmdResult<Reply> {
     let resp3 = ctx.client.protocol == Protocol::Resp3;
     let key = ctx.arg(1).clone();
     let mut db = ctx.db();
-    let hash = hash_at(&mut db, &key)?;
+    let hash = db.typed::<HashValue>(&key)?;
     let mut rng = rand::rng();
     let Some((count, with_values)) = count else {
         return Ok(Reply::opt_bulk(hash.and_then(|h| {

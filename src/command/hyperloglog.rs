@@ -9,7 +9,7 @@ use super::presets::{RO_ACCESS, WRITE_FAST, key1, keys_all};
 use super::spec::acl::HYPERLOGLOG;
 use super::spec::flag::{ADMIN, DENYOOM, MAY_REPLICATE, READONLY, WRITE};
 use super::spec::{CommandSpec, Group, KeySpec};
-use super::strings::{edit_string, string_at};
+use super::values::edit_string;
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Db, Ttl, Value};
 use crate::protocol::Reply;
@@ -29,7 +29,7 @@ impl From<Corrupt> for CmdError {
 /// The HLL at `key` for reading: `None` if absent; WRONGTYPE for another
 /// type or a string that is not an HLL.
 fn hll_at(db: &mut Db, key: &[u8]) -> CmdResult<Option<Bytes>> {
-    match string_at(db, key)? {
+    match db.typed::<Bytes>(key)?.cloned() {
         Some(s) if !hll::is_hll(&s) => Err(not_hll()),
         found => Ok(found),
     }

@@ -5,6 +5,7 @@ use bytes::Bytes;
 use rand::RngExt;
 
 use super::Ctx;
+use super::args::parse_scan;
 use super::presets::{
     NONDET, OBJECT_KEY, OW_UPDATE, READ_FAST, RO, RO_ACCESS, RW_ACCESS_DELETE, RW_ACCESS_UPDATE,
     key1, keys_all,
@@ -13,6 +14,7 @@ use super::reply::help_reply;
 use super::spec::acl::{DANGEROUS, KEYSPACE};
 use super::spec::flag::{ASKING, DENYOOM, FAST, LOADING, READONLY, STALE, WHOLE_KEYSPACE, WRITE};
 use super::spec::{CommandSpec, Group, KeySpec};
+use super::values::encoding_name;
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::access::AccessClock;
 use crate::keyspace::dump::{self, DumpError};
@@ -20,7 +22,7 @@ use crate::keyspace::{SHARDS, StrEncoding, Ttl, Value};
 use crate::protocol::Reply;
 use crate::pubsub::Event;
 use crate::util::scan::{Buckets, hash_of};
-use crate::util::{glob_match, parse_cursor, parse_i64};
+use crate::util::{glob_match, parse_i64};
 
 /// EXISTS looks keys up as a read does (it counts hits and misses) but
 /// leaves their access clocks alone.
@@ -81,46 +83,6 @@ pub fn keys(ctx: &mut Ctx) -> CmdResult<Reply> {
         }
     }
     Ok(Reply::Array(out))
-}
-
-/// The options SCAN and HSCAN share.
-pub struct ScanOptions {
-    pub cursor: u64,
-    pub pattern: Option<Bytes>,
-    pub count: usize,
-    pub type_name: Option<String>,
-}
-
-pub fn parse_scan(args: &[Bytes], allow_type: bool) -> CmdResult<ScanOptions> {
-    let cursor = parse_cursor(&args[0]).ok_or_else(|| CmdError::other("ERR invalid cursor"))?;
-    let mut opts = ScanOptions {
-        cursor,
-        pattern: None,
-        count: 10,
-        type_name: None,
-    };
-    let mut i = 1;
-    while i < args.len() {
-        let opt = args[i].to_ascii_lowercase();
-        let value = args.get(i + 1).ok_or(CmdError::Syntax)?;
-        match &opt[..] {
-            b"count" => {
-                let n = parse_i64(value).ok_or(CmdError::NotInteger)?;
-                if n < 1 {
-                    return Err(CmdError::Syntax);
-                }
-                opts.count = n as usize;
-            }
-            // A lone `*` matches everything, the empty key included.
-            b"match" => opts.pattern = (&value[..] != b"*").then(|| value.clone()),
-            b"type" if allow_type => {
-                opts.type_name = Some(String::from_utf8_lossy(value).to_ascii_lowercase())
-            }
-            _ => return Err(CmdError::Syntax),
-        }
-        i += 2;
-    }
-    Ok(opts)
 }
 
 /// SCAN walks the shards one after another, each as a table of its own;
@@ -441,24 +403,6 @@ pub fn randomkey(ctx: &mut Ctx) -> CmdResult<Reply> {
     }
     let pick = rand::rng().random_range(0..keys.len());
     Ok(Reply::Bulk(keys[pick].clone()))
-}
-
-/// Redis's name for how it would hold a value: a string's follows from its
-/// bytes and how it was written; hashes, sets and sorted sets keep the
-/// compact-or-not state Redis's conversions would have left.
-pub(super) fn encoding_name(value: &Value) -> &'static str {
-    match value {
-        Value::Str(s, form) => form.encoding(s).name(),
-        Value::Hash(h) if h.is_listpack() => "listpack",
-        Value::Hash(_) => "hashtable",
-        // Redis 7.0 holds every list in a quicklist.
-        Value::List(_) => "quicklist",
-        Value::ZSet(z) if z.is_compact() => "listpack",
-        Value::ZSet(_) => "skiplist",
-        Value::Set(s) if s.is_intset() => "intset",
-        Value::Set(_) => "hashtable",
-        Value::Stream(_) => "stream",
-    }
 }
 
 /// Runs `answer` on the key's value and access clock, without using the

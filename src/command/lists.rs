@@ -20,22 +20,6 @@ use crate::util::parse_i64;
 
 type List = VecDeque<Bytes>;
 
-/// The list at `key` for reading: `None` if absent, WRONGTYPE if not a list.
-fn list_at<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<Option<&'d mut List>> {
-    db.get_as(key, |v| match v {
-        Value::List(x) => Some(x),
-        _ => None,
-    })
-}
-
-/// The list at `key` for writing (no hit/miss accounting).
-fn list_for_write<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<Option<&'d mut List>> {
-    db.get_mut_as(key, |v| match v {
-        Value::List(x) => Some(x),
-        _ => None,
-    })
-}
-
 fn int_arg(b: &[u8]) -> CmdResult<i64> {
     parse_i64(b).ok_or(CmdError::NotInteger)
 }
@@ -73,13 +57,13 @@ fn after_removal(db: &mut Db, key: &[u8], event: Event) -> CmdResult<()> {
 fn push(ctx: &mut Ctx, front: bool, existing_only: bool) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
     let mut db = ctx.locked.db(ctx.client.db);
-    if list_for_write(&mut db, &key)?.is_none() {
+    if db.typed_for_write::<List>(&key)?.is_none() {
         if existing_only {
             return Ok(Reply::Int(0));
         }
         db.insert(&key, Value::List(List::new()), Ttl::Clear)?;
     }
-    let Some(list) = list_for_write(&mut db, &key)? else {
+    let Some(list) = db.typed_for_write::<List>(&key)? else {
         return Err(CmdError::WrongType);
     };
     for item in &ctx.args[2..] {
@@ -125,7 +109,7 @@ fn pop(ctx: &mut Ctx, front: bool, name: &str) -> CmdResult<Reply> {
     };
     let key = ctx.arg(1).clone();
     let mut db = ctx.db();
-    let Some(list) = list_for_write(&mut db, &key)? else {
+    let Some(list) = db.typed_for_write::<List>(&key)? else {
         return Ok(if count.is_some() {
             Reply::NilArray
         } else {
@@ -206,7 +190,7 @@ pub fn rpop(ctx: &mut Ctx) -> CmdResult<Reply> {
 pub fn lindex(ctx: &mut Ctx) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
     let mut db = ctx.locked.db(ctx.client.db);
-    let Some(list) = list_at(&mut db, &key)? else {
+    let Some(list) = db.typed::<List>(&key)? else {
         return Ok(Reply::Nil);
     };
     let index = int_arg(&ctx.args[2])?;
@@ -220,7 +204,7 @@ pub fn lrange(ctx: &mut Ctx) -> CmdResult<Reply> {
     let stop = int_arg(ctx.arg(3))?;
     let key = ctx.arg(1).clone();
     let mut db = ctx.db();
-    let Some(list) = list_at(&mut db, &key)? else {
+    let Some(list) = db.typed::<List>(&key)? else {
         return Ok(Reply::Array(Vec::new()));
     };
     let len = list.len() as i64;
@@ -249,7 +233,7 @@ pub fn llen(ctx: &mut Ctx) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
     let mut db = ctx.db();
     Ok(Reply::Int(
-        list_at(&mut db, &key)?.map_or(0, |l| l.len()) as i64
+        db.typed::<List>(&key)?.map_or(0, |l| l.len()) as i64
     ))
 }
 
@@ -257,7 +241,7 @@ pub fn lrem(ctx: &mut Ctx) -> CmdResult<Reply> {
     let count = int_arg(ctx.arg(2))?;
     let (key, element) = (ctx.arg(1).clone(), ctx.arg(3).clone());
     let mut db = ctx.db();
-    let Some(list) = list_for_write(&mut db, &key)? else {
+    let Some(list) = db.typed_for_write::<List>(&key)? else {
         return Ok(Reply::Int(0));
     };
     let limit = if count == 0 {
@@ -295,7 +279,7 @@ pub fn lrem(ctx: &mut Ctx) -> CmdResult<Reply> {
 pub fn lset(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (key, element) = (ctx.arg(1).clone(), ctx.arg(3).clone());
     let mut db = ctx.locked.db(ctx.client.db);
-    let Some(list) = list_for_write(&mut db, &key)? else {
+    let Some(list) = db.typed_for_write::<List>(&key)? else {
         return Err(CmdError::NoSuchKey);
     };
     let index = int_arg(&ctx.args[2])?;
@@ -332,7 +316,7 @@ pub fn lpos(ctx: &mut Ctx) -> CmdResult<Reply> {
     }
     let (key, element) = (ctx.arg(1).clone(), ctx.arg(2).clone());
     let mut db = ctx.db();
-    let Some(list) = list_at(&mut db, &key)? else {
+    let Some(list) = db.typed::<List>(&key)? else {
         return Ok(if count.is_some() {
             Reply::Array(Vec::new())
         } else {
@@ -386,7 +370,7 @@ pub fn linsert(ctx: &mut Ctx) -> CmdResult<Reply> {
     };
     let (key, pivot, element) = (ctx.arg(1).clone(), ctx.arg(3).clone(), ctx.arg(4).clone());
     let mut db = ctx.db();
-    let Some(list) = list_for_write(&mut db, &key)? else {
+    let Some(list) = db.typed_for_write::<List>(&key)? else {
         return Ok(Reply::Int(0));
     };
     let Some(at) = list.iter().position(|e| *e == pivot) else {
@@ -403,7 +387,7 @@ pub fn ltrim(ctx: &mut Ctx) -> CmdResult<Reply> {
     let stop = int_arg(ctx.arg(3))?;
     let key = ctx.arg(1).clone();
     let mut db = ctx.db();
-    let Some(list) = list_for_write(&mut db, &key)? else {
+    let Some(list) = db.typed_for_write::<List>(&key)? else {
         return Ok(Reply::OK);
     };
     let len = list.len() as i64;

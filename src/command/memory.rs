@@ -3,12 +3,12 @@
 use super::Ctx;
 use super::presets::{ALL_SHARDS_SPECIAL, OBJECT_KEY};
 use super::reply::help_reply;
-use super::server::{MemoryNow, memory_now};
 use super::spec::flag::{LOADING, READONLY, STALE, WHOLE_KEYSPACE};
 use super::spec::{CommandSpec, Group};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::memory_usage;
 use crate::protocol::Reply;
+use crate::util::alloc::{MemoryNow, memory_now};
 use crate::util::parse_i64;
 
 pub fn usage(ctx: &mut Ctx) -> CmdResult<Reply> {

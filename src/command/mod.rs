@@ -3,6 +3,7 @@
 //! one command against the shards its keys live in.
 
 pub(crate) mod acl;
+mod args;
 mod auth;
 mod bitmaps;
 mod blocking;
@@ -12,7 +13,6 @@ mod ctx;
 mod debug;
 mod docs;
 mod expire;
-mod geo;
 mod hashes;
 mod hyperloglog;
 mod keys;
@@ -27,12 +27,14 @@ mod reply;
 mod rlockd;
 mod scripting;
 mod server;
+mod session;
 mod sets;
 mod sort;
 pub mod spec;
 mod streams;
 mod strings;
-mod tracking;
+mod values;
+mod waiting;
 mod zsets;
 
 use std::collections::HashMap;
@@ -48,6 +50,7 @@ use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{LockPlan, Locked, slot_shard};
 use crate::protocol::Reply;
 use crate::pubsub::Origin;
+use crate::pubsub::tracking::{note_script_read, take_script_read};
 use crate::scripting::shebang::ScriptFlags;
 pub use ctx::Ctx;
 pub use spec::{CommandSpec, flag};
@@ -94,7 +97,7 @@ pub static REGISTRY: LazyLock<Registry> = LazyLock::new(|| {
         lists::COMMANDS,
         scripting::COMMANDS,
         zsets::COMMANDS,
-        geo::COMMANDS,
+        zsets::geo::COMMANDS,
         sets::COMMANDS,
         streams::COMMANDS,
         multi::COMMANDS,
@@ -217,7 +220,7 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
         // A refused EXEC ends the transaction, and says so.
         let e = match id {
             Some(id) if reg.specs[id].has(flag::EXEC) => {
-                multi::discard_state(shared, client);
+                session::discard_state(shared, client);
                 let text = e.to_string();
                 CmdError::Other(format!(
                     "EXECABORT Transaction discarded because of: {}",
@@ -259,8 +262,8 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
     {
         return reject(client, Some(id), e);
     }
-    if pubsub::in_subscribed_mode(client) && !spec.has(flag::WHILE_SUBSCRIBED) {
-        let e = pubsub::subscribed_mode_error(&reg.full_names[id]);
+    if session::in_subscribed_mode(client) && !spec.has(flag::WHILE_SUBSCRIBED) {
+        let e = session::subscribed_mode_error(&reg.full_names[id]);
         return reject(client, Some(id), e);
     }
     // After a restart without persistence (`lock-restart-grace-ms`) no
@@ -341,7 +344,7 @@ pub fn execute(
         locked,
     };
     let result = handler(&mut ctx);
-    tracking::remember(&ctx, spec);
+    remember_reads(&ctx, spec);
     let took = started.elapsed();
     // A command that blocked is logged once served (see `log_if_slow`),
     // not by its first run, as in Redis 7.0.
@@ -369,6 +372,30 @@ pub fn execute(
         shared.stats.record_error(e.code());
     }
     result.unwrap_or_else(Reply::Error)
+}
+
+/// Remembers what a command read for a client tracking in default mode:
+/// a command's own keys, or, once a script has read anything, the keys
+/// the script declared (what Redis tracks for scripts).
+fn remember_reads(ctx: &Ctx, spec: &CommandSpec) {
+    let tracking = &ctx.shared.pubsub.tracking;
+    if !tracking.active() {
+        return;
+    }
+    let reads = spec.has(flag::READONLY) && !spec.has(flag::SCRIPT);
+    let tracked = if ctx.client.for_script {
+        if reads {
+            note_script_read();
+        }
+        false
+    } else if spec.has(flag::SCRIPT) {
+        take_script_read()
+    } else {
+        reads && !spec.has(flag::PUBSUB)
+    };
+    if tracked {
+        tracking.remember(ctx.client.id, spec.key_args(ctx.args));
+    }
 }
 
 /// Whether a command could grant a lock: any write, and any script that
@@ -417,7 +444,7 @@ fn state_allows(shared: &Shared, client: &Client, id: usize, args: &[Bytes]) -> 
 /// Redis; one without a shebang has its command's flags.
 fn run_flags(shared: &Shared, id: usize, args: &[Bytes]) -> u32 {
     let spec = REGISTRY.specs[id];
-    let Some(declared) = scripting::declared_flags(shared, spec.name, args) else {
+    let Some(declared) = scripting::declared_flags(shared, spec, args) else {
         return spec.flags;
     };
     let mut flags = spec.flags & !(flag::WRITE | flag::DENYOOM);
@@ -437,7 +464,7 @@ fn run_flags(shared: &Shared, id: usize, args: &[Bytes]) -> u32 {
 pub fn replicates(shared: &Shared, client: &Client, args: &[Bytes]) -> bool {
     let writes = |id: usize, args: &[Bytes]| {
         let spec = REGISTRY.specs[id];
-        match scripting::declared_flags(shared, spec.name, args) {
+        match scripting::declared_flags(shared, spec, args) {
             Some(flags) => !flags.has(ScriptFlags::NO_WRITES),
             None => spec.has(flag::WRITE) || spec.has(flag::MAY_REPLICATE),
         }
@@ -463,5 +490,5 @@ pub fn replicates(shared: &Shared, client: &Client, args: &[Bytes]) -> bool {
 
 /// Drops a disconnecting client's transaction and WATCHes.
 pub fn forget_transaction(shared: &Shared, client: &mut Client) {
-    multi::discard_state(shared, client);
+    session::discard_state(shared, client);
 }

@@ -10,6 +10,7 @@ use bytes::Bytes;
 
 use super::acl::Context;
 use super::presets::{RO, keys_all};
+use super::session::{discard_state, unwatch_all, unwatch_with, watched_plan};
 use super::spec::Group;
 use super::spec::acl::TRANSACTION;
 use super::spec::flag::{
@@ -17,7 +18,6 @@ use super::spec::flag::{
 };
 use super::{CommandSpec, Ctx, REGISTRY, execute, flag, lock_plan};
 use crate::cluster::common_slot;
-use crate::context::Shared;
 use crate::context::{Client, WatchState};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{LockPlan, Locked, WatchFlag};
@@ -129,12 +129,6 @@ pub fn unwatch(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::OK)
 }
 
-fn watched_plan(client: &Client) -> LockPlan {
-    client.watch.as_ref().map_or(LockPlan::Nothing, |w| {
-        LockPlan::for_keys(w.keys.iter().map(|(_, k)| &k[..]))
-    })
-}
-
 /// True if a WATCHed key changed, including by expiring, since the WATCH.
 fn watch_broken(client: &Client, locked: &mut Locked<'_>) -> CmdResult<bool> {
     let Some(state) = &client.watch else {
@@ -145,38 +139,6 @@ fn watch_broken(client: &Client, locked: &mut Locked<'_>) -> CmdResult<bool> {
         locked.db(*db).entry(key)?;
     }
     Ok(state.flag.is_dirty())
-}
-
-fn unwatch_with(client: &mut Client, locked: &mut Locked<'_>) {
-    if let Some(state) = client.watch.take() {
-        for (db, key) in &state.keys {
-            // The shards were locked for these keys: this cannot fail.
-            let _ = locked.db(*db).unwatch(key, &state.flag);
-        }
-    }
-}
-
-/// Forgets every WATCH; the caller must hold no shard.
-pub fn unwatch_all(shared: &Shared, client: &mut Client) {
-    let plan = watched_plan(client);
-    if plan != LockPlan::Nothing {
-        // Outwaiting a busy script is right here: the WATCH entries must go.
-        loop {
-            if let Ok(mut locked) = shared.keyspace.lock(&plan) {
-                unwatch_with(client, &mut locked);
-                break;
-            }
-        }
-    }
-    client.watch = None;
-}
-
-/// Leaves any transaction and forgets every WATCH (DISCARD, RESET, disconnect).
-pub fn discard_state(shared: &Shared, client: &mut Client) {
-    client.multi = None;
-    client.multi_failed = false;
-    client.handle.info.lock().multi = -1;
-    unwatch_all(shared, client);
 }
 
 const TX: u32 = NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY;

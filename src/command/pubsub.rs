@@ -11,24 +11,16 @@ use bytes::Bytes;
 use super::Ctx;
 use super::reply::help_reply;
 use super::spec::flag::{FAST, LOADING, MAY_REPLICATE, NOSCRIPT, PUBSUB, STALE, WHILE_SUBSCRIBED};
-use super::spec::{CommandSpec, Group, KeySpec};
+use super::spec::{ChannelArgs, CommandSpec, Group, KeySpec};
 use crate::context::Client;
 use crate::context::Shared;
 use crate::error::{CmdError, CmdResult};
-use crate::protocol::{Protocol, Reply};
+use crate::protocol::Reply;
 use crate::pubsub::{Kind, confirmation};
 
-/// The error for any other command in RESP2 subscribed mode.
-pub fn subscribed_mode_error(full_name: &str) -> CmdError {
-    CmdError::other(format!(
-        "ERR Can't execute '{full_name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
-    ))
-}
-
-/// True when a RESP2 client is in subscribed mode.
-pub fn in_subscribed_mode(client: &Client) -> bool {
-    client.protocol == Protocol::Resp2 && client.pubsub.active()
-}
+// Leaving every subscription is pub/sub's to offer to the connection;
+// RESET, a command of another family, needs it too, so it lives below.
+pub use super::session::forget_subscriptions;
 
 fn confirmation_reply(verb: &'static str, name: Option<&Bytes>, count: usize) -> Reply {
     Reply::Push(vec![
@@ -128,14 +120,6 @@ pub fn spublish(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::Int(n as i64))
 }
 
-/// The PING reply in RESP2 subscribed mode: `["pong", message]`.
-pub fn subscribed_pong(message: Option<&Bytes>) -> Reply {
-    Reply::Array(vec![
-        word("pong"),
-        Reply::Bulk(message.cloned().unwrap_or_default()),
-    ])
-}
-
 /// PUBSUB CHANNELS / SHARDCHANNELS take at most one pattern.
 fn channels_generic(ctx: &mut Ctx, kind: Kind) -> CmdResult<Reply> {
     if ctx.args.len() > 3 {
@@ -199,12 +183,6 @@ pub fn pubsub_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
     ))
 }
 
-/// Forgets every subscription quietly (RESET, disconnect).
-pub fn forget_subscriptions(shared: &Shared, client: &mut Client) {
-    client.pubsub.clear(&shared.pubsub);
-    client.note_subscriptions();
-}
-
 /// Shard channels sit where keys would, but are not keys.
 const SHARD_CHANNEL: &[KeySpec] = &[KeySpec::range(1, 0, 1, &["not_key"])];
 
@@ -245,6 +223,7 @@ static PUBSUB_SUBS: &[CommandSpec] = &[
 
 pub(super) static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("subscribe", -2, Group::Pubsub, subscribe)
+        .channels(ChannelArgs::All)
         .flags(SUB)
         .syntax("channel...")
         .doc(
@@ -259,6 +238,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
             "Stops listening to the given channels, or to all of them.",
         ),
     CommandSpec::new("psubscribe", -2, Group::Pubsub, psubscribe)
+        .channels(ChannelArgs::AllPatterns)
         .flags(SUB)
         .syntax("pattern...")
         .doc(
@@ -273,6 +253,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
             "Stops listening to the given patterns, or to all of them.",
         ),
     CommandSpec::new("ssubscribe", -2, Group::Pubsub, ssubscribe)
+        .channels(ChannelArgs::All)
         .flags(SUB)
         .keys(SHARD_CHANNELS)
         .syntax("shardchannel...")
@@ -289,6 +270,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
             "Stops listening to the given shard channels, or to all of them.",
         ),
     CommandSpec::new("publish", 3, Group::Pubsub, publish)
+        .channels(ChannelArgs::First)
         .flags(PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE)
         .syntax("channel message")
         .doc(
@@ -296,6 +278,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
             "Posts a message to a channel; returns how many subscribers received it.",
         ),
     CommandSpec::new("spublish", 3, Group::Pubsub, spublish)
+        .channels(ChannelArgs::First)
         .flags(PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE)
         .keys(SHARD_CHANNEL)
         .syntax("shardchannel message")

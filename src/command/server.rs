@@ -2,7 +2,7 @@
 //! LASTSAVE.
 
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
@@ -22,6 +22,7 @@ use crate::keyspace::{ShardStats, flush_all};
 use crate::protocol::REDIS_VERSION;
 use crate::protocol::Reply;
 use crate::pubsub::Kind;
+use crate::util::alloc::{MemoryNow, memory_now};
 
 pub fn dbsize(ctx: &mut Ctx) -> CmdResult<Reply> {
     let db = ctx.client.db;
@@ -543,25 +544,6 @@ fn cpu_seconds() -> (f64, f64) {
             / 100.0
     };
     (ticks(11), ticks(12))
-}
-
-/// The most `used_memory` INFO has reported.
-static USED_MEMORY_PEAK: AtomicU64 = AtomicU64::new(0);
-
-/// The allocator's bytes now, the most seen, and the process's resident size.
-pub(super) struct MemoryNow {
-    pub used: u64,
-    pub peak: u64,
-    pub rss: u64,
-}
-
-pub(super) fn memory_now() -> MemoryNow {
-    let rss = crate::util::alloc::rss_bytes();
-    let used = crate::util::alloc::allocated().unwrap_or(rss);
-    let peak = USED_MEMORY_PEAK
-        .fetch_max(used, Ordering::Relaxed)
-        .max(used);
-    MemoryNow { used, peak, rss }
 }
 
 fn human_bytes(n: u64) -> String {

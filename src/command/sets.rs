@@ -5,7 +5,7 @@
 use bytes::Bytes;
 
 use super::Ctx;
-use super::keys::parse_scan;
+use super::args::{RANDOM_REPEATS_MAX, parse_scan};
 use super::presets::{
     NONDET, NONDET_ORDER, OW_UPDATE, READ_FAST, RO, RO_ACCESS, RW_ACCESS_DELETE, RW_UPDATE,
     WRITE_FAST, key1, keys_all,
@@ -19,25 +19,6 @@ use crate::protocol::Reply;
 use crate::pubsub::Event;
 use crate::util::scan::{Buckets, hash_of};
 use crate::util::{glob_match, parse_cursor, parse_i64};
-
-/// The most members SRANDMEMBER (and HRANDFIELD) with a negative count returns. Redis
-/// tries to send any number and runs out of memory; rlockd refuses.
-pub(super) const RANDOM_REPEATS_MAX: u64 = 10_000_000;
-
-/// The set at `key` for reading: `None` if absent, WRONGTYPE if not a set.
-fn set_at<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<Option<&'d mut SetValue>> {
-    db.get_as(key, |v| match v {
-        Value::Set(x) => Some(x),
-        _ => None,
-    })
-}
-
-fn set_for_write<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<Option<&'d mut SetValue>> {
-    db.get_mut_as(key, |v| match v {
-        Value::Set(x) => Some(x),
-        _ => None,
-    })
-}
 
 fn members_reply(members: Vec<Bytes>) -> Reply {
     Reply::Set(members.into_iter().map(Reply::Bulk).collect())
@@ -57,11 +38,11 @@ pub fn sadd(ctx: &mut Ctx) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
     let mut db = ctx.locked.db(ctx.client.db);
     let limits = db.limits();
-    if set_for_write(&mut db, &key)?.is_none() {
+    if db.typed_for_write::<SetValue>(&key)?.is_none() {
         let set = SetValue::for_first_member(&ctx.args[2]);
         db.insert(&key, Value::Set(Box::new(set)), Ttl::Clear)?;
     }
-    let Some(set) = set_for_write(&mut db, &key)? else {
+    let Some(set) = db.typed_for_write::<SetValue>(&key)? else {
         return Err(CmdError::WrongType);
     };
     let added = ctx.args[2..]
@@ -77,7 +58,7 @@ pub fn sadd(ctx: &mut Ctx) -> CmdResult<Reply> {
 pub fn srem(ctx: &mut Ctx) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
     let mut db = ctx.locked.db(ctx.client.db);
-    let Some(set) = set_for_write(&mut db, &key)? else {
+    let Some(set) = db.typed_for_write::<SetValue>(&key)? else {
         return Ok(Reply::Int(0));
     };
     let removed = ctx.args[2..].iter().filter(|m| set.remove(m)).count();
@@ -92,21 +73,24 @@ pub fn smembers(ctx: &mut Ctx) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
     let mut db = ctx.db();
     Ok(members_reply(
-        set_at(&mut db, &key)?.map_or_else(Vec::new, |s| s.members()),
+        db.typed::<SetValue>(&key)?
+            .map_or_else(Vec::new, |s| s.members()),
     ))
 }
 
 pub fn sismember(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (key, member) = (ctx.arg(1).clone(), ctx.arg(2).clone());
     let mut db = ctx.db();
-    let found = set_at(&mut db, &key)?.is_some_and(|s| s.contains(&member));
+    let found = db
+        .typed::<SetValue>(&key)?
+        .is_some_and(|s| s.contains(&member));
     Ok(Reply::Int(found as i64))
 }
 
 pub fn smismember(ctx: &mut Ctx) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
     let mut db = ctx.locked.db(ctx.client.db);
-    let set = set_at(&mut db, &key)?;
+    let set = db.typed::<SetValue>(&key)?;
     Ok(Reply::Array(
         ctx.args[2..]
             .iter()
@@ -119,7 +103,7 @@ pub fn scard(ctx: &mut Ctx) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
     let mut db = ctx.db();
     Ok(Reply::Int(
-        set_at(&mut db, &key)?.map_or(0, |s| s.len()) as i64
+        db.typed::<SetValue>(&key)?.map_or(0, |s| s.len()) as i64,
     ))
 }
 
@@ -137,7 +121,7 @@ pub fn spop(ctx: &mut Ctx) -> CmdResult<Reply> {
     let count = ctx.args.get(2).map(|c| positive_count(c)).transpose()?;
     let key = ctx.arg(1).clone();
     let mut db = ctx.db();
-    let Some(set) = set_for_write(&mut db, &key)? else {
+    let Some(set) = db.typed_for_write::<SetValue>(&key)? else {
         return Ok(match count {
             None => Reply::Nil,
             Some(_) => Reply::Set(Vec::new()),
@@ -172,7 +156,7 @@ pub fn srandmember(ctx: &mut Ctx) -> CmdResult<Reply> {
     };
     let key = ctx.arg(1).clone();
     let mut db = ctx.db();
-    let set = set_at(&mut db, &key)?;
+    let set = db.typed::<SetValue>(&key)?;
     let mut rng = rand::rng();
     let Some(count) = count else {
         return Ok(Reply::opt_bulk(set.and_then(|s| s.random(&mut rng))));
@@ -197,11 +181,11 @@ pub fn srandmember(ctx: &mut Ctx) -> CmdResult<Reply> {
 pub fn smove(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (src, dst, member) = (ctx.arg(1).clone(), ctx.arg(2).clone(), ctx.arg(3).clone());
     let mut db = ctx.db();
-    if set_for_write(&mut db, &src)?.is_none() {
+    if db.typed_for_write::<SetValue>(&src)?.is_none() {
         return Ok(Reply::Int(0));
     }
-    let dst_exists = set_for_write(&mut db, &dst)?.is_some();
-    let Some(source) = set_for_write(&mut db, &src)? else {
+    let dst_exists = db.typed_for_write::<SetValue>(&dst)?.is_some();
+    let Some(source) = db.typed_for_write::<SetValue>(&src)? else {
         return Ok(Reply::Int(0));
     };
     if src == dst {
@@ -217,7 +201,7 @@ pub fn smove(ctx: &mut Ctx) -> CmdResult<Reply> {
         let set = SetValue::for_first_member(&member);
         db.insert(&dst, Value::Set(Box::new(set)), Ttl::Clear)?;
     }
-    if let Some(target) = set_for_write(&mut db, &dst)?
+    if let Some(target) = db.typed_for_write::<SetValue>(&dst)?
         && target.insert(&member, &limits)
     {
         db.modified(&dst, Event::Sadd)?;
@@ -230,7 +214,7 @@ pub fn smove(ctx: &mut Ctx) -> CmdResult<Reply> {
 fn sources(db: &mut Db, keys: &[Bytes]) -> CmdResult<Vec<Option<SetValue>>> {
     let mut sets = Vec::with_capacity(keys.len());
     for key in keys {
-        sets.push(set_at(db, key)?.map(|s| (*s).clone()));
+        sets.push(db.typed::<SetValue>(key)?.map(|s| (*s).clone()));
     }
     Ok(sets)
 }
@@ -389,7 +373,7 @@ pub fn sscan(ctx: &mut Ctx) -> CmdResult<Reply> {
     parse_cursor(ctx.arg(2)).ok_or_else(|| CmdError::other("ERR invalid cursor"))?;
     let key = ctx.arg(1).clone();
     let mut db = ctx.locked.db(ctx.client.db);
-    let Some(set) = set_at(&mut db, &key)? else {
+    let Some(set) = db.typed::<SetValue>(&key)? else {
         return Ok(empty());
     };
     let opts = parse_scan(&ctx.args[2..], false)?;

@@ -379,6 +379,42 @@ impl KeySpec {
     }
 }
 
+/// Where a pub/sub command names its channels, which ACL channel rules
+/// check.
+#[derive(Debug, Clone, Copy)]
+pub enum ChannelArgs {
+    /// The channel in argument 1 (PUBLISH, SPUBLISH).
+    First,
+    /// Every argument from 1 on (SUBSCRIBE, SSUBSCRIBE).
+    All,
+    /// Every argument from 1 on, each a pattern (PSUBSCRIBE).
+    AllPatterns,
+}
+
+impl ChannelArgs {
+    /// The arguments that are channels on a line of `argc`, and whether
+    /// they are patterns.
+    pub fn span(self, argc: usize) -> (std::ops::Range<usize>, bool) {
+        match self {
+            ChannelArgs::First => (1..2.min(argc), false),
+            ChannelArgs::All => (1..argc, false),
+            ChannelArgs::AllPatterns => (1..argc, true),
+        }
+    }
+}
+
+/// What a script call's first argument names, where the flags its script
+/// declares are found: they stand in for the command's write flags.
+#[derive(Debug, Clone, Copy)]
+pub enum ScriptTarget {
+    /// The script's text (EVAL, EVAL_RO).
+    Body,
+    /// The SHA1 of a cached script (EVALSHA, EVALSHA_RO).
+    Sha,
+    /// A loaded function (FCALL, FCALL_RO).
+    Function,
+}
+
 pub struct CommandSpec {
     pub name: &'static str,
     /// Redis's convention: n means exactly n arguments (name included),
@@ -402,6 +438,8 @@ pub struct CommandSpec {
     /// What a `variable_flags` key spec's flags are for a line.
     pub vary_key_flags: Option<KeyFlagsReader>,
     pub touches: Option<Toucher>,
+    pub channels: Option<ChannelArgs>,
+    pub script_target: Option<ScriptTarget>,
 }
 
 impl CommandSpec {
@@ -422,6 +460,8 @@ impl CommandSpec {
             find_more_keys: None,
             vary_key_flags: None,
             touches: None,
+            channels: None,
+            script_target: None,
         }
     }
 
@@ -443,6 +483,8 @@ impl CommandSpec {
             find_more_keys: None,
             vary_key_flags: None,
             touches: None,
+            channels: None,
+            script_target: None,
         }
     }
 
@@ -474,6 +516,16 @@ impl CommandSpec {
 
     pub const fn touches(mut self, touches: Toucher) -> Self {
         self.touches = Some(touches);
+        self
+    }
+
+    pub const fn channels(mut self, channels: ChannelArgs) -> Self {
+        self.channels = Some(channels);
+        self
+    }
+
+    pub const fn script_target(mut self, target: ScriptTarget) -> Self {
+        self.script_target = Some(target);
         self
     }
 

@@ -9,12 +9,12 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::Ctx;
-use super::blocking::{block, may_block, timeout_ms_arg};
 use super::presets::{NONDET, READ_FAST, RO, RO_ACCESS, RW_DELETE, RW_UPDATE, WRITE_FAST, key1};
 use super::reply::help_reply;
 use super::spec::acl::STREAM;
 use super::spec::flag::{BLOCKING, DENYOOM, FAST, LOADING, READONLY, STALE, WRITE};
 use super::spec::{self, CommandSpec, KeySpec};
+use super::waiting::{block, may_block, timeout_ms_arg};
 use crate::context::client::ServedReply;
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{
@@ -26,20 +26,6 @@ use crate::pubsub::Event;
 use crate::util::parse_i64;
 
 const INVALID_ID: &str = "ERR Invalid stream ID specified as stream command argument";
-
-fn stream_at<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<Option<&'d mut Stream>> {
-    db.get_as(key, |v| match v {
-        Value::Stream(s) => Some(s),
-        _ => None,
-    })
-}
-
-fn stream_for_write<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<Option<&'d mut Stream>> {
-    db.get_mut_as(key, |v| match v {
-        Value::Stream(s) => Some(s),
-        _ => None,
-    })
-}
 
 fn text(arg: &[u8]) -> String {
     String::from_utf8_lossy(arg).into_owned()
@@ -325,13 +311,13 @@ pub fn xadd(ctx: &mut Ctx) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
     let now = ctx.now();
     let mut db = ctx.db();
-    if stream_for_write(&mut db, &key)?.is_none() {
+    if db.typed_for_write::<Stream>(&key)?.is_none() {
         if opts.no_mkstream {
             return Ok(Reply::Nil);
         }
         db.insert(&key, Value::Stream(Box::default()), Ttl::Clear)?;
     }
-    let Some(stream) = stream_for_write(&mut db, &key)? else {
+    let Some(stream) = db.typed_for_write::<Stream>(&key)? else {
         return Err(CmdError::WrongType);
     };
     if stream.last_id == StreamId::MAX {
@@ -356,7 +342,7 @@ pub fn xlen(ctx: &mut Ctx) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
     let mut db = ctx.db();
     Ok(Reply::Int(
-        stream_at(&mut db, &key)?.map_or(0, |s| s.len()) as i64
+        db.typed::<Stream>(&key)?.map_or(0, |s| s.len()) as i64
     ))
 }
 
@@ -376,7 +362,7 @@ fn range_command(ctx: &mut Ctx, rev: bool) -> CmdResult<Reply> {
     }
     let key = ctx.arg(1).clone();
     let mut db = ctx.db();
-    let Some(stream) = stream_at(&mut db, &key)? else {
+    let Some(stream) = db.typed::<Stream>(&key)? else {
         return Ok(Reply::Array(Vec::new()));
     };
     if count == Some(0) {
@@ -404,7 +390,7 @@ pub fn xdel(ctx: &mut Ctx) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
     let args = ctx.args;
     let mut db = ctx.db();
-    if stream_for_write(&mut db, &key)?.is_none() {
+    if db.typed_for_write::<Stream>(&key)?.is_none() {
         return Ok(Reply::Int(0));
     }
     // Every id is checked before any is deleted.
@@ -412,7 +398,7 @@ pub fn xdel(ctx: &mut Ctx) -> CmdResult<Reply> {
         .iter()
         .map(|a| parse_id(a))
         .collect::<CmdResult<Vec<_>>>()?;
-    let Some(stream) = stream_for_write(&mut db, &key)? else {
+    let Some(stream) = db.typed_for_write::<Stream>(&key)? else {
         return Ok(Reply::Int(0));
     };
     let mut deleted = 0;
@@ -433,7 +419,7 @@ pub fn xtrim(ctx: &mut Ctx) -> CmdResult<Reply> {
     let opts = parse_trim_args(ctx.args, false, limits.stream_node_max_entries)?;
     let key = ctx.arg(1).clone();
     let mut db = ctx.db();
-    let Some(stream) = stream_for_write(&mut db, &key)? else {
+    let Some(stream) = db.typed_for_write::<Stream>(&key)? else {
         return Ok(Reply::Int(0));
     };
     let trimmed = opts
@@ -473,7 +459,7 @@ pub fn xsetid(ctx: &mut Ctx) -> CmdResult<Reply> {
     }
     let key = ctx.arg(1).clone();
     let mut db = ctx.db();
-    let Some(stream) = stream_for_write(&mut db, &key)? else {
+    let Some(stream) = db.typed_for_write::<Stream>(&key)? else {
         return Err(CmdError::NoSuchKey);
     };
     // Redis 7.0 checks only the top entry (not the largest deleted id).
@@ -594,7 +580,7 @@ enum ReadFrom {
 fn resolve_ids(db: &mut Db, read: &ReadArgs) -> CmdResult<Vec<ReadFrom>> {
     let mut out = Vec::with_capacity(read.ids.len());
     for (key, id) in read.keys.iter().zip(&read.ids) {
-        let stream = stream_at(db, key)?;
+        let stream = db.typed::<Stream>(key)?;
         if let Some((group, _)) = &read.group
             && !stream
                 .as_ref()
@@ -629,7 +615,10 @@ fn resolve_ids(db: &mut Db, read: &ReadArgs) -> CmdResult<Vec<ReadFrom>> {
 /// Makes `consumer` in `group` if it is new (raising the event) and marks
 /// it seen now.
 pub fn touch_consumer(db: &mut Db, key: &[u8], read: &GroupRead, now: u64) -> CmdResult<()> {
-    let Some(group) = stream_for_write(db, key)?.and_then(|s| s.groups.get_mut(&read.group)) else {
+    let Some(group) = db
+        .typed_for_write::<Stream>(key)?
+        .and_then(|s| s.groups.get_mut(&read.group))
+    else {
         return Ok(());
     };
     let (consumer, created) = group.consumer(&read.consumer, now);
@@ -657,7 +646,7 @@ fn read_command(ctx: &mut Ctx, group_read: bool) -> CmdResult<Reply> {
         if let Some(g) = &group {
             touch_consumer(&mut db, key, g, now)?;
         }
-        let Some(stream) = stream_for_write(&mut db, key)? else {
+        let Some(stream) = db.typed_for_write::<Stream>(key)? else {
             continue;
         };
         let top = stream.last().map(|(id, _)| id);
@@ -754,7 +743,10 @@ pub fn xack(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (key, group) = (ctx.arg(1).clone(), ctx.arg(2).clone());
     let args = ctx.args;
     let mut db = ctx.db();
-    let Some(g) = stream_at(&mut db, &key)?.and_then(|s| s.groups.get_mut(&group)) else {
+    let Some(g) = db
+        .typed::<Stream>(&key)?
+        .and_then(|s| s.groups.get_mut(&group))
+    else {
         return Ok(Reply::Int(0));
     };
     let ids = args[3..]
@@ -769,7 +761,7 @@ pub fn xack(ctx: &mut Ctx) -> CmdResult<Reply> {
 }
 
 fn group_at<'d>(db: &'d mut Db, key: &[u8], group: &[u8]) -> CmdResult<&'d mut Group> {
-    stream_at(db, key)?
+    db.typed::<Stream>(key)?
         .and_then(|s| s.groups.get_mut(group))
         .ok_or_else(|| no_group_for_key(key, group))
 }
@@ -957,7 +949,7 @@ pub fn xclaim(ctx: &mut Ctx) -> CmdResult<Reply> {
         .and_then(|t| u64::try_from(t).ok())
         .filter(|t| *t <= now)
         .unwrap_or(now);
-    let Some(stream) = stream_for_write(&mut db, &key)? else {
+    let Some(stream) = db.typed_for_write::<Stream>(&key)? else {
         return Err(no_group_for_key(&key, &group_name));
     };
     let exists: Vec<bool> = ids.iter().map(|id| stream.get(*id).is_some()).collect();
@@ -1001,7 +993,7 @@ pub fn xclaim(ctx: &mut Ctx) -> CmdResult<Reply> {
         db.notify(&key, Event::XgroupCreateConsumer);
     }
     db.dirtied(&key)?;
-    let Some(stream) = stream_at(&mut db, &key)? else {
+    let Some(stream) = db.typed::<Stream>(&key)? else {
         return Ok(Reply::Array(Vec::new()));
     };
     Ok(Reply::Array(
@@ -1051,7 +1043,7 @@ pub fn xautoclaim(ctx: &mut Ctx) -> CmdResult<Reply> {
         j += 1;
     }
     let mut db = ctx.db();
-    let Some(stream) = stream_for_write(&mut db, &key)? else {
+    let Some(stream) = db.typed_for_write::<Stream>(&key)? else {
         return Err(no_group_for_key(&key, &group_name));
     };
     if !stream.groups.contains_key(&group_name) {
@@ -1112,7 +1104,7 @@ pub fn xautoclaim(ctx: &mut Ctx) -> CmdResult<Reply> {
         db.notify(&key, Event::XgroupCreateConsumer);
     }
     db.dirtied(&key)?;
-    let Some(stream) = stream_at(&mut db, &key)? else {
+    let Some(stream) = db.typed::<Stream>(&key)? else {
         return Ok(Reply::Array(Vec::new()));
     };
     let claimed = claimed
@@ -1169,7 +1161,7 @@ fn xgroup_target<'d>(
     needs_group: bool,
 ) -> CmdResult<Option<&'d mut Stream>> {
     let (key, group) = (&args[2], &args[3]);
-    let Some(stream) = stream_for_write(db, key)? else {
+    let Some(stream) = db.typed_for_write::<Stream>(key)? else {
         if mkstream {
             return Ok(None);
         }
@@ -1204,7 +1196,7 @@ pub fn xgroup_create(ctx: &mut Ctx) -> CmdResult<Reply> {
     if made {
         db.insert(&key, Value::Stream(Box::default()), Ttl::Clear)?;
     }
-    let Some(stream) = stream_for_write(&mut db, &key)? else {
+    let Some(stream) = db.typed_for_write::<Stream>(&key)? else {
         return Err(CmdError::WrongType);
     };
     if stream.groups.contains_key(&name) {
@@ -1350,7 +1342,7 @@ fn opt_int(value: Option<i64>) -> Reply {
 
 /// The stream XINFO reports on: ERR no such key if missing.
 fn info_stream<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<&'d mut Stream> {
-    stream_at(db, key)?.ok_or(CmdError::NoSuchKey)
+    db.typed::<Stream>(key)?.ok_or(CmdError::NoSuchKey)
 }
 
 fn entries_read_reply(group: &Group) -> Reply {

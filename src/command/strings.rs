@@ -4,13 +4,14 @@
 use bytes::{Bytes, BytesMut};
 
 use super::Ctx;
-use super::expire::{Base, Unit, deadline_ms};
+use super::args::{Base, Unit, deadline_ms};
 use super::presets::{
     OW_UPDATE, READ_FAST, RO, RO_ACCESS, RW_ACCESS_UPDATE, RW_UPDATE, WRITE_FAST, key1, keys_all,
 };
 use super::spec::acl::STRING;
 use super::spec::flag::{DENYOOM, FAST, READONLY, WRITE};
 use super::spec::{CommandSpec, Group, KeySpec};
+use super::values::edit_string;
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Db, StrForm, Ttl, Value};
 use crate::protocol::Reply;
@@ -19,32 +20,13 @@ use crate::pubsub::Event;
 use crate::util::long_double::LongDouble;
 use crate::util::{i64_bytes, parse_i64};
 
-/// The string at `key`: `None` if absent, WRONGTYPE if another type.
-pub(super) fn string_at(db: &mut Db, key: &[u8]) -> CmdResult<Option<Bytes>> {
-    match db.get(key)? {
-        None => Ok(None),
-        Some(Value::Str(s, _)) => Ok(Some(s.clone())),
-        Some(_) => Err(CmdError::WrongType),
-    }
-}
-
-/// `string_at` for commands that write the key: no hit/miss accounting
-/// and no `keymiss` event, as Redis's write lookups.
-fn string_for_write(db: &mut Db, key: &[u8]) -> CmdResult<Option<Bytes>> {
-    match db.get_mut(key)? {
-        None => Ok(None),
-        Some(Value::Str(s, _)) => Ok(Some(s.clone())),
-        Some(_) => Err(CmdError::WrongType),
-    }
-}
-
 fn owned(b: &[u8]) -> Value {
     Value::string(Bytes::copy_from_slice(b))
 }
 
 pub fn get(ctx: &mut Ctx) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
-    Ok(Reply::opt_bulk(string_at(&mut ctx.db(), &key)?))
+    Ok(Reply::opt_bulk(ctx.db().typed::<Bytes>(&key)?.cloned()))
 }
 
 #[derive(Default)]
@@ -136,7 +118,7 @@ pub fn set(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (key, value) = (ctx.arg(1).clone(), ctx.arg(2).clone());
     let mut db = ctx.db();
     let old = if opts.get {
-        string_at(&mut db, &key)?
+        db.typed::<Bytes>(&key)?.cloned()
     } else {
         None
     };
@@ -192,7 +174,7 @@ pub fn psetex(ctx: &mut Ctx) -> CmdResult<Reply> {
 pub fn getset(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (key, value) = (ctx.arg(1).clone(), ctx.arg(2).clone());
     let mut db = ctx.db();
-    let old = string_at(&mut db, &key)?;
+    let old = db.typed::<Bytes>(&key)?.cloned();
     db.insert(&key, owned(&value), Ttl::Clear)?;
     db.modified(&key, Event::Set)?;
     Ok(Reply::opt_bulk(old))
@@ -201,7 +183,7 @@ pub fn getset(ctx: &mut Ctx) -> CmdResult<Reply> {
 pub fn getdel(ctx: &mut Ctx) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
     let mut db = ctx.db();
-    let old = string_at(&mut db, &key)?;
+    let old = db.typed::<Bytes>(&key)?.cloned();
     if old.is_some() {
         db.remove(&key)?;
         db.modified(&key, Event::Del)?;
@@ -258,7 +240,7 @@ pub fn msetnx(ctx: &mut Ctx) -> CmdResult<Reply> {
 fn incr_by(ctx: &mut Ctx, delta: i64) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
     let mut db = ctx.db();
-    let current = match string_for_write(&mut db, &key)? {
+    let current = match db.typed_for_write::<Bytes>(&key)?.cloned() {
         None => 0,
         Some(s) => parse_i64(&s).ok_or(CmdError::NotInteger)?,
     };
@@ -297,7 +279,7 @@ pub fn append(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (key, tail) = (ctx.arg(1).clone(), ctx.arg(2).clone());
     let mut db = ctx.db();
     // A new key is stored whole; Redis appends to its own raw copy.
-    let (joined, form) = match string_for_write(&mut db, &key)? {
+    let (joined, form) = match db.typed_for_write::<Bytes>(&key)?.cloned() {
         None => (Bytes::copy_from_slice(&tail), StrForm::ByBytes),
         Some(head) => {
             if (head.len() + tail.len()) as i64 > MAX_BULK_LEN {
@@ -320,7 +302,7 @@ pub fn append(ctx: &mut Ctx) -> CmdResult<Reply> {
 pub fn strlen(ctx: &mut Ctx) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
     Ok(Reply::Int(
-        string_at(&mut ctx.db(), &key)?.map_or(0, |s| s.len()) as i64,
+        ctx.db().typed::<Bytes>(&key)?.map_or(0, |s| s.len()) as i64,
     ))
 }
 
@@ -331,7 +313,7 @@ pub fn getrange(ctx: &mut Ctx) -> CmdResult<Reply> {
     let start = parse_i64(ctx.arg(2)).ok_or(CmdError::NotInteger)?;
     let end = parse_i64(ctx.arg(3)).ok_or(CmdError::NotInteger)?;
     let key = ctx.arg(1).clone();
-    let Some(value) = string_at(&mut ctx.db(), &key)? else {
+    let Some(value) = ctx.db().typed::<Bytes>(&key)?.cloned() else {
         return Ok(Reply::Bulk(Bytes::new()));
     };
     let len = value.len() as i64;
@@ -393,7 +375,7 @@ pub fn getex(ctx: &mut Ctx) -> CmdResult<Reply> {
     let now = ctx.now();
     let key = ctx.arg(1).clone();
     let mut db = ctx.db();
-    let Some(value) = string_at(&mut db, &key)? else {
+    let Some(value) = db.typed::<Bytes>(&key)?.cloned() else {
         return Ok(Reply::Nil);
     };
     match ttl {
@@ -429,40 +411,6 @@ pub(super) fn check_string_size(len: u64) -> CmdResult<()> {
     Ok(())
 }
 
-/// Changes the string at `key` in place, zero-padded to at least `min_len`
-/// bytes first, and creates it if absent. Returns what `edit` returns.
-/// The buffer is reused when nothing else holds it (a pending reply or a
-/// transaction's journal does, and then it is copied); growth that cannot
-/// be allocated is an error, never an abort.
-pub(super) fn edit_string<T>(
-    db: &mut Db,
-    key: &[u8],
-    min_len: usize,
-    edit: impl FnOnce(&mut Vec<u8>) -> T,
-) -> CmdResult<T> {
-    let current = match db.get_mut(key)? {
-        None => None,
-        Some(Value::Str(s, _)) => Some(std::mem::take(s)),
-        Some(_) => return Err(CmdError::WrongType),
-    };
-    let existed = current.is_some();
-    let mut buf = Vec::from(current.unwrap_or_default());
-    let grown = buf
-        .try_reserve_exact(min_len.saturating_sub(buf.len()))
-        .map(|()| buf.resize(buf.len().max(min_len), 0));
-    let out = grown.is_ok().then(|| edit(&mut buf));
-    // Redis edits its own raw copy (or a new raw string) in place.
-    if existed {
-        if let Some(Value::Str(s, form)) = db.get_mut(key)? {
-            *s = Bytes::from(buf);
-            *form = StrForm::Raw;
-        }
-    } else if out.is_some() {
-        db.insert(key, Value::Str(Bytes::from(buf), StrForm::Raw), Ttl::Clear)?;
-    }
-    out.ok_or_else(|| CmdError::other("OOM command not allowed when used memory > 'maxmemory'."))
-}
-
 /// SETRANGE: overwrites the string from `offset`, zero-padding a gap; an
 /// empty value changes nothing (and creates nothing).
 pub fn setrange(ctx: &mut Ctx) -> CmdResult<Reply> {
@@ -471,7 +419,7 @@ pub fn setrange(ctx: &mut Ctx) -> CmdResult<Reply> {
         usize::try_from(offset).map_err(|_| CmdError::other("ERR offset is out of range"))?;
     let (key, patch) = (ctx.arg(1).clone(), ctx.arg(3).clone());
     let mut db = ctx.db();
-    let current_len = string_for_write(&mut db, &key)?.map(|s| s.len());
+    let current_len = db.typed_for_write::<Bytes>(&key)?.map(|s| s.len());
     if patch.is_empty() {
         return Ok(Reply::Int(current_len.unwrap_or(0) as i64));
     }
@@ -490,7 +438,7 @@ pub fn setrange(ctx: &mut Ctx) -> CmdResult<Reply> {
 pub fn incrbyfloat(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (key, raw_delta) = (ctx.arg(1).clone(), ctx.arg(2).clone());
     let mut db = ctx.db();
-    let current = match string_for_write(&mut db, &key)? {
+    let current = match db.typed_for_write::<Bytes>(&key)?.cloned() {
         None => LongDouble::ZERO,
         Some(s) => LongDouble::parse(&s).ok_or(CmdError::NotFloat)?,
     };

@@ -15,7 +15,7 @@ use super::locked::Locked;
 use super::shard::{Shard, WatchFlag};
 use super::slot::key_shard;
 use super::store::Keyspace;
-use super::value::{Entry, Value};
+use super::value::{Entry, Value, ValueKind};
 use crate::error::{CmdError, CmdResult};
 
 /// How a write treats the key's existing time to live.
@@ -212,26 +212,23 @@ impl Db<'_, '_> {
     }
 
     /// A read lookup of one kind of value: `None` if absent, WRONGTYPE if
-    /// the key holds another kind. `kind` picks the kind out of a value.
-    pub fn get_as<T>(
-        &mut self,
-        key: &[u8],
-        kind: fn(&mut Value) -> Option<&mut T>,
-    ) -> CmdResult<Option<&mut T>> {
-        self.get(key)?
-            .map(|v| kind(v).ok_or(CmdError::WrongType))
-            .transpose()
+    /// the key holds another kind.
+    pub fn typed<T: ValueKind>(&mut self, key: &[u8]) -> CmdResult<Option<&mut T>> {
+        self.get(key)?.map(kind_of).transpose()
     }
 
-    /// `get_as` for writing: no hit/miss accounting.
-    pub fn get_mut_as<T>(
+    /// `typed` for writing: no hit/miss accounting.
+    pub fn typed_for_write<T: ValueKind>(&mut self, key: &[u8]) -> CmdResult<Option<&mut T>> {
+        self.get_mut(key)?.map(kind_of).transpose()
+    }
+
+    /// `typed_for_write` that stores `make()` first if `key` is absent.
+    pub fn typed_or_insert<T: ValueKind>(
         &mut self,
         key: &[u8],
-        kind: fn(&mut Value) -> Option<&mut T>,
-    ) -> CmdResult<Option<&mut T>> {
-        self.get_mut(key)?
-            .map(|v| kind(v).ok_or(CmdError::WrongType))
-            .transpose()
+        make: impl FnOnce() -> Value,
+    ) -> CmdResult<&mut T> {
+        kind_of(self.get_mut_or_insert(key, make)?)
     }
 
     /// A write lookup: no hit/miss accounting.
@@ -503,6 +500,10 @@ impl<'a> Locked<'a> {
             index,
         }
     }
+}
+
+fn kind_of<T: ValueKind>(value: &mut Value) -> CmdResult<&mut T> {
+    T::of(value).ok_or(CmdError::WrongType)
 }
 
 #[cfg(test)]

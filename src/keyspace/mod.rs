@@ -61,6 +61,6 @@ pub use shard::{Shard, ShardStats, WatchFlag};
 pub use slot::{HASH_SLOTS, SHARDS, key_shard, key_slot, slot_shard};
 pub use store::Keyspace;
 pub use stream::{ENTRIES_READ_UNKNOWN, Group, GroupRead, ReadEntry, Stream, StreamId, Trim};
-pub use value::{Entry, HashValue, StrEncoding, StrForm, Value};
+pub use value::{Entry, HashValue, StrEncoding, StrForm, Value, ValueKind};
 pub use waiter::{End, Outcome, StreamWait, Taken, Waiter, Wanted, ZEnd};
 pub use zset::SortedSet;

@@ -90,6 +90,35 @@ impl Value {
     }
 }
 
+/// What one family of commands keeps in a value (a string's bytes, a
+/// list, a hash…), so that one lookup (`Db::typed`) serves them all with
+/// Redis's WRONGTYPE for a key holding another kind.
+pub trait ValueKind {
+    fn of(value: &mut Value) -> Option<&mut Self>;
+}
+
+macro_rules! value_kinds {
+    ($($kind:ty: $held:pat => $x:ident),* $(,)?) => {$(
+        impl ValueKind for $kind {
+            fn of(value: &mut Value) -> Option<&mut Self> {
+                match value {
+                    $held => Some($x),
+                    _ => None,
+                }
+            }
+        }
+    )*};
+}
+
+value_kinds! {
+    Bytes: Value::Str(x, _) => x,
+    HashValue: Value::Hash(x) => x,
+    std::collections::VecDeque<Bytes>: Value::List(x) => x,
+    super::zset::SortedSet: Value::ZSet(x) => x,
+    super::set::SetValue: Value::Set(x) => x,
+    super::stream::Stream: Value::Stream(x) => x,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
     pub value: Value,

@@ -6,7 +6,7 @@
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use libmimalloc_sys as mi;
 
@@ -172,6 +172,25 @@ pub fn rss_bytes() -> u64 {
 pub fn allocated() -> Option<u64> {
     let live: i64 = LIVE.iter().map(|s| s.0.load(Ordering::Relaxed)).sum();
     (live > 0).then_some(live as u64)
+}
+
+/// The most `used_memory` INFO or MEMORY STATS has reported.
+static USED_MEMORY_PEAK: AtomicU64 = AtomicU64::new(0);
+
+/// The allocator's bytes now, the most seen, and the process's resident size.
+pub struct MemoryNow {
+    pub used: u64,
+    pub peak: u64,
+    pub rss: u64,
+}
+
+pub fn memory_now() -> MemoryNow {
+    let rss = rss_bytes();
+    let used = allocated().unwrap_or(rss);
+    let peak = USED_MEMORY_PEAK
+        .fetch_max(used, Ordering::Relaxed)
+        .max(used);
+    MemoryNow { used, peak, rss }
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use super::spec::flag::{
     ALLOW_BUSY, DENYOOM, LOADING, MAY_REPLICATE, NO_MANDATORY_KEYS, NOSCRIPT, READONLY, SCRIPT,
     SKIP_MONITOR, STALE, WRITE,
 };
-use super::spec::{CommandSpec, Group, KeySpec};
+use super::spec::{CommandSpec, Group, KeySpec, ScriptTarget};
 use crate::context::Shared;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -39,15 +39,16 @@ enum Source {
 /// function's registration), as Redis reads them before running a command:
 /// they replace the command's own write flags. `None`: nothing declared,
 /// or not a script call.
-pub fn declared_flags(shared: &Shared, command: &str, args: &[Bytes]) -> Option<ScriptFlags> {
+pub fn declared_flags(shared: &Shared, spec: &CommandSpec, args: &[Bytes]) -> Option<ScriptFlags> {
     let target = args.get(1)?;
-    let body = match command {
-        "eval" | "eval_ro" => target.clone(),
-        "evalsha" | "evalsha_ro" => shared
+    let body = match spec.script_target? {
+        ScriptTarget::Body => target.clone(),
+        ScriptTarget::Sha => shared
             .scripts
             .body(&String::from_utf8_lossy(target).to_ascii_lowercase())?,
-        "fcall" | "fcall_ro" => return function_flags(shared, &String::from_utf8_lossy(target)),
-        _ => return None,
+        ScriptTarget::Function => {
+            return function_flags(shared, &String::from_utf8_lossy(target));
+        }
     };
     match shebang::script_flags(&body) {
         Ok(Declared::Flags(flags)) => Some(flags),
@@ -299,36 +300,42 @@ static SCRIPT_SUBS: &[CommandSpec] = &[
 
 pub(super) static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("eval", -3, Group::Scripting, eval)
+        .script_target(ScriptTarget::Body)
         .flags(EVAL_FLAGS | MAY_REPLICATE)
         .acl(SCRIPTING)
         .keys(SCRIPT_KEYS_RW)
         .syntax("script numkeys [key [key ...]] [arg [arg ...]]")
         .doc("2.6.0", "Runs a Lua script atomically on its keys."),
     CommandSpec::new("evalsha", -3, Group::Scripting, evalsha)
+        .script_target(ScriptTarget::Sha)
         .flags(EVAL_FLAGS | MAY_REPLICATE)
         .acl(SCRIPTING)
         .keys(SCRIPT_KEYS_RW)
         .syntax("sha1 numkeys [key [key ...]] [arg [arg ...]]")
         .doc("2.6.0", "Runs a cached Lua script by its SHA1."),
     CommandSpec::new("eval_ro", -3, Group::Scripting, eval_ro)
+        .script_target(ScriptTarget::Body)
         .flags(READONLY | EVAL_FLAGS)
         .acl(SCRIPTING)
         .keys(SCRIPT_KEYS_RO)
         .syntax("script numkeys [key [key ...]] [arg [arg ...]]")
         .doc("7.0.0", "Runs a Lua script that may only read."),
     CommandSpec::new("evalsha_ro", -3, Group::Scripting, evalsha_ro)
+        .script_target(ScriptTarget::Sha)
         .flags(READONLY | EVAL_FLAGS)
         .acl(SCRIPTING)
         .keys(SCRIPT_KEYS_RO)
         .syntax("sha1 numkeys [key [key ...]] [arg [arg ...]]")
         .doc("7.0.0", "Runs a cached Lua script that may only read."),
     CommandSpec::new("fcall", -3, Group::Scripting, fcall)
+        .script_target(ScriptTarget::Function)
         .flags(NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | SCRIPT)
         .acl(SCRIPTING)
         .keys(SCRIPT_KEYS_RW)
         .syntax("function numkeys [key...] [arg...]")
         .doc("7.0.0", "Runs a function of a loaded library."),
     CommandSpec::new("fcall_ro", -3, Group::Scripting, fcall_ro)
+        .script_target(ScriptTarget::Function)
         .flags(READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | SCRIPT)
         .acl(SCRIPTING)
         .keys(SCRIPT_KEYS_RO)

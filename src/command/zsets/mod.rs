@@ -3,14 +3,17 @@
 //! ZREV*), ZRANGESTORE, ZREMRANGEBY{SCORE,RANK,LEX}, ZRANK, ZREVRANK,
 //! ZPOPMIN, ZPOPMAX, ZUNION/ZINTER/ZDIFF and their STORE forms,
 //! ZINTERCARD, ZRANDMEMBER, ZSCAN. The MPOP and blocking pops live in
-//! `blocking`.
+//! `blocking`; the geo commands, whose sets are sorted sets and whose
+//! GEOADD is a ZADD, in `geo`.
+
+pub(super) mod geo;
 
 use bytes::Bytes;
 
 use rand::RngExt;
 
 use super::Ctx;
-use super::keys::parse_scan;
+use super::args::{RANDOM_REPEATS_MAX, parse_scan};
 use super::presets::{
     NONDET, OW_UPDATE, READ_FAST, RO, RO_ACCESS, RW_ACCESS_DELETE, RW_ACCESS_UPDATE, RW_DELETE,
     RW_UPDATE, WRITE_FAST, key1,
@@ -24,20 +27,6 @@ use crate::protocol::{Protocol, Reply};
 use crate::pubsub::Event;
 use crate::util::scan::{Buckets, hash_of};
 use crate::util::{format_double, glob_match, parse_cursor, parse_f64, parse_i64};
-
-fn zset_at<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<Option<&'d mut SortedSet>> {
-    db.get_as(key, |v| match v {
-        Value::ZSet(x) => Some(x),
-        _ => None,
-    })
-}
-
-fn zset_for_write<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<Option<&'d mut SortedSet>> {
-    db.get_mut_as(key, |v| match v {
-        Value::ZSet(x) => Some(x),
-        _ => None,
-    })
-}
 
 fn syntax() -> CmdError {
     CmdError::other("ERR syntax error")
@@ -247,14 +236,14 @@ fn zadd_generic(ctx: &mut Ctx, mut at: usize, mut incr: bool) -> CmdResult<Reply
     let key = ctx.arg(1).clone();
     let mut db = ctx.locked.db(ctx.client.db);
     let limits = db.limits();
-    if zset_for_write(&mut db, &key)?.is_none() {
+    if db.typed_for_write::<SortedSet>(&key)?.is_none() {
         if xx {
             return Ok(if incr { Reply::Nil } else { Reply::Int(0) });
         }
         let zset = SortedSet::for_first_member(&pairs[0].1, &limits);
         db.insert(&key, Value::ZSet(Box::new(zset)), Ttl::Clear)?;
     }
-    let Some(zset) = zset_for_write(&mut db, &key)? else {
+    let Some(zset) = db.typed_for_write::<SortedSet>(&key)? else {
         return Err(CmdError::WrongType);
     };
     let (mut added, mut updated, mut processed) = (0, 0, 0);
@@ -317,7 +306,7 @@ pub fn zscore(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (key, member) = (ctx.arg(1).clone(), ctx.arg(2).clone());
     let mut db = ctx.db();
     Ok(
-        match zset_at(&mut db, &key)?.and_then(|z| z.score(&member)) {
+        match db.typed::<SortedSet>(&key)?.and_then(|z| z.score(&member)) {
             Some(s) => Reply::Double(s),
             None => Reply::Nil,
         },
@@ -327,7 +316,7 @@ pub fn zscore(ctx: &mut Ctx) -> CmdResult<Reply> {
 pub fn zmscore(ctx: &mut Ctx) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
     let mut db = ctx.locked.db(ctx.client.db);
-    let zset = zset_at(&mut db, &key)?;
+    let zset = db.typed::<SortedSet>(&key)?;
     Ok(Reply::Array(
         ctx.args[2..]
             .iter()
@@ -357,7 +346,7 @@ fn finish_removal(db: &mut Db, key: &[u8], removed: usize, event: Event) -> CmdR
 pub fn zrem(ctx: &mut Ctx) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
     let mut db = ctx.locked.db(ctx.client.db);
-    let Some(zset) = zset_for_write(&mut db, &key)? else {
+    let Some(zset) = db.typed_for_write::<SortedSet>(&key)? else {
         return Ok(Reply::Int(0));
     };
     let mut removed = 0;
@@ -377,7 +366,7 @@ pub fn zcard(ctx: &mut Ctx) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
     let mut db = ctx.db();
     Ok(Reply::Int(
-        zset_at(&mut db, &key)?.map_or(0, |z| z.len()) as i64
+        db.typed::<SortedSet>(&key)?.map_or(0, |z| z.len()) as i64,
     ))
 }
 
@@ -385,7 +374,7 @@ pub fn zcount(ctx: &mut Ctx) -> CmdResult<Reply> {
     let range = ScoreRange::parse(ctx.arg(2), ctx.arg(3))?;
     let key = ctx.arg(1).clone();
     let mut db = ctx.db();
-    let count = zset_at(&mut db, &key)?.map_or(0, |z| {
+    let count = db.typed::<SortedSet>(&key)?.map_or(0, |z| {
         z.iter()
             .skip_while(|(_, s)| !range.above_min(*s))
             .take_while(|(_, s)| range.below_max(*s))
@@ -398,7 +387,7 @@ pub fn zrank(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (key, member) = (ctx.arg(1).clone(), ctx.arg(2).clone());
     let mut db = ctx.db();
     Ok(
-        match zset_at(&mut db, &key)?.and_then(|z| z.rank(&member)) {
+        match db.typed::<SortedSet>(&key)?.and_then(|z| z.rank(&member)) {
             Some(r) => Reply::Int(r as i64),
             None => Reply::Nil,
         },
@@ -591,7 +580,7 @@ fn zrange_generic(ctx: &mut Ctx, fixed: Option<(RangeBy, bool)>) -> CmdResult<Re
     let resp3 = ctx.client.protocol == Protocol::Resp3;
     let key = ctx.arg(1).clone();
     let mut db = ctx.locked.db(ctx.client.db);
-    let Some(zset) = zset_at(&mut db, &key)? else {
+    let Some(zset) = db.typed::<SortedSet>(&key)? else {
         return Ok(Reply::Array(Vec::new()));
     };
     Ok(scored_reply(resp3, query.select(zset), with_scores))
@@ -601,7 +590,9 @@ pub fn zrangestore(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (query, _) = parse_range(ctx.args, 2, None, true)?;
     let (dst, src) = (ctx.arg(1).clone(), ctx.arg(2).clone());
     let mut db = ctx.locked.db(ctx.client.db);
-    let items = zset_at(&mut db, &src)?.map_or_else(Vec::new, |z| query.select(z));
+    let items = db
+        .typed::<SortedSet>(&src)?
+        .map_or_else(Vec::new, |z| query.select(z));
     store_result(&mut db, &dst, items, Event::Zrangestore)
 }
 
@@ -682,7 +673,7 @@ fn zremrange(ctx: &mut Ctx, by: RangeBy, event: Event) -> CmdResult<Reply> {
     let query = RangeQuery::all(Span::parse(by, ctx.arg(2), ctx.arg(3))?);
     let key = ctx.arg(1).clone();
     let mut db = ctx.locked.db(ctx.client.db);
-    let Some(zset) = zset_for_write(&mut db, &key)? else {
+    let Some(zset) = db.typed_for_write::<SortedSet>(&key)? else {
         return Ok(Reply::Int(0));
     };
     let doomed = query.select(zset);
@@ -697,14 +688,16 @@ pub fn zlexcount(ctx: &mut Ctx) -> CmdResult<Reply> {
     let query = RangeQuery::all(Span::parse(RangeBy::Lex, ctx.arg(2), ctx.arg(3))?);
     let key = ctx.arg(1).clone();
     let mut db = ctx.db();
-    let count = zset_at(&mut db, &key)?.map_or(0, |z| query.select(z).len());
+    let count = db
+        .typed::<SortedSet>(&key)?
+        .map_or(0, |z| query.select(z).len());
     Ok(Reply::Int(count as i64))
 }
 
 pub fn zrevrank(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (key, member) = (ctx.arg(1).clone(), ctx.arg(2).clone());
     let mut db = ctx.db();
-    let zset = zset_at(&mut db, &key)?;
+    let zset = db.typed::<SortedSet>(&key)?;
     Ok(
         match zset.and_then(|z| z.rank(&member).map(|r| z.len() - 1 - r)) {
             Some(r) => Reply::Int(r as i64),
@@ -729,7 +722,7 @@ fn zpop(ctx: &mut Ctx, end: ZEnd) -> CmdResult<Reply> {
     let resp3 = ctx.client.protocol == Protocol::Resp3;
     let key = ctx.arg(1).clone();
     let mut db = ctx.db();
-    if zset_for_write(&mut db, &key)?.is_none() || count == Some(0) {
+    if db.typed_for_write::<SortedSet>(&key)?.is_none() || count == Some(0) {
         return Ok(Reply::Array(Vec::new()));
     }
     let items = db.pop_zset(&key, end, count.unwrap_or(1))?;
@@ -1010,10 +1003,6 @@ pub fn zintercard(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::Int(parsed.run(ZOp::Inter).len() as i64))
 }
 
-/// The most members ZRANDMEMBER with a negative count returns (Redis
-/// would try to send any number and run out of memory).
-const RANDOM_REPEATS_MAX: u64 = 10_000_000;
-
 pub fn zrandmember(ctx: &mut Ctx) -> CmdResult<Reply> {
     let count = ctx.args.get(2).map(|c| parse_long(c)).transpose()?;
     let with_scores = match ctx.args.len() {
@@ -1030,7 +1019,7 @@ pub fn zrandmember(ctx: &mut Ctx) -> CmdResult<Reply> {
     let resp3 = ctx.client.protocol == Protocol::Resp3;
     let key = ctx.arg(1).clone();
     let mut db = ctx.db();
-    let zset = zset_at(&mut db, &key)?;
+    let zset = db.typed::<SortedSet>(&key)?;
     let mut rng = rand::rng();
     let Some(count) = count else {
         let member = zset.filter(|z| !z.is_empty()).and_then(|z| {
@@ -1078,7 +1067,7 @@ pub fn zscan(ctx: &mut Ctx) -> CmdResult<Reply> {
     parse_cursor(ctx.arg(2)).ok_or_else(|| CmdError::other("ERR invalid cursor"))?;
     let key = ctx.arg(1).clone();
     let mut db = ctx.locked.db(ctx.client.db);
-    let Some(zset) = zset_at(&mut db, &key)? else {
+    let Some(zset) = db.typed::<SortedSet>(&key)? else {
         return Ok(Reply::Array(vec![
             Reply::bulk_str("0"),
             Reply::Array(Vec::new()),

@@ -1,17 +1,21 @@
-//! Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, RESET, CLIENT.
+//! Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, RESET, CLIENT
+//! (its client-side caching subcommands in `tracking`).
+
+mod tracking;
 
 use bytes::Bytes;
 
+use super::Ctx;
+use super::auth;
 use super::presets::{ALL_SHARDS_OK, CONN, NONDET};
 use super::reply::{client_line, help_reply, is_pubsub, subcommand_args_error};
+use super::session::{discard_state, forget_subscriptions, in_subscribed_mode, subscribed_pong};
 use super::spec::acl::CONNECTION;
 use super::spec::flag::{
     ADMIN, ALLOW_BUSY, ENDS_MULTI, FAST, KEEPS_CACHING, LOADING, NO_AUTH, NOSCRIPT, STALE,
     WHILE_SUBSCRIBED,
 };
 use super::spec::{CommandSpec, Group};
-use super::{Ctx, multi};
-use super::{auth, tracking};
 use crate::client_handle::ClientHandle;
 use crate::context::Client;
 use crate::context::{PauseMode, ReplyMode, Shared};
@@ -22,8 +26,8 @@ use crate::protocol::{Protocol, Reply};
 use crate::util::parse_i64;
 
 pub fn ping(ctx: &mut Ctx) -> CmdResult<Reply> {
-    if ctx.args.len() <= 2 && super::pubsub::in_subscribed_mode(ctx.client) {
-        return Ok(super::pubsub::subscribed_pong(ctx.args.get(1)));
+    if ctx.args.len() <= 2 && in_subscribed_mode(ctx.client) {
+        return Ok(subscribed_pong(ctx.args.get(1)));
     }
     match ctx.args.len() {
         1 => Ok(Reply::status("PONG")),
@@ -144,8 +148,8 @@ pub fn quit(ctx: &mut Ctx) -> CmdResult<Reply> {
 }
 
 pub fn reset(ctx: &mut Ctx) -> CmdResult<Reply> {
-    multi::discard_state(ctx.shared, ctx.client);
-    super::pubsub::forget_subscriptions(ctx.shared, ctx.client);
+    discard_state(ctx.shared, ctx.client);
+    forget_subscriptions(ctx.shared, ctx.client);
     ctx.client.db = 0;
     ctx.client.protocol = Protocol::Resp2;
     ctx.shared.pubsub.tracking.disable(ctx.client.id);

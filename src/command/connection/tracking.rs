@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 
-use super::{CommandSpec, Ctx, flag};
+use crate::command::Ctx;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::pubsub::tracking::{Mode, PrefixError};
@@ -180,29 +180,4 @@ pub fn client_trackinginfo(ctx: &mut Ctx) -> CmdResult<Reply> {
             Reply::Array(prefixes.into_iter().map(Reply::Bulk).collect()),
         ),
     ]))
-}
-
-/// Remembers what a command read for a client tracking in default mode:
-/// a command's own keys, or, once a script has read anything, the keys
-/// the script declared (what Redis tracks for scripts).
-pub(super) fn remember(ctx: &Ctx, spec: &CommandSpec) {
-    use crate::pubsub::tracking::{note_script_read, take_script_read};
-    let tracking = &ctx.shared.pubsub.tracking;
-    if !tracking.active() {
-        return;
-    }
-    let reads = spec.has(flag::READONLY) && !spec.has(flag::SCRIPT);
-    let tracked = if ctx.client.for_script {
-        if reads {
-            note_script_read();
-        }
-        false
-    } else if spec.has(flag::SCRIPT) {
-        take_script_read()
-    } else {
-        reads && !spec.has(flag::PUBSUB)
-    };
-    if tracked {
-        tracking.remember(ctx.client.id, spec.key_args(ctx.args));
-    }
 }

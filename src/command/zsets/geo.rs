@@ -4,24 +4,17 @@
 
 use bytes::Bytes;
 
-use super::presets::{OW_UPDATE, RO_ACCESS, RW_UPDATE, key1};
-use super::spec::acl::GEO;
-use super::spec::flag::{DENYOOM, READONLY, WRITE};
-use super::spec::{CommandSpec, Group, KeySpec};
-use super::{Ctx, zsets};
+use crate::command::Ctx;
+use crate::command::presets::{OW_UPDATE, RO_ACCESS, RW_UPDATE, key1};
+use crate::command::spec::acl::GEO;
+use crate::command::spec::flag::{DENYOOM, READONLY, WRITE};
+use crate::command::spec::{CommandSpec, Group, KeySpec};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Db, SortedSet, Ttl, Value};
 use crate::protocol::Reply;
 use crate::pubsub::Event;
 use crate::util::geohash::{self, LAT_MAX, LAT_MIN, LONG_MAX, LONG_MIN, Shape};
 use crate::util::{parse_f64, parse_i64, strtod_range_error};
-
-fn geo_set<'d>(db: &'d mut Db, key: &[u8]) -> CmdResult<Option<&'d mut SortedSet>> {
-    db.get_as(key, |v| match v {
-        Value::ZSet(z) => Some(z),
-        _ => None,
-    })
-}
 
 /// A float argument; `what` names it in the error (Redis's default text
 /// when empty).
@@ -89,7 +82,7 @@ pub fn geoadd(ctx: &mut Ctx) -> CmdResult<Reply> {
         zadd.push(crate::util::i64_bytes(score as i64));
         zadd.push(point[2].clone());
     }
-    zsets::zadd(&mut Ctx {
+    super::zadd(&mut Ctx {
         args: &zadd,
         shared: ctx.shared,
         client: ctx.client,
@@ -106,7 +99,7 @@ pub fn geodist(ctx: &mut Ctx) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
     let (a, b) = (ctx.arg(2).clone(), ctx.arg(3).clone());
     let mut db = ctx.db();
-    let Some(zset) = geo_set(&mut db, &key)? else {
+    let Some(zset) = db.typed::<SortedSet>(&key)? else {
         return Ok(Reply::Nil);
     };
     Ok(match (point_of(zset, &a), point_of(zset, &b)) {
@@ -121,7 +114,7 @@ fn per_member(ctx: &mut Ctx, answer: fn(Option<u64>) -> Reply) -> CmdResult<Repl
     let key = ctx.arg(1).clone();
     let args = ctx.args;
     let mut db = ctx.db();
-    let zset = geo_set(&mut db, &key)?;
+    let zset = db.typed::<SortedSet>(&key)?;
     Ok(Reply::Array(
         args[2..]
             .iter()
@@ -368,7 +361,7 @@ fn search(ctx: &mut Ctx, family: Family) -> CmdResult<Reply> {
     };
     let args = ctx.args;
     let mut db = ctx.db();
-    let zset = geo_set(&mut db, &source)?.map(|z| &*z);
+    let zset = db.typed::<SortedSet>(&source)?.map(|z| &*z);
     let opts = parse_search(args, family, zset)?;
     let event = match family {
         Family::SearchStore => Event::Geosearchstore,
@@ -479,7 +472,7 @@ pub fn geosearchstore(ctx: &mut Ctx) -> CmdResult<Reply> {
     search(ctx, Family::SearchStore)
 }
 
-pub(super) static COMMANDS: &[CommandSpec] = &[
+pub(in crate::command) static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("geoadd", -5, Group::Geo, geoadd).flags(WRITE | DENYOOM).acl(GEO).keys(&key1(RW_UPDATE))
         .syntax("key [NX | XX] [CH] (longitude latitude member)...")
         .doc("3.2.0", "Adds points (longitude, latitude, member) to a geo set, a sorted set scored by geohash."),
