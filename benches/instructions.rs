@@ -10,7 +10,9 @@
 //! The same way, rlockd alone: a read-only script (`ZSCORE` of one member)
 //! over a sorted set of one member and of 100,000, which must cost the
 //! same: a script pays for what it changes, not for the size of what it
-//! reads.
+//! reads. And both servers again: a script that changes ten fields of a
+//! 1,000-field hash (ten HSETs), what a script's undo journal costs
+//! (redis-server keeps none).
 //!
 //! Run with `cargo bench --bench instructions`. Knob:
 //! `RLOCKD_BENCH_PAIRS` (2000 extra pairs, and as many extra script
@@ -83,6 +85,26 @@ fn read_script(addr: SocketAddr, calls: usize, key: &str) -> io::Result<()> {
     Ok(())
 }
 
+/// Fills a 1,000-field hash, then calls a script of ten HSETs on it
+/// `calls` times.
+fn write_script(addr: SocketAddr, calls: usize) -> io::Result<()> {
+    let mut conn = Conn::open(addr)?;
+    conn.cmd(&[
+        "EVAL",
+        "for i = 1, 1000 do redis.call('hset', KEYS[1], 'm' .. i, i) end",
+        "1",
+        "hash",
+    ])?;
+    let write = sha(
+        &mut conn,
+        "for i = 1, 10 do redis.call('hset', KEYS[1], 'm' .. i, ARGV[1]) end return 1",
+    )?;
+    for _ in 0..calls {
+        conn.cmd(&["EVALSHA", &write, "1", "hash", "value"])?;
+    }
+    Ok(())
+}
+
 fn read_small(addr: SocketAddr, calls: usize) -> io::Result<()> {
     read_script(addr, calls, "small")
 }
@@ -134,21 +156,27 @@ fn main() {
         ("redis", &redis, &["--save", "", "--appendonly", "no"]),
         ("rlockd", &rlockd, &[]),
     ];
+    let per_run = |program: &str, args: &[&str], workload: Workload| {
+        let short = count(program, args, workload, BASE_PAIRS);
+        let long = count(program, args, workload, BASE_PAIRS + pairs);
+        long.saturating_sub(short) as f64 / pairs as f64
+    };
     let mut per_pair = Vec::new();
+    let mut per_write = Vec::new();
     for (name, program, args) in servers {
-        let short = count(program, args, drive, BASE_PAIRS);
-        let long = count(program, args, drive, BASE_PAIRS + pairs);
-        let cost = long.saturating_sub(short) as f64 / pairs as f64;
+        let cost = per_run(program, args, drive);
         println!("{name:<8} {cost:>9.0} instructions per Redisson lock+unlock pair");
         per_pair.push(cost);
+        let cost = per_run(program, args, write_script);
+        println!("{name:<8} {cost:>9.0} instructions per script call of ten HSETs");
+        per_write.push(cost);
     }
     let ratio = per_pair[1] / per_pair[0];
-    println!("rlockd / redis: {ratio:.2}");
+    let write_ratio = per_write[1] / per_write[0];
+    println!("rlockd / redis: lock pairs {ratio:.2}, ten HSETs {write_ratio:.2}");
     let mut per_call = Vec::new();
     for (key, workload) in [("small", read_small as Workload), ("big", read_big)] {
-        let short = count(&rlockd, &[], workload, BASE_PAIRS);
-        let long = count(&rlockd, &[], workload, BASE_PAIRS + pairs);
-        let cost = long.saturating_sub(short) as f64 / pairs as f64;
+        let cost = per_run(&rlockd, &[], workload);
         println!(
             "rlockd   {cost:>9.0} instructions per read-only script call over {} member(s)",
             members(key)
@@ -158,6 +186,6 @@ fn main() {
     let size_ratio = per_call[1] / per_call[0];
     println!("100,000 members / 1 member: {size_ratio:.2}");
     println!(
-        "BENCH {{\"bench\":\"instructions\",\"pairs\":{pairs},\"ratio\":{ratio:.3},\"read_size_ratio\":{size_ratio:.3}}}"
+        "BENCH {{\"bench\":\"instructions\",\"pairs\":{pairs},\"ratio\":{ratio:.3},\"write_ratio\":{write_ratio:.3},\"read_size_ratio\":{size_ratio:.3}}}"
     );
 }
