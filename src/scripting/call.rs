@@ -14,7 +14,7 @@ use std::os::raw::c_int;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::Ordering;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 use super::convert::{push_error_table, push_reply, render_errors};
 use super::stack::{Activation, Kind, Stack, State};
@@ -260,22 +260,22 @@ fn run_command(stack: Stack, nargs: c_int, scope: &mut CallScope) {
 #[derive(Default)]
 pub(super) struct CallLine {
     argv: Vec<Bytes>,
-    /// The arguments' bytes, each argument a piece of it: a line costs one
-    /// allocation, or none once the last line's pieces are all dropped,
-    /// where a buffer per argument cost one each; and a command that keeps
-    /// an argument (the undo journal keeps the members it changes) takes
-    /// a reference rather than a copy.
-    bytes: BytesMut,
+    /// Where each argument ends in the line's bytes.
+    ends: Vec<usize>,
 }
 
 impl CallLine {
-    /// Reads the call's arguments (`nargs`, the stack's height on entry).
-    /// Answers false if one is neither a string nor a number. Nothing here
-    /// may raise, as the line is owned by a frame that a `longjmp` would
-    /// skip: a string is read as it is (no conversion), and a number read
-    /// as a number.
+    /// Reads the call's arguments (`nargs`, the stack's height on entry)
+    /// into one buffer, each argument a piece of it: a line costs two
+    /// allocations where a buffer per argument cost one each, and a
+    /// command that keeps an argument (the undo journal keeps the members
+    /// it changes) takes a reference rather than a copy. Answers false if
+    /// one is neither a string nor a number. Nothing here may raise, as
+    /// the line is owned by a frame that a `longjmp` would skip: a string
+    /// is read as it is (no conversion), and a number read as a number.
     fn read(&mut self, stack: Stack, nargs: c_int) -> bool {
         self.argv.clear();
+        self.ends.clear();
         let mut size = 0;
         for idx in 1..=nargs {
             size += match stack.kind(idx) {
@@ -284,19 +284,21 @@ impl CallLine {
                 _ => return false,
             };
         }
-        // One reservation for the line: growing the buffer while pieces of
-        // it are held would allocate anew.
-        self.bytes.reserve(size);
+        let mut bytes = Vec::with_capacity(size);
         for idx in 1..=nargs {
             if stack.kind(idx) == Kind::String {
-                let text = stack.to_bytes(idx).unwrap_or_default();
-                self.bytes.extend_from_slice(text);
+                bytes.extend_from_slice(stack.to_bytes(idx).unwrap_or_default());
             } else {
                 // Lua 5.1 numbers are doubles; Redis prints them with %.17g.
-                let text = format_double(stack.to_number(idx));
-                self.bytes.extend_from_slice(text.as_bytes());
+                bytes.extend_from_slice(format_double(stack.to_number(idx)).as_bytes());
             }
-            self.argv.push(self.bytes.split().freeze());
+            self.ends.push(bytes.len());
+        }
+        let line = Bytes::from(bytes);
+        let mut start = 0;
+        for &end in &self.ends {
+            self.argv.push(line.slice(start..end));
+            start = end;
         }
         true
     }
