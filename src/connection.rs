@@ -256,9 +256,32 @@ impl<'c> Connection<'c> {
         }
     }
 
+    /// Logs HTTP sent to the port as Redis does, once a minute at most.
+    fn warn_of_attack(&self) {
+        let now = self.shared.now_ms();
+        let last = self.shared.attack_logged_ms.load(Ordering::Relaxed);
+        if (last == 0 || now.saturating_sub(last) > ATTACK_LOG_EVERY_MS)
+            && self
+                .shared
+                .attack_logged_ms
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            tracing::warn!(
+                "Possible SECURITY ATTACK detected. It looks like somebody is sending POST or \
+                 Host: commands to Redis. This is likely due to an attacker attempting to use \
+                 Cross Protocol Scripting to compromise your Redis instance. Connection aborted."
+            );
+        }
+    }
+
     /// One request: held while paused, run, waited on while blocked, then
     /// its reply queued among the mail.
     async fn serve(&mut self, args: &[Bytes]) -> std::io::Result<Then> {
+        if args.first().is_some_and(|name| is_http(name)) {
+            self.warn_of_attack();
+            return Ok(Then::Abandon);
+        }
         if !self.hold_while_paused(args).await? {
             return Ok(Then::Abandon);
         }
@@ -511,3 +534,14 @@ pub(crate) fn forget_waiter(shared: &Shared, blocked: &Blocked) {
         }
     }
 }
+
+/// An HTTP request line (`POST /…`) or header (`Host: …`) read as a
+/// command: a browser tricked into sending a request to the port (cross
+/// protocol scripting). Redis answers nothing and drops the connection,
+/// replies already made included.
+fn is_http(name: &[u8]) -> bool {
+    name.eq_ignore_ascii_case(b"post") || name.eq_ignore_ascii_case(b"host:")
+}
+
+/// How often an attack is logged at most.
+const ATTACK_LOG_EVERY_MS: u64 = 60_000;

@@ -164,6 +164,24 @@ fn open_cases() -> Vec<Case> {
         ],
         gap: Duration::from_millis(20),
     });
+    // HTTP sent to the port (cross protocol scripting): no reply, the
+    // connection dropped, replies already made included.
+    cases.extend([
+        case(
+            "HTTP POST",
+            "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 4\r\n\r\nPING",
+        ),
+        case(
+            "HTTP GET with a Host header",
+            "GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+        ),
+        case("Host: as a multibulk request", multibulk(&[b"HOST:", b"x"])),
+        case("post after replies", "PING\r\nSET k v\r\npost\r\nPING\r\n"),
+        case(
+            "POST inside MULTI",
+            "MULTI\r\nSET k v\r\nPOST x\r\nEXEC\r\n",
+        ),
+    ]);
     cases
 }
 
@@ -192,6 +210,7 @@ fn auth_cases() -> Vec<Case> {
         }),
         case("HELLO without AUTH", "HELLO 2 SETNAME x\r\n"),
         case("QUIT without AUTH", "QUIT\r\n"),
+        case("HTTP before AUTH", "POST / HTTP/1.1\r\nHost: x\r\n\r\n"),
     ]
 }
 

@@ -65,6 +65,9 @@ pub struct Shared {
     pub persistence: persistence::Persistence,
     /// OOM and NOREPLICAS refusals.
     pub guard: guard::StateGuard,
+    /// When (server ms) HTTP sent to the port was last logged: Redis logs
+    /// it once a minute at most, so a flood does not flood the log.
+    pub attack_logged_ms: AtomicU64,
 }
 
 impl Shared {
@@ -107,6 +110,7 @@ impl Shared {
             started_ms,
             run_id: crate::util::random_hex(40),
             port: AtomicU64::new(0),
+            attack_logged_ms: AtomicU64::new(0),
             manual_clock: manual,
             faults: Default::default(),
             config_changes: tokio::sync::watch::Sender::new(0),
