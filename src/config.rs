@@ -113,9 +113,9 @@ pub struct Param {
     /// Reads a value into the config; `None` for the settings rlockd only
     /// reports, whose values in files are accepted and ignored.
     load: Option<Setter>,
-    pub change: Change,
+    pub(crate) change: Change,
     /// What must be told when CONFIG SET changes it.
-    pub reacts: &'static [Hook],
+    pub(crate) reacts: &'static [Hook],
     /// CONFIG GET lists it for its exact name only, never for a pattern.
     hidden: bool,
     /// Its flag takes every word up to the next flag (`--save 900 1`);
@@ -136,7 +136,7 @@ impl Param {
 
 /// How CONFIG SET treats a setting.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Change {
+pub(crate) enum Change {
     /// Fixed at startup, in Redis too: CONFIG SET refuses it.
     Never,
     /// Redis changes it at run time, rlockd keeps its startup value (its
@@ -151,7 +151,7 @@ pub enum Change {
 /// CONFIG SET must tell them of a change (the context layer, above this
 /// one, knows how).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Hook {
+pub(crate) enum Hook {
     /// Keyspace events, the pubsub output buffer limit, the tracking table.
     PubSub,
     SlowLog,
@@ -304,7 +304,7 @@ fn parse_count(v: &str) -> Result<u64, String> {
 /// Memory sizes with Redis's units (`1mb`, `2gb`, `100k`), read as
 /// Redis's `memtoull` reads them: digits alone (none is 0), a number too
 /// large saturates, and a unit that overflows wraps.
-pub fn parse_memory(v: &str) -> Result<u64, String> {
+pub(crate) fn parse_memory(v: &str) -> Result<u64, String> {
     let bad = || "argument must be a memory value".to_string();
     let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
     let (digits, unit) = v.split_at(split);
@@ -905,7 +905,7 @@ pub fn find_param(name: &str) -> Option<&'static Param> {
 
 /// CONFIG GET: every (name, value) whose name or alias matches one of the
 /// patterns, each once.
-pub fn get_matching(config: &Config, patterns: &[&[u8]]) -> Vec<(&'static str, String)> {
+pub(crate) fn get_matching(config: &Config, patterns: &[&[u8]]) -> Vec<(&'static str, String)> {
     let mut out: Vec<(&'static str, String)> = Vec::new();
     for pat in patterns {
         let lower = pat.to_ascii_lowercase();

@@ -37,6 +37,12 @@
 //! - `error`: command errors, worded as Redis words them.
 //! - `util`: Redis's number rules, glob matching, bits, HyperLogLog.
 //!
+//! Public are only what embedders, the binary, the tests, the benches and
+//! the fuzz targets use: `Server`, its builder and handle (in `server`,
+//! with the types its methods take and give), `Config`, `clock`, and a
+//! few pieces of `keyspace`, `protocol`, `pubsub`, `scripting`, `util` and
+//! `fuzzing`; the rest is `pub(crate)`, so the compiler finds dead code.
+//!
 //! Persistence is the append-only file, in four places from the top down:
 //! `server/aof.rs` loads it at start, `context/persistence.rs` switches it
 //! and runs rewrites, `keyspace/aof.rs` decides what each write records,
@@ -44,19 +50,19 @@
 //! it will get a module of its own, placed in this order and in
 //! `tests/layers.rs`.
 
-pub mod client_handle;
+pub(crate) mod client_handle;
 pub mod clock;
-pub mod cluster;
-pub mod command;
+pub(crate) mod cluster;
+pub(crate) mod command;
 pub mod config;
-pub mod connection;
-pub mod context;
-pub mod error;
-pub mod expiry;
+pub(crate) mod connection;
+pub(crate) mod context;
+pub(crate) mod error;
+pub(crate) mod expiry;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod keyspace;
-pub mod persist;
+pub(crate) mod persist;
 pub mod protocol;
 pub mod pubsub;
 pub mod scripting;

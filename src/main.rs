@@ -213,10 +213,10 @@ async fn run(config: rlockd::Config) -> std::io::Result<()> {
     // CONFIG SET loglevel takes effect at once, as in Redis.
     let mut changes = server.config_changes();
     let mut level = server.config().loglevel;
-    let config_source = server.shared().clone();
+    let config_now = server.config_reader();
     tokio::spawn(async move {
         while changes.changed().await.is_ok() {
-            let now = config_source.config.read().loglevel.clone();
+            let now = config_now().loglevel;
             if now != level {
                 let _ = filter_handle.reload(EnvFilter::new(tracing_level(&now)));
                 level = now;

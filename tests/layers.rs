@@ -232,13 +232,15 @@ fn names_after(code: &str, prefix: &str) -> Vec<String> {
 }
 
 /// What names a layer's `mod.rs` takes from its files (`use file::Item`,
-/// `pub use file::{A, B as C}`): through `super::` they lead to that file.
+/// `pub use file::{A, B as C}`, `pub(crate) use …`): through `super::` they
+/// lead to that file.
 fn brought_in(mod_rs: &str, units: &[String]) -> BTreeMap<String, String> {
     let mut names = BTreeMap::new();
     for statement in code_of(mod_rs).split(';') {
         let statement = statement.trim();
         let Some(path) = statement
             .strip_prefix("pub use ")
+            .or_else(|| statement.strip_prefix("pub(crate) use "))
             .or_else(|| statement.strip_prefix("use "))
         else {
             continue;

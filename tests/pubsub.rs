@@ -689,7 +689,6 @@ async fn slow_subscriber_is_disconnected_alone() {
     const SIZE: usize = 1024;
     let server = start().await;
     let addr = server.addr();
-    let shared = server.shared().clone();
 
     // The slow one: subscribes, then never reads again.
     let mut slow = Conn::open(addr).await;
@@ -749,8 +748,8 @@ async fn slow_subscriber_is_disconnected_alone() {
             assert!((1..=2).contains(&receivers));
         }
         sent = (sent + 256).min(MESSAGES);
-        for handle in shared.clients.iter() {
-            backlog_peak = backlog_peak.max(handle.backlog.load(Ordering::Relaxed));
+        for backlog in server.backlogs() {
+            backlog_peak = backlog_peak.max(backlog.bytes);
         }
         rss_peak = rss_peak.max(rss_bytes());
     }
@@ -840,7 +839,6 @@ async fn soft_limit_disconnects_after_its_grace_period() {
 async fn soft_limit_grace_starts_again_after_catching_up() {
     let server = start().await;
     let addr = server.addr();
-    let shared = server.shared().clone();
     let mut admin = Conn::open(addr).await;
     admin
         .cmd(&[
@@ -858,10 +856,11 @@ async fn soft_limit_grace_starts_again_after_catching_up() {
     slow.send(&["SUBSCRIBE", "c"]).await;
     slow.read().await;
     let over_soft_since = || {
-        shared
-            .clients
-            .get(&id)
-            .map(|h| h.over_soft_since.load(Ordering::Relaxed))
+        server
+            .backlogs()
+            .into_iter()
+            .find(|b| b.client == id)
+            .map(|b| b.over_soft_since)
             .expect("still connected")
     };
     let big = "y".repeat(64 * 1024);

@@ -424,7 +424,7 @@ impl Selector {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sanitize {
     Unset,
-    Sanitize,
+    Always,
     Skip,
 }
 
@@ -491,7 +491,7 @@ impl User {
                 self.passwords.clear();
             }
             "skip-sanitize-payload" => self.sanitize = Sanitize::Skip,
-            "sanitize-payload" => self.sanitize = Sanitize::Sanitize,
+            "sanitize-payload" => self.sanitize = Sanitize::Always,
             "clearselectors" => self.selectors.clear(),
             "reset" => {
                 for rule in [
@@ -551,7 +551,7 @@ impl User {
         }
         match self.sanitize {
             Sanitize::Skip => flags.push("skip-sanitize-payload"),
-            Sanitize::Sanitize => flags.push("sanitize-payload"),
+            Sanitize::Always => flags.push("sanitize-payload"),
             Sanitize::Unset => {}
         }
         flags

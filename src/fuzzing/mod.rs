@@ -3,7 +3,7 @@
 //! these functions, so a corpus file tests exactly what the fuzzer ran.
 //!
 //! The harness runs requests through the real dispatch path
-//! ([`crate::command::dispatch`]) on an in-process server state, without
+//! (`command::dispatch`) on an in-process server state, without
 //! sockets, so one input costs microseconds rather than a round trip.
 
 mod script;

@@ -42,10 +42,6 @@ pub struct Db<'l, 'a> {
 }
 
 impl Db<'_, '_> {
-    pub fn index(&self) -> usize {
-        self.index
-    }
-
     pub fn now(&self) -> u64 {
         self.locked.now
     }
@@ -360,10 +356,6 @@ impl Db<'_, '_> {
         self.locked.ks.events.flushed();
         self.locked.ready.extend(waited);
         removed
-    }
-
-    pub fn shards(&mut self) -> impl Iterator<Item = &mut Shard> {
-        self.locked.shards()
     }
 
     /// Registers a WATCH of `key` by `flag`.

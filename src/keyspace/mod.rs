@@ -25,14 +25,14 @@
 //! - `access`: each key's LRU/LFU access clock.
 //! - `dump`: DUMP and RESTORE payloads; `memory`: MEMORY USAGE.
 
-pub mod access;
+pub(crate) mod access;
 mod aof;
 mod blocked;
 mod compact;
 mod db;
 mod dbmap;
-pub mod dump;
-pub mod events;
+pub(crate) mod dump;
+pub(crate) mod events;
 mod hash;
 mod journal;
 mod limits;
@@ -48,19 +48,23 @@ mod value;
 mod waiter;
 mod zset;
 
-pub use db::{Db, Ttl, flush_all};
-pub use dbmap::Node;
-pub use events::{Event, EventSink};
-pub use journal::Touch;
-pub use limits::EncodingLimits;
-pub use locked::Locked;
-pub use memory::usage as memory_usage;
+pub use db::Ttl;
+pub(crate) use db::{Db, flush_all};
+pub(crate) use events::{Event, EventSink};
+pub(crate) use journal::Touch;
+pub(crate) use limits::EncodingLimits;
+pub(crate) use locked::Locked;
+pub(crate) use memory::usage as memory_usage;
 pub use plan::LockPlan;
-pub use set::SetValue;
-pub use shard::{Shard, ShardStats, WatchFlag};
-pub use slot::{HASH_SLOTS, SHARDS, key_shard, key_slot, slot_shard};
+pub(crate) use set::SetValue;
+pub(crate) use shard::{Shard, ShardStats, WatchFlag};
+pub(crate) use slot::{HASH_SLOTS, SHARDS, slot_shard};
+pub use slot::{key_shard, key_slot};
 pub use store::Keyspace;
-pub use stream::{ENTRIES_READ_UNKNOWN, Group, GroupRead, ReadEntry, Stream, StreamId, Trim};
-pub use value::{Entry, HashValue, StrEncoding, StrForm, Value, ValueKind};
-pub use waiter::{End, Outcome, StreamWait, Taken, Waiter, Wanted, ZEnd};
-pub use zset::SortedSet;
+pub(crate) use stream::{
+    ENTRIES_READ_UNKNOWN, Group, GroupRead, ReadEntry, Stream, StreamId, Trim,
+};
+pub use value::Value;
+pub(crate) use value::{Entry, HashValue, StrEncoding, StrForm};
+pub(crate) use waiter::{End, Outcome, StreamWait, Taken, Waiter, Wanted, ZEnd};
+pub(crate) use zset::SortedSet;

@@ -76,7 +76,7 @@ impl Keyspace {
     }
 
     /// A keyspace that publishes its keyspace events on `events`.
-    pub fn with_events(
+    pub(crate) fn with_events(
         databases: usize,
         clock: Arc<dyn Clock>,
         events: Arc<dyn EventSink>,
@@ -103,18 +103,18 @@ impl Keyspace {
         }
     }
 
-    pub fn limits(&self) -> EncodingLimits {
+    pub(crate) fn limits(&self) -> EncodingLimits {
         self.limits.load()
     }
 
     /// Values already stored keep their form: Redis converts a value only
     /// when a write touches it.
-    pub fn set_limits(&self, limits: EncodingLimits) {
+    pub(crate) fn set_limits(&self, limits: EncodingLimits) {
         self.limits.store(limits);
     }
 
     /// Keys' clocks already kept are read the new way, as Redis reads them.
-    pub fn set_lfu(&self, lfu: bool) {
+    pub(crate) fn set_lfu(&self, lfu: bool) {
         self.lfu.store(lfu, Ordering::Relaxed);
     }
 
@@ -123,7 +123,7 @@ impl Keyspace {
     }
 
     /// Holds expiry (see `expiry_held_until`) until `until`, or releases it.
-    pub fn hold_expiry(&self, until: Option<Instant>) {
+    pub(crate) fn hold_expiry(&self, until: Option<Instant>) {
         let ms = until.map_or(0, |u| {
             u.saturating_duration_since(self.epoch).as_millis() as u64 + 1
         });
@@ -131,7 +131,7 @@ impl Keyspace {
     }
 
     /// Marks the append-only file's replay (see `Db::already_expired`).
-    pub fn set_loading(&self, on: bool) {
+    pub(crate) fn set_loading(&self, on: bool) {
         self.loading.store(on, Ordering::Relaxed);
     }
 
@@ -141,20 +141,20 @@ impl Keyspace {
     }
 
     /// When the expiry driver should run the next pass.
-    pub fn expiry_alarm(&self) -> &ExpiryAlarm {
+    pub(crate) fn expiry_alarm(&self) -> &ExpiryAlarm {
         &self.alarm
     }
 
     /// See `expiry_lag_ms`.
-    pub fn expiry_lag_ms(&self) -> u64 {
+    pub(crate) fn expiry_lag_ms(&self) -> u64 {
         self.expiry_lag_ms.load(Ordering::Relaxed)
     }
 
-    pub fn databases(&self) -> usize {
+    pub(crate) fn databases(&self) -> usize {
         self.databases
     }
 
-    pub fn clock(&self) -> &Arc<dyn Clock> {
+    pub(crate) fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
     }
 
@@ -202,20 +202,20 @@ impl Keyspace {
     }
 
     /// The busy flags, for a running script to raise over the shards it holds.
-    pub fn busy_flags(&self) -> Arc<[AtomicBool]> {
+    pub(crate) fn busy_flags(&self) -> Arc<[AtomicBool]> {
         self.busy.clone()
     }
 
     /// One pass of active expiry over every shard with pending deadlines.
     /// A shard in use is skipped, not waited for (a long script may hold
     /// it): the next pass reclaims it, and lookups never show it meanwhile.
-    pub fn expire_due(&self) -> u64 {
+    pub(crate) fn expire_due(&self) -> u64 {
         self.expire_pass(false)
     }
 
     /// An expiry pass that waits for shards in use (a test moving a manual
     /// clock wants every passed deadline handled when it returns).
-    pub fn expire_due_now(&self) -> u64 {
+    pub(crate) fn expire_due_now(&self) -> u64 {
         self.expire_pass(true)
     }
 

@@ -137,7 +137,7 @@ impl SortedSet {
     }
 
     /// Members with scores from `min` (inclusive) upwards, in order.
-    pub fn from_score(&self, min: f64) -> impl Iterator<Item = (&Bytes, f64)> {
+    pub fn scores_from(&self, min: f64) -> impl Iterator<Item = (&Bytes, f64)> {
         self.order
             .range((Score(min), Bytes::new())..)
             .map(|(s, m)| (m, s.0))

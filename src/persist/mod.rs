@@ -40,14 +40,6 @@ impl Fsync {
         }
     }
 
-    pub fn name(self) -> &'static str {
-        match self {
-            Fsync::Always => "always",
-            Fsync::EverySec => "everysec",
-            Fsync::No => "no",
-        }
-    }
-
     fn from_u8(n: u8) -> Fsync {
         match n {
             0 => Fsync::Always,
@@ -78,10 +70,6 @@ impl Batch {
         let mut out = Vec::with_capacity(16 + args.iter().map(|a| a.len() + 16).sum::<usize>());
         encode(&mut out, args);
         self.commands.push((db, out));
-    }
-
-    pub fn clear(&mut self) {
-        self.commands.clear();
     }
 }
 

@@ -14,9 +14,9 @@ use bytes::{Bytes, BytesMut};
 /// Longest inline line or length header before the client is cut off.
 const INLINE_MAX: usize = 64 * 1024;
 /// Largest bulk argument (Redis's `proto-max-bulk-len` default).
-pub const MAX_BULK_LEN: i64 = 512 * 1024 * 1024;
+pub(crate) const MAX_BULK_LEN: i64 = 512 * 1024 * 1024;
 /// Most arguments in one request.
-pub const MAX_MULTIBULK_LEN: i64 = 1024 * 1024;
+pub(crate) const MAX_MULTIBULK_LEN: i64 = 1024 * 1024;
 
 /// A malformed request: the client gets `-ERR Protocol error: <text>` and
 /// the connection closes.
@@ -38,21 +38,11 @@ const UNAUTHENTICATED_BULK_MAX: i64 = 16 * 1024;
 /// pin its table for the life of the connection.
 const ARG_SLOTS_KEPT: usize = 1024;
 
-/// Takes the next complete request off the front of `buf`, for a caller that
-/// keeps no [`RequestParser`]: a partly arrived request is walked again from
-/// its start on the next call.
-pub fn next_request(
-    buf: &mut BytesMut,
-    authenticated: bool,
-) -> Result<Option<Vec<Bytes>>, ProtocolError> {
-    RequestParser::default().next_request(buf, authenticated)
-}
-
 /// Splits requests off one connection's input buffer, remembering how far
 /// the request at its front has been checked. It must always be handed the
 /// same buffer, which may only grow at its end between calls.
 #[derive(Debug, Default)]
-pub struct RequestParser {
+pub(crate) struct RequestParser {
     /// The multibulk request at the front of the buffer, once its count is read.
     progress: Option<Progress>,
     /// Where each argument read so far lies within the request.

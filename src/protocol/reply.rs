@@ -86,10 +86,6 @@ impl Reply {
         Reply::Array(items.into_iter().map(|b| Reply::Bulk(b.into())).collect())
     }
 
-    pub fn is_error(&self) -> bool {
-        matches!(self, Reply::Error(_))
-    }
-
     pub fn encode(&self, proto: Protocol, out: &mut BytesMut) {
         match self {
             Reply::Status(s) => line(out, b'+', s.as_bytes()),

@@ -13,8 +13,8 @@
 //! Frames are queued in their RESP2 form (`*3\r\n$7\r\nmessage…`); for a
 //! RESP3 client the connection writes `>` in place of the leading `*`.
 
-pub mod monitor;
-pub mod tracking;
+pub(crate) mod monitor;
+pub(crate) mod tracking;
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -28,16 +28,16 @@ use parking_lot::RwLock;
 use tokio::sync::mpsc;
 
 use crate::client_handle::ClientHandle;
-pub use crate::keyspace::Event;
+pub(crate) use crate::keyspace::Event;
 use crate::keyspace::EventSink;
 use crate::keyspace::events as notify;
 use crate::util::glob_match;
-pub use monitor::{Monitors, Origin};
+pub(crate) use monitor::{Monitors, Origin};
 
 pub(crate) type Hasher = foldhash::fast::RandomState;
 /// A channel's subscribers by client id.
 type Subscribers = IndexMap<u64, Arc<Mailbox>, Hasher>;
-pub type MailboxReceiver = mpsc::UnboundedReceiver<Bytes>;
+pub(crate) type MailboxReceiver = mpsc::UnboundedReceiver<Bytes>;
 
 /// The three kinds of subscription; each has its own namespace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,7 +68,7 @@ impl Kind {
 }
 
 /// Where a client's messages wait until its connection writes them.
-pub struct Mailbox {
+pub(crate) struct Mailbox {
     tx: mpsc::UnboundedSender<Bytes>,
     handle: Arc<ClientHandle>,
 }
@@ -155,7 +155,7 @@ impl Limits {
 
 /// Parses the pubsub class of a `client-output-buffer-limit` value:
 /// (hard bytes, soft bytes, soft seconds).
-pub fn pubsub_limits(value: &str) -> Option<(u64, u64, u64)> {
+pub(crate) fn pubsub_limits(value: &str) -> Option<(u64, u64, u64)> {
     let words: Vec<&str> = value.split_whitespace().collect();
     let class = words.chunks(4).find(|c| c.len() == 4 && c[0] == "pubsub")?;
     Some((
@@ -185,7 +185,7 @@ enum Held {
 /// Holds back what this thread publishes until `release` (delivered in
 /// order) or `discard`. Holds do not nest: a script never runs inside
 /// another.
-pub struct HeldMessages(());
+pub(crate) struct HeldMessages(());
 
 impl HeldMessages {
     pub fn hold() -> HeldMessages {
@@ -246,7 +246,7 @@ fn hold_monitor_line(line: &Bytes) -> bool {
 }
 
 /// Every subscription of every client.
-pub struct PubSub {
+pub(crate) struct PubSub {
     channels: DashMap<Bytes, Subscribers, Hasher>,
     shard_channels: DashMap<Bytes, Subscribers, Hasher>,
     /// Read by every publish, written only by (P)UNSUBSCRIBE.
@@ -481,7 +481,7 @@ impl EventSink for PubSub {
 }
 
 /// A RESP2 array of bulk strings.
-pub fn encode(parts: &[&[u8]]) -> Bytes {
+pub(crate) fn encode(parts: &[&[u8]]) -> Bytes {
     let size: usize = parts.iter().map(|p| p.len() + 16).sum::<usize>() + 8;
     let mut out = BytesMut::with_capacity(size);
     header(&mut out, b'*', parts.len());
@@ -500,7 +500,7 @@ fn header(out: &mut BytesMut, tag: u8, n: usize) {
 }
 
 /// A subscription confirmation: `[verb, name, count]`.
-pub fn confirmation(verb: &str, name: &[u8], count: usize) -> Bytes {
+pub(crate) fn confirmation(verb: &str, name: &[u8], count: usize) -> Bytes {
     let mut out = BytesMut::with_capacity(name.len() + 48);
     header(&mut out, b'*', 3);
     header(&mut out, b'$', verb.len());
@@ -514,7 +514,7 @@ pub fn confirmation(verb: &str, name: &[u8], count: usize) -> Bytes {
 }
 
 /// Appends a queued frame to a connection's output in its protocol.
-pub fn write_frame(out: &mut BytesMut, frame: &[u8], resp3: bool) {
+pub(crate) fn write_frame(out: &mut BytesMut, frame: &[u8], resp3: bool) {
     if resp3 && frame.first() == Some(&b'*') {
         out.put_u8(b'>');
         out.put_slice(&frame[1..]);
@@ -529,7 +529,7 @@ pub fn write_frame(out: &mut BytesMut, frame: &[u8], resp3: bool) {
 /// connection calls once the command's reply (the confirmation) is in its
 /// output: no message can then be written ahead of its confirmation.
 #[derive(Default)]
-pub struct Subscriptions {
+pub(crate) struct Subscriptions {
     mailbox: Option<Arc<Mailbox>>,
     channels: IndexSet<Bytes, Hasher>,
     patterns: IndexSet<Bytes, Hasher>,

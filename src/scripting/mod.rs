@@ -3,15 +3,15 @@
 //! runs and SCRIPT KILL, and the conversions between Lua values and replies.
 //!
 //! It knows nothing of commands: a script's `redis.call` goes to the
-//! [`Host`] its caller (the EVAL family in the command layer) passes in.
+//! `Host` its caller (the EVAL family in the command layer) passes in.
 
 mod call;
 mod convert;
-pub mod functions;
+pub(crate) mod functions;
 mod libs;
 mod long_brackets;
 mod script_cache;
-pub mod shebang;
+pub(crate) mod shebang;
 mod stack;
 
 use std::any::Any;
@@ -51,7 +51,7 @@ pub fn sha1_hex(body: &[u8]) -> String {
 }
 
 /// What SCRIPT KILL and the busy check need to know about a running script.
-pub struct RunState {
+pub(crate) struct RunState {
     started: Instant,
     busy: AtomicBool,
     killed: AtomicBool,
@@ -69,7 +69,7 @@ pub struct RunState {
 }
 
 /// A function past the busy threshold, as FUNCTION STATS shows it.
-pub struct BusyFunction {
+pub(crate) struct BusyFunction {
     pub name: String,
     pub command: Vec<Bytes>,
     pub duration_ms: u64,
@@ -143,7 +143,7 @@ fn release_worker() {
 }
 
 /// A Lua state, lent to one script run at a time.
-pub struct Vm {
+pub(crate) struct Vm {
     lua: Lua,
     generation: u64,
     /// The thread that last ran it (`util::stripe::index`).
@@ -161,7 +161,7 @@ pub struct Vm {
 
 /// Which prelude runner a run goes through.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Runner {
+pub(crate) enum Runner {
     /// EVAL: KEYS and ARGV as globals, errors named by the script's SHA1.
     Script,
     /// FCALL: keys and arguments as parameters, errors named by the function.
@@ -169,7 +169,7 @@ pub enum Runner {
 }
 
 /// One function a library registered while loading.
-pub struct Registered {
+pub(crate) struct Registered {
     pub name: String,
     pub flags: shebang::ScriptFlags,
     pub description: Option<String>,
@@ -436,7 +436,7 @@ fn log(_: &Lua, args: MultiValue) -> mlua::Result<()> {
 }
 
 #[derive(Default)]
-pub struct ScriptEngine {
+pub(crate) struct ScriptEngine {
     cache: script_cache::ScriptCache,
     /// Lua states; one made before the last SCRIPT FLUSH (an older
     /// generation of the cache) is not lent again.
@@ -450,7 +450,7 @@ pub struct ScriptEngine {
 
 /// Script activity since startup, for the metrics endpoint.
 #[derive(Debug, Default)]
-pub struct ScriptCounters {
+pub(crate) struct ScriptCounters {
     /// Scripts run (EVAL, EVALSHA and their _RO forms), each once however
     /// often it had to start over.
     pub runs: crate::util::stripe::Counter,
@@ -459,7 +459,7 @@ pub struct ScriptCounters {
 }
 
 /// How one attempt at running a script ended.
-pub enum Attempt {
+pub(crate) enum Attempt {
     Done(Reply),
     /// SCRIPT KILL or a shutdown stopped it: its changes must be rolled back.
     Killed(CmdError),
@@ -467,7 +467,7 @@ pub enum Attempt {
 
 /// What one run executes.
 #[derive(Clone, Copy)]
-pub struct Target<'t> {
+pub(crate) struct Target<'t> {
     pub function: &'t Function,
     pub runner: Runner,
     /// The script's SHA1 or the function's name, for error texts.
@@ -479,7 +479,7 @@ pub struct Target<'t> {
 }
 
 /// Where a script's `redis.call` and `redis.pcall` go.
-pub trait Host {
+pub(crate) trait Host {
     /// Runs one command line for the script (at least one argument) and
     /// answers its reply, in RESP3 if the script asked for it. A command
     /// that writes marks `run` before it runs (SCRIPT KILL then refuses).
@@ -492,7 +492,7 @@ pub trait Host {
 
 /// The keyspace's busy flags and the shards a run holds: raised once the
 /// run goes past the busy threshold, so that others answer `-BUSY`.
-pub struct BusyMarks {
+pub(crate) struct BusyMarks {
     pub flags: Arc<[AtomicBool]>,
     pub held: Vec<usize>,
 }
@@ -819,7 +819,7 @@ impl ScriptEngine {
 
 /// What one script run is allowed, read from the config once per run.
 #[derive(Clone, Copy)]
-pub struct RunLimits {
+pub(crate) struct RunLimits {
     pub heap: usize,
     /// `busy-reply-threshold` in milliseconds.
     pub busy_ms: u64,

@@ -14,6 +14,7 @@ use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use crate::client_handle::ClientHandle;
 use crate::clock::{Clock, ManualClock, SystemClock};
 use crate::config::Config;
 use crate::context::Shared;
@@ -519,6 +520,18 @@ pub struct ServerHandle {
     tasks: JoinSet<()>,
 }
 
+/// One client's pub/sub output backlog ([`ServerHandle::backlogs`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Backlog {
+    /// Its `CLIENT ID`.
+    pub client: u64,
+    /// Bytes of pub/sub frames queued for it and not yet written.
+    pub bytes: usize,
+    /// When the backlog reached the soft limit, in milliseconds of a
+    /// monotonic clock, or 0.
+    pub over_soft_since: u64,
+}
+
 /// Moves a manual clock. Every move also reclaims the keys whose deadline
 /// it passed, raising their `expired` events, before it returns:
 ///
@@ -587,8 +600,47 @@ impl ServerHandle {
         format!("redis://{}", self.addr())
     }
 
-    pub fn shared(&self) -> &Arc<Shared> {
-        &self.shared
+    /// Reads the settings now in force where the handle cannot be
+    /// borrowed, as a task woken by [`Self::config_changes`].
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = rlockd::Server::builder().port(0).start().await?;
+    /// let (mut changes, config) = (server.config_changes(), server.config_reader());
+    /// let mut con = redis::Client::open(server.url())?.get_multiplexed_async_connection().await?;
+    /// redis::cmd("CONFIG").arg("SET").arg("loglevel").arg("warning").exec_async(&mut con).await?;
+    /// changes.changed().await?;
+    /// assert_eq!(config().loglevel, "warning");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn config_reader(&self) -> impl Fn() -> Config + Send + Sync + 'static {
+        let shared = self.shared.clone();
+        move || shared.config.read().clone()
+    }
+
+    /// Each connected client's pub/sub output backlog, as the output buffer
+    /// limits (`client-output-buffer-limit pubsub`) see it.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = rlockd::Server::builder().port(0).start().await?;
+    /// let mut sub = redis::Client::open(server.url())?.get_async_pubsub().await?;
+    /// sub.subscribe("news").await?;
+    /// let backlogs = server.backlogs();
+    /// assert_eq!((backlogs.len(), backlogs[0].bytes), (1, 0));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn backlogs(&self) -> Vec<Backlog> {
+        let backlog = |c: &ClientHandle| Backlog {
+            client: c.id,
+            bytes: c.backlog.load(Ordering::Relaxed),
+            over_soft_since: c.over_soft_since.load(Ordering::Relaxed),
+        };
+        self.shared.clients.iter().map(|c| backlog(&c)).collect()
     }
 
     /// The server's manual clock.

@@ -86,7 +86,7 @@ unsafe impl GlobalAlloc for Mimalloc {
 /// Has mimalloc return the pages it keeps free (this thread's, and those
 /// of memory no thread owns any more) to the system now. Where mimalloc is
 /// not the allocator it holds nothing, and this does nothing.
-pub fn give_back() {
+pub(crate) fn give_back() {
     // SAFETY: takes no pointers; mimalloc allows it on any thread, any time.
     unsafe { mi::mi_collect(true) }
 }
@@ -152,12 +152,12 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Counting<A> {
 }
 
 /// What the server uses: the bytes allocated when counted, else its RSS.
-pub fn used_memory() -> u64 {
+pub(crate) fn used_memory() -> u64 {
     allocated().unwrap_or_else(rss_bytes)
 }
 
 /// The process's resident set, from `/proc` (0 where there is none).
-pub fn rss_bytes() -> u64 {
+pub(crate) fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/statm")
         .ok()
         .and_then(|s| {
@@ -169,7 +169,7 @@ pub fn rss_bytes() -> u64 {
 }
 
 /// Bytes allocated and not freed, if the process counts them.
-pub fn allocated() -> Option<u64> {
+pub(crate) fn allocated() -> Option<u64> {
     let live: i64 = LIVE.iter().map(|s| s.0.load(Ordering::Relaxed)).sum();
     (live > 0).then_some(live as u64)
 }
@@ -178,13 +178,13 @@ pub fn allocated() -> Option<u64> {
 static USED_MEMORY_PEAK: AtomicU64 = AtomicU64::new(0);
 
 /// The allocator's bytes now, the most seen, and the process's resident size.
-pub struct MemoryNow {
+pub(crate) struct MemoryNow {
     pub used: u64,
     pub peak: u64,
     pub rss: u64,
 }
 
-pub fn memory_now() -> MemoryNow {
+pub(crate) fn memory_now() -> MemoryNow {
     let rss = rss_bytes();
     let used = allocated().unwrap_or(rss);
     let peak = USED_MEMORY_PEAK

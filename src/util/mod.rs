@@ -1,19 +1,19 @@
 //! Number parsing and formatting with Redis's exact rules, and glob matching.
 
 pub mod alloc;
-pub mod bits;
-pub mod geohash;
+pub(crate) mod bits;
+pub(crate) mod geohash;
 mod glob;
-pub mod hll;
-pub mod long_double;
-pub mod scan;
-pub mod stripe;
+pub(crate) mod hll;
+pub(crate) mod long_double;
+pub(crate) mod scan;
+pub(crate) mod stripe;
 
-pub use glob::glob_match;
+pub(crate) use glob::glob_match;
 
 /// Parses a signed 64-bit integer as Redis's `string2ll` does: no sign but
 /// `-`, no leading zeros, no spaces.
-pub fn parse_i64(s: &[u8]) -> Option<i64> {
+pub(crate) fn parse_i64(s: &[u8]) -> Option<i64> {
     let (neg, digits) = match s.split_first()? {
         (b'-', rest) => (true, rest),
         _ => (false, s),
@@ -44,7 +44,7 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
 
 /// A SCAN cursor, read as C's `strtoul` reads it: a sign is allowed and a
 /// negative number wraps around.
-pub fn parse_cursor(s: &[u8]) -> Option<u64> {
+pub(crate) fn parse_cursor(s: &[u8]) -> Option<u64> {
     let (neg, digits) = match s.first()? {
         b'-' => (true, &s[1..]),
         b'+' => (false, &s[1..]),
@@ -83,7 +83,7 @@ fn parse_hex_float(s: &str) -> Option<f64> {
     Some(v * 2f64.powi(exp))
 }
 
-pub fn parse_u64(s: &[u8]) -> Option<u64> {
+pub(crate) fn parse_u64(s: &[u8]) -> Option<u64> {
     if s.is_empty() || s.len() > 20 || (s[0] == b'0' && s.len() > 1) {
         return None;
     }
@@ -99,7 +99,7 @@ pub fn parse_u64(s: &[u8]) -> Option<u64> {
 
 /// Parses a float as Redis's `strtold`-based helpers do: no surrounding
 /// spaces, no NaN; `inf` and exponents are accepted.
-pub fn parse_f64(s: &[u8]) -> Option<f64> {
+pub(crate) fn parse_f64(s: &[u8]) -> Option<f64> {
     let text = std::str::from_utf8(s).ok()?;
     if text.is_empty() || text.starts_with(|c: char| c.is_ascii_whitespace()) {
         return None;
@@ -120,7 +120,7 @@ pub fn parse_f64(s: &[u8]) -> Option<f64> {
 /// Whether C's `strtod` would have failed with ERANGE where `parse_f64`
 /// gave `value`: a finite spelling that overflowed to infinity, or digits
 /// that underflowed to zero (or to a subnormal, which glibc also flags).
-pub fn strtod_range_error(text: &[u8], value: f64) -> bool {
+pub(crate) fn strtod_range_error(text: &[u8], value: f64) -> bool {
     let spelled_infinite = text.iter().any(|b| b.eq_ignore_ascii_case(&b'i'));
     let has_digit = text
         .iter()
@@ -131,12 +131,12 @@ pub fn strtod_range_error(text: &[u8], value: f64) -> bool {
 }
 
 /// C's `%.17g`, which Redis 7.0 uses for double replies (scores, RESP3 doubles).
-pub fn format_double(d: f64) -> String {
+pub(crate) fn format_double(d: f64) -> String {
     format_g(d, 17)
 }
 
 /// C's `%.<precision>g`.
-pub fn format_g(d: f64, precision: i32) -> String {
+pub(crate) fn format_g(d: f64, precision: i32) -> String {
     if d.is_nan() {
         return "nan".into();
     }
@@ -177,7 +177,7 @@ fn trim_fraction(s: &str) -> &str {
 
 /// C's `%.17Lf` with trailing zeros (and a bare point) cut: how Redis
 /// prints coordinates.
-pub fn format_fixed17(d: f64) -> String {
+pub(crate) fn format_fixed17(d: f64) -> String {
     let text = format!("{d:.17}");
     if !d.is_finite() {
         return text;
@@ -185,12 +185,12 @@ pub fn format_fixed17(d: f64) -> String {
     text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-pub fn i64_bytes(n: i64) -> bytes::Bytes {
+pub(crate) fn i64_bytes(n: i64) -> bytes::Bytes {
     bytes::Bytes::copy_from_slice(itoa::Buffer::new().format(n).as_bytes())
 }
 
 /// Random lowercase hex digits: run ids, cluster node ids.
-pub fn random_hex(len: usize) -> String {
+pub(crate) fn random_hex(len: usize) -> String {
     use rand::RngExt;
     let mut rng = rand::rng();
     (0..len)

@@ -336,7 +336,7 @@ fn find(zset: &SortedSet, shape: Shape, center: (f64, f64), limit: usize) -> Vec
             break;
         }
         let (min, max) = cell.score_range();
-        for (member, score) in zset.from_score(min as f64) {
+        for (member, score) in zset.scores_from(min as f64) {
             if score >= max as f64 || (limit > 0 && found.len() >= limit) {
                 break;
             }
