@@ -299,6 +299,15 @@ fn redis_cli_works_over_the_socket() {
     assert_eq!(outputs[0][4], "c1:7\n1\n");
 }
 
+/// A loopback port free a moment ago, for a server that must listen on
+/// TCP beside its socket (port 0 would mean the socket alone).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port()
+}
+
 fn serve_socket_alone(socket: &Path) -> rlockd::BlockingServer {
     rlockd::Server::builder()
         .port(0)
@@ -337,10 +346,7 @@ fn a_socket_alone_with_port_zero() {
 fn a_socket_beside_tcp_serves_the_same_keyspace() {
     let dir = TempDir::new();
     let socket = dir.path("beside.sock");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap()
-        .port();
+    let port = free_port();
     let server = rlockd::Server::builder()
         .port(port)
         .unix_socket(&socket)
@@ -440,4 +446,23 @@ fn a_bad_mode_stops_startup_with_redis_words() {
         err.contains("--unixsocketperm 8: argument couldn't be parsed as an octal number"),
         "{err}"
     );
+}
+
+/// A cluster node reached over its socket has no address to give, and
+/// gives none, with its TCP port, as a Redis node that never learnt its
+/// address does (`:7011@17011`).
+#[test]
+fn a_cluster_node_reached_over_the_socket_names_no_address() {
+    let dir = TempDir::new();
+    let socket = dir.path("cluster.sock");
+    let port = free_port();
+    let _server = rlockd::Server::builder()
+        .port(port)
+        .unix_socket(&socket)
+        .cluster_enabled(true)
+        .start_blocking()
+        .unwrap();
+    let nodes = Client::open(&socket).text(&["CLUSTER", "NODES"]);
+    let at = nodes.split(' ').nth(1).unwrap();
+    assert_eq!(at, format!(":{port}@{}", u32::from(port) + 10000));
 }
