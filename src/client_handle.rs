@@ -3,7 +3,8 @@
 //! delivery and the client registry hold these; the connection owns the rest
 //! of the client's state.
 
-use std::net::SocketAddr;
+use std::fmt;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
@@ -44,10 +45,45 @@ pub struct ClientInfo {
     pub ssub: usize,
 }
 
+/// Either end of a client's connection: an address and port, or the
+/// server's unix socket, whose clients have no address of their own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientAddr {
+    Tcp(SocketAddr),
+    /// The socket's path: both ends of a socket connection show it.
+    Unix(Arc<str>),
+}
+
+impl ClientAddr {
+    /// The IP address, for TCP.
+    pub fn ip(&self) -> Option<IpAddr> {
+        match self {
+            ClientAddr::Tcp(addr) => Some(addr.ip()),
+            ClientAddr::Unix(_) => None,
+        }
+    }
+}
+
+impl From<SocketAddr> for ClientAddr {
+    fn from(addr: SocketAddr) -> Self {
+        ClientAddr::Tcp(addr)
+    }
+}
+
+/// As CLIENT LIST shows it: `ip:port`, or Redis's `path:0` for a socket.
+impl fmt::Display for ClientAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClientAddr::Tcp(addr) => addr.fmt(f),
+            ClientAddr::Unix(path) => write!(f, "{path}:0"),
+        }
+    }
+}
+
 pub struct ClientHandle {
     pub id: u64,
-    pub addr: SocketAddr,
-    pub laddr: SocketAddr,
+    pub addr: ClientAddr,
+    pub laddr: ClientAddr,
     pub created_ms: u64,
     pub info: Mutex<ClientInfo>,
     /// Bytes of pub/sub frames queued for this client and not yet written:
@@ -64,11 +100,16 @@ pub struct ClientHandle {
 }
 
 impl ClientHandle {
-    pub fn new(id: u64, addr: SocketAddr, laddr: SocketAddr, now_ms: u64) -> Self {
+    pub fn new(
+        id: u64,
+        addr: impl Into<ClientAddr>,
+        laddr: impl Into<ClientAddr>,
+        now_ms: u64,
+    ) -> Self {
         ClientHandle {
             id,
-            addr,
-            laddr,
+            addr: addr.into(),
+            laddr: laddr.into(),
             created_ms: now_ms,
             info: Mutex::new(ClientInfo {
                 protocol: 2,

@@ -34,6 +34,31 @@ impl DebugCommand {
     }
 }
 
+/// A file's permission bits (`unixsocketperm`), read and shown in octal
+/// as Redis does; 0 leaves them as the umask made them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FileMode(pub u32);
+
+impl FileMode {
+    /// The most a mode may be: the permission bits, without setuid and the
+    /// like.
+    const MAX: i64 = 0o777;
+
+    /// Read as Redis's `strtoll(v, &end, 8)` reads it: leading blanks and
+    /// a sign allowed, nothing at all read as 0.
+    fn parse(v: &str) -> Result<Self, String> {
+        let n = match v.trim_start_matches(|c: char| c.is_ascii_whitespace()) {
+            _ if v.is_empty() => 0,
+            digits => i64::from_str_radix(digits, 8)
+                .map_err(|_| "argument couldn't be parsed as an octal number".to_string())?,
+        };
+        if !(0..=Self::MAX).contains(&n) {
+            return Err(out_of_range(0, format!("{:o}", Self::MAX)));
+        }
+        Ok(FileMode(n as u32))
+    }
+}
+
 /// How a directive's field reads back in CONFIG GET, and how its flag
 /// looks on the command line.
 trait Value {
@@ -89,6 +114,13 @@ impl Value for Vec<String> {
     const SHAPE: &'static str = "VALUE...";
     fn show(&self) -> String {
         self.join(" ")
+    }
+}
+
+impl Value for FileMode {
+    const SHAPE: &'static str = "OCTAL";
+    fn show(&self) -> String {
+        format!("{:o}", self.0)
     }
 }
 
@@ -408,6 +440,19 @@ directives! {
         default: 6379,
         parse: |v: &str| v.parse().map_err(|_| "the port must be a number from 0 to 65535".to_string()),
         change: Startup,
+    }
+    /// A unix socket's path to listen on beside TCP ("": none); with
+    /// port 0, on it alone. A socket file already there is replaced.
+    "unixsocket" => unixsocket: String {
+        default: String::new(),
+        parse: text,
+        change: Never,
+    }
+    /// The unix socket's permissions, in octal (0: as the umask leaves them).
+    "unixsocketperm" => unixsocketperm: FileMode {
+        default: FileMode::default(),
+        parse: FileMode::parse,
+        change: Never,
     }
     /// Password clients must AUTH with (the default user's).
     "requirepass" => requirepass: Option<String> {
@@ -992,6 +1037,21 @@ mod tests {
         set(&mut c, "AKn").unwrap();
         assert_eq!(get(&c), "AK");
         assert_eq!(c.notify_keyspace_events, "AKn");
+    }
+
+    #[test]
+    fn modes_are_octal_as_redis_reads_them() {
+        assert_eq!(FileMode::parse("0777"), Ok(FileMode(0o777)));
+        assert_eq!(FileMode::parse("+7"), Ok(FileMode(0o7)));
+        assert_eq!(FileMode::parse(""), Ok(FileMode(0)));
+        let not_octal = Err("argument couldn't be parsed as an octal number".to_string());
+        assert_eq!(FileMode::parse("8"), not_octal);
+        assert_eq!(FileMode::parse("7 "), not_octal);
+        assert_eq!(FileMode::parse("+"), not_octal);
+        let range = Err("argument must be between 0 and 777 inclusive".to_string());
+        assert_eq!(FileMode::parse("1777"), range);
+        assert_eq!(FileMode::parse("-1"), range);
+        assert_eq!(FileMode(0o750).show(), "750");
     }
 
     #[test]

@@ -3,16 +3,14 @@
 //! messages from the client's mailbox are written as they arrive, and
 //! ahead of the reply of the command during which they arrived.
 
-use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use crate::client_handle::ClientHandle;
+use crate::client_handle::{ClientAddr, ClientHandle};
 use crate::command::pubsub::forget_subscriptions;
 use crate::command::{dispatch, forget_transaction, replicates};
 use crate::context::Client;
@@ -30,13 +28,17 @@ const FLUSH_AT: usize = 1024 * 1024;
 /// The most input buffer an idle connection keeps.
 const QUERY_BUF_KEEP: usize = 4 * READ_CHUNK;
 
+/// What a client is served over: a TCP connection, a unix socket's.
+pub trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Stream for S {}
+
 pub async fn serve(
     shared: Arc<Shared>,
-    mut stream: TcpStream,
-    addr: SocketAddr,
-    laddr: SocketAddr,
+    mut stream: impl Stream,
+    addr: ClientAddr,
+    laddr: ClientAddr,
 ) {
-    let _ = stream.set_nodelay(true);
     let id = shared.next_client_id();
     let handle = Arc::new(ClientHandle::new(id, addr, laddr, shared.now_ms()));
     shared.clients.insert(id, handle.clone());
@@ -127,10 +129,10 @@ enum Answer {
 
 /// One connection's loop: wait for input or mail, serve every complete
 /// request, write the batch's replies.
-struct Connection<'c> {
+struct Connection<'c, S> {
     shared: &'c Shared,
     client: &'c mut Client,
-    stream: &'c mut TcpStream,
+    stream: &'c mut S,
     mail: &'c mut MailboxReceiver,
     handle: Arc<ClientHandle>,
     input: BytesMut,
@@ -141,7 +143,7 @@ struct Connection<'c> {
 async fn run(
     shared: &Shared,
     client: &mut Client,
-    stream: &mut TcpStream,
+    stream: &mut impl Stream,
     mail: &mut MailboxReceiver,
 ) -> std::io::Result<()> {
     let handle = client.handle.clone();
@@ -165,11 +167,11 @@ async fn run(
     }
 }
 
-impl<'c> Connection<'c> {
+impl<'c, S: Stream> Connection<'c, S> {
     fn new(
         shared: &'c Shared,
         client: &'c mut Client,
-        stream: &'c mut TcpStream,
+        stream: &'c mut S,
         mail: &'c mut MailboxReceiver,
     ) -> Self {
         Connection {
@@ -429,9 +431,9 @@ impl<'c> Connection<'c> {
 
 /// A client blocked in BLPOP and the like. Its next requests are read
 /// meanwhile but not run (only so that a disconnect is seen), as in Redis.
-struct Waiting<'w> {
+struct Waiting<'w, S> {
     shared: &'w Shared,
-    stream: &'w mut TcpStream,
+    stream: &'w mut S,
     input: &'w mut BytesMut,
 }
 
@@ -439,7 +441,7 @@ struct Waiting<'w> {
 /// client is not being answered anyway.
 const BLOCKED_INPUT_MAX: usize = 64 * 1024 * 1024;
 
-impl Waiting<'_> {
+impl<S: Stream> Waiting<'_, S> {
     /// The blocking command's reply, or `None` if the client went away.
     async fn wait(
         mut self,

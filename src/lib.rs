@@ -69,5 +69,5 @@ pub mod scripting;
 pub mod server;
 pub mod util;
 
-pub use config::{Config, DebugCommand};
+pub use config::{Config, DebugCommand, FileMode};
 pub use server::{BlockingServer, Server, ServerBuilder, ServerHandle};

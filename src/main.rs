@@ -20,8 +20,9 @@ static ALLOCATOR: rlockd::util::alloc::Counting<rlockd::util::alloc::Mimalloc> =
 struct Args {
     /// A redis.conf-style file; flags given here override it.
     config_file: Option<PathBuf>,
-    /// Instead of serving, PING the server at --bind/--port and exit 0 if
-    /// it answers (container health checks).
+    /// Instead of serving, PING the server at --bind/--port (its
+    /// --unixsocket with --port 0) and exit 0 if it answers (container
+    /// health checks).
     #[arg(long)]
     health_check: bool,
 }
@@ -101,14 +102,21 @@ fn health_check(config: &rlockd::Config) -> std::process::ExitCode {
         None | Some("0.0.0.0") | Some("::") | Some("*") => "127.0.0.1",
         Some(h) => h,
     };
-    let answered = (|| -> std::io::Result<bool> {
-        let mut s = std::net::TcpStream::connect((host, config.port))?;
-        s.set_read_timeout(Some(Duration::from_secs(2)))?;
+    fn ping(mut s: impl Read + Write) -> std::io::Result<bool> {
         s.write_all(b"PING\r\n")?;
         let mut buf = [0u8; 64];
         let n = s.read(&mut buf)?;
         Ok(buf[..n].starts_with(b"+PONG"))
-    })();
+    }
+    let timeout = Some(Duration::from_secs(2));
+    // Port 0 beside a socket: the server listens on the socket alone.
+    let answered = if config.port == 0 && !config.unixsocket.is_empty() {
+        std::os::unix::net::UnixStream::connect(&config.unixsocket)
+            .and_then(|s| s.set_read_timeout(timeout).and_then(|()| ping(s)))
+    } else {
+        std::net::TcpStream::connect((host, config.port))
+            .and_then(|s| s.set_read_timeout(timeout).and_then(|()| ping(s)))
+    };
     match answered {
         Ok(true) => std::process::ExitCode::SUCCESS,
         _ => std::process::ExitCode::FAILURE,
@@ -230,6 +238,7 @@ async fn run(config: rlockd::Config) -> std::io::Result<()> {
             .addrs()
             .iter()
             .map(|a| a.to_string())
+            .chain(server.unix_socket().map(|p| p.display().to_string()))
             .collect::<Vec<_>>()
             .join(", ")
     );

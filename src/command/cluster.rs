@@ -2,6 +2,8 @@
 //! owning every slot, reachable where the client reached it; outside it
 //! they answer as a Redis without cluster support does.
 
+use std::sync::atomic::Ordering;
+
 use bytes::Bytes;
 
 use super::Ctx;
@@ -10,6 +12,7 @@ use super::reply::help_reply;
 use super::spec::acl::CONNECTION;
 use super::spec::flag::{ADMIN, FAST, LOADING, NO_ASYNC_LOADING, NOSCRIPT, SLOT_ARG, STALE};
 use super::spec::{CommandSpec, Group};
+use crate::client_handle::ClientAddr;
 use crate::cluster::{ClusterNode, Endpoint};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{HASH_SLOTS, key_slot};
@@ -21,12 +24,19 @@ fn node<'c>(ctx: &Ctx<'c, '_>) -> CmdResult<&'c ClusterNode> {
 }
 
 /// The address this client connected to: what it can reach again (an
-/// IPv4 client of a dual-stack listener sees its IPv4 address).
+/// IPv4 client of a dual-stack listener sees its IPv4 address). A socket's
+/// client gets no address and the TCP port, as from a Redis node that
+/// never learnt its own address.
 fn endpoint(ctx: &Ctx) -> Endpoint {
-    let laddr = ctx.client.handle.laddr;
-    Endpoint {
-        ip: laddr.ip().to_canonical().to_string(),
-        port: laddr.port(),
+    match &ctx.client.handle.laddr {
+        ClientAddr::Tcp(laddr) => Endpoint {
+            ip: laddr.ip().to_canonical().to_string(),
+            port: laddr.port(),
+        },
+        ClientAddr::Unix(_) => Endpoint {
+            ip: String::new(),
+            port: ctx.shared.port.load(Ordering::Relaxed) as u16,
+        },
     }
 }
 

@@ -49,7 +49,13 @@ const CRASHERS: &[&str] = &[
 pub fn debug(ctx: &mut Ctx) -> CmdResult<Reply> {
     let allowed = match ctx.shared.config.read().enable_debug_command {
         DebugCommand::Yes => true,
-        DebugCommand::Local => ctx.client.handle.addr.ip().is_loopback(),
+        // A socket's clients are on this host, as Redis counts them.
+        DebugCommand::Local => ctx
+            .client
+            .handle
+            .addr
+            .ip()
+            .is_none_or(|ip| ip.is_loopback()),
         DebugCommand::No => false,
     };
     if !allowed {

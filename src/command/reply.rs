@@ -5,7 +5,7 @@
 use std::sync::atomic::Ordering;
 
 use super::REGISTRY;
-use crate::client_handle::{ClientHandle, ClientInfo};
+use crate::client_handle::{ClientAddr, ClientHandle, ClientInfo};
 use crate::context::Shared;
 use crate::error::CmdError;
 use crate::protocol::Reply;
@@ -63,6 +63,9 @@ pub(super) fn client_line(shared: &Shared, handle: &ClientHandle, qbuf: usize) -
         if t.mode.bcast {
             flags.push('B');
         }
+    }
+    if matches!(handle.addr, ClientAddr::Unix(_)) {
+        flags.push('U');
     }
     if info.readonly {
         flags.push('r');

@@ -683,7 +683,7 @@ mod tests {
     }
 
     fn subscriber(pubsub: &PubSub, pattern: &'static [u8]) -> MailboxReceiver {
-        let addr = "127.0.0.1:1".parse().unwrap();
+        let addr: std::net::SocketAddr = "127.0.0.1:1".parse().unwrap();
         let handle = Arc::new(ClientHandle::new(7, addr, addr, 0));
         let (mailbox, rx) = Mailbox::new(handle);
         let mut subs = Subscriptions::default();

@@ -2,7 +2,6 @@
 //! the clients that asked through the same mailboxes pub/sub messages
 //! use. With nobody monitoring, a command pays one relaxed atomic load.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -12,11 +11,12 @@ use indexmap::IndexMap;
 use parking_lot::RwLock;
 
 use super::{Hasher, Mailbox};
+use crate::client_handle::ClientAddr;
 
 /// Who ran a command, as the line's bracket shows it.
 #[derive(Clone, Copy)]
 pub enum Origin<'o> {
-    Client(&'o SocketAddr),
+    Client(&'o ClientAddr),
     /// A script's `redis.call`.
     Script,
 }
@@ -69,6 +69,11 @@ fn line(db: usize, origin: Origin, args: &[Bytes]) -> Bytes {
         .unwrap_or_default();
     let mut out = format!("+{}.{:06} [{db} ", now.as_secs(), now.subsec_micros()).into_bytes();
     match origin {
+        // Redis names a socket client by the socket alone, without its `:0`.
+        Origin::Client(ClientAddr::Unix(path)) => {
+            out.extend_from_slice(b"unix:");
+            out.extend_from_slice(path.as_bytes());
+        }
         Origin::Client(addr) => out.extend_from_slice(addr.to_string().as_bytes()),
         Origin::Script => out.extend_from_slice(b"lua"),
     }

@@ -567,7 +567,7 @@ mod tests {
     use crate::client_handle::ClientHandle;
 
     fn client(tracking: &Tracking, id: u64, resp3: bool) -> super::super::MailboxReceiver {
-        let addr = "127.0.0.1:1".parse().unwrap();
+        let addr: std::net::SocketAddr = "127.0.0.1:1".parse().unwrap();
         let handle = Arc::new(ClientHandle::new(id, addr, addr, 0));
         handle.info.lock().protocol = if resp3 { 3 } else { 2 };
         let (mailbox, rx) = Mailbox::new(handle);

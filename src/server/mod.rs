@@ -2,10 +2,12 @@
 //! one process, each with its own keyspace.
 
 mod aof;
+mod listener;
 mod metrics;
 
 use std::io;
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -14,11 +16,12 @@ use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::client_handle::ClientHandle;
+use crate::client_handle::{ClientAddr, ClientHandle};
 use crate::clock::{Clock, ManualClock, SystemClock};
 use crate::config::Config;
 use crate::context::Shared;
 pub use crate::context::{HeldLock, LockKind, LockOwner, PauseMode, Waiters};
+use listener::{Accepted, Listener, Stream, UnixSocket};
 
 /// The entry point: `Server::builder()…start()`.
 pub struct Server;
@@ -92,6 +95,31 @@ impl ServerBuilder {
             self.config.bind.clear();
         }
         self.config.bind.push(addr.into());
+        self
+    }
+
+    /// Listens on a unix socket at `path` too (`unixsocket`), or on it
+    /// alone with `.port(0)`, as Redis takes port 0 with a socket:
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let dir = std::env::temp_dir().join(format!("rlockd-doc-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("rlockd.sock");
+    /// let server = rlockd::Server::builder().port(0).unix_socket(&path).start().await?;
+    /// assert_eq!(server.url(), format!("unix://{}", path.display()));
+    /// let mut con = redis::Client::open(server.url())?.get_multiplexed_async_connection().await?;
+    /// let pong: String = redis::cmd("PING").query_async(&mut con).await?;
+    /// assert_eq!(pong, "PONG");
+    /// server.shutdown().await;
+    /// assert!(!path.exists()); // the socket file goes with the server
+    /// # std::fs::remove_dir(&dir)?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn unix_socket(mut self, path: impl AsRef<Path>) -> Self {
+        self.config.unixsocket = path.as_ref().to_string_lossy().into_owned();
         self
     }
 
@@ -194,17 +222,31 @@ impl ServerBuilder {
     /// Binds every address and starts serving on the current tokio runtime.
     pub async fn start(self) -> io::Result<ServerHandle> {
         let mut listeners = Vec::new();
+        let mut addrs = Vec::new();
         let mut port = self.config.port;
-        for host in &self.config.bind {
-            let listener = listen(host, port, self.config.tcp_backlog).await?;
-            // Port 0 picks a free port once; every address shares it.
-            port = listener.local_addr()?.port();
-            listeners.push(listener);
+        let socket = &self.config.unixsocket;
+        // Port 0 beside a socket is Redis's "no TCP"; without one, rlockd
+        // picks a free port.
+        if port != 0 || socket.is_empty() {
+            for host in &self.config.bind {
+                let listener = listen(host, port, self.config.tcp_backlog).await?;
+                let addr = listener.local_addr()?;
+                // Port 0 picks a free port once; every address shares it.
+                port = addr.port();
+                addrs.push(addr);
+                listeners.push(Listener::Tcp(listener));
+            }
         }
-        let addrs = listeners
-            .iter()
-            .map(|l| l.local_addr())
-            .collect::<io::Result<Vec<_>>>()?;
+        let unix_socket = match socket.as_str() {
+            "" => None,
+            path => {
+                listeners.push(Listener::Unix(UnixSocket::bind(
+                    path,
+                    self.config.unixsocketperm,
+                )?));
+                Some(PathBuf::from(path))
+            }
+        };
         // Clients can only move a clock that tests could move too.
         let manual = match self.manual {
             None if self.config.enable_clock_control => Some(Arc::new(ManualClock::default())),
@@ -245,6 +287,7 @@ impl ServerBuilder {
         Ok(ServerHandle {
             shared,
             addrs,
+            unix_socket,
             metrics_addr,
             tasks,
         })
@@ -365,15 +408,19 @@ async fn listen(host: &str, port: u16, backlog: u32) -> io::Result<TcpListener> 
     }))
 }
 
-async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, mut stop: watch::Receiver<bool>) {
+async fn accept_loop(shared: Arc<Shared>, listener: Listener, mut stop: watch::Receiver<bool>) {
     let mut connections = JoinSet::new();
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
             _ = stop.changed() => break,
         };
-        let (stream, addr) = match accepted {
-            Ok(pair) => pair,
+        let Accepted {
+            stream,
+            peer,
+            local,
+        } = match accepted {
+            Ok(accepted) => accepted,
             Err(e) => {
                 tracing::warn!("accept failed: {e}");
                 tokio::time::sleep(Duration::from_millis(10)).await;
@@ -384,7 +431,7 @@ async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, mut stop: watch
             .stats
             .connections_received
             .fetch_add(1, Ordering::Relaxed);
-        if denied_by_protected_mode(&shared.config.read(), addr.ip()) {
+        if denied_by_protected_mode(&shared.config.read(), &peer) {
             tokio::spawn(refuse(stream, PROTECTED_MODE_DENIED));
             continue;
         }
@@ -396,12 +443,11 @@ async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, mut stop: watch
             tokio::spawn(refuse(stream, "-ERR max number of clients reached\r\n"));
             continue;
         }
-        let laddr = stream.local_addr().unwrap_or(addr);
         connections.spawn(crate::connection::serve(
             shared.clone(),
             stream,
-            addr,
-            laddr,
+            peer,
+            local,
         ));
         // Reap finished connections so the set does not grow without bound.
         while connections.try_join_next().is_some() {}
@@ -416,19 +462,21 @@ async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, mut stop: watch
 const PROTECTED_MODE_DENIED: &str = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
 
 /// Protected mode (on by default) with no password admits only clients
-/// from 127.0.0.1 or ::1 — exactly those addresses, as Redis compares them.
-fn denied_by_protected_mode(config: &Config, peer: std::net::IpAddr) -> bool {
+/// from 127.0.0.1 or ::1 — exactly those addresses, as Redis compares them
+/// — and those of the unix socket, which are on this host.
+fn denied_by_protected_mode(config: &Config, peer: &ClientAddr) -> bool {
     use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-    let local = match peer {
-        IpAddr::V4(ip) => ip == Ipv4Addr::LOCALHOST,
-        IpAddr::V6(ip) => {
+    let local = match peer.ip() {
+        None => true,
+        Some(IpAddr::V4(ip)) => ip == Ipv4Addr::LOCALHOST,
+        Some(IpAddr::V6(ip)) => {
             ip == Ipv6Addr::LOCALHOST || ip.to_ipv4_mapped() == Some(Ipv4Addr::LOCALHOST)
         }
     };
     config.protected_mode && config.requirepass.is_none() && !local
 }
 
-async fn refuse(mut stream: tokio::net::TcpStream, message: &'static str) {
+async fn refuse(mut stream: Stream, message: &'static str) {
     use tokio::io::AsyncWriteExt;
     let _ = stream.write_all(message.as_bytes()).await;
 }
@@ -515,7 +563,9 @@ fn start_rewrite_if_asked(shared: &Arc<Shared>) {
 /// ```
 pub struct ServerHandle {
     shared: Arc<Shared>,
+    /// Empty with port 0 and a unix socket.
     addrs: Vec<SocketAddr>,
+    unix_socket: Option<PathBuf>,
     metrics_addr: Option<SocketAddr>,
     tasks: JoinSet<()>,
 }
@@ -572,12 +622,25 @@ impl ClockControl<'_> {
 
 impl ServerHandle {
     /// The first bound address.
+    ///
+    /// # Panics
+    /// If the server listens on its unix socket alone (port 0 with
+    /// [`ServerBuilder::unix_socket`]): [`Self::url`] serves both.
     pub fn addr(&self) -> SocketAddr {
-        self.addrs[0]
+        *self
+            .addrs
+            .first()
+            .expect("the server listens on its unix socket alone")
     }
 
+    /// Every TCP address bound; none when only the unix socket listens.
     pub fn addrs(&self) -> &[SocketAddr] {
         &self.addrs
+    }
+
+    /// The unix socket's path, if it listens on one.
+    pub fn unix_socket(&self) -> Option<&Path> {
+        self.unix_socket.as_deref()
     }
 
     /// The settings now in force (CONFIG SET changes them).
@@ -596,8 +659,13 @@ impl ServerHandle {
         self.metrics_addr
     }
 
+    /// `redis://` and the first address, or `unix://` and the socket's
+    /// path when the server listens on that alone.
     pub fn url(&self) -> String {
-        format!("redis://{}", self.addr())
+        match &self.unix_socket {
+            Some(path) if self.addrs.is_empty() => format!("unix://{}", path.display()),
+            _ => format!("redis://{}", self.addr()),
+        }
     }
 
     /// Reads the settings now in force where the handle cannot be
