@@ -133,14 +133,19 @@ fn the_checker_sees_grouped_and_plain_imports() {
 }
 
 /// `command/`, top to bottom; a file not named sits on the `None` floor,
-/// beside the other families. The registry (`mod`) is built from the
-/// families; they and the base modules below them import no family.
+/// beside the other families. The root (`mod`) lists the families and
+/// dispatches; they and the base modules below them import no family. The
+/// command table itself (`registry`) sits below the families, so that
+/// what runs or describes other commands (EXEC, scripts, COMMAND, ACL,
+/// CLIENT LIST's `cmd=`) reads it without naming the root: the root
+/// builds it from the families and installs it there.
 const COMMAND_FLOORS: &[Option<&[&str]>] = &[
     Some(&["mod"]),
     None,
-    Some(&["args", "session", "values", "waiting"]),
+    Some(&["args", "permissions", "session", "values", "waiting"]),
     Some(&["auth"]),
     Some(&["reply"]),
+    Some(&["registry"]),
     Some(&["docs", "presets"]),
     Some(&["spec"]),
     Some(&["ctx"]),
@@ -157,23 +162,6 @@ const KEYSPACE_FLOORS: &[Option<&[&str]>] = &[
     Some(&["compact"]),
     Some(&["hash", "set", "zset", "stream"]),
     Some(&["access", "events", "limits", "slot"]),
-];
-
-/// Imports inside `command/` that still run up, so that none is added and
-/// each one removed is struck here: `-> mod` is the registry named back
-/// by what runs or describes other commands (EXEC, scripts, COMMAND, ACL,
-/// LATENCY HISTOGRAM, CLIENT LIST's `cmd=`), the rest one family's
-/// helpers another uses, which belong on a floor below both.
-const COMMAND_KNOWN_UPWARD: &[&str] = &[
-    "acl.rs -> mod",
-    "monitoring.rs -> mod",
-    "multi.rs -> acl",
-    "multi.rs -> mod",
-    "reply.rs -> mod",
-    "scripting/native.rs -> mod",
-    "scripting/run.rs -> acl",
-    "scripting/run.rs -> mod",
-    "server.rs -> mod",
 ];
 
 /// The code of a source file that counts: outside comments and unit tests.
@@ -319,7 +307,10 @@ fn floor_breaks(layer: &str, floors: &[Option<&[&str]>], rest_side_by_side: bool
 #[test]
 fn command_files_import_only_floors_below() {
     let breaks = floor_breaks("command", COMMAND_FLOORS, false);
-    assert_eq!(breaks, COMMAND_KNOWN_UPWARD, "command/ imports running up");
+    assert!(
+        breaks.is_empty(),
+        "command/ imports running up: {breaks:#?}"
+    );
 }
 
 #[test]

@@ -8,6 +8,7 @@ use bytes::Bytes;
 
 use super::Ctx;
 use super::presets::NONDET;
+use super::registry::slot_in_range;
 use super::reply::help_reply;
 use super::spec::acl::CONNECTION;
 use super::spec::flag::{ADMIN, FAST, LOADING, NO_ASYNC_LOADING, NOSCRIPT, SLOT_ARG, STALE};
@@ -38,11 +39,6 @@ fn endpoint(ctx: &Ctx) -> Endpoint {
             port: ctx.shared.port.load(Ordering::Relaxed) as u16,
         },
     }
-}
-
-/// A hash slot: a number in 0..16384.
-pub fn slot_in_range(n: i64) -> Option<u16> {
-    u16::try_from(n).ok().filter(|slot| *slot < HASH_SLOTS)
 }
 
 fn all_slots() -> [Reply; 2] {

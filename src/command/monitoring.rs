@@ -2,6 +2,7 @@
 
 use super::Ctx;
 use super::presets::READ_FAST;
+use super::registry::registry;
 use super::reply::help_reply;
 use super::spec::flag::{ADMIN, LOADING, NOSCRIPT, STALE};
 use super::spec::{CommandSpec, Group};
@@ -199,7 +200,7 @@ pub fn latency_graph(ctx: &mut Ctx) -> CmdResult<Reply> {
 /// in microseconds (power-of-two buckets) per command that ran; a
 /// container names its subcommands; unknown names are skipped.
 pub fn latency_histogram(ctx: &mut Ctx) -> CmdResult<Reply> {
-    let registry = &super::REGISTRY;
+    let registry = registry();
     let ids: Vec<usize> = if ctx.args.len() == 2 {
         (0..registry.specs.len()).collect()
     } else {

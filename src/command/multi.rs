@@ -8,15 +8,16 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::acl::Context;
+use super::permissions::{self, Context};
 use super::presets::{RO, keys_all};
+use super::registry::{execute, lock_plan, registry};
 use super::session::{discard_state, unwatch_all, unwatch_with, watched_plan};
 use super::spec::Group;
 use super::spec::acl::TRANSACTION;
 use super::spec::flag::{
     ALLOW_BUSY, ENDS_MULTI, EXEC, FAST, LOADING, NOSCRIPT, RUNS_IN_MULTI, SKIP_SLOWLOG, STALE,
 };
-use super::{CommandSpec, Ctx, REGISTRY, execute, flag, lock_plan};
+use super::{CommandSpec, Ctx, flag};
 use crate::cluster::common_slot;
 use crate::context::{Client, WatchState};
 use crate::error::{CmdError, CmdResult};
@@ -44,7 +45,7 @@ pub fn exec(ctx: &mut Ctx) -> CmdResult<Reply> {
     }
     let mut plan = watched_plan(client);
     for (id, args) in &queue {
-        let spec = REGISTRY.specs[*id];
+        let spec = registry().specs[*id];
         // A script may reach keys it did not declare: hold everything.
         let needs = if spec.has(flag::SCRIPT) {
             LockPlan::All
@@ -69,7 +70,7 @@ pub fn exec(ctx: &mut Ctx) -> CmdResult<Reply> {
     if shared.cluster.is_some() {
         let keys = queue
             .iter()
-            .flat_map(|(id, args)| REGISTRY.specs[*id].routed_args(args));
+            .flat_map(|(id, args)| registry().specs[*id].routed_args(args));
         if let Err(e) = common_slot(keys) {
             unwatch_with(client, &mut locked);
             return Err(e);
@@ -81,7 +82,7 @@ pub fn exec(ctx: &mut Ctx) -> CmdResult<Reply> {
         .map(|(id, args)| {
             // Rules may have changed since the command was queued.
             if !client.user.unrestricted()
-                && let Err(denied) = super::acl::check(shared, client, *id, args, Context::Multi)
+                && let Err(denied) = permissions::check(shared, client, *id, args, Context::Multi)
             {
                 return Reply::Error(denied.exec_error());
             }

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::REGISTRY;
+use super::registry::registry;
 use crate::client_handle::{ClientAddr, ClientHandle, ClientInfo};
 use crate::context::Shared;
 use crate::error::CmdError;
@@ -35,7 +35,7 @@ pub(super) fn client_line(shared: &Shared, handle: &ClientHandle, qbuf: usize) -
     let info = handle.info.lock().clone();
     let cmd = info
         .last_cmd
-        .map_or("NULL", |id| REGISTRY.full_names[id].as_str());
+        .map_or("NULL", |id| registry().full_names[id].as_str());
     let name = info
         .name
         .as_ref()

@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 
 use super::presets::{ALL_SHARDS_OK, ALL_SHARDS_SPECIAL, CONN, NONDET, NONDET_ORDER, READ_FAST};
+use super::registry::{offered, registry};
 use super::reply::help_reply;
 use super::spec::acl::{self, CONNECTION, DANGEROUS, KEYSPACE};
 use super::spec::flag::{
@@ -14,7 +15,7 @@ use super::spec::flag::{
     WRITE,
 };
 use super::spec::{CommandSpec, Group, KeySpec, flag};
-use super::{Ctx, REGISTRY, docs};
+use super::{Ctx, docs};
 use crate::config::{Change, Hook, Param, find_param, get_matching};
 use crate::context::Shared;
 use crate::error::{CmdError, CmdResult};
@@ -292,19 +293,19 @@ fn command_entry(spec: &CommandSpec, full_name: &str) -> Reply {
 
 /// The commands this server offers (a disabled RLOCKD.CLOCK is unknown).
 fn top_level(shared: &Shared) -> impl Iterator<Item = &'static CommandSpec> {
-    REGISTRY
+    registry()
         .commands
         .iter()
         .copied()
-        .filter(|s| super::offered(shared, s))
+        .filter(|s| offered(shared, s))
 }
 
 /// A command this server offers by name, `parent|sub` included.
 fn find_command(shared: &Shared, name: &[u8]) -> Option<(&'static CommandSpec, String)> {
     let lower = String::from_utf8_lossy(name).to_ascii_lowercase();
-    let id = REGISTRY.lookup_full(&lower)?;
-    let spec = REGISTRY.specs[id];
-    super::offered(shared, spec).then_some((spec, lower))
+    let id = registry().lookup_full(&lower)?;
+    let spec = registry().specs[id];
+    offered(shared, spec).then_some((spec, lower))
 }
 
 pub fn command_all(ctx: &mut Ctx) -> CmdResult<Reply> {
@@ -385,10 +386,10 @@ fn keys_of_line<'a>(
     shared: &Shared,
     line: &'a [Bytes],
 ) -> CmdResult<(&'static CommandSpec, Vec<(usize, &'a KeySpec)>)> {
-    let id = REGISTRY
+    let id = registry()
         .resolve(shared, line)
         .map_err(|_| CmdError::other("ERR Invalid command specified"))?;
-    let spec = REGISTRY.specs[id];
+    let spec = registry().specs[id];
     // Redis's order: a command that never takes keys, then the arity,
     // then the keys of this line.
     // (shard channels' specs name no keys.)
@@ -422,9 +423,9 @@ pub fn command_list(ctx: &mut Ctx) -> CmdResult<Reply> {
         _ => return Err(CmdError::Syntax),
     };
     let mut names = Vec::new();
-    for (id, spec) in REGISTRY.specs.iter().enumerate() {
-        let full = &REGISTRY.full_names[id];
-        if !super::offered(ctx.shared, spec) {
+    for (id, spec) in registry().specs.iter().enumerate() {
+        let full = &registry().full_names[id];
+        if !offered(ctx.shared, spec) {
             continue;
         }
         let keep = match &filter {
@@ -818,7 +819,7 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
                     usec as f64 / calls as f64
                 };
                 line(
-                    &format!("cmdstat_{}", REGISTRY.full_names[id]),
+                    &format!("cmdstat_{}", registry().full_names[id]),
                     &format!(
                         "calls={calls},usec={usec},usec_per_call={per_call:.2},rejected_calls={rejected},failed_calls={}",
                         stat.failed

@@ -15,7 +15,8 @@ use std::sync::{LazyLock, OnceLock};
 
 use bytes::Bytes;
 
-use crate::command::{Ctx, REGISTRY, execute};
+use crate::command::Ctx;
+use crate::command::registry::{execute, registry};
 use crate::context::Client;
 use crate::keyspace::Value;
 use crate::protocol::Reply;
@@ -157,9 +158,11 @@ impl Call {
     }
 
     fn id(&self) -> usize {
-        *self
-            .id
-            .get_or_init(|| REGISTRY.lookup(&self.name).expect("a command in the table"))
+        *self.id.get_or_init(|| {
+            registry()
+                .lookup(&self.name)
+                .expect("a command in the table")
+        })
     }
 }
 

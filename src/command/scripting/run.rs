@@ -12,7 +12,9 @@ use bytes::Bytes;
 
 use super::native::{self, NativeRun};
 use crate::cluster::common_slot;
-use crate::command::{CommandSpec, Ctx, REGISTRY, acl, execute, flag, lock_plan};
+use crate::command::permissions::{self, Context};
+use crate::command::registry::{execute, lock_plan, registry};
+use crate::command::{CommandSpec, Ctx, flag};
 use crate::context::{Client, guard};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{LockPlan, key_shard};
@@ -207,8 +209,8 @@ impl ScriptCalls<'_, '_, '_> {
 
 impl Host for ScriptCalls<'_, '_, '_> {
     fn acl_permits(&mut self, argv: &[Bytes]) -> Option<bool> {
-        let id = REGISTRY.resolve(self.ctx.shared, argv).ok()?;
-        Some(acl::permits(&self.client, id, argv))
+        let id = registry().resolve(self.ctx.shared, argv).ok()?;
+        Some(permissions::permits(&self.client, id, argv))
     }
 
     fn call(&mut self, argv: &[Bytes], resp3: bool, run: &RunState) -> Reply {
@@ -227,13 +229,13 @@ impl Host for ScriptCalls<'_, '_, '_> {
             }
             Reply::Error(e)
         };
-        let Ok(id) = REGISTRY.resolve(self.ctx.shared, argv) else {
+        let Ok(id) = registry().resolve(self.ctx.shared, argv) else {
             return refuse(
                 None,
                 CmdError::other("ERR Unknown Redis command called from script"),
             );
         };
-        let spec: &CommandSpec = REGISTRY.specs[id];
+        let spec: &CommandSpec = registry().specs[id];
         let refused = if !spec.arity_ok(argv.len()) {
             Some(CmdError::other(
                 "ERR Wrong number of args calling Redis command from script",
@@ -243,7 +245,9 @@ impl Host for ScriptCalls<'_, '_, '_> {
                 "ERR This Redis command is not allowed from script",
             ))
         } else if let Some(denied) = (!self.client.user.unrestricted())
-            .then(|| acl::check(self.ctx.shared, &self.client, id, argv, acl::Context::Lua).err())
+            .then(|| {
+                permissions::check(self.ctx.shared, &self.client, id, argv, Context::Lua).err()
+            })
             .flatten()
         {
             Some(denied.script_error())
