@@ -90,8 +90,6 @@ pub struct StreamWait {
     /// At most this many entries (0: all).
     pub count: usize,
     pub group: Option<GroupRead>,
-    /// The reply's shape: a map in RESP3.
-    pub resp3: bool,
 }
 
 impl Wanted {

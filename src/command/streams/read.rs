@@ -263,7 +263,6 @@ fn read_command(ctx: &mut Ctx, group_read: bool) -> CmdResult<Reply> {
         after,
         count: read.count,
         group,
-        resp3,
     };
     let served: ServedReply = if resp3 {
         streamed_resp3
