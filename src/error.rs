@@ -28,6 +28,18 @@ pub enum CmdError {
     NotPositive,
     /// A random-member count of -2^63, which has no positive counterpart.
     CountOutOfRange,
+    /// A COUNT option below 1 (GEOSEARCH, XAUTOCLAIM).
+    CountNotPositive,
+    /// A LIMIT option below 0 (SINTERCARD, ZINTERCARD…).
+    LimitNegative,
+    /// A numkeys argument below 1 (SINTERCARD, LMPOP…).
+    NumkeysNotPositive,
+    /// A SCAN-family cursor that is not an unsigned number.
+    InvalidCursor,
+    /// A blocking command's timeout that is not a number.
+    TimeoutNotNumber,
+    TimeoutNegative,
+    FunctionNotFound,
     IncrNanOrInf,
     Syntax,
     NoSuchKey,
@@ -122,6 +134,13 @@ impl fmt::Display for CmdError {
             CountOutOfRange => f.write_str(
                 "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
             ),
+            CountNotPositive => f.write_str("ERR COUNT must be > 0"),
+            LimitNegative => f.write_str("ERR LIMIT can't be negative"),
+            NumkeysNotPositive => f.write_str("ERR numkeys should be greater than 0"),
+            InvalidCursor => f.write_str("ERR invalid cursor"),
+            TimeoutNotNumber => f.write_str("ERR timeout is not an integer or out of range"),
+            TimeoutNegative => f.write_str("ERR timeout is negative"),
+            FunctionNotFound => f.write_str("ERR Function not found"),
             IncrNanOrInf => f.write_str("ERR increment would produce NaN or Infinity"),
             Syntax => f.write_str("ERR syntax error"),
             NoSuchKey => f.write_str("ERR no such key"),

@@ -20,7 +20,7 @@ pub struct ScanOptions {
 }
 
 pub fn parse_scan(args: &[Bytes], allow_type: bool) -> CmdResult<ScanOptions> {
-    let cursor = parse_cursor(&args[0]).ok_or_else(|| CmdError::other("ERR invalid cursor"))?;
+    let cursor = parse_cursor(&args[0]).ok_or(CmdError::InvalidCursor)?;
     let mut opts = ScanOptions {
         cursor,
         pattern: None,

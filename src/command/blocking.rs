@@ -260,7 +260,7 @@ pub fn waitaof(ctx: &mut Ctx) -> CmdResult<Reply> {
 fn mpop_args(ctx: &Ctx, at: usize, zset: bool) -> CmdResult<(Vec<Bytes>, Wanted)> {
     let numkeys = parse_i64(ctx.arg(at))
         .filter(|n| *n > 0)
-        .ok_or_else(|| CmdError::other("ERR numkeys should be greater than 0"))?;
+        .ok_or(CmdError::NumkeysNotPositive)?;
     let where_at = usize::try_from(numkeys)
         .ok()
         .and_then(|n| n.checked_add(at + 1))

@@ -338,7 +338,7 @@ pub fn sintercard(ctx: &mut Ctx) -> CmdResult<Reply> {
     let numkeys = parse_i64(ctx.arg(1))
         .and_then(|n| usize::try_from(n).ok())
         .filter(|n| *n > 0)
-        .ok_or_else(|| CmdError::other("ERR numkeys should be greater than 0"))?;
+        .ok_or(CmdError::NumkeysNotPositive)?;
     let after_keys = numkeys
         .checked_add(2)
         .filter(|end| *end <= ctx.args.len())
@@ -352,7 +352,7 @@ pub fn sintercard(ctx: &mut Ctx) -> CmdResult<Reply> {
             Some(value) if ctx.args[at].eq_ignore_ascii_case(b"limit") => {
                 limit = parse_i64(value)
                     .and_then(|n| u64::try_from(n).ok())
-                    .ok_or_else(|| CmdError::other("ERR LIMIT can't be negative"))?
+                    .ok_or(CmdError::LimitNegative)?
                     .try_into()
                     .unwrap_or(usize::MAX);
                 at += 2;
@@ -370,7 +370,7 @@ pub fn sintercard(ctx: &mut Ctx) -> CmdResult<Reply> {
 
 pub fn sscan(ctx: &mut Ctx) -> CmdResult<Reply> {
     let empty = || Reply::Array(vec![Reply::bulk_str("0"), Reply::Array(Vec::new())]);
-    parse_cursor(ctx.arg(2)).ok_or_else(|| CmdError::other("ERR invalid cursor"))?;
+    parse_cursor(ctx.arg(2)).ok_or(CmdError::InvalidCursor)?;
     let key = ctx.arg(1).clone();
     let mut db = ctx.locked.db(ctx.client.db);
     let Some(set) = db.typed::<SetValue>(&key)? else {

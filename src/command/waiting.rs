@@ -25,10 +25,9 @@ fn deadline_after(ms: u64) -> Option<Duration> {
 
 /// Parses a timeout in whole milliseconds (WAIT, WAITAOF).
 pub fn timeout_ms_arg(arg: &[u8]) -> CmdResult<Option<Duration>> {
-    let ms = parse_i64(arg)
-        .ok_or_else(|| CmdError::other("ERR timeout is not an integer or out of range"))?;
+    let ms = parse_i64(arg).ok_or(CmdError::TimeoutNotNumber)?;
     if ms < 0 {
-        return Err(CmdError::other("ERR timeout is negative"));
+        return Err(CmdError::TimeoutNegative);
     }
     Ok(deadline_after(ms as u64))
 }
@@ -42,7 +41,7 @@ pub fn timeout_arg(arg: &[u8]) -> CmdResult<Option<Duration>> {
     // and a count past the 64-bit range turns negative in its conversion.
     let ms = (secs * 1000.0).ceil();
     if ms < 0.0 || ms >= i64::MAX as f64 {
-        return Err(CmdError::other("ERR timeout is negative"));
+        return Err(CmdError::TimeoutNegative);
     }
     Ok(deadline_after(ms as u64))
 }

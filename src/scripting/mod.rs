@@ -393,7 +393,7 @@ impl Vm {
             .get(&library.name)
             .and_then(|(_, fns)| fns.get(name))
             .cloned()
-            .ok_or_else(|| CmdError::other("ERR Function not found"))
+            .ok_or(CmdError::FunctionNotFound)
     }
 }
 

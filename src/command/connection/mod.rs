@@ -401,9 +401,8 @@ pub fn client_pause(ctx: &mut Ctx) -> CmdResult<Reply> {
         }
         _ => return Err(subcommand_args_error("CLIENT", ctx.arg(1))),
     };
-    let ms = parse_i64(ctx.arg(2))
-        .ok_or_else(|| CmdError::other("ERR timeout is not an integer or out of range"))?;
-    let ms = u64::try_from(ms).map_err(|_| CmdError::other("ERR timeout is negative"))?;
+    let ms = parse_i64(ctx.arg(2)).ok_or(CmdError::TimeoutNotNumber)?;
+    let ms = u64::try_from(ms).map_err(|_| CmdError::TimeoutNegative)?;
     ctx.shared.pause(std::time::Duration::from_millis(ms), mode);
     Ok(Reply::OK)
 }

@@ -37,8 +37,8 @@ fn fcall_generic(ctx: &mut Ctx, readonly: bool) -> CmdResult<Reply> {
     let args = ctx.args;
     let (keys, argv) = split_keys(args, CmdError::other("ERR Bad number of keys provided"))?;
     let wanted = String::from_utf8_lossy(&args[1]);
-    let (library, name, flags) = find_function(ctx.shared, &wanted)
-        .ok_or_else(|| CmdError::other("ERR Function not found"))?;
+    let (library, name, flags) =
+        find_function(ctx.shared, &wanted).ok_or(CmdError::FunctionNotFound)?;
     let mode = Mode::new(ctx, readonly, Some(flags))?;
     run::run(
         ctx,

@@ -308,7 +308,7 @@ pub fn xautoclaim(ctx: &mut Ctx) -> CmdResult<Reply> {
             count = parse_i64(&args[j + 1])
                 .and_then(|n| u64::try_from(n).ok())
                 .filter(|n| (1..=max).contains(n))
-                .ok_or_else(|| CmdError::other("ERR COUNT must be > 0"))?;
+                .ok_or(CmdError::CountNotPositive)?;
             // Redis sets aside room for COUNT ids up front, which fails for
             // a count this large (the bound where it fails depends on the
             // machine; 2^32 ids is 64 GiB).

@@ -256,7 +256,7 @@ fn parse_search(args: &[Bytes], family: Family, zset: Option<&SortedSet>) -> Cmd
             b"count" if left >= 1 => {
                 s.count = parse_i64(&opts[i + 1]).ok_or(CmdError::NotInteger)?;
                 if s.count <= 0 {
-                    return Err(CmdError::other("ERR COUNT must be > 0"));
+                    return Err(CmdError::CountNotPositive);
                 }
                 i += 1;
             }

@@ -871,7 +871,7 @@ fn parse_combine(ctx: &mut Ctx, at: usize, op: ZOp, form: CombineForm) -> CmdRes
             b"limit" if form == CombineForm::Card && left >= 2 => {
                 let n = parse_i64(&args[j + 1])
                     .and_then(|n| u64::try_from(n).ok())
-                    .ok_or_else(|| CmdError::other("ERR LIMIT can't be negative"))?;
+                    .ok_or(CmdError::LimitNegative)?;
                 parsed.limit = match usize::try_from(n).unwrap_or(usize::MAX) {
                     0 => usize::MAX,
                     n => n,
@@ -1064,7 +1064,7 @@ fn scan_score(score: f64, compact: bool) -> String {
 }
 
 pub fn zscan(ctx: &mut Ctx) -> CmdResult<Reply> {
-    parse_cursor(ctx.arg(2)).ok_or_else(|| CmdError::other("ERR invalid cursor"))?;
+    parse_cursor(ctx.arg(2)).ok_or(CmdError::InvalidCursor)?;
     let key = ctx.arg(1).clone();
     let mut db = ctx.locked.db(ctx.client.db);
     let Some(zset) = db.typed::<SortedSet>(&key)? else {
