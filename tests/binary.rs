@@ -55,6 +55,12 @@ fn config_file_then_flags() {
     .unwrap();
     let (server, port) = start(&[path.to_str().unwrap(), "--port", "0"]);
     assert_ne!(port, 1, "the flag overrides the file");
+    // Port 0 picked a port: the one in force, as CONFIG GET says.
+    let text = port.to_string();
+    assert_eq!(
+        ask(port, b"CONFIG GET port\r\n"),
+        format!("*2\r\n$4\r\nport\r\n${}\r\n{text}\r\n", text.len())
+    );
     assert_eq!(
         ask(port, b"CONFIG GET maxclients\r\n"),
         "*2\r\n$10\r\nmaxclients\r\n$1\r\n7\r\n"

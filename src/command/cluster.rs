@@ -2,8 +2,6 @@
 //! owning every slot, reachable where the client reached it; outside it
 //! they answer as a Redis without cluster support does.
 
-use std::sync::atomic::Ordering;
-
 use bytes::Bytes;
 
 use super::Ctx;
@@ -36,7 +34,7 @@ fn endpoint(ctx: &Ctx) -> Endpoint {
         },
         ClientAddr::Unix(_) => Endpoint {
             ip: String::new(),
-            port: ctx.shared.port.load(Ordering::Relaxed) as u16,
+            port: ctx.shared.config.read().port,
         },
     }
 }

@@ -612,7 +612,7 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             line("process_id", &std::process::id());
             line("process_supervised", &"no");
             line("run_id", &shared.run_id);
-            line("tcp_port", &shared.port.load(Ordering::Relaxed));
+            line("tcp_port", &config.port);
             line("server_time_usec", &ks.clock().now_us());
             line("uptime_in_seconds", &uptime);
             line("uptime_in_days", &(uptime / 86400));

@@ -48,8 +48,6 @@ pub struct Shared {
     next_client_id: AtomicU64,
     pub started_ms: u64,
     pub run_id: String,
-    /// The port actually bound (differs from the config's for port 0).
-    pub port: AtomicU64,
     /// This server's identity as a cluster node, in cluster mode only.
     pub cluster: Option<ClusterNode>,
     /// Set when time moves only when a test says so.
@@ -109,7 +107,6 @@ impl Shared {
             next_client_id: AtomicU64::new(1),
             started_ms,
             run_id: crate::util::random_hex(40),
-            port: AtomicU64::new(0),
             attack_logged_ms: AtomicU64::new(0),
             manual_clock: manual,
             faults: Default::default(),

@@ -257,13 +257,16 @@ impl ServerBuilder {
             None => None,
         };
         let metrics_addr = metrics.as_ref().map(|l| l.local_addr()).transpose()?;
+        // The port chosen for port 0 is the port in force: CONFIG GET, INFO
+        // and CLUSTER answer it.
+        let mut config = self.config;
+        config.port = port;
         let shared = Arc::new(Shared::new(
-            self.config,
+            config,
             self.clock,
             manual,
             crate::command::REGISTRY.specs.len(),
         ));
-        shared.port.store(port as u64, Ordering::Relaxed);
         // Users come from the ACL file when there is one, as at Redis's start.
         if !shared.config.read().aclfile.is_empty() {
             crate::command::acl::load_file(&shared, None)
