@@ -16,11 +16,15 @@
 //! from those below it (`tests/layers.rs` checks), and what must call back
 //! up goes through a trait the lower module defines.
 //!
-//! - `server`: starting and stopping an instance, its listener, the expiry
-//!   driver, metrics. `fuzzing`: entry points for the fuzz targets.
+//! - `server`: starting and stopping an instance, its listeners (TCP, unix
+//!   socket: `server/listener.rs`), the expiry driver, metrics. `fuzzing`: entry points for the fuzz targets.
 //! - `connection`: one client's loop of reading requests and writing replies.
-//! - `command`: the command table and one file per command family
-//!   (`strings.rs`, `hashes.rs`, `streams.rs`…), with dispatch.
+//! - `command`: one file or folder per command family (`strings.rs`,
+//!   `hashes.rs`, `streams/`…), each declaring its commands' specs beside
+//!   their handlers; `command/mod.rs` lists the families and dispatches,
+//!   `registry.rs` holds the table built from them and runs a command,
+//!   `permissions.rs` checks ACLs, and the base files below the families
+//!   (`spec.rs`, `ctx.rs`, `args.rs`, `reply.rs`…) are what they share.
 //! - `context`: state every connection shares (`Shared`) and one client's
 //!   own (`Client`): ACL, stats, slowlog, persistence as the server runs it.
 //! - `scripting`: the Lua engine behind EVAL and FUNCTION. `pubsub`:
