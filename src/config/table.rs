@@ -1,0 +1,494 @@
+//! The directives, one entry each.
+
+use super::parse::*;
+use super::values::{DebugCommand, FileMode, Value};
+use super::{Change, Hook, Param};
+use crate::keyspace::EncodingLimits;
+
+/// As many threads as Redis allows for `io-threads`.
+const MAX_IO_THREADS: usize = 128;
+
+const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning", "nothing"];
+const POLICIES: &[&str] = &[
+    "volatile-lru",
+    "volatile-lfu",
+    "volatile-random",
+    "volatile-ttl",
+    "allkeys-lru",
+    "allkeys-lfu",
+    "allkeys-random",
+    "noeviction",
+];
+
+const DEFAULT_LIMITS: EncodingLimits = EncodingLimits::DEFAULT;
+
+directives! {
+    /// Addresses to listen on.
+    "bind" => bind: Vec<String> {
+        default: vec!["127.0.0.1".into()],
+        // Values arrive joined by spaces, from a file line or the flag's words.
+        parse: |v: &str| text(v).map(|v| v.split(' ').map(String::from).collect()),
+        change: Startup,
+        multiword: true,
+    }
+    /// TCP port to listen on (0 picks a free port).
+    "port" => port: u16 {
+        default: 6379,
+        parse: |v: &str| v.parse().map_err(|_| "the port must be a number from 0 to 65535".to_string()),
+        change: Startup,
+    }
+    /// A unix socket's path to listen on beside TCP ("": none); with
+    /// port 0, on it alone. A socket file already there is replaced.
+    "unixsocket" => unixsocket: String {
+        default: String::new(),
+        parse: text,
+        change: Never,
+    }
+    /// The unix socket's permissions, in octal (0: as the umask leaves them).
+    "unixsocketperm" => unixsocketperm: FileMode {
+        default: FileMode::default(),
+        parse: FileMode::parse,
+        change: Never,
+    }
+    /// Password clients must AUTH with (the default user's).
+    "requirepass" => requirepass: Option<String> {
+        default: None,
+        parse: |v| text(v).map(|v| (!v.is_empty()).then_some(v)),
+        change: Runtime,
+        reacts: [Password],
+    }
+    /// Where ACL LOAD and ACL SAVE read and write users ("": no file).
+    "aclfile" => aclfile: String {
+        default: String::new(),
+        parse: text,
+        change: Never,
+    }
+    /// Number of databases.
+    "databases" => databases: usize {
+        default: 16,
+        parse: |v: &str| {
+            v.parse()
+                .ok()
+                .filter(|n| *n >= 1)
+                .ok_or_else(|| "the number of databases must be at least 1".to_string())
+        },
+        change: Never,
+    }
+    /// Most clients connected at once.
+    "maxclients" => maxclients: usize {
+        default: 10000,
+        parse: |v| parse_num(v).map(|n| n as usize),
+        change: Runtime,
+    }
+    /// Log level: debug, verbose, notice, warning, nothing.
+    "loglevel" => loglevel: String {
+        default: "notice".into(),
+        parse: |v| parse_enum(v, LOGLEVELS),
+        change: Runtime,
+    }
+    /// yes: without a password, refuse clients not on the loopback
+    /// interface (Redis's DENIED error).
+    "protected-mode" => protected_mode: bool {
+        default: true,
+        parse: parse_yes_no,
+        change: Runtime,
+    }
+    /// Seconds a client may stay idle before it is closed (0: forever).
+    "timeout" => timeout: u64 {
+        default: 0,
+        parse: parse_num,
+        change: Runtime,
+    }
+    /// Seconds between TCP keepalive probes to clients (0: none).
+    "tcp-keepalive" => tcp_keepalive: u64 {
+        default: 300,
+        parse: parse_num,
+        change: Runtime,
+    }
+    /// Connections the kernel may hold, completed, before they are
+    /// accepted; past it, new ones wait for a retried handshake.
+    "tcp-backlog" => tcp_backlog: u32 {
+        default: 511,
+        parse: |v| parse_int(v, 0).map(|n| n as u32),
+        change: Never,
+    }
+    /// Bytes of memory past which writes are refused with OOM (0: no limit).
+    "maxmemory" => maxmemory: u64 {
+        default: 0,
+        parse: parse_memory,
+        change: Runtime,
+        reacts: [Guard],
+    }
+    /// What happens at maxmemory: noeviction refuses writes; the others
+    /// are accepted and reported.
+    "maxmemory-policy" => maxmemory_policy: String {
+        default: "noeviction".into(),
+        parse: |v| parse_enum(v, POLICIES),
+        change: Runtime,
+        reacts: [Guard, AccessClocks],
+    }
+    /// Milliseconds a script may run before other clients get BUSY.
+    "busy-reply-threshold" | "lua-time-limit" => busy_reply_threshold: u64 {
+        default: 5000,
+        parse: parse_num,
+        change: Runtime,
+    }
+    /// Commands slower than this many microseconds enter the slow log
+    /// (negative: none do).
+    "slowlog-log-slower-than" => slowlog_log_slower_than: i64 {
+        default: 10_000,
+        parse: |v| parse_bounded(v, -1),
+        change: Runtime,
+        reacts: [SlowLog],
+    }
+    /// How many entries the slow log keeps.
+    "slowlog-max-len" => slowlog_max_len: i64 {
+        default: 128,
+        parse: |v| parse_bounded(v, 0),
+        change: Runtime,
+        reacts: [SlowLog],
+    }
+    /// Keys client-side caching remembers before evicting (0: no limit).
+    "tracking-table-max-keys" => tracking_table_max_keys: u64 {
+        default: 1_000_000,
+        parse: parse_count,
+        change: Runtime,
+        reacts: [PubSub],
+    }
+    /// How many entries ACL LOG keeps.
+    "acllog-max-len" => acllog_max_len: i64 {
+        default: 128,
+        parse: |v| parse_bounded(v, 0),
+        change: Runtime,
+    }
+    /// Milliseconds; 0 turns latency monitoring off.
+    "latency-monitor-threshold" => latency_monitor_threshold: i64 {
+        default: 0,
+        parse: |v| parse_bounded(v, 0),
+        change: Runtime,
+        reacts: [Latency],
+    }
+    /// Which keyspace events are published, in Redis's letters (KEA: all).
+    "notify-keyspace-events" => notify_keyspace_events: String {
+        default: String::new(),
+        // Kept as given (`A` does not include `n`, yet Redis prints
+        // `A` alone when both are on), reported in Redis's spelling.
+        get: |c| {
+            crate::keyspace::events::render_flags(
+                crate::keyspace::events::parse_flags(&c.notify_keyspace_events).unwrap_or(0),
+            )
+        },
+        parse: |v: &str| {
+            crate::keyspace::events::parse_flags(v)
+                .ok_or_else(|| crate::keyspace::events::INVALID_FLAGS.to_string())?;
+            text(v)
+        },
+        change: Runtime,
+        reacts: [PubSub],
+    }
+    /// Background tasks' frequency, per second (1 to 500).
+    "hz" => hz: u64 {
+        default: 10,
+        parse: |v| parse_num(v).map(|n| n.clamp(1, 500)),
+        change: Runtime,
+    }
+    /// Redis's snapshot schedule: kept and reported, rlockd takes no
+    /// snapshots.
+    "save" => save: String {
+        default: String::new(),
+        parse: text,
+        change: Runtime,
+        multiword: true,
+    }
+    /// Output buffer limits per client class: `<class> <hard> <soft>
+    /// <soft-seconds>`...; rlockd applies the pubsub class's.
+    "client-output-buffer-limit" => client_output_buffer_limit: String {
+        default: "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60".into(),
+        set: |c, v| {
+            c.client_output_buffer_limit = merge_buffer_limits(&c.client_output_buffer_limit, v)?;
+            Ok(())
+        },
+        change: Runtime,
+        reacts: [PubSub],
+        multiword: true,
+    }
+    /// yes: log every write to the append-only file, and load it at start.
+    "appendonly" => appendonly: bool {
+        default: false,
+        parse: parse_yes_no,
+        change: Runtime,
+        reacts: [Persistence],
+    }
+    /// When the append-only file is fsynced: always, everysec, no.
+    "appendfsync" => appendfsync: String {
+        default: "everysec".into(),
+        parse: |v| parse_enum(v, crate::persist::Fsync::NAMES),
+        change: Runtime,
+        reacts: [Persistence],
+    }
+    /// The directory of the append-only file ("": the working directory).
+    "dir" => dir: String {
+        default: String::new(),
+        // Absolute, as Redis reports its working directory.
+        get: |c| {
+            let dir = match c.dir.as_str() {
+                "" => std::env::current_dir(),
+                dir => std::path::absolute(dir),
+            };
+            dir.map_or_else(|_| c.dir.clone(), |p| p.to_string_lossy().into_owned())
+        },
+        parse: |v: &str| {
+            if !std::path::Path::new(v).is_dir() {
+                return Err("No such file or directory".to_string());
+            }
+            text(v)
+        },
+        change: Runtime,
+    }
+    /// The append-only file's name.
+    "appendfilename" => appendfilename: String {
+        default: "appendonly.aof".into(),
+        // A name, not a path, as in Redis.
+        parse: |v: &str| {
+            if v.is_empty() || v.contains('/') {
+                return Err("appendfilename can't be a path, just a filename".to_string());
+            }
+            text(v)
+        },
+        change: Never,
+    }
+    /// yes: load an append-only file whose last record is torn, truncating
+    /// it there.
+    "aof-load-truncated" => aof_load_truncated: bool {
+        default: true,
+        parse: parse_yes_no,
+        change: Runtime,
+    }
+    /// Growth, in percent of its size after the last rewrite, at which the
+    /// append-only file is rewritten (0: never).
+    "auto-aof-rewrite-percentage" => auto_aof_rewrite_percentage: u64 {
+        default: 100,
+        parse: parse_num,
+        change: Runtime,
+    }
+    /// The append-only file is not rewritten automatically below this size.
+    "auto-aof-rewrite-min-size" => auto_aof_rewrite_min_size: u64 {
+        default: 64 * 1024 * 1024,
+        parse: parse_memory,
+        change: Runtime,
+    }
+    /// Ours: for this many ms after starting, writes are refused with
+    /// LOADING, so no lock a crashed server granted can be granted again
+    /// while its lease may still run (0: off).
+    "lock-restart-grace-ms" => lock_restart_grace_ms: u64 {
+        default: 0,
+        parse: parse_num,
+        change: Startup,
+    }
+    /// Most memory one Lua state may use, so a runaway script fails
+    /// cleanly instead of exhausting the server (at least 1mb).
+    "lua-heap-limit" => lua_heap_limit: u64 {
+        default: 128 * 1024 * 1024,
+        parse: |v| parse_memory(v).map(|n| n.max(1024 * 1024)),
+        change: Runtime,
+    }
+    /// Ours: SCRIPT KILL also stops a script that has written, rolling its
+    /// writes back; no answers UNKILLABLE as Redis does.
+    "script-kill-rollback" => script_kill_rollback: bool {
+        default: true,
+        parse: parse_yes_no,
+        change: Runtime,
+    }
+    /// Ours: run on a manual clock that clients move with RLOCKD.CLOCK
+    /// (tests only); without it that command does not exist.
+    "enable-clock-control" => enable_clock_control: bool {
+        default: false,
+        parse: parse_yes_no,
+        change: Startup,
+    }
+    /// Who may run DEBUG: no, yes, or local (loopback clients).
+    "enable-debug-command" => enable_debug_command: DebugCommand {
+        default: DebugCommand::No,
+        parse: DebugCommand::parse,
+        change: Never,
+    }
+    /// Ours: serve Prometheus metrics over HTTP on this port (0 picks one);
+    /// not served unless given.
+    "metrics-port" => metrics_port: Option<u16> {
+        default: None,
+        parse: |v: &str| {
+            v.parse()
+                .map(Some)
+                .map_err(|_| "the metrics port must be a number from 0 to 65535".to_string())
+        },
+        change: Startup,
+    }
+    /// Fields past which a hash leaves its compact form.
+    "hash-max-listpack-entries" | "hash-max-ziplist-entries" => hash_max_listpack_entries: u64 {
+        default: DEFAULT_LIMITS.hash_max_listpack_entries,
+        parse: parse_count,
+        change: Runtime,
+        reacts: [Encodings],
+    }
+    /// Bytes of a field or value past which a hash leaves its compact form.
+    "hash-max-listpack-value" | "hash-max-ziplist-value" => hash_max_listpack_value: u64 {
+        default: DEFAULT_LIMITS.hash_max_listpack_value,
+        parse: parse_memory_size,
+        change: Runtime,
+        reacts: [Encodings],
+    }
+    /// Members past which a set of integers leaves its compact form.
+    "set-max-intset-entries" => set_max_intset_entries: u64 {
+        default: DEFAULT_LIMITS.set_max_intset_entries,
+        parse: parse_count,
+        change: Runtime,
+        reacts: [Encodings],
+    }
+    /// Members past which a sorted set leaves its compact form.
+    "zset-max-listpack-entries" | "zset-max-ziplist-entries" => zset_max_listpack_entries: u64 {
+        default: DEFAULT_LIMITS.zset_max_listpack_entries,
+        parse: parse_count,
+        change: Runtime,
+        reacts: [Encodings],
+    }
+    /// Bytes of a member past which a sorted set leaves its compact form.
+    "zset-max-listpack-value" | "zset-max-ziplist-value" => zset_max_listpack_value: u64 {
+        default: DEFAULT_LIMITS.zset_max_listpack_value,
+        parse: parse_memory_size,
+        change: Runtime,
+        reacts: [Encodings],
+    }
+    /// Redis's list node size: reported and kept, with no effect on how
+    /// rlockd holds lists.
+    "list-max-listpack-size" | "list-max-ziplist-size" => list_max_listpack_size: i64 {
+        default: -2,
+        parse: |v| parse_int_in(v, i32::MIN.into(), i32::MAX.into()),
+        change: Runtime,
+    }
+    /// Redis's list compression depth: reported and kept only.
+    "list-compress-depth" => list_compress_depth: i64 {
+        default: 0,
+        parse: |v| parse_int(v, 0),
+        change: Runtime,
+    }
+    /// A stream node's size in bytes (0: no limit), which approximate
+    /// trimming works in.
+    "stream-node-max-bytes" => stream_node_max_bytes: u64 {
+        default: DEFAULT_LIMITS.stream_node_max_bytes,
+        parse: parse_memory_size,
+        change: Runtime,
+        reacts: [Encodings],
+    }
+    /// A stream node's size in entries (0: no limit).
+    "stream-node-max-entries" => stream_node_max_entries: u64 {
+        default: DEFAULT_LIMITS.stream_node_max_entries,
+        parse: parse_count,
+        change: Runtime,
+        reacts: [Encodings],
+    }
+    /// yes: answer as a one-node Redis Cluster owning every hash slot
+    /// (CLUSTER SLOTS/NODES, CROSSSLOT errors).
+    "cluster-enabled" => cluster_enabled: bool {
+        default: false,
+        parse: parse_yes_no,
+        change: Never,
+    }
+    /// Threads that serve clients and run their commands (1 to 128; by
+    /// default one per core).
+    "io-threads" => io_threads: usize {
+        default: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        parse: |v: &str| {
+            v.parse()
+                .ok()
+                .filter(|n| (1..=MAX_IO_THREADS).contains(n))
+                .ok_or(format!("io-threads must be between 1 and {MAX_IO_THREADS}"))
+        },
+        change: Never,
+    }
+    /// Writes are refused unless this many replicas are within
+    /// min-replicas-max-lag seconds: with any, always (there are none).
+    "min-replicas-to-write" | "min-slaves-to-write" => min_replicas_to_write: i64 {
+        default: 0,
+        parse: |v| parse_int(v, 0),
+        change: Runtime,
+        reacts: [Guard],
+    }
+    /// The lag, in seconds, within which a replica counts for
+    /// min-replicas-to-write (0: the check is off).
+    "min-replicas-max-lag" | "min-slaves-max-lag" => min_replicas_max_lag: i64 {
+        default: 10,
+        parse: |v| parse_int(v, 0),
+        change: Runtime,
+        reacts: [Guard],
+    }
+    /// Redis's replication backlog size: kept and reported (never below
+    /// 16kb, as in Redis).
+    "repl-backlog-size" => repl_backlog_size: String {
+        default: "1048576".into(),
+        parse: |v| parse_memory_in(v, 1).map(|n| n.max(16 * 1024).to_string()),
+        change: Runtime,
+    }
+    /// Redis's memory limit for all clients: kept and reported.
+    "maxmemory-clients" => maxmemory_clients: String {
+        default: "0".into(),
+        parse: parse_memory_or_percent,
+        change: Runtime,
+    }
+    /// Redis's eviction sample size: kept and reported.
+    "maxmemory-samples" => maxmemory_samples: String {
+        default: "5".into(),
+        parse: |v| int_text(v, 1, i32::MAX.into()),
+        change: Runtime,
+    }
+    /// Redis's eviction effort: kept and reported.
+    "maxmemory-eviction-tenacity" => maxmemory_eviction_tenacity: String {
+        default: "10".into(),
+        parse: |v| int_text(v, 0, 100),
+        change: Runtime,
+    }
+    /// Redis's limit on a client's query buffer (at least 1mb): kept and
+    /// reported.
+    "client-query-buffer-limit" => client_query_buffer_limit: String {
+        default: "1073741824".into(),
+        parse: |v| parse_memory_in(v, 1024 * 1024).map(|n| n.to_string()),
+        change: Runtime,
+    }
+    /// Redis's testing delay while loading keys: kept and reported.
+    "key-load-delay" => key_load_delay: String {
+        default: "0".into(),
+        parse: |v| int_text(v, i32::MIN.into(), i32::MAX.into()),
+        change: Runtime,
+        hidden: true,
+    }
+    reported {
+        /// Reported only: rlockd runs in the foreground.
+        "daemonize" = "no", Never;
+        /// Reported only: rlockd takes no snapshots.
+        "dbfilename" = "dump.rdb", Never;
+        /// Reported only: Redis's longest bulk string.
+        "proto-max-bulk-len" = "536870912", Startup;
+        /// Reported only: Redis's HyperLogLog sparse form limit.
+        "hll-sparse-max-bytes" = "3000", Startup;
+        /// Reported only: rlockd is never a replica.
+        "replica-read-only" = "yes", Startup;
+        /// Reported only: DEL frees at once.
+        "lazyfree-lazy-user-del" = "no", Startup;
+        /// Reported only: rlockd replicates from no one.
+        "replicaof" | "slaveof" = "", Never;
+    }
+}
+
+impl Config {
+    /// When values leave their compact forms, as the keyspace reads it.
+    pub fn encoding(&self) -> EncodingLimits {
+        EncodingLimits {
+            hash_max_listpack_entries: self.hash_max_listpack_entries,
+            hash_max_listpack_value: self.hash_max_listpack_value,
+            set_max_intset_entries: self.set_max_intset_entries,
+            zset_max_listpack_entries: self.zset_max_listpack_entries,
+            zset_max_listpack_value: self.zset_max_listpack_value,
+            stream_node_max_entries: self.stream_node_max_entries,
+            stream_node_max_bytes: self.stream_node_max_bytes,
+        }
+    }
+}
