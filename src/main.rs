@@ -1,7 +1,7 @@
 use std::path::PathBuf;
 
 use clap::{Arg, CommandFactory, FromArgMatches, Parser};
-use rlockd::config::{PARAMS, find_param};
+use rlockd::config::{find_param, params};
 use tracing_subscriber::EnvFilter;
 
 /// Scripts and replies allocate many small objects; mimalloc serves them
@@ -30,7 +30,7 @@ struct Args {
 /// `Args` with a flag for every directive, so that `--help` lists them.
 fn command() -> clap::Command {
     let defaults = rlockd::Config::default();
-    Args::command().args(PARAMS.iter().map(|p| {
+    Args::command().args(params().map(|p| {
         let default = (p.get)(&defaults);
         let help = match default.as_str() {
             "" => p.help.trim().to_string(),

@@ -128,8 +128,16 @@ pub fn config_set(ctx: &mut Ctx) -> CmdResult<Reply> {
     for (name, param, value) in &named {
         let result = match param.change {
             Change::Runtime => param.apply(&mut updated, value),
-            Change::Startup if (param.get)(&updated).eq_ignore_ascii_case(value) => Ok(()),
-            _ => Err("can't set immutable config".into()),
+            // Redis's checks first, so a bad value gets Redis's error.
+            Change::Startup => {
+                let mut probe = updated.clone();
+                param.apply(&mut probe, value).and_then(|()| {
+                    ((param.get)(&probe) == (param.get)(&updated))
+                        .then_some(())
+                        .ok_or_else(|| "can't set immutable config".into())
+                })
+            }
+            Change::Never => Err("can't set immutable config".into()),
         };
         result.map_err(|why| failed(name, &why))?;
         for hook in param.reacts {

@@ -58,6 +58,9 @@ impl Config {
     /// of the same name) with its values; a flag given alone has none.
     pub fn apply_directive(&mut self, directive: &str, values: &[String]) -> Result<(), String> {
         let param = find_param(directive).ok_or("unknown directive")?;
+        if values.len() > 1 && !param.multiword {
+            return Err("wrong number of arguments".into());
+        }
         let value = match values {
             [] => param.alone.to_string(),
             _ => values.join(" "),

@@ -9,8 +9,9 @@
 //! `file.rs`: reading a config file.
 
 pub use file::ConfigFileError;
+pub use kept::Kept;
 pub(crate) use parse::parse_memory;
-pub use table::{Config, PARAMS};
+pub use table::Config;
 pub use values::{DebugCommand, FileMode};
 
 use crate::util::glob_match;
@@ -127,12 +128,16 @@ macro_rules! directives {
         #[derive(Debug, Clone, PartialEq)]
         pub struct Config {
             $($(#[doc = $doc])* pub $field: $ty,)*
+            /// The values of Redis's settings that rlockd checks and reports
+            /// but does not act on (`kept/`).
+            pub kept: Kept,
         }
 
         impl Default for Config {
             fn default() -> Self {
                 Config {
                     $($field: $default,)*
+                    kept: Kept::default(),
                 }
             }
         }
@@ -177,15 +182,20 @@ macro_rules! directives {
 
 // After the macros, which the table uses.
 mod file;
+mod kept;
 mod parse;
 mod table;
 mod values;
 
+/// Every directive CONFIG GET lists: rlockd's settings, then those it
+/// only keeps.
+pub fn params() -> impl Iterator<Item = &'static Param> {
+    table::PARAMS.iter().chain(kept::params())
+}
+
 pub fn find_param(name: &str) -> Option<&'static Param> {
     let lower = name.to_ascii_lowercase();
-    PARAMS
-        .iter()
-        .find(|p| p.name == lower || p.alias == Some(lower.as_str()))
+    params().find(|p| p.name == lower || p.alias == Some(lower.as_str()))
 }
 
 /// CONFIG GET: every (name, value) whose name or alias matches one of the
@@ -194,7 +204,7 @@ pub(crate) fn get_matching(config: &Config, patterns: &[&[u8]]) -> Vec<(&'static
     let mut out: Vec<(&'static str, String)> = Vec::new();
     for pat in patterns {
         let lower = pat.to_ascii_lowercase();
-        for p in PARAMS {
+        for p in params() {
             for name in std::iter::once(p.name).chain(p.alias) {
                 let listed = !p.hidden || lower == name.as_bytes();
                 if listed

@@ -112,8 +112,13 @@ pub(super) fn parse_enum(v: &str, allowed: &[&str]) -> Result<String, String> {
     if allowed.contains(&lower.as_str()) {
         Ok(lower)
     } else {
-        Err("argument(s) must be one of the following: ".to_string() + &allowed.join(", "))
+        Err(not_one_of(allowed))
     }
+}
+
+/// Redis's error for a value not among an enum's names.
+pub(super) fn not_one_of(allowed: &[&str]) -> String {
+    "argument(s) must be one of the following: ".to_string() + &allowed.join(", ")
 }
 
 pub(super) fn text(v: &str) -> Result<String, String> {

@@ -2,13 +2,23 @@
 
 use super::parse::*;
 use super::values::{DebugCommand, FileMode, Value};
-use super::{Change, Hook, Param};
+use super::{Change, Hook, Kept, Param};
 use crate::keyspace::EncodingLimits;
 
 /// As many threads as Redis allows for `io-threads`.
 const MAX_IO_THREADS: usize = 128;
 
+/// syslog's facilities Redis offers.
+pub(super) const SYSLOG_FACILITIES: &[&str] = &[
+    "user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7",
+];
+
+/// The longest bulk string the protocol reads, in bytes.
+const MAX_BULK_LEN: u64 = crate::protocol::parse::MAX_BULK_LEN as u64;
+
 const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning", "nothing"];
+/// How many of them Redis 7.0 has.
+const REDIS_LOGLEVELS: usize = 4;
 const POLICIES: &[&str] = &[
     "volatile-lru",
     "volatile-lfu",
@@ -77,13 +87,17 @@ directives! {
     /// Most clients connected at once.
     "maxclients" => maxclients: usize {
         default: 10000,
-        parse: |v| parse_num(v).map(|n| n as usize),
+        parse: |v| parse_int_in(v, 1, u32::MAX.into()).map(|n| n as usize),
         change: Runtime,
     }
     /// Log level: debug, verbose, notice, warning, nothing.
     "loglevel" => loglevel: String {
         default: "notice".into(),
-        parse: |v| parse_enum(v, LOGLEVELS),
+        // `nothing` (Redis 7.2's) is accepted, but Redis 7.0's error
+        // names its four.
+        parse: |v| {
+            parse_enum(v, LOGLEVELS).map_err(|_| not_one_of(&LOGLEVELS[..REDIS_LOGLEVELS]))
+        },
         change: Runtime,
     }
     /// yes: without a password, refuse clients not on the loopback
@@ -96,13 +110,13 @@ directives! {
     /// Seconds a client may stay idle before it is closed (0: forever).
     "timeout" => timeout: u64 {
         default: 0,
-        parse: parse_num,
+        parse: |v| parse_int(v, 0).map(|n| n as u64),
         change: Runtime,
     }
     /// Seconds between TCP keepalive probes to clients (0: none).
     "tcp-keepalive" => tcp_keepalive: u64 {
         default: 300,
-        parse: parse_num,
+        parse: |v| parse_int(v, 0).map(|n| n as u64),
         change: Runtime,
     }
     /// Connections the kernel may hold, completed, before they are
@@ -130,7 +144,7 @@ directives! {
     /// Milliseconds a script may run before other clients get BUSY.
     "busy-reply-threshold" | "lua-time-limit" => busy_reply_threshold: u64 {
         default: 5000,
-        parse: parse_num,
+        parse: |v| parse_bounded(v, 0).map(|n| n as u64),
         change: Runtime,
     }
     /// Commands slower than this many microseconds enter the slow log
@@ -189,7 +203,7 @@ directives! {
     /// Background tasks' frequency, per second (1 to 500).
     "hz" => hz: u64 {
         default: 10,
-        parse: |v| parse_num(v).map(|n| n.clamp(1, 500)),
+        parse: |v| parse_int(v, 0).map(|n| n.clamp(1, 500) as u64),
         change: Runtime,
     }
     /// Redis's snapshot schedule: kept and reported, rlockd takes no
@@ -268,7 +282,7 @@ directives! {
     /// append-only file is rewritten (0: never).
     "auto-aof-rewrite-percentage" => auto_aof_rewrite_percentage: u64 {
         default: 100,
-        parse: parse_num,
+        parse: |v| parse_int(v, 0).map(|n| n as u64),
         change: Runtime,
     }
     /// The append-only file is not rewritten automatically below this size.
@@ -311,6 +325,67 @@ directives! {
         default: DebugCommand::No,
         parse: DebugCommand::parse,
         change: Never,
+    }
+    /// yes: detach into the background once listening (writing pidfile,
+    /// /var/run/redis.pid unless another is named).
+    "daemonize" => daemonize: bool {
+        default: false,
+        parse: parse_yes_no,
+        change: Never,
+    }
+    /// A file to write the server's process id to ("": none unless
+    /// daemonized); removed at shutdown.
+    "pidfile" => pidfile: String {
+        default: String::new(),
+        parse: text,
+        change: Never,
+    }
+    /// A file to append the log to ("": standard output, or nowhere when
+    /// daemonized).
+    "logfile" => logfile: String {
+        default: String::new(),
+        parse: text,
+        change: Never,
+    }
+    /// yes: also send the log to syslog.
+    "syslog-enabled" => syslog_enabled: bool {
+        default: false,
+        parse: parse_yes_no,
+        change: Never,
+    }
+    /// The name syslog's entries carry.
+    "syslog-ident" => syslog_ident: String {
+        default: "redis".into(),
+        parse: text,
+        change: Never,
+    }
+    /// The syslog facility: user, local0 to local7.
+    "syslog-facility" => syslog_facility: String {
+        default: "local0".into(),
+        parse: |v| parse_enum(v, SYSLOG_FACILITIES),
+        change: Never,
+    }
+    /// How a supervisor hears that the server is ready: no, systemd
+    /// (sd_notify over NOTIFY_SOCKET), upstart (SIGSTOP), or auto.
+    "supervised" => supervised: String {
+        default: "no".into(),
+        parse: |v| parse_enum(v, &["upstart", "systemd", "auto", "no"]),
+        change: Never,
+    }
+    /// Redis's longest bulk string: rlockd's is fixed at 512mb, and
+    /// another value stops start-up.
+    "proto-max-bulk-len" => proto_max_bulk_len: u64 {
+        default: MAX_BULK_LEN,
+        parse: |v| {
+            let n = parse_memory_in(v, 1024 * 1024)?;
+            if n != MAX_BULK_LEN {
+                return Err(format!(
+                    "rlockd reads bulk strings of up to {MAX_BULK_LEN} bytes (512mb), a limit it cannot change"
+                ));
+            }
+            Ok(n)
+        },
+        change: Startup,
     }
     /// Ours: serve Prometheus metrics over HTTP on this port (0 picks one);
     /// not served unless given.
@@ -461,20 +536,8 @@ directives! {
         hidden: true,
     }
     reported {
-        /// Reported only: rlockd runs in the foreground.
-        "daemonize" = "no", Never;
         /// Reported only: rlockd takes no snapshots.
         "dbfilename" = "dump.rdb", Never;
-        /// Reported only: Redis's longest bulk string.
-        "proto-max-bulk-len" = "536870912", Startup;
-        /// Reported only: Redis's HyperLogLog sparse form limit.
-        "hll-sparse-max-bytes" = "3000", Startup;
-        /// Reported only: rlockd is never a replica.
-        "replica-read-only" = "yes", Startup;
-        /// Reported only: DEL frees at once.
-        "lazyfree-lazy-user-del" = "no", Startup;
-        /// Reported only: rlockd replicates from no one.
-        "replicaof" | "slaveof" = "", Never;
     }
 }
 
