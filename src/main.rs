@@ -2,6 +2,8 @@ use std::path::PathBuf;
 
 use clap::{Arg, CommandFactory, FromArgMatches, Parser};
 use rlockd::config::{find_param, params};
+use rlockd::server::process;
+use rlockd::server::syslog::Syslog;
 use tracing_subscriber::EnvFilter;
 
 /// Scripts and replies allocate many small objects; mimalloc serves them
@@ -98,8 +100,12 @@ impl CommandLine {
 fn health_check(config: &rlockd::Config) -> std::process::ExitCode {
     use std::io::{Read, Write};
     use std::time::Duration;
-    let host = match config.bind.first().map(String::as_str) {
-        None | Some("0.0.0.0") | Some("::") | Some("*") => "127.0.0.1",
+    let host = match config
+        .bind
+        .first()
+        .map(|spec| rlockd::server::bind_address(spec).0)
+    {
+        None | Some("0.0.0.0") | Some("::") => "127.0.0.1",
         Some(h) => h,
     };
     fn ping(mut s: impl Read + Write) -> std::io::Result<bool> {
@@ -160,8 +166,25 @@ fn main() -> std::process::ExitCode {
     if health {
         return health_check(&config);
     }
+    // Before any thread starts: only the forking thread lives on.
+    if config.daemonize {
+        match process::detach() {
+            Ok(process::Side::Parent) => return std::process::ExitCode::SUCCESS,
+            Ok(process::Side::Daemon) => {}
+            Err(e) => {
+                eprintln!("rlockd: {e}");
+                return std::process::ExitCode::FAILURE;
+            }
+        }
+    }
+    let daemon = config.daemonize;
     match serve(config) {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        // A daemon's standard error goes nowhere: its log says why.
+        Err(e) if daemon => {
+            tracing::error!("{e}");
+            std::process::ExitCode::FAILURE
+        }
         Err(e) => {
             eprintln!("rlockd: {e}");
             std::process::ExitCode::FAILURE
@@ -199,19 +222,80 @@ fn serve(config: rlockd::Config) -> std::io::Result<()> {
         .block_on(run(config))
 }
 
-async fn run(config: rlockd::Config) -> std::io::Result<()> {
+/// The log's destinations, from `logfile` and `syslog-*`: standard output
+/// or the file, and syslog beside either.
+fn init_logging(
+    config: &rlockd::Config,
+) -> std::io::Result<tracing_subscriber::reload::Handle<EnvFilter, tracing_subscriber::Registry>> {
     use tracing_subscriber::prelude::*;
     let (filter, filter_handle) =
         tracing_subscriber::reload::Layer::new(EnvFilter::new(tracing_level(&config.loglevel)));
-    tracing_subscriber::registry()
-        .with(filter)
-        .with(
+    let file = match config.logfile.as_str() {
+        "" => None,
+        path => Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| std::io::Error::other(format!("Can't open the log file: {e}")))?,
+        ),
+    };
+    let to_terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let stdout = file.is_none().then(|| {
+        tracing_subscriber::fmt::layer()
+            .with_target(false)
+            // Colour codes only for a person at a terminal, not in log files.
+            .with_ansi(to_terminal)
+    });
+    let file = file.map(|f| {
+        tracing_subscriber::fmt::layer()
+            .with_target(false)
+            .with_ansi(false)
+            .with_writer(std::sync::Mutex::new(f))
+    });
+    // As with syslog(3), no syslog to talk to is no reason not to start.
+    let syslog = config
+        .syslog_enabled
+        .then(|| Syslog::connect(&config.syslog_ident, &config.syslog_facility))
+        .and_then(|connected| {
+            connected
+                .inspect_err(|e| eprintln!("rlockd: cannot log to syslog: {e}"))
+                .ok()
+        })
+        .map(|syslog| {
             tracing_subscriber::fmt::layer()
                 .with_target(false)
-                // Colour codes only for a person at a terminal, not in log files.
-                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout())),
-        )
+                .with_ansi(false)
+                .without_time()
+                .with_level(false)
+                .with_writer(syslog)
+        });
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(stdout)
+        .with(file)
+        .with(syslog)
         .init();
+    Ok(filter_handle)
+}
+
+/// The pid file: `pidfile`'s, or Redis's default one when daemonized. One
+/// that cannot be written is logged, and the server starts all the same.
+fn write_pid_file(config: &rlockd::Config) -> Option<process::PidFile> {
+    let path = match config.pidfile.as_str() {
+        "" if config.daemonize => process::DEFAULT_PID_FILE,
+        "" => return None,
+        path => path,
+    };
+    process::PidFile::create(std::path::Path::new(path))
+        .inspect_err(|e| tracing::warn!("Failed to write PID file {path}: {e}"))
+        .ok()
+}
+
+async fn run(config: rlockd::Config) -> std::io::Result<()> {
+    let filter_handle = init_logging(&config)?;
+    let _pid_file = write_pid_file(&config);
+    let supervisor = process::Supervisor::from_config(&config.supervised);
     let mut server = rlockd::Server::builder().config(config).start().await?;
     // Listening for signals before saying ready: a supervisor may stop the
     // server the moment it reads that line.
@@ -242,6 +326,9 @@ async fn run(config: rlockd::Config) -> std::io::Result<()> {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    if let Err(e) = supervisor.ready("Ready to accept connections") {
+        tracing::warn!("{e}");
+    }
     if let Some(addr) = server.metrics_addr() {
         tracing::info!("metrics at http://{addr}/metrics");
     }
@@ -255,6 +342,9 @@ async fn run(config: rlockd::Config) -> std::io::Result<()> {
             tracing::info!("received SIGTERM, shutting down");
             server.shutdown().await;
         }
+    }
+    if let Err(e) = supervisor.stopping() {
+        tracing::warn!("{e}");
     }
     Ok(())
 }

@@ -8,7 +8,12 @@ mod refserver;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::os::unix::net::UnixDatagram;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
+use common::TempDir;
 use refserver::{RedisServer, Rlockd};
 
 /// Directives other work in issue #29 adds (TLS, snapshots, protected
@@ -210,4 +215,306 @@ fn config_set_checks_values_as_redis_does() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     assert!(compared > 2000, "{compared} settings compared");
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap()
+}
+
+fn loopback(port: u16) -> SocketAddr {
+    ([127, 0, 0, 1], port).into()
+}
+
+/// Waits until a server answers PING at `addr`.
+fn until_serving(addr: SocketAddr) {
+    let deadline = Instant::now() + common::WAIT;
+    while !refserver::ping(addr) {
+        assert!(Instant::now() < deadline, "nothing serves {addr}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A server process, killed when dropped.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `bin` with `args`, its output dropped, serving on `port`.
+fn run(bin: &Path, args: &[&str], port: u16) -> Running {
+    let child = Command::new(bin)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the server starts");
+    let running = Running(child);
+    until_serving(loopback(port));
+    running
+}
+
+const RLOCKD: &str = env!("CARGO_BIN_EXE_rlockd");
+
+/// Debian's stock /etc/redis/redis.conf, as the redis-server package
+/// installs it, starts rlockd (with the directives other work adds
+/// commented out until it lands), to the same settings as redis-server:
+/// only the instance's own paths and port are given as flags after it.
+#[test]
+fn debian_stock_redis_conf_starts_rlockd_as_it_starts_redis() {
+    let Some(bin) = refserver::redis_server_path("directives") else {
+        return;
+    };
+    let stock = Path::new("/etc/redis/redis.conf");
+    let Ok(text) = std::fs::read_to_string(stock) else {
+        common_skip("Debian's /etc/redis/redis.conf is not installed");
+        return;
+    };
+    let dir = TempDir::new();
+    let text: String = text
+        .lines()
+        .map(|line| {
+            let directive = line.split_whitespace().next().unwrap_or("");
+            match PENDING.contains(&directive) {
+                true => format!("# {line}\n"),
+                false => format!("{line}\n"),
+            }
+        })
+        .collect();
+    let conf = dir.path("redis.conf");
+    std::fs::write(&conf, text).unwrap();
+    let start = |bin: &Path, name: &str| {
+        let port = free_port();
+        let (pid, work) = (dir.path(&format!("{name}.pid")), dir.path(name));
+        std::fs::create_dir_all(&work).unwrap();
+        let running = run(
+            bin,
+            &[
+                conf.to_str().unwrap(),
+                "--port",
+                &port.to_string(),
+                "--daemonize",
+                "no",
+                "--logfile",
+                "",
+                "--pidfile",
+                pid.to_str().unwrap(),
+                "--dir",
+                work.to_str().unwrap(),
+            ],
+            port,
+        );
+        (running, port)
+    };
+    let (_redis, theirs) = start(&bin, "redis");
+    let (_rlockd, mine) = start(Path::new(RLOCKD), "rlockd");
+    let (theirs, mine) = (
+        config_get_all(loopback(theirs)),
+        config_get_all(loopback(mine)),
+    );
+    let differ: Vec<(&String, &String, Option<&String>)> = theirs
+        .iter()
+        .filter(|(k, _)| !PER_INSTANCE.contains(&k.as_str()) && !PENDING.contains(&k.as_str()))
+        .filter(|(k, v)| !matches!(k.as_str(), "pidfile") && mine.get(*k) != Some(v))
+        .map(|(k, v)| (k, v, mine.get(k)))
+        .collect();
+    assert!(differ.is_empty(), "(name, Redis's, rlockd's): {differ:?}");
+    assert_eq!(mine["oom-score-adj-values"], "0 200 800");
+}
+
+fn common_skip(reason: &str) {
+    refserver::skip_unless_required("directives", reason, refserver::REQUIRE_ENV);
+}
+
+/// `include` (a pattern, in name order) and `rename-command`, against
+/// redis-server given the same file: the same replies.
+#[test]
+fn include_and_rename_command_as_redis_reads_them() {
+    let Some(bin) = refserver::redis_server_path("directives") else {
+        return;
+    };
+    let dir = TempDir::new();
+    std::fs::write(dir.path("10-a.conf"), "hz 20\nrename-command get fetch\n").unwrap();
+    std::fs::write(
+        dir.path("20-b.conf"),
+        "hz 30\nrename-command flushall \"\"\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path("other.txt"), "no-such-directive 1\n").unwrap();
+    let conf = dir.path("main.conf");
+    let pattern = dir.path("*-*.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "save \"\"\ninclude {}\nrename-command set put\nrename-command fetch get2\n",
+            pattern.display()
+        ),
+    )
+    .unwrap();
+    let start = |bin: &Path| {
+        let port = free_port();
+        let args = [conf.to_str().unwrap(), "--port", &port.to_string()];
+        let work = dir.path("");
+        let args = [&args[..], &["--dir", work.to_str().unwrap()]].concat();
+        (run(bin, &args, port), port)
+    };
+    let (_redis, theirs) = start(&bin);
+    let (_rlockd, mine) = start(Path::new(RLOCKD));
+    let connect = |port| {
+        redis::Client::open(format!("redis://{}", loopback(port)))
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    };
+    let (mut theirs, mut mine) = (connect(theirs), connect(mine));
+    for args in [
+        &["PUT", "k", "v"][..],
+        &["SET", "k", "v"],
+        &["GET2", "k"],
+        &["get", "k"],
+        &["FETCH", "k"],
+        &["FLUSHALL"],
+        &["CONFIG", "GET", "hz"],
+        &["EVAL", "return redis.call('get2', 'k')", "0"],
+    ] {
+        assert_eq!(reply(&mut mine, args), reply(&mut theirs, args), "{args:?}");
+    }
+    assert_eq!(reply(&mut mine, &["GET2", "k"]), "bulk-string('\"v\"')");
+}
+
+/// Start-up stops, naming the directive, on a bad include or rename and
+/// on a value rlockd cannot honour.
+#[test]
+fn what_cannot_be_done_stops_start_up() {
+    let dir = TempDir::new();
+    let conf = dir.path("bad.conf");
+    for (text, flags, says) in [
+        (
+            "rename-command nosuch x\n",
+            &[][..],
+            "No such command in rename-command",
+        ),
+        (
+            "rename-command get set\n",
+            &[],
+            "Target command name already exists",
+        ),
+        (
+            "include /nonexistent/rlockd.conf\n",
+            &[],
+            "can't open config file '/nonexistent/rlockd.conf'",
+        ),
+        ("include\n", &[], "a value is missing"),
+        (
+            "port 0\n",
+            &["--proto-max-bulk-len", "1gb"],
+            "--proto-max-bulk-len 1gb: rlockd reads bulk strings of up to 536870912 bytes",
+        ),
+        (
+            "port 0\n",
+            &["--replicaof", "host"],
+            "--replicaof host: wrong number of arguments",
+        ),
+        ("timeout 1 2\n", &[], "wrong number of arguments"),
+    ] {
+        std::fs::write(&conf, text).unwrap();
+        let out = Command::new(RLOCKD)
+            .arg(&conf)
+            .args(flags)
+            .args(["--port", "0"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{text:?} {flags:?} started");
+        assert!(stderr.contains(says), "{text:?} {flags:?}: {stderr}");
+    }
+}
+
+/// `daemonize yes`: the command returns at once, the server runs on in
+/// the background, its pid in `pidfile` and its log in `logfile`; the pid
+/// file goes at shutdown.
+#[test]
+fn daemonize_detaches_with_pid_and_log_files() {
+    let dir = TempDir::new();
+    let (pid_file, log_file) = (dir.path("rlockd.pid"), dir.path("rlockd.log"));
+    let port = free_port();
+    let status = Command::new(RLOCKD)
+        .args(["--daemonize", "yes", "--port", &port.to_string()])
+        .arg("--pidfile")
+        .arg(&pid_file)
+        .arg("--logfile")
+        .arg(&log_file)
+        .stdin(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    until_serving(loopback(port));
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let stop = Stopper(pid);
+    let mut con = redis::Client::open(format!("redis://{}", loopback(port)))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let info: String = redis::cmd("INFO").arg("server").query(&mut con).unwrap();
+    assert!(info.contains(&format!("process_id:{pid}\r\n")), "{info}");
+    let log = std::fs::read_to_string(&log_file).unwrap();
+    assert!(log.contains("ready to accept connections"), "{log}");
+    let _ = redis::cmd("SHUTDOWN").query::<()>(&mut con);
+    let deadline = Instant::now() + common::WAIT;
+    while pid_file.exists() || refserver::ping(loopback(port)) {
+        assert!(Instant::now() < deadline, "the daemon did not stop");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(stop);
+}
+
+/// Sends SIGTERM to a daemon this test started, if it still runs.
+struct Stopper(u32);
+
+impl Drop for Stopper {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").arg(self.0.to_string()).status();
+    }
+}
+
+/// `supervised systemd`: READY=1 on NOTIFY_SOCKET once the server serves,
+/// STOPPING=1 when it stops.
+#[test]
+fn supervised_systemd_notifies_readiness() {
+    let dir = TempDir::new();
+    let socket_path = dir.path("notify.sock");
+    let socket = UnixDatagram::bind(&socket_path).unwrap();
+    socket.set_read_timeout(Some(common::WAIT)).unwrap();
+    let port = free_port();
+    let child = Command::new(RLOCKD)
+        .args(["--supervised", "systemd", "--port", &port.to_string()])
+        .env("NOTIFY_SOCKET", &socket_path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut running = Running(child);
+    let mut buf = [0u8; 512];
+    let n = socket.recv(&mut buf).expect("a notification");
+    let ready = String::from_utf8_lossy(&buf[..n]).into_owned();
+    assert!(ready.lines().any(|l| l == "READY=1"), "{ready}");
+    assert!(refserver::ping(loopback(port)), "ready before serving");
+    let _ = Command::new("kill")
+        .arg(running.0.id().to_string())
+        .status();
+    let n = socket.recv(&mut buf).expect("a notification");
+    assert_eq!(String::from_utf8_lossy(&buf[..n]), "STOPPING=1\n");
+    assert!(running.0.wait().unwrap().success());
 }

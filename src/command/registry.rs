@@ -18,6 +18,7 @@ use bytes::Bytes;
 
 use super::ctx::Ctx;
 use super::spec::{CommandSpec, flag};
+use crate::context::renames::Called;
 use crate::context::slowlog::Caller;
 use crate::context::{Client, Shared};
 use crate::error::{CmdError, CmdResult};
@@ -97,8 +98,12 @@ impl Registry {
     /// Resolves a command line to the command or subcommand that runs it,
     /// among the commands this server offers.
     pub fn resolve(&self, shared: &Shared, args: &[Bytes]) -> CmdResult<usize> {
-        let id = self
-            .lookup(&args[0])
+        let id = match shared.command_names.called(&args[0]) {
+            Called::AsSent => self.lookup(&args[0]),
+            Called::Command(original) => self.lookup(original.as_bytes()),
+            Called::Removed => None,
+        };
+        let id = id
             .filter(|&id| offered(shared, self.specs[id]))
             .ok_or_else(|| unknown_command(args))?;
         let spec = self.specs[id];

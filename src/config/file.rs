@@ -1,6 +1,9 @@
 //! Reading a redis.conf-style file.
 
+use std::path::{Path, PathBuf};
+
 use super::{Config, find_param};
+use crate::util::glob_match;
 
 /// A line of a config file that could not be applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,11 +25,18 @@ impl std::fmt::Display for ConfigFileError {
 
 impl std::error::Error for ConfigFileError {}
 
+/// How deep `include`s may nest: past it, a file includes itself.
+const INCLUDE_DEPTH_MAX: usize = 16;
+
 impl Config {
     /// Applies a redis.conf-style file: one `directive value...` per line,
     /// `#` comments, Redis's quoting. Directives are the names CONFIG GET
-    /// knows; those rlockd only reports are accepted and ignored.
+    /// knows, and `include` and `rename-command`.
     pub fn apply_file(&mut self, text: &str) -> Result<(), ConfigFileError> {
+        self.apply_file_at(text, 0)
+    }
+
+    fn apply_file_at(&mut self, text: &str, depth: usize) -> Result<(), ConfigFileError> {
         for (i, raw) in text.lines().enumerate() {
             let line = raw.trim();
             if line.is_empty() || line.starts_with('#') {
@@ -49,7 +59,7 @@ impl Config {
             if values.is_empty() {
                 return Err(fail("a value is missing".into()));
             }
-            self.apply_directive(directive, values).map_err(fail)?;
+            self.apply_line(directive, values, depth).map_err(fail)?;
         }
         Ok(())
     }
@@ -57,6 +67,27 @@ impl Config {
     /// Applies one directive (a config file line, or the command-line flag
     /// of the same name) with its values; a flag given alone has none.
     pub fn apply_directive(&mut self, directive: &str, values: &[String]) -> Result<(), String> {
+        self.apply_line(directive, values, 0)
+    }
+
+    fn apply_line(
+        &mut self,
+        directive: &str,
+        values: &[String],
+        depth: usize,
+    ) -> Result<(), String> {
+        match (directive.to_ascii_lowercase().as_str(), values) {
+            ("include", [path]) => return self.include(path, depth),
+            ("rename-command", [command, new_name]) => {
+                self.renamed_commands
+                    .push((command.to_ascii_lowercase(), new_name.to_ascii_lowercase()));
+                return Ok(());
+            }
+            ("include" | "rename-command", _) => {
+                return Err("Bad directive or wrong number of arguments".into());
+            }
+            _ => {}
+        }
         let param = find_param(directive).ok_or("unknown directive")?;
         if values.len() > 1 && !param.multiword {
             return Err("wrong number of arguments".into());
@@ -67,6 +98,49 @@ impl Config {
         };
         param.apply(self, &value)
     }
+
+    /// `include PATH`: the file's lines, applied here. A `*`, `?` or `[`
+    /// in its name makes it a pattern: every file it matches, in name
+    /// order (none is no error, as with Redis).
+    fn include(&mut self, path: &str, depth: usize) -> Result<(), String> {
+        if depth >= INCLUDE_DEPTH_MAX {
+            return Err(format!("includes nest more than {INCLUDE_DEPTH_MAX} deep"));
+        }
+        for file in included_files(Path::new(path))? {
+            let text = std::fs::read_to_string(&file).map_err(|e| {
+                format!(
+                    "Fatal error, can't open config file '{}': {e}",
+                    file.display()
+                )
+            })?;
+            self.apply_file_at(&text, depth + 1)
+                .map_err(|e| format!("in {}: {e}", file.display()))?;
+        }
+        Ok(())
+    }
+}
+
+/// The files an `include` names: the path itself, or those its file
+/// name's pattern matches in its directory.
+fn included_files(path: &Path) -> Result<Vec<PathBuf>, String> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    let Some(pattern) = name.filter(|n| n.contains(['*', '?', '['])) else {
+        return Ok(vec![path.to_path_buf()]);
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(Vec::new());
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|e| glob_match(pattern.as_bytes(), e.file_name().as_encoded_bytes(), false))
+        .map(|e| dir.join(e.file_name()))
+        .collect();
+    files.sort();
+    Ok(files)
 }
 
 #[cfg(test)]

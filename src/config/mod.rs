@@ -131,6 +131,9 @@ macro_rules! directives {
             /// The values of Redis's settings that rlockd checks and reports
             /// but does not act on (`kept/`).
             pub kept: Kept,
+            /// `rename-command` lines, in order: a command's name, lower
+            /// case, and its new one ("": the command is removed).
+            pub renamed_commands: Vec<(String, String)>,
         }
 
         impl Default for Config {
@@ -138,6 +141,7 @@ macro_rules! directives {
                 Config {
                     $($field: $default,)*
                     kept: Kept::default(),
+                    renamed_commands: Vec::new(),
                 }
             }
         }

@@ -10,6 +10,7 @@ pub mod guard;
 pub mod introspect;
 pub mod latency;
 pub mod persistence;
+pub mod renames;
 pub mod slowlog;
 pub mod stats;
 
@@ -66,6 +67,8 @@ pub struct Shared {
     /// When (server ms) HTTP sent to the port was last logged: Redis logs
     /// it once a minute at most, so a flood does not flood the log.
     pub attack_logged_ms: AtomicU64,
+    /// The names `rename-command` gave commands, fixed at start.
+    pub command_names: renames::CommandNames,
 }
 
 impl Shared {
@@ -76,6 +79,7 @@ impl Shared {
         clock: Arc<dyn Clock>,
         manual: Option<Arc<ManualClock>>,
         commands: usize,
+        command_names: renames::CommandNames,
     ) -> Self {
         let clock = manual.clone().map_or(clock, |m| m as Arc<dyn Clock>);
         let started_ms = clock.now_ms();
@@ -108,6 +112,7 @@ impl Shared {
             started_ms,
             run_id: crate::util::random_hex(40),
             attack_logged_ms: AtomicU64::new(0),
+            command_names,
             manual_clock: manual,
             faults: Default::default(),
             config_changes: tokio::sync::watch::Sender::new(0),

@@ -99,6 +99,7 @@ impl Harness {
             Arc::new(SystemClock),
             None,
             crate::command::REGISTRY.specs.len(),
+            Default::default(),
         ));
         spawn_watchdog(Arc::downgrade(&shared));
         let (client, mail) = connect(&shared);

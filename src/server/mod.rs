@@ -4,6 +4,8 @@
 mod aof;
 mod listener;
 mod metrics;
+pub mod process;
+pub mod syslog;
 
 use std::io;
 use std::net::SocketAddr;
@@ -20,6 +22,7 @@ use crate::client_handle::{ClientAddr, ClientHandle};
 use crate::clock::{Clock, ManualClock, SystemClock};
 use crate::config::Config;
 use crate::context::Shared;
+use crate::context::renames::CommandNames;
 pub use crate::context::{HeldLock, LockKind, LockOwner, PauseMode, Waiters};
 use listener::{Accepted, Listener, Stream, UnixSocket};
 
@@ -228,8 +231,19 @@ impl ServerBuilder {
         // Port 0 beside a socket is Redis's "no TCP"; without one, rlockd
         // picks a free port.
         if port != 0 || socket.is_empty() {
-            for host in &self.config.bind {
-                let listener = listen(host, port, self.config.tcp_backlog).await?;
+            for spec in &self.config.bind {
+                let (host, optional) = bind_address(spec);
+                let listener = match listen(host, port, self.config.tcp_backlog).await {
+                    Ok(listener) => listener,
+                    // Redis skips an optional address it cannot bind.
+                    Err(e) if optional => {
+                        tracing::warn!(
+                            "Could not create server TCP listening socket {host}:{port}: {e}"
+                        );
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
                 let addr = listener.local_addr()?;
                 // Port 0 picks a free port once; every address shares it.
                 port = addr.port();
@@ -253,7 +267,10 @@ impl ServerBuilder {
             manual => manual,
         };
         let metrics = match self.config.metrics_port {
-            Some(port) => Some(listen(&self.config.bind[0], port, self.config.tcp_backlog).await?),
+            Some(port) => {
+                let host = bind_address(&self.config.bind[0]).0;
+                Some(listen(host, port, self.config.tcp_backlog).await?)
+            }
             None => None,
         };
         let metrics_addr = metrics.as_ref().map(|l| l.local_addr()).transpose()?;
@@ -261,11 +278,16 @@ impl ServerBuilder {
         // and CLUSTER answer it.
         let mut config = self.config;
         config.port = port;
+        let command_names = CommandNames::build(&config.renamed_commands, |name| {
+            crate::command::REGISTRY.lookup(name.as_bytes()).is_some()
+        })
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("rename-command: {e}")))?;
         let shared = Arc::new(Shared::new(
             config,
             self.clock,
             manual,
             crate::command::REGISTRY.specs.len(),
+            command_names,
         ));
         // Users come from the ACL file when there is one, as at Redis's start.
         if !shared.config.read().aclfile.is_empty() {
@@ -389,6 +411,22 @@ impl Drop for BlockingServer {
 /// Listens on the first address `host` resolves to that binds, with room
 /// for `backlog` connections not yet accepted (`tcp-backlog`; tokio's own
 /// `bind` fixes it at 1024, and the kernel caps it at `somaxconn`).
+/// A `bind` address as Redis reads it: `-` before it makes it optional
+/// (not being able to bind it is no error), `*` is every IPv4 address and
+/// `::*` every IPv6 one.
+pub fn bind_address(spec: &str) -> (&str, bool) {
+    let (host, optional) = match spec.strip_prefix('-') {
+        Some(host) => (host, true),
+        None => (spec, false),
+    };
+    let host = match host {
+        "*" => "0.0.0.0",
+        "::*" => "::",
+        host => host,
+    };
+    (host, optional)
+}
+
 async fn listen(host: &str, port: u16, backlog: u32) -> io::Result<TcpListener> {
     let mut failed = None;
     for addr in tokio::net::lookup_host((host, port)).await? {
