@@ -27,6 +27,34 @@ struct Args {
     /// health checks).
     #[arg(long)]
     health_check: bool,
+    /// Identify as redis-server 7.0.15 (`--version` in Redis's form), as
+    /// when started by the name redis-server (a symlink or a copy).
+    #[arg(long)]
+    as_redis_server: bool,
+}
+
+/// The name that makes rlockd identify as Redis, as tools that start
+/// `redis-server` expect.
+const REDIS_SERVER: &str = "redis-server";
+
+/// Whether this process stands in for redis-server: started by its name
+/// or with `--as-redis-server`.
+fn stands_in_for_redis(words: &[String]) -> bool {
+    let started_as = words
+        .first()
+        .and_then(|argv0| std::path::Path::new(argv0).file_name())
+        .is_some_and(|name| name == REDIS_SERVER);
+    started_as || words.iter().any(|w| w == "--as-redis-server")
+}
+
+/// `redis-server --version`'s line, with rlockd's own version at its end
+/// (tools read the first version number in it).
+fn redis_version_line() -> String {
+    format!(
+        "Redis server v={} sha=00000000:0 malloc=mimalloc bits=64 build=0 rlockd={}",
+        rlockd::protocol::REDIS_VERSION,
+        env!("CARGO_PKG_VERSION")
+    )
 }
 
 /// `Args` with a flag for every directive, so that `--help` lists them.
@@ -71,8 +99,12 @@ impl CommandLine {
         let mut in_directive = false;
         for word in words {
             match word.strip_prefix("--").filter(|n| !n.is_empty()) {
+                // One word may hold a directive and its values, as
+                // redis-server reads `"--save 900 1"`.
                 Some(name) if !is_known(name) => {
-                    directives.push((name.to_string(), Vec::new()));
+                    let mut parts = name.split_whitespace().map(String::from);
+                    let name = parts.next().unwrap_or_default();
+                    directives.push((name, parts.collect()));
                     in_directive = true;
                 }
                 Some(_) => {
@@ -154,7 +186,12 @@ fn main() -> std::process::ExitCode {
     // SAFETY: mimalloc range-checks the option number, and no other
     // thread exists yet to read the option while it is written.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
-    let line = CommandLine::parse_from(std::env::args());
+    let words: Vec<String> = std::env::args().collect();
+    if stands_in_for_redis(&words) && words[1..].iter().any(|w| w == "--version" || w == "-v") {
+        println!("{}", redis_version_line());
+        return std::process::ExitCode::SUCCESS;
+    }
+    let line = CommandLine::parse_from(words);
     let health = line.args.health_check;
     let config = match load_config(line) {
         Ok(config) => config,
@@ -196,8 +233,13 @@ fn main() -> std::process::ExitCode {
 fn load_config(line: CommandLine) -> Result<rlockd::Config, Box<dyn std::error::Error>> {
     let mut config = rlockd::Config::default();
     if let Some(path) = &line.args.config_file {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        // `-` is standard input, as for redis-server.
+        let text = match path.to_str() {
+            Some("-") => std::io::read_to_string(std::io::stdin())
+                .map_err(|e| format!("cannot read the config from standard input: {e}"))?,
+            _ => std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?,
+        };
         config.apply_file(&text)?;
     }
     for (name, values) in line.directives {
@@ -315,8 +357,9 @@ async fn run(config: rlockd::Config) -> std::io::Result<()> {
             }
         }
     });
+    // Redis's words, which tools that start redis-server wait for.
     tracing::info!(
-        "rlockd {} ready to accept connections on {}",
+        "rlockd {}: Ready to accept connections on {}",
         env!("CARGO_PKG_VERSION"),
         server
             .addrs()
@@ -432,6 +475,23 @@ mod tests {
         assert_eq!(parsed.directives[0].1, words(&["::1", "127.0.0.1"]));
         assert_eq!(parsed.directives[1].1, words(&["7003"]));
         assert_eq!(parsed.args.config_file, Some(PathBuf::from("rlockd.conf")));
+        // pytest-redis passes `--save 900 1` as one word, as redis-server takes it.
+        let parsed = line(&["rlockd", "--maxmemory-policy allkeys-lru", "--port", "7004"]);
+        assert_eq!(
+            parsed.directives[0],
+            ("maxmemory-policy".to_string(), words(&["allkeys-lru"]))
+        );
+        assert_eq!(load_config(parsed).unwrap().maxmemory_policy, "allkeys-lru");
+        assert!(stands_in_for_redis(&words(&["/usr/bin/redis-server"])));
+        assert!(stands_in_for_redis(&words(&[
+            "rlockd",
+            "--as-redis-server"
+        ])));
+        assert!(!stands_in_for_redis(&words(&[
+            "/usr/bin/rlockd",
+            "--port",
+            "1"
+        ])));
         let bad = load_config(line(&["rlockd", "--no-such-thing", "1"])).unwrap_err();
         assert_eq!(bad.to_string(), "--no-such-thing 1: unknown directive");
     }

@@ -470,7 +470,7 @@ fn daemonize_detaches_with_pid_and_log_files() {
     let info: String = redis::cmd("INFO").arg("server").query(&mut con).unwrap();
     assert!(info.contains(&format!("process_id:{pid}\r\n")), "{info}");
     let log = std::fs::read_to_string(&log_file).unwrap();
-    assert!(log.contains("ready to accept connections"), "{log}");
+    assert!(log.contains("Ready to accept connections"), "{log}");
     let _ = redis::cmd("SHUTDOWN").query::<()>(&mut con);
     let deadline = Instant::now() + common::WAIT;
     while pid_file.exists() || refserver::ping(loopback(port)) {

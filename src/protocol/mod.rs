@@ -8,4 +8,4 @@ pub(crate) use reply::Protocol;
 pub use reply::Reply;
 
 /// The Redis version rlockd answers as: clients gate features on it.
-pub(crate) const REDIS_VERSION: &str = "7.0.15";
+pub const REDIS_VERSION: &str = "7.0.15";
