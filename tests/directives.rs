@@ -137,11 +137,17 @@ const UNSWEPT: &[&str] = &[
 ];
 
 /// Where rlockd answers otherwise on purpose (README, "Differences from
-/// Redis 7.0"): the value it cannot honour, and what it refuses.
+/// Redis 7.0"): values it cannot honour, which Redis takes.
 const DIFFERENT: &[(&str, &str)] = &[
     ("proto-max-bulk-len", "1mb"),
     ("proto-max-bulk-len", "2147483648"),
     ("acl-pubsub-default", "allchannels"),
+    ("hll-sparse-max-bytes", "0"),
+    ("hll-sparse-max-bytes", "1"),
+    ("hll-sparse-max-bytes", "101"),
+    ("hll-sparse-max-bytes", "2147483648"),
+    ("hll-sparse-max-bytes", "1mb"),
+    ("hll-sparse-max-bytes", ""),
 ];
 
 /// Every setting both list, set to a spread of good and bad values on
@@ -517,4 +523,33 @@ fn supervised_systemd_notifies_readiness() {
     let n = socket.recv(&mut buf).expect("a notification");
     assert_eq!(String::from_utf8_lossy(&buf[..n]), "STOPPING=1\n");
     assert!(running.0.wait().unwrap().success());
+}
+
+/// README's table under "Configuration directives" has a row for every
+/// setting rlockd lists.
+#[test]
+fn readme_table_lists_every_directive() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let start = readme
+        .find("## Configuration directives")
+        .expect("README has the section");
+    let section = &readme[start..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
+    let listed: Vec<&str> = section
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split('`').next())
+        .collect();
+    let missing: Vec<&str> = rlockd::config::params()
+        .map(|p| p.name)
+        .filter(|name| !listed.contains(name))
+        .collect();
+    assert!(missing.is_empty(), "README's table lacks {missing:?}");
+    for file_only in ["include", "rename-command", "user"] {
+        assert!(
+            listed.contains(&file_only),
+            "README's table lacks {file_only}"
+        );
+    }
 }

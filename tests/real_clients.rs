@@ -21,8 +21,6 @@ use refserver::{Setup, Subject, find_tool, loud, targets};
 
 /// Env var that turns a missing client interpreter or package into a failure.
 const REQUIRE_CLIENTS_ENV: &str = "RLOCKD_REQUIRE_CLIENTS";
-/// The Python that has the pinned client packages (`.ci/run` sets it).
-const PYTHON_ENV: &str = "RLOCKD_PYTHON";
 const NODE_ENV: &str = "RLOCKD_NODE";
 
 /// How long one client program may run before it is killed and fails.
@@ -36,12 +34,7 @@ fn clients_dir() -> PathBuf {
 /// project's `.venv`, else `python3` on PATH; `None` (after a SKIP) when it
 /// is missing or lacks the client packages.
 fn python(test: &str) -> Option<PathBuf> {
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
-    let found = match std::env::var_os(PYTHON_ENV) {
-        None if venv.is_file() => Some(venv),
-        _ => find_tool("python3", PYTHON_ENV),
-    };
-    let Some(python) = found else {
+    let Some(python) = refserver::project_python() else {
         skip(test, "no Python (set $RLOCKD_PYTHON or create .venv)");
         return None;
     };

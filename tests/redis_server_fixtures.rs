@@ -132,12 +132,7 @@ fn go_redsync_tempredis_fixture() {
 #[test]
 fn pytest_redis_fixtures() {
     let test = "pytest_redis_fixtures";
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
-    let python = match std::env::var_os("RLOCKD_PYTHON") {
-        None if venv.is_file() => Some(venv),
-        _ => find_tool("python3", "RLOCKD_PYTHON"),
-    };
-    let Some(python) = python else {
+    let Some(python) = refserver::project_python() else {
         return skip(test, "no Python (set $RLOCKD_PYTHON or create .venv)");
     };
     let has_plugin = Command::new(&python)

@@ -366,7 +366,8 @@ directives! {
         change: Never,
     }
     /// How a supervisor hears that the server is ready: no, systemd
-    /// (sd_notify over NOTIFY_SOCKET), upstart (SIGSTOP), or auto.
+    /// (sd_notify over NOTIFY_SOCKET), auto (systemd when NOTIFY_SOCKET is
+    /// set); upstart is accepted, with a warning that it is not signalled.
     "supervised" => supervised: String {
         default: "no".into(),
         parse: |v| parse_enum(v, &["upstart", "systemd", "auto", "no"]),

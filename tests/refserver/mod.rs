@@ -75,6 +75,16 @@ pub fn skip_unless_required(test: &str, reason: &str, require_env: &str) {
     ));
 }
 
+/// The Python with the pinned client packages: `$RLOCKD_PYTHON`, else the
+/// project's `.venv` (as `.ci/run` makes it), else `python3` on PATH.
+pub fn project_python() -> Option<PathBuf> {
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
+    match std::env::var_os("RLOCKD_PYTHON") {
+        None if venv.is_file() => Some(venv),
+        _ => find_tool("python3", "RLOCKD_PYTHON"),
+    }
+}
+
 pub fn redis_server_path(test: &str) -> Option<PathBuf> {
     require_tool(test, "redis-server", "REDIS_SERVER")
 }

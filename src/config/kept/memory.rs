@@ -48,8 +48,9 @@ kept! {
     "oom-score-adj-values" = "0 200 800", Runtime, Check::words(oom_score_adj_values);
     /// No effect: transparent huge pages are left as they are.
     "disable-thp" = "yes", Never, YES_NO;
-    /// No effect: HyperLogLogs keep Redis's sparse limit of 3000 bytes.
-    "hll-sparse-max-bytes" = "3000", Runtime,
+    /// Fixed at Redis's default: HyperLogLogs turn dense past 3000 bytes,
+    /// and CONFIG SET refuses another value as immutable.
+    "hll-sparse-max-bytes" = "3000", Startup,
         Check::new(|v| memory_text(v, 0, i64::MAX as u64));
 }
 
