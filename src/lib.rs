@@ -17,7 +17,10 @@
 //! up goes through a trait the lower module defines.
 //!
 //! - `server`: starting and stopping an instance, its listeners (TCP, unix
-//!   socket: `server/listener.rs`), the expiry driver, metrics. `fuzzing`: entry points for the fuzz targets.
+//!   socket: `server/listener.rs`), the expiry driver, metrics, and the
+//!   process around it that the binary manages (`server/process.rs`:
+//!   daemonize, the pid file, systemd's readiness; `server/syslog.rs`).
+//!   `fuzzing`: entry points for the fuzz targets.
 //! - `connection`: one client's loop of reading requests and writing replies.
 //! - `command`: one file or folder per command family (`strings.rs`,
 //!   `hashes.rs`, `streams/`…), each declaring its commands' specs beside
@@ -26,11 +29,16 @@
 //!   `permissions.rs` checks ACLs, and the base files below the families
 //!   (`spec.rs`, `ctx.rs`, `args.rs`, `reply.rs`…) are what they share.
 //! - `context`: state every connection shares (`Shared`) and one client's
-//!   own (`Client`): ACL, stats, slowlog, persistence as the server runs it.
+//!   own (`Client`): ACL, stats, slowlog, persistence as the server runs it,
+//!   the names `rename-command` gave commands (`context/renames.rs`).
 //! - `scripting`: the Lua engine behind EVAL and FUNCTION. `pubsub`:
 //!   channels, MONITOR and client-side caching's invalidations.
 //! - `cluster`: answering as a one-node Redis Cluster. `config`: each
-//!   directive, declared once.
+//!   directive, declared once: rlockd's settings in `config/table.rs`,
+//!   Redis's that it checks and reports without acting on them in
+//!   `config/kept/` (one file per theme), Redis's value checks in
+//!   `config/parse.rs`, the config file (`include`, `rename-command`) in
+//!   `config/file.rs`.
 //! - `client_handle`: what the server shares about one connected client.
 //! - `keyspace`: the data: shards and their locks, databases, values,
 //!   deadlines, blocked clients, keyspace events (its own doc maps it).

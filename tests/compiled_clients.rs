@@ -10,6 +10,7 @@
 //! `stop N` server N or to `drop N` its connections. A missing toolchain is
 //! a SKIP unless `RLOCKD_REQUIRE_CLIENTS=1` (as `.ci/run` sets).
 
+mod common;
 mod refserver;
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -275,6 +276,45 @@ fn redisson(test: &str, class: &str, setup: Setup<'static>, count: usize) {
         command
     };
     run_against_targets(test, setup, count, &make, &judge_junit);
+}
+
+/// An embedded-redis style launcher (`EmbeddedLauncherTest`: a config
+/// file, `--port`, Redis's ready line, destroy()) given a `redis-server`
+/// symlink to rlockd, then the real redis-server; the class checks which
+/// one it started.
+#[test]
+fn java_embedded_redis_style_launcher() {
+    let test = "java_embedded_redis_style_launcher";
+    let classpath = match java_classpath() {
+        Ok(cp) => cp,
+        Err(why) => return skip(test, why),
+    };
+    let java = find_tool("java", "RLOCKD_JAVA").expect("java was found before");
+    let dir = common::TempDir::new();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_rlockd"), dir.path("redis-server")).unwrap();
+    let mut executables = vec![(dir.path("redis-server"), "rlockd")];
+    if let Some(redis) = refserver::redis_server_path(test) {
+        executables.push((redis, "redis"));
+    }
+    for (executable, name) in executables {
+        let out = Command::new(&java)
+            .arg(format!("-Drlockd.redisExecutable={}", executable.display()))
+            .arg(format!("-Drlockd.expects={name}"))
+            .args(["-cp", classpath])
+            .arg("org.junit.platform.console.ConsoleLauncher")
+            .args(["execute", "--disable-banner", "--disable-ansi-colors"])
+            .args(["--select-class", "rlockd.clients.EmbeddedLauncherTest"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && junit_count(&text, "tests successful") == Some(1),
+            "{test} with {name}:\n{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        loud(&format!("{test} with {name}: 1 passed, 0 failed"));
+    }
 }
 
 fn one_server() -> Setup<'static> {

@@ -5,8 +5,10 @@
 //! and the binary's flags and `--help` read are all made from that list.
 //!
 //! `values.rs`: how a field's type reads back and shows as a flag;
-//! `parse.rs`: Redis's value checks; `table.rs`: the directives;
-//! `file.rs`: reading a config file.
+//! `parse.rs`: Redis's value checks; `table.rs`: rlockd's directives;
+//! `kept/`: Redis's that rlockd checks and reports without acting on them,
+//! one file per theme; `file.rs`: reading a config file (`include`,
+//! `rename-command`).
 
 pub use file::ConfigFileError;
 pub use kept::Kept;
