@@ -395,6 +395,49 @@ fn include_and_rename_command_as_redis_reads_them() {
     assert_eq!(reply(&mut mine, &["GET2", "k"]), "bulk-string('\"v\"')");
 }
 
+/// `user` lines declare ACL users at start, beside `requirepass` for the
+/// default user, as redis-server reads them: the same ACL LIST and AUTH
+/// replies.
+#[test]
+fn users_declared_in_the_config_file_as_redis_declares_them() {
+    let Some(bin) = refserver::redis_server_path("directives") else {
+        return;
+    };
+    let dir = TempDir::new();
+    let conf = dir.path("users.conf");
+    std::fs::write(
+        &conf,
+        "save \"\"\nrequirepass secret\nuser alice on >wonderland ~lock:* +@all -flushall\nuser bob off\n",
+    )
+    .unwrap();
+    let start = |bin: &Path| {
+        let port = free_port();
+        let args = [conf.to_str().unwrap(), "--port", &port.to_string()];
+        (run(bin, &args, port), port)
+    };
+    let (_redis, theirs) = start(&bin);
+    let (_rlockd, mine) = start(Path::new(RLOCKD));
+    let connect = |port| {
+        redis::Client::open(format!("redis://{}", loopback(port)))
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    };
+    let (mut theirs, mut mine) = (connect(theirs), connect(mine));
+    for args in [
+        &["PING"][..],
+        &["AUTH", "bob", "x"],
+        &["AUTH", "alice", "wonderland"],
+        &["SET", "lock:1", "a"],
+        &["SET", "other", "a"],
+        &["FLUSHALL"],
+        &["AUTH", "default", "secret"],
+        &["ACL", "LIST"],
+    ] {
+        assert_eq!(reply(&mut mine, args), reply(&mut theirs, args), "{args:?}");
+    }
+}
+
 /// Start-up stops, naming the directive, on a bad include or rename and
 /// on a value rlockd cannot honour.
 #[test]
@@ -429,6 +472,16 @@ fn what_cannot_be_done_stops_start_up() {
             "--replicaof host: wrong number of arguments",
         ),
         ("timeout 1 2\n", &[], "wrong number of arguments"),
+        (
+            "user alice on nosuchrule\n",
+            &[],
+            "Error in user declaration 'nosuchrule'",
+        ),
+        (
+            "user alice on\naclfile /tmp/users.acl\n",
+            &[],
+            "Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid",
+        ),
     ] {
         std::fs::write(&conf, text).unwrap();
         let out = Command::new(RLOCKD)

@@ -390,19 +390,63 @@ pub fn load_file(shared: &Shared, mut current: Option<&mut Client>) -> CmdResult
                 "Duplicate user found. A user can only be defined once in config files",
             ));
         }
-        let args: Vec<Bytes> = rest[1..]
-            .iter()
-            .map(|w| Bytes::from(w.to_string()))
-            .collect();
-        let mut user = shared.acl.blank_user();
-        for op in merge_selectors(&args)? {
-            user.apply(&CATALOG, &op)
-                .map_err(|e| fail(&format!("Error in applying operation '{op}': {}", e.text())))?;
-        }
+        let user = user_from_rules(shared, &rest[1..]).map_err(|e| match e {
+            RulesError::Selectors(e) => e,
+            RulesError::Op(op, why) => fail(&format!("Error in applying operation '{op}': {why}")),
+        })?;
         users.push((name.to_string(), user));
     }
     for name in shared.acl.replace_all(users) {
         disconnect_users_of(shared, &name, current.as_deref_mut());
+    }
+    Ok(())
+}
+
+/// Why a user's rules could not be read.
+enum RulesError {
+    /// A selector left open.
+    Selectors(CmdError),
+    /// An operation, and why it failed.
+    Op(String, &'static str),
+}
+
+/// A fresh user with `rules` (ACL SETUSER's) applied in order.
+fn user_from_rules(shared: &Shared, rules: &[&str]) -> Result<User, RulesError> {
+    let args: Vec<Bytes> = rules.iter().map(|w| Bytes::from(w.to_string())).collect();
+    let mut user = shared.acl.blank_user();
+    for op in merge_selectors(&args).map_err(RulesError::Selectors)? {
+        if let Err(e) = user.apply(&CATALOG, &op) {
+            return Err(RulesError::Op(op, e.text()));
+        }
+    }
+    Ok(user)
+}
+
+/// The users the config file's `user NAME rules...` lines declare, set up
+/// at start as Redis sets them up; the default user, unless declared, is
+/// as `requirepass` makes it.
+pub fn load_configured(shared: &Shared, lines: &[Vec<String>]) -> Result<(), String> {
+    let mut users: Vec<(String, User)> = Vec::new();
+    for words in lines {
+        let Some((name, rules)) = words.split_first() else {
+            continue;
+        };
+        if users.iter().any(|(u, _)| u == name) {
+            return Err(format!("Duplicate user '{name}' found"));
+        }
+        let rules: Vec<&str> = rules.iter().map(String::as_str).collect();
+        let user = user_from_rules(shared, &rules).map_err(|e| match e {
+            RulesError::Selectors(e) => e.to_string(),
+            RulesError::Op(op, why) => format!("Error in user declaration '{op}': {why}"),
+        })?;
+        users.push((name.clone(), user));
+    }
+    let declares_default = users.iter().any(|(name, _)| name == "default");
+    shared.acl.replace_all(users);
+    if !declares_default {
+        shared
+            .acl
+            .set_default_password(shared.config.read().requirepass.as_deref());
     }
     Ok(())
 }

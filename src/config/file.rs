@@ -31,7 +31,7 @@ const INCLUDE_DEPTH_MAX: usize = 16;
 impl Config {
     /// Applies a redis.conf-style file: one `directive value...` per line,
     /// `#` comments, Redis's quoting. Directives are the names CONFIG GET
-    /// knows, and `include` and `rename-command`.
+    /// knows, and `include`, `rename-command` and `user`.
     pub fn apply_file(&mut self, text: &str) -> Result<(), ConfigFileError> {
         self.apply_file_at(text, 0)
     }
@@ -81,6 +81,10 @@ impl Config {
             ("rename-command", [command, new_name]) => {
                 self.renamed_commands
                     .push((command.to_ascii_lowercase(), new_name.to_ascii_lowercase()));
+                return Ok(());
+            }
+            ("user", [_, ..]) => {
+                self.users.push(values.to_vec());
                 return Ok(());
             }
             ("include" | "rename-command", _) => {

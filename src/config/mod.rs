@@ -136,6 +136,8 @@ macro_rules! directives {
             /// `rename-command` lines, in order: a command's name, lower
             /// case, and its new one ("": the command is removed).
             pub renamed_commands: Vec<(String, String)>,
+            /// `user NAME rules...` lines: each user's name and ACL rules.
+            pub users: Vec<Vec<String>>,
         }
 
         impl Default for Config {
@@ -144,6 +146,7 @@ macro_rules! directives {
                     $($field: $default,)*
                     kept: Kept::default(),
                     renamed_commands: Vec::new(),
+                    users: Vec::new(),
                 }
             }
         }

@@ -289,6 +289,19 @@ impl ServerBuilder {
             crate::command::REGISTRY.specs.len(),
             command_names,
         ));
+        // Users declared in the config file, or those of the ACL file: not
+        // both, as Redis refuses.
+        let declared = std::mem::take(&mut shared.config.write().users);
+        if !declared.is_empty() {
+            if !shared.config.read().aclfile.is_empty() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    USERS_AND_ACL_FILE,
+                ));
+            }
+            crate::command::acl::load_configured(&shared, &declared)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        }
         // Users come from the ACL file when there is one, as at Redis's start.
         if !shared.config.read().aclfile.is_empty() {
             crate::command::acl::load_file(&shared, None)
@@ -411,6 +424,9 @@ impl Drop for BlockingServer {
 /// Listens on the first address `host` resolves to that binds, with room
 /// for `backlog` connections not yet accepted (`tcp-backlog`; tokio's own
 /// `bind` fixes it at 1024, and the kernel caps it at `somaxconn`).
+/// Redis's refusal of users declared both ways.
+const USERS_AND_ACL_FILE: &str = "Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both.";
+
 /// A `bind` address as Redis reads it: `-` before it makes it optional
 /// (not being able to bind it is no error), `*` is every IPv4 address and
 /// `::*` every IPv6 one.
