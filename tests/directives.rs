@@ -473,6 +473,12 @@ fn what_cannot_be_done_stops_start_up() {
         ),
         ("timeout 1 2\n", &[], "wrong number of arguments"),
         (
+            "loadmodule /usr/lib/redis/modules/redisbloom.so\n",
+            &[],
+            "rlockd loads no modules",
+        ),
+        ("bf.error-rate 0.01\n", &[], "rlockd loads no modules"),
+        (
             "user alice on nosuchrule\n",
             &[],
             "Error in user declaration 'nosuchrule'",

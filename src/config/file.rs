@@ -87,6 +87,11 @@ impl Config {
                 self.users.push(values.to_vec());
                 return Ok(());
             }
+            ("loadmodule", _) => return Err("rlockd loads no modules".into()),
+            ("sentinel", _) => return Err("rlockd is no Sentinel".into()),
+            (name, _) if name.contains('.') => {
+                return Err("a module's setting: rlockd loads no modules".into());
+            }
             ("include" | "rename-command", _) => {
                 return Err("Bad directive or wrong number of arguments".into());
             }
