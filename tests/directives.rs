@@ -119,6 +119,18 @@ fn config_get_lists_what_redis_lists_with_its_defaults() {
         .filter(|(k, v, m)| v != m && !PER_INSTANCE.contains(&k.as_str()))
         .collect();
     assert!(differ.is_empty(), "(name, Redis's, rlockd's): {differ:?}");
+    // Redis's hidden settings answer for their exact names only.
+    for hidden in [
+        "key-load-delay",
+        "use-exit-on-panic",
+        "watchdog-period",
+        "loading-process-events-interval-bytes",
+    ] {
+        let get = ["CONFIG", "GET", hidden];
+        let (want, got) = (request(redis.addr, &get), request(ours.addr, &get));
+        assert_eq!(format!("{got:?}"), format!("{want:?}"), "{hidden}");
+        assert!(!theirs.contains_key(hidden) && !mine.contains_key(hidden));
+    }
 }
 
 /// Settings the sweep leaves alone: changing them would cut the test's

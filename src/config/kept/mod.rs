@@ -85,11 +85,13 @@ fn port(v: &str) -> Result<String, String> {
 }
 
 /// Makes a theme's `PARAMS`: each entry is `name [| alias] = default,
-/// change, check;` under its doc comment.
+/// change, check [, hidden: true];` under its doc comment (hidden: CONFIG
+/// GET lists it for its exact name only, as Redis's testing settings).
 macro_rules! kept {
     ($(
         $(#[doc = $doc:literal])*
-        $name:literal $(| $alias:literal)? = $default:literal, $change:ident, $check:expr;
+        $name:literal $(| $alias:literal)? = $default:literal, $change:ident, $check:expr
+            $(, hidden: $hidden:literal)?;
     )*) => {
         pub(super) static PARAMS: &[Param] = &[$(Param {
             name: $name,
@@ -103,7 +105,7 @@ macro_rules! kept {
             }),
             change: Change::$change,
             reacts: &[],
-            hidden: false,
+            hidden: given_or!([$($hidden)?] false),
             multiword: $check.multiword,
             alone: $check.alone,
             shape: $check.shape,

@@ -59,6 +59,14 @@ kept! {
     /// New ACL users start with no channels, as Redis 7.0's default; rlockd
     /// refuses allchannels rather than ignore it.
     "acl-pubsub-default" = "resetchannels", Runtime, Check::new(acl_pubsub_default);
+    /// Redis's testing setting (hidden): no effect, a panic aborts.
+    "use-exit-on-panic" = "no", Runtime, YES_NO, hidden: true;
+    /// Redis's testing setting (hidden): no effect, no watchdog.
+    "watchdog-period" = "0", Runtime, Check::new(|v| int_from(v, 0)), hidden: true;
+    /// Redis's setting (hidden): no effect, loading does not pause for
+    /// events.
+    "loading-process-events-interval-bytes" = "2097152", Runtime,
+        Check::new(|v| int_text(v, 1024, i32::MAX.into())), hidden: true;
     /// No effect: rlockd has no MODULE command.
     "enable-module-command" = "no", Never, Check::new(|v| parse_enum(v, &["no", "yes", "local"]));
 }
