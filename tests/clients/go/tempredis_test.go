@@ -29,8 +29,9 @@ func TestTempredisFixture(t *testing.T) {
 	ctx := context.Background()
 	var pools []rsredis.Pool
 	for i := 0; i < 3; i++ {
-		// As go-redsync's TestMain starts its servers.
-		server, err := tempredis.Start(tempredis.Config{"port": "0"})
+		// As go-redsync's TestMain starts its servers, without the
+		// snapshot a real redis-server would leave in this directory.
+		server, err := tempredis.Start(tempredis.Config{"port": "0", "save": ""})
 		if err != nil {
 			t.Fatalf("tempredis.Start: %v", err)
 		}
