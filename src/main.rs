@@ -187,7 +187,8 @@ fn main() -> std::process::ExitCode {
     // thread exists yet to read the option while it is written.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
     let words: Vec<String> = std::env::args().collect();
-    if stands_in_for_redis(&words) && words[1..].iter().any(|w| w == "--version" || w == "-v") {
+    let asks_version = words.iter().skip(1).any(|w| w == "--version" || w == "-v");
+    if asks_version && stands_in_for_redis(&words) {
         println!("{}", redis_version_line());
         return std::process::ExitCode::SUCCESS;
     }
