@@ -100,6 +100,8 @@ pub struct Setup<'a> {
     /// An append-only file the reference server starts from (its own
     /// directory gets a copy), with `appendonly yes`. rlockd ignores it.
     pub aof: Option<&'a Path>,
+    /// `enable-protected-configs yes`: CONFIG SET may move `dir`.
+    pub protected_configs: bool,
 }
 
 /// Redis puts a node's cluster bus 10000 above its port and refuses a
@@ -188,6 +190,9 @@ impl RedisServer {
             if let Some(aof) = setup.aof {
                 std::fs::copy(aof, dir.join("appendonly.aof")).expect("a copy of the AOF");
                 extra.extend(["--appendonly".into(), "yes".into()]);
+            }
+            if setup.protected_configs {
+                extra.extend(["--enable-protected-configs".into(), "yes".into()]);
             }
             if setup.cluster {
                 extra.extend([
@@ -326,8 +331,14 @@ impl Rlockd {
 
     pub fn start_setup(setup: Setup) -> Rlockd {
         // DEBUG on both sides, as the reference's command line allows it.
+        let protected_configs = if setup.protected_configs {
+            rlockd::DebugCommand::Yes
+        } else {
+            rlockd::DebugCommand::No
+        };
         let config = rlockd::Config {
             enable_debug_command: rlockd::DebugCommand::Yes,
+            enable_protected_configs: protected_configs,
             ..rlockd::Config::default()
         };
         let mut builder = rlockd::Server::builder()
