@@ -727,6 +727,13 @@ directives! {
         parse: DebugCommand::parse,
         change: Never,
     }
+    /// Ours: once listening, write the ready line (the addresses) to this
+    /// file too, removed at shutdown ("": none).
+    "ready-file" => ready_file: String {
+        default: String::new(),
+        parse: text,
+        change: Never,
+    }
     /// Ours: serve Prometheus metrics over HTTP on this port (0 picks one);
     /// not served unless given.
     "metrics-port" => metrics_port: Option<u16> {

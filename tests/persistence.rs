@@ -328,8 +328,8 @@ fn start_logged(dir: &TempDir) -> (Child, u16, String) {
         let line = lines.next().expect("a ready line").unwrap();
         log.push_str(&line);
         log.push('\n');
-        if let Some(addr) = line.split("connections on ").nth(1) {
-            break addr.rsplit(':').next().unwrap().trim().parse().unwrap();
+        if let Some(port) = common::ready_port(&line) {
+            break port;
         }
     };
     std::thread::spawn(move || lines.for_each(drop));

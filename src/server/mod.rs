@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -21,7 +20,7 @@ use crate::clock::{Clock, ManualClock, SystemClock};
 use crate::config::Config;
 use crate::context::Shared;
 pub use crate::context::{HeldLock, LockKind, LockOwner, PauseMode, Waiters};
-use listener::{Accepted, Listener, Stream, UnixSocket};
+use listener::{Accepted, Listener, METRICS, SERVER, Stream, UnixSocket, listen};
 
 /// The entry point: `Server::builder()…start()`.
 pub struct Server;
@@ -228,14 +227,33 @@ impl ServerBuilder {
         // Port 0 beside a socket is Redis's "no TCP"; without one, rlockd
         // picks a free port.
         if port != 0 || socket.is_empty() {
-            for host in &self.config.bind {
-                let listener = listen(host, port, self.config.tcp_backlog).await?;
+            for entry in &self.config.bind {
+                // `-addr` is Redis's optional address: one the host lacks
+                // is passed over.
+                let (optional, host) = match entry.strip_prefix('-') {
+                    Some(host) => (true, host),
+                    None => (false, entry.as_str()),
+                };
+                let listener = match listen(host, port, self.config.tcp_backlog, SERVER).await {
+                    Ok(listener) => listener,
+                    Err(failed) if failed.passed_over(optional) => {
+                        tracing::warn!("Warning: {failed}");
+                        continue;
+                    }
+                    Err(failed) => return Err(failed.into()),
+                };
                 let addr = listener.local_addr()?;
                 // Port 0 picks a free port once; every address shares it.
                 port = addr.port();
                 addrs.push(addr);
                 listeners.push(Listener::Tcp(listener));
             }
+        }
+        if addrs.is_empty() && socket.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::AddrNotAvailable,
+                "Configured to not listen anywhere, exiting.",
+            ));
         }
         let unix_socket = match socket.as_str() {
             "" => None,
@@ -253,7 +271,10 @@ impl ServerBuilder {
             manual => manual,
         };
         let metrics = match self.config.metrics_port {
-            Some(port) => Some(listen(&self.config.bind[0], port, self.config.tcp_backlog).await?),
+            Some(port) => {
+                let host = self.config.bind[0].trim_start_matches('-');
+                Some(listen(host, port, self.config.tcp_backlog, METRICS).await?)
+            }
             None => None,
         };
         let metrics_addr = metrics.as_ref().map(|l| l.local_addr()).transpose()?;
@@ -384,31 +405,6 @@ impl Drop for BlockingServer {
     fn drop(&mut self) {
         self.stop();
     }
-}
-
-/// Listens on the first address `host` resolves to that binds, with room
-/// for `backlog` connections not yet accepted (`tcp-backlog`; tokio's own
-/// `bind` fixes it at 1024, and the kernel caps it at `somaxconn`).
-async fn listen(host: &str, port: u16, backlog: u32) -> io::Result<TcpListener> {
-    let mut failed = None;
-    for addr in tokio::net::lookup_host((host, port)).await? {
-        let socket = if addr.is_ipv4() {
-            TcpSocket::new_v4()?
-        } else {
-            TcpSocket::new_v6()?
-        };
-        socket.set_reuseaddr(true)?;
-        match socket.bind(addr).and_then(|()| socket.listen(backlog)) {
-            Ok(listener) => return Ok(listener),
-            Err(e) => failed = Some(e),
-        }
-    }
-    Err(failed.unwrap_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{host} has no address"),
-        )
-    }))
 }
 
 async fn accept_loop(shared: Arc<Shared>, listener: Listener, mut stop: watch::Receiver<bool>) {
