@@ -585,7 +585,7 @@ fn config_set_appendonly_that_cannot_work_is_refused_as_redis_refuses_it() {
         return;
     };
     let setup = refserver::Setup {
-        protected_configs: true,
+        protected_configs: Some("yes"),
         ..refserver::Setup::default()
     };
     let redis = refserver::RedisServer::start_setup(&bin, setup);

@@ -33,13 +33,7 @@ impl<'a> Ctx<'_, 'a> {
     pub fn permits(&self, setting: DebugCommand) -> bool {
         match setting {
             DebugCommand::Yes => true,
-            // A socket's clients are on this host, as Redis counts them.
-            DebugCommand::Local => self
-                .client
-                .handle
-                .addr
-                .ip()
-                .is_none_or(|ip| ip.is_loopback()),
+            DebugCommand::Local => self.client.handle.addr.is_local(),
             DebugCommand::No => false,
         }
     }

@@ -460,19 +460,10 @@ async fn accept_loop(shared: Arc<Shared>, listener: Listener, mut stop: watch::R
 /// Redis 7.0's words, byte for byte (its typo included): clients match on them.
 const PROTECTED_MODE_DENIED: &str = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
 
-/// Protected mode (on by default) with no password admits only clients
-/// from 127.0.0.1 or ::1 — exactly those addresses, as Redis compares them
-/// — and those of the unix socket, which are on this host.
+/// Protected mode (on by default) with no password admits only local
+/// clients.
 fn denied_by_protected_mode(config: &Config, peer: &ClientAddr) -> bool {
-    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-    let local = match peer.ip() {
-        None => true,
-        Some(IpAddr::V4(ip)) => ip == Ipv4Addr::LOCALHOST,
-        Some(IpAddr::V6(ip)) => {
-            ip == Ipv6Addr::LOCALHOST || ip.to_ipv4_mapped() == Some(Ipv4Addr::LOCALHOST)
-        }
-    };
-    config.protected_mode && config.requirepass.is_none() && !local
+    config.protected_mode && config.requirepass.is_none() && !peer.is_local()
 }
 
 async fn refuse(mut stream: Stream, message: &'static str) {
