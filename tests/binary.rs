@@ -249,6 +249,11 @@ fn startup_errors_name_what_they_are_about_as_redis_does() {
             "at line 2\n>>> 'dir /no/such/dir'\nNo such file or directory".into(),
         ),
         (
+            vec!["--port", &free, "--aclfile", "/no/such.acl"],
+            "Aborting Redis startup because of ACL errors: Error loading ACLs, opening file '/no/such.acl': No such file or directory".into(),
+            "Aborting Redis startup because of ACL errors: Error loading ACLs, opening file '/no/such.acl': No such file or directory".into(),
+        ),
+        (
             // Root writes anywhere but /proc.
             vec!["--port", &free, "--appendonly", "yes", "--dir", "/proc"],
             "Can't open the append-only file /proc/appendonly.aof: No such file or directory"

@@ -290,8 +290,14 @@ impl ServerBuilder {
         ));
         // Users come from the ACL file when there is one, as at Redis's start.
         if !shared.config.read().aclfile.is_empty() {
-            crate::command::acl::load_file(&shared, None)
-                .map_err(|e| io::Error::other(e.to_string()))?;
+            crate::command::acl::load_file(&shared, None).map_err(|e| {
+                // The reply's text, without the code a client would get.
+                let text = e.to_string();
+                let why = text.strip_prefix(e.code()).unwrap_or(&text).trim_start();
+                io::Error::other(format!(
+                    "Aborting Redis startup because of ACL errors: {why}"
+                ))
+            })?;
         }
         if shared.config.read().appendonly {
             aof::load_and_open(&shared)?;
