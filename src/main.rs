@@ -175,7 +175,11 @@ fn main() -> std::process::ExitCode {
     let config = match load_config(line) {
         Ok(config) => config,
         Err(e) => {
-            eprintln!("{e}");
+            match e {
+                // A block of its own, as Redis prints it.
+                ConfigError::BadLine(..) => eprintln!("{e}"),
+                _ => eprintln!("rlockd: {e}"),
+            }
             return std::process::ExitCode::FAILURE;
         }
     };
@@ -228,7 +232,7 @@ impl std::fmt::Display for ConfigError {
                 name,
                 values,
                 reason,
-            } => write!(f, "rlockd: --{name} {}: {reason}", values.join(" ")),
+            } => write!(f, "--{name} {}: {reason}", values.join(" ")),
         }
     }
 }
@@ -407,7 +411,7 @@ mod tests {
         let bad = load_config(line(&["rlockd", "--databases", "0"])).unwrap_err();
         assert_eq!(
             bad.to_string(),
-            "rlockd: --databases 0: the number of databases must be at least 1"
+            "--databases 0: the number of databases must be at least 1"
         );
     }
 
@@ -452,9 +456,6 @@ mod tests {
         let parsed = line(&["rlockd", "--bind", "127.0.0.1", "-::1", "--port", "0"]);
         assert_eq!(parsed.directives[0].1, words(&["127.0.0.1", "-::1"]));
         let bad = load_config(line(&["rlockd", "--no-such-thing", "1"])).unwrap_err();
-        assert_eq!(
-            bad.to_string(),
-            "rlockd: --no-such-thing 1: unknown directive"
-        );
+        assert_eq!(bad.to_string(), "--no-such-thing 1: unknown directive");
     }
 }
