@@ -2,7 +2,8 @@
 //! (`packages/python`) built around this build's rlockd binary, installed
 //! into a clean venv beside the pinned packages of
 //! `examples/python/requirements.txt` only, then `pytest examples/python`
-//! (redis-py's `Lock` and python-redis-lock through the plugin's fixtures).
+//! (redis-py's `Lock` and python-redis-lock through the plugin's fixtures),
+//! and the plugin's own tests, `pytest packages/python/tests`.
 //!
 //! It needs `python3` with `venv` and a reachable package index: without
 //! them it prints `SKIP` (with the install command) and passes, unless
@@ -90,7 +91,7 @@ fn only_file(dir: &Path) -> PathBuf {
 #[test]
 fn python_wheel_example_suite() {
     let Some(python) = find_tool("python3", PYTHON_ENV) else {
-        skip("no python3 on PATH (apt-get install python3 python3-venv)");
+        skip("no python3 on PATH (or $RLOCKD_PYTHON): apt-get install python3 python3-venv");
         return;
     };
     let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-wheel");
@@ -160,26 +161,32 @@ fn python_wheel_example_suite() {
     .expect_success("pip install the wheel");
     let prepared = started.elapsed();
 
-    // The suite finds the binary the wheel installed, nothing of the
-    // developer's: no $RLOCKD_BINARY, no $REDIS_URL.
-    let mut pytest = Command::new(&venv_python);
-    pytest
-        .args(["-m", "pytest", "-p", "no:cacheprovider", "examples/python"])
-        .current_dir(repo())
-        .env_remove("RLOCKD_BINARY")
-        .env_remove("REDIS_URL")
-        .env_remove("PYTHONPATH");
-    let suite_started = Instant::now();
-    let output =
-        run(&mut pytest, &work.join("pytest.log")).expect_success("pytest examples/python");
-    let summary = output.lines().last().unwrap_or_default();
-    assert!(
-        summary.contains(" passed") && !summary.contains("skipped"),
-        "every example ran: {summary}"
-    );
+    // The suites find the binary the wheel installed, nothing of the
+    // developer's: no $RLOCKD_BINARY, no $REDIS_URL. The examples are what a
+    // user writes; the plugin's own tests check its errors and clean-up.
+    for suite in ["examples/python", "packages/python/tests"] {
+        let mut pytest = Command::new(&venv_python);
+        pytest
+            .args(["-m", "pytest", "-p", "no:cacheprovider", suite])
+            .current_dir(repo())
+            .env_remove("RLOCKD_BINARY")
+            .env_remove("REDIS_URL")
+            .env_remove("PYTHONPATH");
+        let started = Instant::now();
+        let log = work.join(format!("pytest-{}.log", suite.replace('/', "-")));
+        let output = run(&mut pytest, &log).expect_success(&format!("pytest {suite}"));
+        let summary = output.lines().last().unwrap_or_default();
+        assert!(
+            summary.contains(" passed") && !summary.contains("skipped"),
+            "every test of {suite} ran: {summary}"
+        );
+        loud(&format!(
+            "{TEST}: pytest {suite}: {summary} ({:.1}s)",
+            started.elapsed().as_secs_f64()
+        ));
+    }
     loud(&format!(
-        "{TEST}: wheel built and installed in {:.1}s; {summary} ({:.1}s)",
-        prepared.as_secs_f64(),
-        suite_started.elapsed().as_secs_f64()
+        "{TEST}: the wheel was built and installed in {:.1}s",
+        prepared.as_secs_f64()
     ));
 }
