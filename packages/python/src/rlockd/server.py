@@ -307,38 +307,35 @@ class RlockdServer:
 
     # -- introspection ----------------------------------------------------
 
+    def _entries(self, command: str, pattern: str | None) -> list[dict[str, Any]]:
+        """An introspection command's reply: one map per entry."""
+        reply = self.execute(command, *([pattern] if pattern is not None else []))
+        return [_as_map(entry) for entry in reply]
+
     def locks(self, pattern: str | None = None) -> list[HeldLock]:
         """The locks held now (``RLOCKD.LOCKS [pattern]``), in every database."""
-        reply = self.execute("RLOCKD.LOCKS", *([pattern] if pattern is not None else []))
-        locks = []
-        for entry in reply:
-            fields = _as_map(entry)
-            locks.append(
-                HeldLock(
-                    key=fields["key"],
-                    db=int(fields["db"]),
-                    type=fields["type"],
-                    pttl=int(fields["pttl"]),
-                    owners={k: int(v) for k, v in _as_map(fields["owners"]).items()},
-                )
+        return [
+            HeldLock(
+                key=fields["key"],
+                db=int(fields["db"]),
+                type=fields["type"],
+                pttl=int(fields["pttl"]),
+                owners={k: int(v) for k, v in _as_map(fields["owners"]).items()},
             )
-        return locks
+            for fields in self._entries("RLOCKD.LOCKS", pattern)
+        ]
 
     def waiters(self, pattern: str | None = None) -> list[Waiters]:
         """Every channel, pattern and shard channel that has subscribers
         (``RLOCKD.WAITERS [pattern]``): where pub/sub lock waiters wait."""
-        reply = self.execute("RLOCKD.WAITERS", *([pattern] if pattern is not None else []))
-        found = []
-        for entry in reply:
-            fields = _as_map(entry)
-            found.append(
-                Waiters(
-                    kind=fields["kind"],
-                    name=fields["name"],
-                    clients=[int(c) for c in fields["clients"]],
-                )
+        return [
+            Waiters(
+                kind=fields["kind"],
+                name=fields["name"],
+                clients=[int(c) for c in fields["clients"]],
             )
-        return found
+            for fields in self._entries("RLOCKD.WAITERS", pattern)
+        ]
 
     # -- fault injection --------------------------------------------------
 
@@ -366,6 +363,9 @@ class RlockdServer:
         partition; it resumes (SIGCONT) at the end."""
         assert self._process is not None
         self._process.send_signal(signal.SIGSTOP)
+        # The signal is delivered later; the stop is certain once the
+        # parent is told of it (the child stays unreaped: it only stopped).
+        os.waitpid(self._process.pid, os.WUNTRACED)
         try:
             yield
         finally:
