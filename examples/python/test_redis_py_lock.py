@@ -1,10 +1,12 @@
 """redis-py's own `Lock` against the `rlockd` fixture: what the server
 holds, the lease on the manual clock, and the connection options."""
 
+import asyncio
 import threading
 
 import pytest
 import redis
+import redis.asyncio
 from redis.exceptions import LockNotOwnedError
 
 from rlockd import HeldLock
@@ -90,3 +92,16 @@ def test_on_the_real_clock_leases_run_out_by_themselves(rlockd):
     assert lock.acquire(blocking=False)
     other = rlockd.client().lock("orders", timeout=5)
     assert other.acquire(blocking_timeout=5)
+
+
+def test_redis_asyncio_through_the_connection_kwargs(rlockd):
+    async def take_and_release() -> str:
+        async with redis.asyncio.Redis(**rlockd.connection_kwargs()) as client:
+            lock = client.lock("orders", timeout=30)
+            assert await lock.acquire(blocking=False)
+            owners = rlockd.locks()[0].owners
+            await lock.release()
+            return next(iter(owners))
+
+    token = asyncio.run(take_and_release())
+    assert len(token) == 32 and rlockd.locks() == []
