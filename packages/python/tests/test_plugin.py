@@ -82,3 +82,12 @@ def test_redis_url_is_not_taken_without_the_option(pytester):
     result = pytester.runpytest()
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*fixture 'redis_url' not found*"])
+
+
+def test_a_failed_start_leaves_no_temp_folder(tmp_path, monkeypatch):
+    from rlockd import Options, RlockdError, RlockdServer
+
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    with pytest.raises(RlockdError, match="exited with 1"):
+        RlockdServer(Options(args=["--port", "70000"]))
+    assert list(tmp_path.iterdir()) == []

@@ -169,7 +169,11 @@ class RlockdServer:
         self.port: int | None = None
         self.unix_socket: str | None = None
         self.clock = Clock(self)
-        self._start(port=0)
+        try:
+            self._start(port=0)
+        except BaseException:
+            self.stop()  # its temp folder too
+            raise
 
     # -- life cycle -------------------------------------------------------
 
@@ -219,9 +223,10 @@ class RlockdServer:
         self._read_ready_line(self._ready_file.read_text().strip())
 
     def _read_ready_line(self, line: str) -> None:
-        """Learns where the server listens from its ready line:
-        ``rlockd V ready to accept connections on 127.0.0.1:PORT`` or ``…
-        on SOCKET`` (the socket's path is ours, so it is cut off whole)."""
+        """Learns where the server listens from its ready line, ``rlockd V
+        ready to accept connections on 127.0.0.1:PORT`` (its first TCP
+        address is the one a ``--bind`` in ``args`` put first); on a unix
+        socket alone the line names only the socket, which is ours."""
         _, mark, places = line.partition(READY_MARK)
         if not mark:
             raise RlockdError(f"rlockd's ready line is not understood: {line!r}")
