@@ -46,7 +46,6 @@ const PENDING: &[&str] = &[
     "stop-writes-on-bgsave-error",
     "appenddirname",
     "aof-use-rdb-preamble",
-    "enable-protected-configs",
 ];
 
 /// rlockd's own directives, which Redis lacks.
@@ -55,6 +54,7 @@ const OURS: &[&str] = &[
     "lock-restart-grace-ms",
     "lua-heap-limit",
     "metrics-port",
+    "ready-file",
     "script-kill-rollback",
 ];
 
@@ -546,8 +546,16 @@ fn daemonize_detaches_with_pid_and_log_files() {
         .unwrap();
     let info: String = redis::cmd("INFO").arg("server").query(&mut con).unwrap();
     assert!(info.contains(&format!("process_id:{pid}\r\n")), "{info}");
-    let log = std::fs::read_to_string(&log_file).unwrap();
-    assert!(log.contains("Ready to accept connections"), "{log}");
+    // The log has the ready line, written once the server listens.
+    let deadline = Instant::now() + common::WAIT;
+    loop {
+        let log = std::fs::read_to_string(&log_file).unwrap();
+        if log.contains(" ready to accept connections on ") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no ready line in the log: {log}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let _ = redis::cmd("SHUTDOWN").query::<()>(&mut con);
     let deadline = Instant::now() + common::WAIT;
     while pid_file.exists() || refserver::ping(loopback(port)) {

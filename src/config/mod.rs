@@ -51,6 +51,10 @@ impl Param {
     pub fn apply(&self, config: &mut Config, value: &str) -> Result<(), String> {
         self.load.map_or(Ok(()), |load| load(config, value))
     }
+
+    pub(crate) fn protected(&self) -> bool {
+        PROTECTED.contains(&self.name)
+    }
 }
 
 /// How CONFIG SET treats a setting.
@@ -195,6 +199,10 @@ mod kept;
 mod parse;
 mod table;
 mod values;
+
+/// Redis 7.0's PROTECTED_CONFIG directives: where files are written, so
+/// CONFIG SET changes them only as `enable-protected-configs` allows.
+const PROTECTED: &[&str] = &["dir", "dbfilename"];
 
 /// Every directive CONFIG GET lists: rlockd's settings, then those it
 /// only keeps.

@@ -251,11 +251,11 @@ directives! {
             };
             dir.map_or_else(|_| c.dir.clone(), |p| p.to_string_lossy().into_owned())
         },
-        parse: |v: &str| {
-            if !std::path::Path::new(v).is_dir() {
-                return Err("No such file or directory".to_string());
-            }
-            text(v)
+        // Refused as Redis's chdir refuses it.
+        parse: |v: &str| match std::fs::metadata(v) {
+            Err(e) => Err(crate::util::os_reason(&e)),
+            Ok(m) if !m.is_dir() => Err("Not a directory".to_string()),
+            Ok(_) => text(v),
         },
         change: Runtime,
     }
@@ -324,6 +324,20 @@ directives! {
     "enable-debug-command" => enable_debug_command: DebugCommand {
         default: DebugCommand::No,
         parse: DebugCommand::parse,
+        change: Never,
+    }
+    /// Who may CONFIG SET the protected directives (`dir`, `dbfilename`):
+    /// no, yes, or local (loopback clients).
+    "enable-protected-configs" => enable_protected_configs: DebugCommand {
+        default: DebugCommand::No,
+        parse: DebugCommand::parse,
+        change: Never,
+    }
+    /// Ours: once listening, write the ready line (the addresses) to this
+    /// file too, removed at shutdown ("": none).
+    "ready-file" => ready_file: String {
+        default: String::new(),
+        parse: text,
         change: Never,
     }
     /// yes: detach into the background once listening (writing pidfile,

@@ -122,13 +122,13 @@ impl Shared {
 
     /// Tells the part of the server `hook` names that CONFIG SET changed
     /// the config from `old` to `new`.
-    pub fn reconfigure(&self, hook: Hook, old: &Config, new: &Config) {
+    pub fn reconfigure(&self, hook: Hook, old: &Config, new: &Config) -> Result<(), &'static str> {
         match hook {
             Hook::PubSub => self.pubsub.configure(new),
             Hook::SlowLog => self.slowlog.configure(new),
             Hook::Encodings => self.keyspace.set_limits(new.encoding()),
             Hook::AccessClocks => self.keyspace.set_lfu(new.maxmemory_policy.contains("lfu")),
-            Hook::Persistence => persistence::reconfigure(self, old, new),
+            Hook::Persistence => return persistence::reconfigure(self, old, new),
             Hook::Latency => self.latency.configure(new),
             Hook::Guard => self.guard.configure(new),
             Hook::Password => {
@@ -137,6 +137,7 @@ impl Shared {
                 }
             }
         }
+        Ok(())
     }
 
     /// Stops the server: scripts in progress are stopped and rolled back

@@ -14,7 +14,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -24,7 +23,7 @@ use crate::config::Config;
 use crate::context::Shared;
 use crate::context::renames::CommandNames;
 pub use crate::context::{HeldLock, LockKind, LockOwner, PauseMode, Waiters};
-use listener::{Accepted, Listener, Stream, UnixSocket};
+use listener::{Accepted, Listener, METRICS, SERVER, Stream, UnixSocket, listen};
 
 /// The entry point: `Server::builder()…start()`.
 pub struct Server;
@@ -232,17 +231,16 @@ impl ServerBuilder {
         // picks a free port.
         if port != 0 || socket.is_empty() {
             for spec in &self.config.bind {
+                // `-addr` is Redis's optional address: one the host lacks
+                // is passed over.
                 let (host, optional) = bind_address(spec);
-                let listener = match listen(host, port, self.config.tcp_backlog).await {
+                let listener = match listen(host, port, self.config.tcp_backlog, SERVER).await {
                     Ok(listener) => listener,
-                    // Redis skips an optional address it cannot bind.
-                    Err(e) if optional => {
-                        tracing::warn!(
-                            "Could not create server TCP listening socket {host}:{port}: {e}"
-                        );
+                    Err(failed) if failed.passed_over(optional) => {
+                        tracing::warn!("Warning: {failed}");
                         continue;
                     }
-                    Err(e) => return Err(e),
+                    Err(failed) => return Err(failed.into()),
                 };
                 let addr = listener.local_addr()?;
                 // Port 0 picks a free port once; every address shares it.
@@ -250,6 +248,12 @@ impl ServerBuilder {
                 addrs.push(addr);
                 listeners.push(Listener::Tcp(listener));
             }
+        }
+        if addrs.is_empty() && socket.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::AddrNotAvailable,
+                "Configured to not listen anywhere, exiting.",
+            ));
         }
         let unix_socket = match socket.as_str() {
             "" => None,
@@ -269,7 +273,7 @@ impl ServerBuilder {
         let metrics = match self.config.metrics_port {
             Some(port) => {
                 let host = bind_address(&self.config.bind[0]).0;
-                Some(listen(host, port, self.config.tcp_backlog).await?)
+                Some(listen(host, port, self.config.tcp_backlog, METRICS).await?)
             }
             None => None,
         };
@@ -304,8 +308,14 @@ impl ServerBuilder {
         }
         // Users come from the ACL file when there is one, as at Redis's start.
         if !shared.config.read().aclfile.is_empty() {
-            crate::command::acl::load_file(&shared, None)
-                .map_err(|e| io::Error::other(e.to_string()))?;
+            crate::command::acl::load_file(&shared, None).map_err(|e| {
+                // The reply's text, without the code a client would get.
+                let text = e.to_string();
+                let why = text.strip_prefix(e.code()).unwrap_or(&text).trim_start();
+                io::Error::other(format!(
+                    "Aborting Redis startup because of ACL errors: {why}"
+                ))
+            })?;
         }
         if shared.config.read().appendonly {
             aof::load_and_open(&shared)?;
@@ -421,9 +431,6 @@ impl Drop for BlockingServer {
     }
 }
 
-/// Listens on the first address `host` resolves to that binds, with room
-/// for `backlog` connections not yet accepted (`tcp-backlog`; tokio's own
-/// `bind` fixes it at 1024, and the kernel caps it at `somaxconn`).
 /// Redis's refusal of users declared both ways.
 const USERS_AND_ACL_FILE: &str = "Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both.";
 
@@ -441,28 +448,6 @@ pub fn bind_address(spec: &str) -> (&str, bool) {
         host => host,
     };
     (host, optional)
-}
-
-async fn listen(host: &str, port: u16, backlog: u32) -> io::Result<TcpListener> {
-    let mut failed = None;
-    for addr in tokio::net::lookup_host((host, port)).await? {
-        let socket = if addr.is_ipv4() {
-            TcpSocket::new_v4()?
-        } else {
-            TcpSocket::new_v6()?
-        };
-        socket.set_reuseaddr(true)?;
-        match socket.bind(addr).and_then(|()| socket.listen(backlog)) {
-            Ok(listener) => return Ok(listener),
-            Err(e) => failed = Some(e),
-        }
-    }
-    Err(failed.unwrap_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{host} has no address"),
-        )
-    }))
 }
 
 async fn accept_loop(shared: Arc<Shared>, listener: Listener, mut stop: watch::Receiver<bool>) {
@@ -518,19 +503,10 @@ async fn accept_loop(shared: Arc<Shared>, listener: Listener, mut stop: watch::R
 /// Redis 7.0's words, byte for byte (its typo included): clients match on them.
 const PROTECTED_MODE_DENIED: &str = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
 
-/// Protected mode (on by default) with no password admits only clients
-/// from 127.0.0.1 or ::1 — exactly those addresses, as Redis compares them
-/// — and those of the unix socket, which are on this host.
+/// Protected mode (on by default) with no password admits only local
+/// clients.
 fn denied_by_protected_mode(config: &Config, peer: &ClientAddr) -> bool {
-    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-    let local = match peer.ip() {
-        None => true,
-        Some(IpAddr::V4(ip)) => ip == Ipv4Addr::LOCALHOST,
-        Some(IpAddr::V6(ip)) => {
-            ip == Ipv6Addr::LOCALHOST || ip.to_ipv4_mapped() == Some(Ipv4Addr::LOCALHOST)
-        }
-    };
-    config.protected_mode && config.requirepass.is_none() && !local
+    config.protected_mode && config.requirepass.is_none() && !peer.is_local()
 }
 
 async fn refuse(mut stream: Stream, message: &'static str) {

@@ -110,6 +110,9 @@ pub struct Setup<'a> {
     /// An append-only file the reference server starts from (its own
     /// directory gets a copy), with `appendonly yes`. rlockd ignores it.
     pub aof: Option<&'a Path>,
+    /// `enable-protected-configs` (`yes`, `local`): who may CONFIG SET
+    /// `dir`.
+    pub protected_configs: Option<&'a str>,
 }
 
 /// Redis puts a node's cluster bus 10000 above its port and refuses a
@@ -198,6 +201,9 @@ impl RedisServer {
             if let Some(aof) = setup.aof {
                 std::fs::copy(aof, dir.join("appendonly.aof")).expect("a copy of the AOF");
                 extra.extend(["--appendonly".into(), "yes".into()]);
+            }
+            if let Some(who) = setup.protected_configs {
+                extra.extend(["--enable-protected-configs".into(), who.into()]);
             }
             if setup.cluster {
                 extra.extend([
@@ -336,10 +342,15 @@ impl Rlockd {
 
     pub fn start_setup(setup: Setup) -> Rlockd {
         // DEBUG on both sides, as the reference's command line allows it.
-        let config = rlockd::Config {
+        let mut config = rlockd::Config {
             enable_debug_command: rlockd::DebugCommand::Yes,
             ..rlockd::Config::default()
         };
+        if let Some(who) = setup.protected_configs {
+            config
+                .apply_directive("enable-protected-configs", &[who.to_string()])
+                .expect("a valid enable-protected-configs");
+        }
         let mut builder = rlockd::Server::builder()
             .config(config)
             .port(0)
