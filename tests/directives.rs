@@ -172,12 +172,6 @@ fn config_set_checks_values_as_redis_does() {
     };
     let redis = RedisServer::start(&bin);
     let ours = Rlockd::start();
-    let connect = |addr: SocketAddr| {
-        redis::Client::open(format!("redis://{addr}"))
-            .unwrap()
-            .get_connection()
-            .unwrap()
-    };
     let (mut theirs, mut mine) = (connect(redis.addr), connect(ours.addr));
     let names: Vec<String> = config_get_all(redis.addr)
         .into_keys()
@@ -351,6 +345,50 @@ fn common_skip(reason: &str) {
     refserver::skip_unless_required("directives", reason, refserver::REQUIRE_ENV);
 }
 
+fn connect(addr: SocketAddr) -> redis::Connection {
+    redis::Client::open(format!("redis://{addr}"))
+        .unwrap()
+        .get_connection()
+        .unwrap()
+}
+
+/// redis-server and rlockd started from the same config file, with `dir`
+/// their working directory, and a connection to each; stopped when dropped.
+struct SideBySide {
+    _servers: [Running; 2],
+    theirs: redis::Connection,
+    mine: redis::Connection,
+}
+
+impl SideBySide {
+    fn start(redis: &Path, conf: &Path, dir: &Path) -> SideBySide {
+        let start = |bin: &Path| {
+            let port = free_port();
+            let args = [conf.to_str().unwrap(), "--port", &port.to_string()];
+            let args = [&args[..], &["--dir", dir.to_str().unwrap()]].concat();
+            (run(bin, &args, port), port)
+        };
+        let (redis, theirs) = start(redis);
+        let (rlockd, mine) = start(Path::new(RLOCKD));
+        SideBySide {
+            _servers: [redis, rlockd],
+            theirs: connect(loopback(theirs)),
+            mine: connect(loopback(mine)),
+        }
+    }
+
+    /// Sends each request to both, in order: the same replies.
+    fn same_replies(&mut self, requests: &[&[&str]]) {
+        for args in requests {
+            assert_eq!(
+                reply(&mut self.mine, args),
+                reply(&mut self.theirs, args),
+                "{args:?}"
+            );
+        }
+    }
+}
+
 /// `include` (a pattern, in name order) and `rename-command`, against
 /// redis-server given the same file: the same replies.
 #[test]
@@ -376,24 +414,9 @@ fn include_and_rename_command_as_redis_reads_them() {
         ),
     )
     .unwrap();
-    let start = |bin: &Path| {
-        let port = free_port();
-        let args = [conf.to_str().unwrap(), "--port", &port.to_string()];
-        let work = dir.path("");
-        let args = [&args[..], &["--dir", work.to_str().unwrap()]].concat();
-        (run(bin, &args, port), port)
-    };
-    let (_redis, theirs) = start(&bin);
-    let (_rlockd, mine) = start(Path::new(RLOCKD));
-    let connect = |port| {
-        redis::Client::open(format!("redis://{}", loopback(port)))
-            .unwrap()
-            .get_connection()
-            .unwrap()
-    };
-    let (mut theirs, mut mine) = (connect(theirs), connect(mine));
-    for args in [
-        &["PUT", "k", "v"][..],
+    let mut both = SideBySide::start(&bin, &conf, &dir.path(""));
+    both.same_replies(&[
+        &["PUT", "k", "v"],
         &["SET", "k", "v"],
         &["GET2", "k"],
         &["get", "k"],
@@ -401,10 +424,11 @@ fn include_and_rename_command_as_redis_reads_them() {
         &["FLUSHALL"],
         &["CONFIG", "GET", "hz"],
         &["EVAL", "return redis.call('get2', 'k')", "0"],
-    ] {
-        assert_eq!(reply(&mut mine, args), reply(&mut theirs, args), "{args:?}");
-    }
-    assert_eq!(reply(&mut mine, &["GET2", "k"]), "bulk-string('\"v\"')");
+    ]);
+    assert_eq!(
+        reply(&mut both.mine, &["GET2", "k"]),
+        "bulk-string('\"v\"')"
+    );
 }
 
 /// `user` lines declare ACL users at start, beside `requirepass` for the
@@ -422,22 +446,8 @@ fn users_declared_in_the_config_file_as_redis_declares_them() {
         "save \"\"\nrequirepass secret\nuser alice on >wonderland ~lock:* +@all -flushall\nuser bob off\n",
     )
     .unwrap();
-    let start = |bin: &Path| {
-        let port = free_port();
-        let args = [conf.to_str().unwrap(), "--port", &port.to_string()];
-        (run(bin, &args, port), port)
-    };
-    let (_redis, theirs) = start(&bin);
-    let (_rlockd, mine) = start(Path::new(RLOCKD));
-    let connect = |port| {
-        redis::Client::open(format!("redis://{}", loopback(port)))
-            .unwrap()
-            .get_connection()
-            .unwrap()
-    };
-    let (mut theirs, mut mine) = (connect(theirs), connect(mine));
-    for args in [
-        &["PING"][..],
+    SideBySide::start(&bin, &conf, &dir.path("")).same_replies(&[
+        &["PING"],
         &["AUTH", "bob", "x"],
         &["AUTH", "alice", "wonderland"],
         &["SET", "lock:1", "a"],
@@ -445,9 +455,7 @@ fn users_declared_in_the_config_file_as_redis_declares_them() {
         &["FLUSHALL"],
         &["AUTH", "default", "secret"],
         &["ACL", "LIST"],
-    ] {
-        assert_eq!(reply(&mut mine, args), reply(&mut theirs, args), "{args:?}");
-    }
+    ]);
 }
 
 /// Start-up stops, naming the directive, on a bad include or rename and
