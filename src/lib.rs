@@ -17,7 +17,7 @@
 //! up goes through a trait the lower module defines.
 //!
 //! - `server`: starting and stopping an instance, its listeners (TCP, unix
-//!   socket: `server/listener.rs`), the expiry driver, metrics. `fuzzing`: entry points for the fuzz targets.
+//!   socket, TLS: `server/listener.rs`), the expiry driver, metrics. `fuzzing`: entry points for the fuzz targets.
 //! - `connection`: one client's loop of reading requests and writing replies.
 //! - `command`: one file or folder per command family (`strings.rs`,
 //!   `hashes.rs`, `streams/`…), each declaring its commands' specs beside
@@ -28,7 +28,8 @@
 //! - `context`: state every connection shares (`Shared`) and one client's
 //!   own (`Client`): ACL, stats, slowlog, persistence as the server runs it.
 //! - `scripting`: the Lua engine behind EVAL and FUNCTION. `pubsub`:
-//!   channels, MONITOR and client-side caching's invalidations.
+//!   channels, MONITOR and client-side caching's invalidations. `tls`: the
+//!   `tls-*` settings made into the TLS port's acceptor, and its reloads.
 //! - `cluster`: answering as a one-node Redis Cluster. `config`: each
 //!   directive, declared once.
 //! - `client_handle`: what the server shares about one connected client.
@@ -71,6 +72,7 @@ pub mod protocol;
 pub mod pubsub;
 pub mod scripting;
 pub mod server;
+pub(crate) mod tls;
 pub mod util;
 
 pub use config::{Config, DebugCommand, FileMode};

@@ -238,6 +238,7 @@ async fn run(config: rlockd::Config) -> std::io::Result<()> {
             .addrs()
             .iter()
             .map(|a| a.to_string())
+            .chain(server.tls_addrs().iter().map(|a| format!("{a} (TLS)")))
             .chain(server.unix_socket().map(|p| p.display().to_string()))
             .collect::<Vec<_>>()
             .join(", ")

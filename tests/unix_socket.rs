@@ -12,37 +12,12 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::WAIT;
 use common::resp::{F, parse};
+use common::{TempDir, WAIT, free_port};
 
 const LOCK_SCRIPT: &str = include_str!("../src/command/scripting/lock_scripts/redisson_lock.lua");
-
-/// A fresh directory for one test's sockets, removed with what is left
-/// in it when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> TempDir {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("rlockd-unix-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// A raw RESP client on a unix socket.
 struct Client {
@@ -235,7 +210,7 @@ fn socket_clients_are_seen_as_redis_sees_them() {
     let Some(redis) = refserver::redis_server_path("unix_socket") else {
         return;
     };
-    let dir = TempDir::new();
+    let dir = TempDir::new("unix");
     let mut seen = Vec::new();
     for bin in [redis, rlockd_bin()] {
         let socket = dir.path("server.sock");
@@ -267,7 +242,7 @@ fn redis_cli_works_over_the_socket() {
     ) else {
         return;
     };
-    let dir = TempDir::new();
+    let dir = TempDir::new("unix");
     let runs: [&[&str]; 5] = [
         &["PING"],
         &["SET", "lock:a", "owner"],
@@ -299,15 +274,6 @@ fn redis_cli_works_over_the_socket() {
     assert_eq!(outputs[0][4], "c1:7\n1\n");
 }
 
-/// A loopback port free a moment ago, for a server that must listen on
-/// TCP beside its socket (port 0 would mean the socket alone).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap()
-        .port()
-}
-
 fn serve_socket_alone(socket: &Path) -> rlockd::BlockingServer {
     rlockd::Server::builder()
         .port(0)
@@ -318,7 +284,7 @@ fn serve_socket_alone(socket: &Path) -> rlockd::BlockingServer {
 
 #[test]
 fn a_socket_alone_with_port_zero() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("unix");
     let socket = dir.path("alone.sock");
     let server = serve_socket_alone(&socket);
     assert!(server.addrs().is_empty());
@@ -344,7 +310,7 @@ fn a_socket_alone_with_port_zero() {
 
 #[test]
 fn a_socket_beside_tcp_serves_the_same_keyspace() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("unix");
     let socket = dir.path("beside.sock");
     let port = free_port();
     let server = rlockd::Server::builder()
@@ -368,7 +334,7 @@ fn a_socket_beside_tcp_serves_the_same_keyspace() {
 
 #[test]
 fn a_stale_socket_file_is_replaced() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("unix");
     let socket = dir.path("stale.sock");
     // A listener dropped leaves its file, as a killed server does.
     drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
@@ -383,7 +349,7 @@ fn a_stale_socket_file_is_replaced() {
 /// so a mistyped path cannot delete a file.
 #[test]
 fn a_file_that_is_not_a_socket_is_left_alone() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("unix");
     let path = dir.path("data.txt");
     std::fs::write(&path, "keep me").unwrap();
     let refused = rlockd::Server::builder()
@@ -405,7 +371,7 @@ fn a_file_that_is_not_a_socket_is_left_alone() {
 /// are on this host, whatever the TCP side refuses.
 #[test]
 fn protected_mode_admits_socket_clients() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("unix");
     let socket = dir.path("protected.sock");
     let server = serve_socket_alone(&socket);
     assert!(server.config().protected_mode);
@@ -416,7 +382,7 @@ fn protected_mode_admits_socket_clients() {
 /// socket, and SIGTERM removes the file.
 #[test]
 fn the_binary_serves_a_socket_and_removes_it_on_sigterm() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("unix");
     let socket = dir.path("binary.sock");
     let mut process = Process::on_socket(&rlockd_bin(), &socket);
     let health = Command::new(rlockd_bin())
@@ -453,7 +419,7 @@ fn a_bad_mode_stops_startup_with_redis_words() {
 /// address does (`:7011@17011`).
 #[test]
 fn a_cluster_node_reached_over_the_socket_names_no_address() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("unix");
     let socket = dir.path("cluster.sock");
     let port = free_port();
     let _server = rlockd::Server::builder()

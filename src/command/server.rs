@@ -138,8 +138,19 @@ pub fn config_set(ctx: &mut Ctx) -> CmdResult<Reply> {
             }
         }
     }
+    // The one hook that may refuse goes first, so a refusal changes nothing.
+    hooks.sort_by_key(|hook| *hook != Hook::Tls);
     for hook in hooks {
-        ctx.shared.reconfigure(hook, &old, &updated);
+        let name = || named.iter().find(|(_, p, _)| p.reacts.contains(&hook));
+        ctx.shared
+            .reconfigure(hook, &old, &updated)
+            .map_err(|why| {
+                let name = name().map_or("", |(n, _, _)| n.as_str());
+                tracing::warn!(
+                    "Failed applying new configuration. Possibly related to new {name} setting. Restoring previous settings."
+                );
+                failed(name, &why)
+            })?;
     }
     *ctx.shared.config.write() = updated;
     ctx.shared.config_changes.send_modify(|n| *n += 1);
@@ -612,7 +623,12 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             line("process_id", &std::process::id());
             line("process_supervised", &"no");
             line("run_id", &shared.run_id);
-            line("tcp_port", &config.port);
+            // The TLS port when there is no plain one, as Redis shows it.
+            let port = match config.port {
+                0 => config.tls_port.unwrap_or(0),
+                port => port,
+            };
+            line("tcp_port", &port);
             line("server_time_usec", &ks.clock().now_us());
             line("uptime_in_seconds", &uptime);
             line("uptime_in_days", &(uptime / 86400));

@@ -66,6 +66,8 @@ pub struct Shared {
     /// When (server ms) HTTP sent to the port was last logged: Redis logs
     /// it once a minute at most, so a flood does not flood the log.
     pub attack_logged_ms: AtomicU64,
+    /// The TLS port's certificates and settings, reloaded by CONFIG SET.
+    pub tls: crate::tls::Tls,
 }
 
 impl Shared {
@@ -108,6 +110,7 @@ impl Shared {
             started_ms,
             run_id: crate::util::random_hex(40),
             attack_logged_ms: AtomicU64::new(0),
+            tls: Default::default(),
             manual_clock: manual,
             faults: Default::default(),
             config_changes: tokio::sync::watch::Sender::new(0),
@@ -116,9 +119,11 @@ impl Shared {
     }
 
     /// Tells the part of the server `hook` names that CONFIG SET changed
-    /// the config from `old` to `new`.
-    pub fn reconfigure(&self, hook: Hook, old: &Config, new: &Config) {
+    /// the config from `old` to `new`. Only TLS may refuse (its files do
+    /// not load), leaving what it had in force.
+    pub fn reconfigure(&self, hook: Hook, old: &Config, new: &Config) -> Result<(), String> {
         match hook {
+            Hook::Tls => return self.reload_tls(new),
             Hook::PubSub => self.pubsub.configure(new),
             Hook::SlowLog => self.slowlog.configure(new),
             Hook::Encodings => self.keyspace.set_limits(new.encoding()),
@@ -132,6 +137,16 @@ impl Shared {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Builds the TLS settings anew from `config`'s files; a failure is
+    /// logged, as Redis logs it, and answered with Redis's error.
+    fn reload_tls(&self, config: &Config) -> Result<(), String> {
+        self.tls.configure(config).map_err(|e| {
+            tracing::warn!("{e}");
+            "Unable to update TLS configuration. Check server logs.".to_string()
+        })
     }
 
     /// Stops the server: scripts in progress are stopped and rolled back
