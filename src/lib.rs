@@ -29,7 +29,8 @@
 //!   own (`Client`): ACL, stats, slowlog, persistence as the server runs it.
 //! - `scripting`: the Lua engine behind EVAL and FUNCTION. `pubsub`:
 //!   channels, MONITOR and client-side caching's invalidations. `tls`: the
-//!   `tls-*` settings made into the TLS port's acceptor, and its reloads.
+//!   `tls-*` settings made into the TLS port's acceptor, its reloads, and
+//!   the health check's client side (public, for the binary).
 //! - `cluster`: answering as a one-node Redis Cluster. `config`: each
 //!   directive, declared once.
 //! - `client_handle`: what the server shares about one connected client.
@@ -72,7 +73,7 @@ pub mod protocol;
 pub mod pubsub;
 pub mod scripting;
 pub mod server;
-pub(crate) mod tls;
+pub mod tls;
 pub mod util;
 
 pub use config::{Config, DebugCommand, FileMode};

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
 use rustls::crypto::ring::{cipher_suite, default_provider};
 use rustls::pki_types::pem::PemObject;
@@ -22,7 +23,7 @@ use crate::config::Config;
 
 /// The acceptor in force, swapped whole by a reload.
 #[derive(Default)]
-pub struct Tls {
+pub(crate) struct Tls {
     acceptor: RwLock<Option<TlsAcceptor>>,
 }
 
@@ -244,15 +245,15 @@ fn certificates(file: &str) -> Result<Vec<CertificateDer<'static>>, String> {
     Ok(certs)
 }
 
-fn private_key(config: &Config) -> Result<PrivateKeyDer<'static>, TlsError> {
-    let file = &config.tls_key_file;
+/// The key in `file`, decrypted with `pass` when it is encrypted.
+fn private_key(file: &str, pass: &str) -> Result<PrivateKeyDer<'static>, TlsError> {
     let failed = |why: String| TlsError::Key {
-        file: file.clone(),
+        file: file.to_string(),
         why,
     };
     let pem = std::fs::read_to_string(file).map_err(|e| failed(e.to_string()))?;
     if pem.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") {
-        return decrypt_key(&pem, &config.tls_key_file_pass).map_err(failed);
+        return decrypt_key(&pem, pass).map_err(failed);
     }
     PrivateKeyDer::from_pem_slice(pem.as_bytes()).map_err(|e| failed(e.to_string()))
 }
@@ -318,7 +319,7 @@ fn server_config(config: &Config) -> Result<ServerConfig, TlsError> {
         file: config.tls_cert_file.clone(),
         why,
     })?;
-    let key = private_key(config)?;
+    let key = private_key(&config.tls_key_file, &config.tls_key_file_pass)?;
     let verifier = match auth {
         "no" => WebPkiClientVerifier::no_client_auth(),
         _ => {
@@ -356,6 +357,112 @@ fn server_config(config: &Config) -> Result<ServerConfig, TlsError> {
         false => Arc::new(NoServerSessionStorage {}),
     };
     Ok(server)
+}
+
+/// The client side of `--health-check` on a TLS port: it trusts exactly
+/// the certificate of `tls-cert-file` (the server it checks shares its
+/// files, whatever names the certificate holds), and when the server asks
+/// for one presents `tls-client-cert-file`, or as Redis does without one,
+/// the server's own certificate.
+pub fn health_check_session(config: &Config) -> Result<rustls::ClientConnection, TlsError> {
+    let cert_failed = |file: &str| {
+        let file = file.to_string();
+        move |why| TlsError::Cert { file, why }
+    };
+    let own = certificates(&config.tls_cert_file).map_err(cert_failed(&config.tls_cert_file))?;
+    let provider = Arc::new(default_provider());
+    let verifier = Arc::new(ItsOwnCertificate {
+        expected: own[0].clone(),
+        provider: provider.clone(),
+    });
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| TlsError::Ca(e.to_string()))?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier);
+    let client = match config.tls_auth_clients.as_str() {
+        "no" => builder.with_no_client_auth(),
+        _ => {
+            let (cert, key, pass) = match config.tls_client_cert_file.as_str() {
+                "" => (own, &config.tls_key_file, &config.tls_key_file_pass),
+                file => (
+                    certificates(file).map_err(cert_failed(file))?,
+                    &config.tls_client_key_file,
+                    &config.tls_client_key_file_pass,
+                ),
+            };
+            builder
+                .with_client_auth_cert(cert, private_key(key, pass)?)
+                .map_err(|e| TlsError::Key {
+                    file: key.clone(),
+                    why: e.to_string(),
+                })?
+        }
+    };
+    // The name is not what is checked: the certificate itself is.
+    let name = rustls::pki_types::ServerName::try_from("localhost").expect("a valid name");
+    rustls::ClientConnection::new(Arc::new(client), name).map_err(|e| TlsError::Ca(e.to_string()))
+}
+
+/// Accepts the one certificate it was given, and checks that the server
+/// holds its key, as any verifier does.
+#[derive(Debug)]
+struct ItsOwnCertificate {
+    expected: CertificateDer<'static>,
+    provider: Arc<CryptoProvider>,
+}
+
+impl ServerCertVerifier for ItsOwnCertificate {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _name: &rustls::pki_types::ServerName<'_>,
+        _ocsp: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        if end_entity.as_ref() == self.expected.as_ref() {
+            Ok(ServerCertVerified::assertion())
+        } else {
+            Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::ApplicationVerificationFailure,
+            ))
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        signature: &rustls::DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            signature,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        signature: &rustls::DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            signature,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
 }
 
 #[cfg(test)]

@@ -60,13 +60,13 @@ impl Ca {
 
     /// A certificate and its key (PEM) for `names`, signed by this CA, for
     /// a server or a client.
-    fn issue(&self, names: &[&str], purpose: ExtendedKeyUsagePurpose) -> (String, String) {
+    fn issue(&self, names: &[&str], purposes: &[ExtendedKeyUsagePurpose]) -> (String, String) {
         let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
         let mut params = CertificateParams::new(names).unwrap();
         params
             .distinguished_name
             .push(DnType::CommonName, "rlockd test");
-        params.extended_key_usages = vec![purpose];
+        params.extended_key_usages = purposes.to_vec();
         let key = KeyPair::generate().unwrap();
         let issuer = Issuer::from_params(&self.params, &self.key);
         let cert = params.signed_by(&key, &issuer).unwrap();
@@ -89,16 +89,21 @@ impl Pki {
         let rogue = Ca::new("rogue CA");
         write("ca.pem", &ca.pem);
         write("rogue-ca.pem", &rogue.pem);
+        // A client too, as Redis's own certificate is when it connects
+        // (and the health check's).
         let server = ca.issue(
             &["localhost", "127.0.0.1"],
-            ExtendedKeyUsagePurpose::ServerAuth,
+            &[
+                ExtendedKeyUsagePurpose::ServerAuth,
+                ExtendedKeyUsagePurpose::ClientAuth,
+            ],
         );
         write("server.pem", &server.0);
         write("server.key", &server.1);
-        let client = ca.issue(&["client"], ExtendedKeyUsagePurpose::ClientAuth);
+        let client = ca.issue(&["client"], &[ExtendedKeyUsagePurpose::ClientAuth]);
         write("client.pem", &client.0);
         write("client.key", &client.1);
-        let stranger = rogue.issue(&["client"], ExtendedKeyUsagePurpose::ClientAuth);
+        let stranger = rogue.issue(&["client"], &[ExtendedKeyUsagePurpose::ClientAuth]);
         write("rogue.pem", &stranger.0);
         write("rogue.key", &stranger.1);
         Pki { dir }
@@ -352,7 +357,7 @@ async fn certificates_reload_with_config_set() {
     assert_eq!(open.cmd(&["PING"]).await, F::Simple("PONG".into()));
     // A new CA issues the server a new certificate, written over the old.
     let renewed = Ca::new("renewed CA");
-    let (cert, key) = renewed.issue(&["localhost"], ExtendedKeyUsagePurpose::ServerAuth);
+    let (cert, key) = renewed.issue(&["localhost"], &[ExtendedKeyUsagePurpose::ServerAuth]);
     std::fs::write(pki.path("renewed-ca.pem"), &renewed.pem).unwrap();
     std::fs::write(pki.path("server.pem"), cert).unwrap();
     std::fs::write(pki.path("server.key"), key).unwrap();
@@ -811,4 +816,34 @@ fn hostile_clients_of_the_tls_port_are_logged_and_closed() {
         other => panic!("{other:?}"),
     };
     assert_eq!(common::info_value(&info, "connected_clients"), "1");
+}
+
+/// `--health-check` on a TLS-only server: it trusts the server's own
+/// certificate (the files it is given), presents it as its client
+/// certificate, and fails against a server holding another.
+#[test]
+fn the_health_check_speaks_tls() {
+    let pki = Pki::new();
+    let port = free_port();
+    let flags = pki.flags(port);
+    let check = |flags: &[String]| {
+        Command::new(rlockd_bin())
+            .arg("--health-check")
+            .args(flags)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap()
+            .success()
+    };
+    assert!(!check(&flags), "nothing listens yet");
+    let process = Process::start(&rlockd_bin(), &flags, port);
+    assert!(check(&flags));
+    let mut other = flags.clone();
+    let at = other.iter().position(|f| f == "--tls-cert-file").unwrap();
+    other[at + 1] = pki.path("rogue.pem");
+    other[at + 3] = pki.path("rogue.key");
+    assert!(!check(&other), "a server with another certificate");
+    process.wait_for_log("Error accepting a client connection: ");
+    drop(process);
 }
