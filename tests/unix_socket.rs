@@ -14,8 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::WAIT;
 use common::resp::{F, parse};
-use common::{TempDir, WAIT, free_port};
+use refserver::{TempDir, free_port};
 
 const LOCK_SCRIPT: &str = include_str!("../src/command/scripting/lock_scripts/redisson_lock.lua");
 

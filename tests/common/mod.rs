@@ -5,9 +5,7 @@ pub mod resp;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
@@ -17,39 +15,6 @@ use tokio::net::TcpStream;
 
 /// How long a test waits for something that should happen at once.
 pub const WAIT: Duration = Duration::from_secs(10);
-
-/// A fresh directory for one test's files (sockets, certificates),
-/// removed with what is left in it when dropped.
-pub struct TempDir(PathBuf);
-
-impl TempDir {
-    /// `kind` names the tests it is for in the directory's name.
-    pub fn new(kind: &str) -> TempDir {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("rlockd-{kind}-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-
-    pub fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A loopback port free a moment ago, for a server that must be told one.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap()
-        .port()
-}
 
 /// The value of INFO's `name:value` line.
 pub fn info_value<'a>(info: &'a str, name: &str) -> &'a str {
