@@ -19,6 +19,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use refserver::pki::Pki;
 use refserver::{Setup, Subject, Target, find_tool, loud, targets};
 
 const REQUIRE_CLIENTS_ENV: &str = "RLOCKD_REQUIRE_CLIENTS";
@@ -40,14 +41,20 @@ fn skip(test: &str, reason: &str) {
 }
 
 /// The servers of one run, which the client program may stop or cut off.
-struct Servers {
+struct Servers<'a> {
     running: Vec<Option<Subject>>,
-    password: Option<&'static str>,
+    password: Option<&'a str>,
+    /// The programs talk to the TLS ports.
+    tls: bool,
 }
 
-impl Servers {
+impl Servers<'_> {
     fn ports(&self) -> Vec<u16> {
-        self.running.iter().flatten().map(Subject::port).collect()
+        let port = |s: &Subject| match self.tls {
+            true => s.tls_port().expect("a TLS port"),
+            false => s.port(),
+        };
+        self.running.iter().flatten().map(port).collect()
     }
 
     /// Carries out one control request and returns the answer line.
@@ -118,7 +125,7 @@ type Judge<'a> = &'a dyn Fn(&Target, &str) -> Result<String, String>;
 /// unless it exits 0 and `judge` accepts its output.
 fn run_against_targets(
     test: &str,
-    setup: Setup<'static>,
+    setup: Setup,
     count: usize,
     make: &dyn Fn(&Target, &[u16], u16) -> Command,
     judge: Judge,
@@ -128,6 +135,7 @@ fn run_against_targets(
         let mut servers = Servers {
             running: (0..count).map(|_| Some(target.start(setup))).collect(),
             password: setup.password,
+            tls: setup.tls.is_some(),
         };
         let listener = TcpListener::bind("127.0.0.1:0").expect("a control port");
         listener.set_nonblocking(true).unwrap();
@@ -435,6 +443,13 @@ fn judge_go_test(target: &Target, output: &str) -> Result<String, String> {
 /// Runs the Go tests matching `pattern` (`tests/clients/go`, modules from
 /// the Go proxy as pinned in go.sum) against `count` servers.
 fn go_clients(test: &str, pattern: &str, count: usize) {
+    go_clients_setup(test, pattern, count, one_server());
+}
+
+/// `go_clients` against servers set up as `setup`; with `tls`, the tests
+/// get the TLS ports, and the certificates' directory in
+/// `$RLOCKD_TLS_DIR`.
+fn go_clients_setup(test: &str, pattern: &str, count: usize, setup: Setup) {
     let Some(go) = find_tool("go", "RLOCKD_GO") else {
         return skip(test, "no `go` on PATH (or $RLOCKD_GO)");
     };
@@ -456,9 +471,12 @@ fn go_clients(test: &str, pattern: &str, count: usize) {
             .current_dir(clients_dir().join("go"))
             .env("RLOCKD_PORTS", ports.join(","))
             .env("RLOCKD_SERVER", target.name());
+        if let Some(dir) = setup.tls {
+            command.env("RLOCKD_TLS_DIR", dir);
+        }
         command
     };
-    run_against_targets(test, one_server(), count, &make, &judge_go_test);
+    run_against_targets(test, setup, count, &make, &judge_go_test);
 }
 
 #[test]
@@ -468,6 +486,18 @@ fn go_redsync_redislock_and_handshake() {
         "^(TestGoRedisHandshake|TestRedsyncMutex|TestRedsyncExpiry|TestRedislock)$",
         1,
     );
+}
+
+/// go-redis with a `tls.Config`, with a client certificate and without
+/// one, and refusing a server its CA did not vouch for.
+#[test]
+fn go_redis_over_tls() {
+    let pki = Pki::new();
+    let setup = Setup {
+        tls: Some(pki.dir()),
+        ..Setup::default()
+    };
+    go_clients_setup("go_redis_over_tls", "^TestGoRedisTLS$", 1, setup);
 }
 
 #[test]
