@@ -258,7 +258,7 @@ fn judge_junit(target: &Target, output: &str) -> Result<String, String> {
 
 /// Runs one JUnit class of `tests/clients/java` against `count` servers
 /// set up as `setup`.
-fn redisson(test: &str, class: &str, setup: Setup<'static>, count: usize) {
+fn redisson(test: &str, class: &str, setup: Setup, count: usize) {
     let classpath = match java_classpath() {
         Ok(cp) => cp,
         Err(why) => return skip(test, why),
@@ -274,6 +274,9 @@ fn redisson(test: &str, class: &str, setup: Setup<'static>, count: usize) {
             .arg(format!("-Drlockd.control={control}"));
         if let Some(password) = setup.password {
             command.arg(format!("-Drlockd.password={password}"));
+        }
+        if let Some(dir) = setup.tls {
+            command.arg(format!("-Drlockd.tls={}", dir.display()));
         }
         command
             .args(["-cp", classpath])
@@ -292,6 +295,18 @@ fn one_server() -> Setup<'static> {
 #[test]
 fn redisson_rlock() {
     redisson("redisson_rlock", "LockTest", one_server(), 1);
+}
+
+/// The lock family's tests once more, Redisson connecting by `rediss://`
+/// with a client certificate.
+#[test]
+fn redisson_rlock_over_tls() {
+    let pki = Pki::new();
+    let setup = Setup {
+        tls: Some(pki.dir()),
+        ..Setup::default()
+    };
+    redisson("redisson_rlock_over_tls", "LockTest", setup, 1);
 }
 
 #[test]
