@@ -302,10 +302,7 @@ fn redisson_rlock() {
 #[test]
 fn redisson_rlock_over_tls() {
     let pki = Pki::new();
-    let setup = Setup {
-        tls: Some(pki.dir()),
-        ..Setup::default()
-    };
+    let setup = Setup::over_tls(&pki);
     redisson("redisson_rlock_over_tls", "LockTest", setup, 1);
 }
 
@@ -508,10 +505,7 @@ fn go_redsync_redislock_and_handshake() {
 #[test]
 fn go_redis_over_tls() {
     let pki = Pki::new();
-    let setup = Setup {
-        tls: Some(pki.dir()),
-        ..Setup::default()
-    };
+    let setup = Setup::over_tls(&pki);
     go_clients_setup("go_redis_over_tls", "^TestGoRedisTLS$", 1, setup);
 }
 

@@ -281,10 +281,7 @@ fn redis_py_auth_and_db() {
 fn redis_py_over_tls() {
     if let Some(python) = python("redis_py_over_tls") {
         let pki = Pki::new();
-        let setup = Setup {
-            tls: Some(pki.dir()),
-            ..Setup::default()
-        };
+        let setup = Setup::over_tls(&pki);
         run_client_setup("redis_py_over_tls", &python, "redis_py_tls.py", 1, setup);
     }
 }

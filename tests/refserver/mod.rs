@@ -138,6 +138,16 @@ pub struct Setup<'a> {
     pub tls: Option<&'a Path>,
 }
 
+impl<'a> Setup<'a> {
+    /// A TLS port beside the plain one, with `pki`'s certificates.
+    pub fn over_tls(pki: &'a pki::Pki) -> Setup<'a> {
+        Setup {
+            tls: Some(pki.dir()),
+            ..Setup::default()
+        }
+    }
+}
+
 /// The `tls-*` settings of `Setup::tls`, as directive and value.
 fn tls_settings(dir: &Path) -> [(&'static str, String); 4] {
     let file = |name: &str| dir.join(name).to_str().unwrap().to_string();
