@@ -739,3 +739,40 @@ fn the_health_check_speaks_tls() {
     process.wait_for_log("Error accepting a client connection: ");
     drop(process);
 }
+
+/// Plain text sent to the TLS port, to redis-server and to the binary:
+/// neither answers in RESP, both close the connection and log why.
+#[test]
+fn plain_text_to_the_tls_port_is_refused_as_redis_refuses_it() {
+    let Some(redis) = refserver::redis_server_path("tls") else {
+        return;
+    };
+    let pki = Pki::new();
+    for bin in [redis, rlockd_bin()] {
+        let port = free_port();
+        let process = Process::start(&bin, &pki.flags(port), port);
+        for request in [
+            &b"PING\r\n"[..],
+            b"*1\r\n$4\r\nPING\r\n",
+            b"GET / HTTP/1.1\r\n\r\n",
+        ] {
+            let mut plain = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            plain.write_all(request).unwrap();
+            let (got, closed) = read_to_close(&mut plain);
+            let resp = got.first().is_some_and(|b| b"+-:$*".contains(b));
+            assert!(closed && !resp, "{}: {got:?}", bin.display());
+        }
+        process.wait_for_log("Error accepting a client connection: ");
+        assert_eq!(
+            refserver::redis_cli_path("tls").map(|redis_cli| cli(
+                &redis_cli,
+                &pki,
+                port,
+                &["PING"]
+            )),
+            Some("PONG\n".to_string()),
+            "{} serves on",
+            bin.display()
+        );
+    }
+}
