@@ -711,13 +711,14 @@ impl ServerHandle {
     /// The first bound address.
     ///
     /// # Panics
-    /// If the server listens on its unix socket alone (port 0 with
-    /// [`ServerBuilder::unix_socket`]): [`Self::url`] serves both.
+    /// If the server has no plain TCP port (port 0 with
+    /// [`ServerBuilder::unix_socket`] or [`ServerBuilder::tls_port`]):
+    /// [`Self::url`] serves all three.
     pub fn addr(&self) -> SocketAddr {
         *self
             .addrs
             .first()
-            .expect("the server listens on its unix socket alone")
+            .expect("the server has no plain TCP port")
     }
 
     /// Every TCP address bound; none when only the unix socket or the
