@@ -776,3 +776,29 @@ fn plain_text_to_the_tls_port_is_refused_as_redis_refuses_it() {
         );
     }
 }
+
+/// `tls-ca-cert-dir` alone: the CAs of the certificate files in it (other
+/// files there are passed over).
+#[tokio::test]
+async fn client_cas_from_a_directory() {
+    let pki = Pki::new();
+    let cas = pki.dir().join("cas");
+    std::fs::create_dir(&cas).unwrap();
+    std::fs::copy(pki.path("ca.pem"), cas.join("ca.pem")).unwrap();
+    std::fs::write(cas.join("README"), "not a certificate").unwrap();
+    let config = rlockd::Config {
+        tls_ca_cert_file: String::new(),
+        tls_ca_cert_dir: cas.to_str().unwrap().to_string(),
+        ..pki.config()
+    };
+    let server = rlockd::Server::builder()
+        .config(config)
+        .port(0)
+        .tls_port(0)
+        .start()
+        .await
+        .unwrap();
+    assert!(TRUSTED.served(&pki, tls_addr(&server)).await);
+    assert!(!ROGUE_CERT.served(&pki, tls_addr(&server)).await);
+    server.shutdown().await;
+}
