@@ -112,14 +112,18 @@ const ROGUE_CERT: ClientSide = ClientSide {
     cert: Some(("rogue.pem", "rogue.key")),
 };
 
-async fn start(pki: &Pki) -> rlockd::ServerHandle {
+/// A server on a free TLS port alone, set up as `config` says.
+async fn start_tls(config: rlockd::Config) -> std::io::Result<rlockd::ServerHandle> {
     rlockd::Server::builder()
-        .config(pki.config())
+        .config(config)
         .port(0)
         .tls_port(0)
         .start()
         .await
-        .unwrap()
+}
+
+async fn start(pki: &Pki) -> rlockd::ServerHandle {
+    start_tls(pki.config()).await.unwrap()
 }
 
 fn tls_addr(server: &rlockd::ServerHandle) -> SocketAddr {
@@ -320,14 +324,7 @@ async fn what_rustls_does_not_offer_is_refused_clearly() {
     ] {
         let mut config = pki.config();
         config.apply_directive(name, &[value.to_string()]).unwrap();
-        let err = rlockd::Server::builder()
-            .config(config)
-            .port(0)
-            .tls_port(0)
-            .start()
-            .await
-            .err()
-            .expect("startup fails");
+        let err = start_tls(config).await.err().expect("startup fails");
         assert!(err.to_string().starts_with(says), "{err}");
     }
     // What it does offer works, the server's order first.
@@ -339,13 +336,7 @@ async fn what_rustls_does_not_offer_is_refused_clearly() {
     ] {
         config.apply_directive(name, &[value.to_string()]).unwrap();
     }
-    let server = rlockd::Server::builder()
-        .config(config)
-        .port(0)
-        .tls_port(0)
-        .start()
-        .await
-        .unwrap();
+    let server = start_tls(config).await.unwrap();
     let conn = TRUSTED.connect(&pki, tls_addr(&server)).await.unwrap();
     let (_, session) = conn.s.get_ref();
     assert_eq!(
@@ -611,14 +602,7 @@ async fn an_encrypted_key_loads_with_its_password() {
     assert!(status.success());
     let mut config = pki.config();
     config.tls_key_file = encrypted.clone();
-    let start = |config: rlockd::Config| {
-        rlockd::Server::builder()
-            .config(config)
-            .port(0)
-            .tls_port(0)
-            .start()
-    };
-    let err = start(config.clone()).await.err().unwrap().to_string();
+    let err = start_tls(config.clone()).await.err().unwrap().to_string();
     assert!(
         err.starts_with(&format!(
             "Failed to configure TLS: Failed to load private key: {encrypted}: bad decrypt"
@@ -626,7 +610,7 @@ async fn an_encrypted_key_loads_with_its_password() {
         "{err}"
     );
     config.tls_key_file_pass = "s3cret".into();
-    let server = start(config).await.unwrap();
+    let server = start_tls(config).await.unwrap();
     assert!(TRUSTED.served(&pki, tls_addr(&server)).await);
     server.shutdown().await;
 }
@@ -791,13 +775,7 @@ async fn client_cas_from_a_directory() {
         tls_ca_cert_dir: cas.to_str().unwrap().to_string(),
         ..pki.config()
     };
-    let server = rlockd::Server::builder()
-        .config(config)
-        .port(0)
-        .tls_port(0)
-        .start()
-        .await
-        .unwrap();
+    let server = start_tls(config).await.unwrap();
     assert!(TRUSTED.served(&pki, tls_addr(&server)).await);
     assert!(!ROGUE_CERT.served(&pki, tls_addr(&server)).await);
     server.shutdown().await;
