@@ -4,7 +4,7 @@
 //! of the client's state.
 
 use std::fmt;
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
@@ -60,6 +60,20 @@ impl ClientAddr {
         match self {
             ClientAddr::Tcp(addr) => Some(addr.ip()),
             ClientAddr::Unix(_) => None,
+        }
+    }
+
+    /// Redis's "local client" (protected mode, `enable-debug-command
+    /// local`, `enable-protected-configs local`): 127.0.0.1 or ::1
+    /// exactly, as Redis compares them, not all of 127/8; or the unix
+    /// socket, which is on this host.
+    pub fn is_local(&self) -> bool {
+        match self.ip() {
+            None => true,
+            Some(IpAddr::V4(ip)) => ip == Ipv4Addr::LOCALHOST,
+            Some(IpAddr::V6(ip)) => {
+                ip == Ipv6Addr::LOCALHOST || ip.to_ipv4_mapped() == Some(Ipv4Addr::LOCALHOST)
+            }
         }
     }
 }

@@ -164,6 +164,10 @@ impl Param {
     pub fn apply(&self, config: &mut Config, value: &str) -> Result<(), String> {
         self.load.map_or(Ok(()), |load| load(config, value))
     }
+
+    pub(crate) fn protected(&self) -> bool {
+        PROTECTED.contains(&self.name)
+    }
 }
 
 /// How CONFIG SET treats a setting.
@@ -796,11 +800,11 @@ directives! {
             };
             dir.map_or_else(|_| c.dir.clone(), |p| p.to_string_lossy().into_owned())
         },
-        parse: |v: &str| {
-            if !std::path::Path::new(v).is_dir() {
-                return Err("No such file or directory".to_string());
-            }
-            text(v)
+        // Refused as Redis's chdir refuses it.
+        parse: |v: &str| match std::fs::metadata(v) {
+            Err(e) => Err(crate::util::os_reason(&e)),
+            Ok(m) if !m.is_dir() => Err("Not a directory".to_string()),
+            Ok(_) => text(v),
         },
         change: Runtime,
     }
@@ -869,6 +873,20 @@ directives! {
     "enable-debug-command" => enable_debug_command: DebugCommand {
         default: DebugCommand::No,
         parse: DebugCommand::parse,
+        change: Never,
+    }
+    /// Who may CONFIG SET the protected directives (`dir`, `dbfilename`):
+    /// no, yes, or local (loopback clients).
+    "enable-protected-configs" => enable_protected_configs: DebugCommand {
+        default: DebugCommand::No,
+        parse: DebugCommand::parse,
+        change: Never,
+    }
+    /// Ours: once listening, write the ready line (the addresses) to this
+    /// file too, removed at shutdown ("": none).
+    "ready-file" => ready_file: String {
+        default: String::new(),
+        parse: text,
         change: Never,
     }
     /// Ours: serve Prometheus metrics over HTTP on this port (0 picks one);
@@ -1095,6 +1113,10 @@ fn merge_buffer_limits(current: &str, value: &str) -> Result<String, String> {
         .collect::<Vec<_>>()
         .join(" "))
 }
+
+/// Redis 7.0's PROTECTED_CONFIG directives: where files are written, so
+/// CONFIG SET changes them only as `enable-protected-configs` allows.
+const PROTECTED: &[&str] = &["dir", "dbfilename"];
 
 pub fn find_param(name: &str) -> Option<&'static Param> {
     let lower = name.to_ascii_lowercase();

@@ -66,39 +66,61 @@ impl CommandLine {
         };
         let mut clap_words = Vec::new();
         let mut directives: Vec<(String, Vec<String>)> = Vec::new();
+        // The next word is a value of the last directive.
         let mut in_directive = false;
+        // The last word was a directive's name or value.
+        let mut after_directive = false;
         for word in words {
             match word.strip_prefix("--").filter(|n| !n.is_empty()) {
                 Some(name) if !is_known(name) => {
                     directives.push((name.to_string(), Vec::new()));
                     in_directive = true;
+                    after_directive = true;
                 }
                 Some(_) => {
                     clap_words.push(word);
                     in_directive = false;
+                    after_directive = false;
                 }
-                None if in_directive => {
+                // A word with a dash is no config file: as redis-server
+                // reads it, it is one more value (`--bind a -::1`, an
+                // optional address; `--port 0 -1`, a wrong one).
+                None if in_directive || (after_directive && word.starts_with('-')) => {
                     if let Some((name, values)) = directives.last_mut() {
                         values.push(word);
                         in_directive = find_param(name).is_none_or(|p| p.multiword);
                     }
                 }
-                None => clap_words.push(word),
+                None => {
+                    clap_words.push(word);
+                    after_directive = false;
+                }
             }
         }
-        let matches = command().get_matches_from(clap_words);
-        CommandLine {
-            args: Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit()),
-            directives,
-        }
+        let args = command()
+            .try_get_matches_from(clap_words)
+            .and_then(|matches| Args::from_arg_matches(&matches))
+            .unwrap_or_else(|e| usage_error(e));
+        CommandLine { args, directives }
     }
+}
+
+/// `--help` and `--version` exit 0, as clap has them; a command line
+/// that is wrong exits 1, as redis-server's does (clap's own is 2).
+fn usage_error(e: clap::Error) -> ! {
+    if !e.use_stderr() {
+        e.exit();
+    }
+    let _ = e.print();
+    std::process::exit(1)
 }
 
 /// One PING over a fresh connection; the process exit code is the verdict.
 fn health_check(config: &rlockd::Config) -> std::process::ExitCode {
     use std::io::{Read, Write};
     use std::time::Duration;
-    let host = match config.bind.first().map(String::as_str) {
+    // `-addr`: an optional address is an address.
+    let host = match config.bind.first().map(|h| h.trim_start_matches('-')) {
         None | Some("0.0.0.0") | Some("::") | Some("*") => "127.0.0.1",
         Some(h) => h,
     };
@@ -162,7 +184,11 @@ fn main() -> std::process::ExitCode {
     let config = match load_config(line) {
         Ok(config) => config,
         Err(e) => {
-            eprintln!("rlockd: {e}");
+            match e {
+                // A block of its own, as Redis prints it.
+                ConfigError::BadLine(..) => eprintln!("{e}"),
+                _ => eprintln!("rlockd: {e}"),
+            }
             return std::process::ExitCode::FAILURE;
         }
     };
@@ -178,18 +204,66 @@ fn main() -> std::process::ExitCode {
     }
 }
 
+/// Why the settings could not be read; each names the file and line or
+/// the flag it is about, in Redis's words where Redis has them.
+#[derive(Debug)]
+enum ConfigError {
+    Unreadable(PathBuf, std::io::Error),
+    BadLine(PathBuf, rlockd::config::ConfigFileError),
+    BadFlag {
+        name: String,
+        values: Vec<String>,
+        reason: String,
+    },
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigError::Unreadable(path, e) => write!(
+                f,
+                "Fatal error, can't open config file '{}': {}",
+                path.display(),
+                rlockd::util::os_reason(e)
+            ),
+            // Redis's block, with the file's name it leaves out.
+            ConfigError::BadLine(path, e) => write!(
+                f,
+                "\n*** FATAL CONFIG FILE ERROR (rlockd {}) ***\n\
+                 Reading the configuration file {}, at line {}\n>>> '{}'\n{}",
+                env!("CARGO_PKG_VERSION"),
+                path.display(),
+                e.line,
+                e.text,
+                e.reason
+            ),
+            ConfigError::BadFlag {
+                name,
+                values,
+                reason,
+            } => write!(f, "--{name} {}: {reason}", values.join(" ")),
+        }
+    }
+}
+
 /// Defaults, then the config file, then the flags.
-fn load_config(line: CommandLine) -> Result<rlockd::Config, Box<dyn std::error::Error>> {
+fn load_config(line: CommandLine) -> Result<rlockd::Config, ConfigError> {
     let mut config = rlockd::Config::default();
     if let Some(path) = &line.args.config_file {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        config.apply_file(&text)?;
+        let text =
+            std::fs::read_to_string(path).map_err(|e| ConfigError::Unreadable(path.clone(), e))?;
+        config
+            .apply_file(&text)
+            .map_err(|e| ConfigError::BadLine(path.clone(), e))?;
     }
     for (name, values) in line.directives {
-        config
-            .apply_directive(&name, &values)
-            .map_err(|e| format!("--{name} {}: {e}", values.join(" ")))?;
+        if let Err(reason) = config.apply_directive(&name, &values) {
+            return Err(ConfigError::BadFlag {
+                name,
+                values,
+                reason,
+            });
+        }
     }
     Ok(config)
 }
@@ -240,18 +314,17 @@ async fn run(config: rlockd::Config) -> std::io::Result<()> {
             }
         }
     });
-    tracing::info!(
-        "rlockd {} ready to accept connections on {}",
-        env!("CARGO_PKG_VERSION"),
-        server
-            .addrs()
-            .iter()
-            .map(|a| a.to_string())
-            .chain(server.tls_addrs().iter().map(|a| format!("{a} (TLS)")))
-            .chain(server.unix_socket().map(|p| p.display().to_string()))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
+    // Whatever the log level: a supervisor or test waits for this line
+    // (or the file) to learn the server is up, and where (port 0).
+    let ready = ready_line(&server);
+    println!("{ready}");
+    let ready_file = server.config().ready_file;
+    if !ready_file.is_empty()
+        && let Err(e) = write_ready_file(&ready_file, &ready)
+    {
+        server.shutdown().await;
+        return Err(e);
+    }
     if let Some(addr) = server.metrics_addr() {
         tracing::info!("metrics at http://{addr}/metrics");
     }
@@ -266,7 +339,44 @@ async fn run(config: rlockd::Config) -> std::io::Result<()> {
             server.shutdown().await;
         }
     }
+    if !ready_file.is_empty() {
+        let _ = std::fs::remove_file(&ready_file);
+    }
     Ok(())
+}
+
+/// `rlockd VERSION ready to accept connections on ADDR, …`: every TCP
+/// address (the real port when 0 was asked for), then the unix socket.
+fn ready_line(server: &rlockd::ServerHandle) -> String {
+    let on: Vec<String> = server
+        .addrs()
+        .iter()
+        .map(|a| a.to_string())
+        .chain(server.tls_addrs().iter().map(|a| format!("{a} (TLS)")))
+        .chain(server.unix_socket().map(|p| p.display().to_string()))
+        .collect();
+    format!(
+        "rlockd {} ready to accept connections on {}",
+        env!("CARGO_PKG_VERSION"),
+        on.join(", ")
+    )
+}
+
+/// Writes the ready line to `path` whole: a reader that sees the file sees
+/// all of it (written beside it, then renamed into place).
+fn write_ready_file(path: &str, line: &str) -> std::io::Result<()> {
+    let partial = format!("{path}.partial");
+    std::fs::write(&partial, format!("{line}\n"))
+        .and_then(|()| std::fs::rename(&partial, path))
+        .map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!(
+                    "Can't write the ready file {path}: {}",
+                    rlockd::util::os_reason(&e)
+                ),
+            )
+        })
 }
 
 #[cfg(test)]
@@ -352,6 +462,9 @@ mod tests {
         assert_eq!(parsed.directives[0].1, words(&["::1", "127.0.0.1"]));
         assert_eq!(parsed.directives[1].1, words(&["7003"]));
         assert_eq!(parsed.args.config_file, Some(PathBuf::from("rlockd.conf")));
+        // An optional address keeps its dash and its place in the list.
+        let parsed = line(&["rlockd", "--bind", "127.0.0.1", "-::1", "--port", "0"]);
+        assert_eq!(parsed.directives[0].1, words(&["127.0.0.1", "-::1"]));
         let bad = load_config(line(&["rlockd", "--no-such-thing", "1"])).unwrap_err();
         assert_eq!(bad.to_string(), "--no-such-thing 1: unknown directive");
     }

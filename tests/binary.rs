@@ -1,6 +1,7 @@
 //! The `rlockd` binary: config file and flags, port 0, SIGTERM.
 
 mod common;
+mod refserver;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -68,8 +69,232 @@ fn config_file_then_flags() {
     drop(server);
     let err = refused_config(&path, "port 0\nfrobnicate yes\n");
     assert!(
-        err.contains("line 2: 'frobnicate yes': unknown directive"),
+        err.contains(&format!(
+            "Reading the configuration file {}, at line 2\n>>> 'frobnicate yes'\nunknown directive",
+            path.display()
+        )),
         "{err}"
+    );
+}
+
+/// A fresh directory for one test's files, removed at the end.
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("rlockd-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.0.join(name).to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn sigterm(server: &mut Running) {
+    Command::new("kill")
+        .args(["-TERM", &server.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(server.0.wait().unwrap().success());
+}
+
+/// The ready line goes to stdout at any log level, and to `--ready-file`,
+/// with the port picked for port 0; the file goes at shutdown.
+#[test]
+fn the_ready_line_names_the_port_at_any_log_level_and_in_the_ready_file() {
+    let scratch = Scratch::new("ready");
+    let file = scratch.path("ready");
+    let (mut server, port) = start(&[
+        "--port",
+        "0",
+        "--loglevel",
+        "nothing",
+        "--ready-file",
+        &file,
+    ]);
+    assert_ne!(port, 0);
+    assert_eq!(ask(port, b"PING\r\n"), "+PONG\r\n");
+    // Written just after the line is printed, whole.
+    let started = std::time::Instant::now();
+    let text = loop {
+        if let Ok(text) = std::fs::read_to_string(&file) {
+            break text;
+        }
+        assert!(started.elapsed() < common::WAIT, "no ready file");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(common::ready_port(&text), Some(port), "{text}");
+    assert!(text.ends_with('\n'), "{text:?}");
+    sigterm(&mut server);
+    assert!(!std::path::Path::new(&file).exists(), "removed at shutdown");
+    // A ready file that cannot be written stops the start, naming it.
+    let out = Command::new(env!("CARGO_BIN_EXE_rlockd"))
+        .args(["--port", "0", "--ready-file", "/proc/rlockd-ready"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("Can't write the ready file /proc/rlockd-ready: "),
+        "{err}"
+    );
+}
+
+/// With a unix socket the ready line lists it; alone (port 0), the line
+/// has no TCP address.
+#[test]
+fn the_ready_line_names_the_unix_socket() {
+    let scratch = Scratch::new("ready-unix");
+    let socket = scratch.path("rlockd.sock");
+    let (child, port) = start(&[
+        "--port",
+        "0",
+        "--unixsocket",
+        &socket,
+        "--loglevel",
+        "warning",
+    ]);
+    let _server = child;
+    assert_eq!(port, 0, "no TCP beside the socket with port 0");
+    let mut s = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(b"PING\r\n").unwrap();
+    let mut buf = [0u8; 16];
+    let n = s.read(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"+PONG\r\n");
+}
+
+/// What a program said (stdout and stderr) and its exit code, run from
+/// `dir` for at most 10 s (one that starts after all is stopped: `124`).
+fn said(program: &std::path::Path, args: &[&str], dir: &Scratch) -> (Option<i32>, String) {
+    let out = Command::new("timeout")
+        .arg("10")
+        .arg(program)
+        .args(args)
+        .current_dir(&dir.0)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+    (out.status.code(), text.into_owned())
+}
+
+/// Every start-up failure names the port, address, path, file and line
+/// it is about, with Redis's words and exit code; redis-server 7.0.15
+/// is given the same bad input, and says the shared part too.
+#[test]
+fn startup_errors_name_what_they_are_about_as_redis_does() {
+    let scratch = Scratch::new("startup-errors");
+    let redis = refserver::redis_server_path("startup_errors");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let free = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let conf = scratch.path("bad.conf");
+    std::fs::write(&conf, format!("port {free}\ndir /no/such/dir\n")).unwrap();
+    let socket = "/no/such/dir/rlockd.sock";
+    // (arguments, what rlockd says, what both say)
+    let cases: Vec<(Vec<&str>, String, String)> = vec![
+        (
+            vec!["--port", &port, "--bind", "127.0.0.1"],
+            format!(
+                "Could not create server TCP listening socket 127.0.0.1:{port}: bind: Address already in use"
+            ),
+            format!(
+                "Could not create server TCP listening socket 127.0.0.1:{port}: bind: Address already in use"
+            ),
+        ),
+        (
+            // TEST-NET-1: an address no host here has.
+            vec!["--port", &free, "--bind", "192.0.2.1"],
+            format!(
+                "Could not create server TCP listening socket 192.0.2.1:{free}: bind: Cannot assign requested address"
+            ),
+            format!(
+                "Could not create server TCP listening socket 192.0.2.1:{free}: bind: Cannot assign requested address"
+            ),
+        ),
+        (
+            vec!["--port", &free, "--bind", "-192.0.2.1"],
+            "Configured to not listen anywhere, exiting.".into(),
+            "Configured to not listen anywhere, exiting.".into(),
+        ),
+        (
+            vec!["--port", "0", "--unixsocket", socket],
+            format!("Failed opening Unix socket {socket}: bind: No such file or directory"),
+            "bind: No such file or directory".into(),
+        ),
+        (
+            vec!["/no/such.conf"],
+            "Fatal error, can't open config file '/no/such.conf': No such file or directory".into(),
+            "Fatal error, can't open config file '/no/such.conf': No such file or directory".into(),
+        ),
+        (
+            vec![&conf],
+            format!(
+                "Reading the configuration file {conf}, at line 2\n>>> 'dir /no/such/dir'\nNo such file or directory"
+            ),
+            "at line 2\n>>> 'dir /no/such/dir'\nNo such file or directory".into(),
+        ),
+        (
+            vec!["--port", &free, "--aclfile", "/no/such.acl"],
+            "Aborting Redis startup because of ACL errors: Error loading ACLs, opening file '/no/such.acl': No such file or directory".into(),
+            "Aborting Redis startup because of ACL errors: Error loading ACLs, opening file '/no/such.acl': No such file or directory".into(),
+        ),
+        (
+            // Root writes anywhere but /proc.
+            vec!["--port", &free, "--appendonly", "yes", "--dir", "/proc"],
+            "Can't open the append-only file /proc/appendonly.aof: No such file or directory"
+                .into(),
+            ": No such file or directory".into(),
+        ),
+    ];
+    let ours = std::path::Path::new(env!("CARGO_BIN_EXE_rlockd"));
+    for (args, own, shared) in &cases {
+        let (code, text) = said(ours, args, &scratch);
+        assert_eq!(code, Some(1), "rlockd {args:?}: {text}");
+        assert!(text.contains(own.as_str()), "rlockd {args:?}: {text}");
+        assert!(text.contains(shared.as_str()), "rlockd {args:?}: {text}");
+        if let Some(redis) = &redis {
+            let quiet = [&["--save", ""][..], args].concat();
+            // A config file comes first, as Redis takes it.
+            let redis_args = if args[0].starts_with("--") {
+                &quiet
+            } else {
+                args
+            };
+            let (code, text) = said(redis, redis_args, &scratch);
+            assert_eq!(code, Some(1), "redis-server {args:?}: {text}");
+            assert!(
+                text.contains(shared.as_str()),
+                "redis-server {args:?}: {text}"
+            );
+        }
+    }
+    drop(taken);
+}
+
+/// `-addr` is an optional address, as in Redis: one the host lacks is
+/// passed over with a warning, and CONFIG GET shows the list as given.
+#[test]
+fn an_optional_bind_address_the_host_lacks_is_passed_over() {
+    let (_server, port) = start(&["--port", "0", "--bind", "127.0.0.1", "-192.0.2.1"]);
+    assert_eq!(ask(port, b"PING\r\n"), "+PONG\r\n");
+    assert_eq!(
+        ask(port, b"CONFIG GET bind\r\n"),
+        "*2\r\n$4\r\nbind\r\n$20\r\n127.0.0.1 -192.0.2.1\r\n"
     );
 }
 
@@ -148,7 +373,10 @@ fn cluster_enabled_by_flag_or_file() {
     drop(server);
 
     let err = refused_config(&path, "port 0\ncluster-enabled maybe\n");
-    assert!(err.contains("line 2: 'cluster-enabled maybe'"), "{err}");
+    assert!(
+        err.contains("at line 2\n>>> 'cluster-enabled maybe'\nargument must be 'yes' or 'no'"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -293,11 +521,19 @@ fn version_help_and_bad_flags() {
             &["--port", "70000"],
             "rlockd: --port 70000: the port must be a number from 0 to 65535",
         ),
+        // A dashed word is the directive's too, never clap's puzzle.
+        (
+            &["--port", "0", "-::1"],
+            "rlockd: --port 0 -::1: the port must be a number from 0 to 65535",
+        ),
     ] {
         let out = run(args);
-        assert!(!out.status.success(), "{args:?}");
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
         assert_eq!(String::from_utf8_lossy(&out.stderr).trim(), message);
     }
+    // Exit 1 for what clap refuses too, as redis-server exits.
+    let out = run(&["-x"]);
+    assert_eq!(out.status.code(), Some(1));
 }
 
 #[test]
@@ -366,84 +602,26 @@ fn protected_mode_and_loglevel_flags_reach_config() {
 
 #[test]
 fn loglevel_warning_leaves_out_notices() {
-    // No ready line names the port at this level, so the test picks one;
-    // another process may take it first, so a server is ours only when
-    // INFO names our child's pid, and a child that could not bind is
-    // started again on another port.
-    let (child, port) = (0..5)
-        .find_map(|_| {
-            let port = std::net::TcpListener::bind("127.0.0.1:0")
-                .unwrap()
-                .local_addr()
-                .unwrap()
-                .port();
-            let mut child = Command::new(env!("CARGO_BIN_EXE_rlockd"))
-                .args(["--port", &port.to_string(), "--loglevel", "warning"])
-                .stdout(Stdio::piped())
-                .spawn()
-                .unwrap();
-            let ours = format!("process_id:{}\r\n", child.id());
-            let deadline = std::time::Instant::now() + Duration::from_secs(10);
-            while std::time::Instant::now() < deadline {
-                if child.try_wait().unwrap().is_some() {
-                    return None;
-                }
-                if serves_as(port, &ours) {
-                    return Some((child, port));
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("never listened");
-        })
-        .expect("a free port within five tries");
-    assert_eq!(ask(port, b"PING\r\n"), "+PONG\r\n");
-    let pid = child.id().to_string();
-    Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success());
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "",
-        "no notice-level lines"
-    );
+    assert_eq!(log_after(&["--loglevel", "warning"], None), "");
 }
 
-/// Whether the server on `port` answers INFO with `line` (read whole:
-/// INFO server is longer than one read).
-fn serves_as(port: u16, line: &str) -> bool {
-    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    if s.write_all(b"INFO server\r\n").is_err() {
-        return false;
-    }
-    let mut info = Vec::new();
-    let mut buf = [0u8; 4096];
-    while let Ok(n @ 1..) = s.read(&mut buf) {
-        info.extend_from_slice(&buf[..n]);
-        if info.ends_with(b"\r\n\r\n") {
-            break;
-        }
-    }
-    String::from_utf8_lossy(&info).contains(line)
-}
-
-/// Runs the binary, applies `config_set` (CONFIG SET arguments, if any),
-/// sends SIGTERM and returns what it logged after becoming ready.
-fn log_after(config_set: Option<&str>) -> String {
+/// Runs the binary with `--port 0` and `args`, applies `config_set`
+/// (CONFIG SET arguments, if any), sends SIGTERM and returns every line it
+/// printed but the ready line.
+fn log_after(args: &[&str], config_set: Option<&str>) -> String {
     let mut child = Command::new(env!("CARGO_BIN_EXE_rlockd"))
         .args(["--port", "0"])
+        .args(args)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut log = String::new();
     let port: u16 = loop {
-        let line = lines.next().unwrap().unwrap();
-        if let Some(addr) = line.split("connections on ").nth(1) {
-            break addr.rsplit(':').next().unwrap().trim().parse().unwrap();
+        let line = lines.next().expect("a ready line").unwrap();
+        match common::ready_port(&line) {
+            Some(port) => break port,
+            None => log.push_str(&(line + "\n")),
         }
     };
     if let Some(args) = config_set {
@@ -457,13 +635,14 @@ fn log_after(config_set: Option<&str>) -> String {
         .status()
         .unwrap();
     assert!(child.wait().unwrap().success());
-    lines.map(|l| l.unwrap() + "\n").collect()
+    log.extend(lines.map(|l| l.unwrap() + "\n"));
+    log
 }
 
 #[test]
 fn config_set_loglevel_takes_effect_at_once() {
-    assert!(log_after(None).contains("received SIGTERM"));
-    assert_eq!(log_after(Some("loglevel warning")), "");
+    assert!(log_after(&[], None).contains("received SIGTERM"));
+    assert_eq!(log_after(&[], Some("loglevel warning")), "");
 }
 
 #[test]

@@ -328,8 +328,8 @@ fn start_logged(dir: &TempDir) -> (Child, u16, String) {
         let line = lines.next().expect("a ready line").unwrap();
         log.push_str(&line);
         log.push('\n');
-        if let Some(addr) = line.split("connections on ").nth(1) {
-            break addr.rsplit(':').next().unwrap().trim().parse().unwrap();
+        if let Some(port) = common::ready_port(&line) {
+            break port;
         }
     };
     std::thread::spawn(move || lines.for_each(drop));
@@ -573,6 +573,53 @@ fn redis_reads_our_file() {
         .unwrap();
     let theirs = dataset(&mut rcon);
     assert_eq!(ours, theirs);
+}
+
+/// `CONFIG SET appendonly yes` where the file cannot be made is refused
+/// with Redis's error, and nothing of that CONFIG SET stays: not the
+/// other settings it named, and not the AOF (`aof_enabled:0`). `dir` is
+/// checked as Redis's chdir checks it. Root may write anywhere but /proc.
+#[test]
+fn config_set_appendonly_that_cannot_work_is_refused_as_redis_refuses_it() {
+    let Some(bin) = refserver::redis_server_path("appendonly_refused") else {
+        return;
+    };
+    let setup = refserver::Setup {
+        protected_configs: Some("yes"),
+        ..refserver::Setup::default()
+    };
+    let redis = refserver::RedisServer::start_setup(&bin, setup);
+    let subject = refserver::Subject::start_setup(&bin, setup);
+    let script = [
+        "CONFIG SET dir /proc",
+        "CONFIG SET appendonly yes",
+        "CONFIG SET maxmemory 5000000 appendonly yes",
+        "CONFIG GET maxmemory",
+        "CONFIG GET appendonly",
+        "CONFIG GET dir",
+        "CONFIG SET dir /etc/passwd",
+        "CONFIG SET dir /no/such/dir",
+        "CONFIG SET dir \"\"",
+        "CONFIG GET dir",
+    ];
+    let request = script.map(|line| format!("{line}\r\n")).concat();
+    let quiet = Duration::from_millis(300);
+    let theirs = refserver::exchange(redis.addr, request.as_bytes(), quiet);
+    let ours = refserver::exchange(subject.addr(), request.as_bytes(), quiet);
+    assert_eq!(refserver::show(&ours, 2000), refserver::show(&theirs, 2000));
+    assert!(
+        String::from_utf8_lossy(&ours).contains("Unable to turn on AOF"),
+        "{}",
+        refserver::show(&ours, 2000)
+    );
+    for addr in [redis.addr, subject.addr()] {
+        let info = refserver::exchange(addr, b"INFO persistence\r\n", quiet);
+        assert!(
+            String::from_utf8_lossy(&info).contains("aof_enabled:0\r\n"),
+            "{addr}: {}",
+            refserver::show(&info, 2000)
+        );
+    }
 }
 
 /// The raw reply to inline commands (as telnet sends them) on a new connection.

@@ -9,7 +9,7 @@ use std::io::{Read, Write as _};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use refserver::RedisServer;
+use refserver::{RedisServer, Rlockd, Setup};
 use tokio::io::AsyncWriteExt;
 
 /// Sends `request` from source address 127.0.0.2 and reads until the
@@ -66,4 +66,31 @@ async fn outside_clients_are_denied_as_redis_denies_them() {
     let noauth = ask_from_outside(theirs, b"PING\r\n").await;
     assert_eq!(ask_from_outside(ours, b"PING\r\n").await, noauth);
     assert!(noauth.starts_with("-NOAUTH"), "{noauth}");
+}
+
+/// `enable-protected-configs local`: CONFIG SET of `dir` is open to
+/// loopback clients only, as in Redis: the one from 127.0.0.2 is refused
+/// with Redis's error (protected mode off, so it is served at all).
+#[tokio::test]
+async fn protected_configs_local_admits_local_clients_only() {
+    let Some(bin) = refserver::redis_server_path("protected_configs_local") else {
+        return;
+    };
+    let setup = Setup {
+        protected_configs: Some("local"),
+        ..Setup::default()
+    };
+    let redis = RedisServer::start_setup(&bin, setup);
+    let ours = Rlockd::start_setup(setup);
+    let dir = std::env::temp_dir();
+    let set_dir = format!("CONFIG SET dir {}\r\n", dir.display());
+    for addr in [redis.addr, ours.addr] {
+        assert_eq!(ask(addr, b"CONFIG SET protected-mode no\r\n"), "+OK\r\n");
+        assert_eq!(
+            ask_from_outside(addr, set_dir.as_bytes()).await,
+            "-ERR CONFIG SET failed (possibly related to argument 'dir') - can't set protected config\r\n",
+            "{addr}"
+        );
+        assert_eq!(ask(addr, set_dir.as_bytes()), "+OK\r\n", "{addr}");
+    }
 }

@@ -181,6 +181,20 @@ fn open_cases() -> Vec<Case> {
             "POST inside MULTI",
             "MULTI\r\nSET k v\r\nPOST x\r\nEXEC\r\n",
         ),
+        // The classic attack: point `dir` at a directory to plant a file
+        // in, then have the server write there. Protected configs refuse
+        // it, alone or hidden among harmless settings, in MULTI and from a
+        // script.
+        case(
+            "protected configs: the dir attack",
+            "CONFIG SET dir /root/.ssh\r\nCONFIG SET dbfilename authorized_keys\r\n\
+             CONFIG SET appendonly no dir /etc/cron.d\r\nCONFIG GET appendonly\r\n",
+        ),
+        case(
+            "protected configs in MULTI and scripts",
+            "MULTI\r\nCONFIG SET dir /tmp\r\nEXEC\r\n\
+             EVAL \"return redis.pcall('config', 'set', 'dir', '/tmp')\" 0\r\n",
+        ),
     ]);
     cases
 }

@@ -372,7 +372,8 @@ pub fn load_file(shared: &Shared, mut current: Option<&mut Client>) -> CmdResult
     let path = acl_file(shared)?;
     let text = std::fs::read_to_string(&path).map_err(|e| {
         CmdError::other(format!(
-            "ERR Error loading ACLs, opening file '{path}': {e}"
+            "ERR Error loading ACLs, opening file '{path}': {}",
+            crate::util::os_reason(&e)
         ))
     })?;
     let mut users: Vec<(String, User)> = Vec::new();

@@ -2,6 +2,7 @@
 
 use bytes::Bytes;
 
+use crate::config::DebugCommand;
 use crate::context::{Client, Shared};
 use crate::keyspace::{Db, Locked};
 
@@ -25,5 +26,15 @@ impl<'a> Ctx<'_, 'a> {
 
     pub fn arg(&self, i: usize) -> &Bytes {
         &self.args[i]
+    }
+
+    /// Whether a protected action (`enable-debug-command`,
+    /// `enable-protected-configs`) is open to this client.
+    pub fn permits(&self, setting: DebugCommand) -> bool {
+        match setting {
+            DebugCommand::Yes => true,
+            DebugCommand::Local => self.client.handle.addr.is_local(),
+            DebugCommand::No => false,
+        }
     }
 }

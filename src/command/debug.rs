@@ -15,7 +15,6 @@ use super::reply::help_reply;
 use super::spec::flag::{ADMIN, LOADING, NOSCRIPT, STALE, WHOLE_KEYSPACE};
 use super::spec::{CommandSpec, Group};
 use super::values::encoding_name;
-use crate::config::DebugCommand;
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{Entry, Ttl, Value, dump::dump};
 use crate::protocol::Reply;
@@ -47,18 +46,8 @@ const CRASHERS: &[&str] = &[
 ];
 
 pub fn debug(ctx: &mut Ctx) -> CmdResult<Reply> {
-    let allowed = match ctx.shared.config.read().enable_debug_command {
-        DebugCommand::Yes => true,
-        // A socket's clients are on this host, as Redis counts them.
-        DebugCommand::Local => ctx
-            .client
-            .handle
-            .addr
-            .ip()
-            .is_none_or(|ip| ip.is_loopback()),
-        DebugCommand::No => false,
-    };
-    if !allowed {
+    let setting = ctx.shared.config.read().enable_debug_command;
+    if !ctx.permits(setting) {
         return Err(CmdError::other(NOT_ALLOWED));
     }
     let sub = String::from_utf8_lossy(ctx.arg(1)).to_ascii_lowercase();

@@ -112,6 +112,12 @@ pub fn config_set(ctx: &mut Ctx) -> CmdResult<Reply> {
                 "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
             )));
         };
+        // Protection first: `dbfilename` is one Redis may change, and
+        // only reports being fixed here once it is open.
+        let open = ctx.shared.config.read().enable_protected_configs;
+        if param.protected() && !ctx.permits(open) {
+            return Err(failed(&name, "can't set protected config"));
+        }
         if param.change == Change::Never {
             return Err(failed(&name, "can't set immutable config"));
         }
@@ -124,7 +130,8 @@ pub fn config_set(ctx: &mut Ctx) -> CmdResult<Reply> {
     // only once every value is accepted.
     let old = ctx.shared.config.read().clone();
     let mut updated = old.clone();
-    let mut hooks: Vec<Hook> = Vec::new();
+    // Each hook once, named after the first setting that calls for it.
+    let mut hooks: Vec<(Hook, &str)> = Vec::new();
     for (name, param, value) in &named {
         let result = match param.change {
             Change::Runtime => param.apply(&mut updated, value),
@@ -133,24 +140,25 @@ pub fn config_set(ctx: &mut Ctx) -> CmdResult<Reply> {
         };
         result.map_err(|why| failed(name, &why))?;
         for hook in param.reacts {
-            if !hooks.contains(hook) {
-                hooks.push(*hook);
+            if !hooks.iter().any(|(h, _)| h == hook) {
+                hooks.push((*hook, name));
             }
         }
     }
-    // The one hook that may refuse goes first, so a refusal changes nothing.
-    hooks.sort_by_key(|hook| *hook != Hook::Tls);
-    for hook in hooks {
-        let name = || named.iter().find(|(_, p, _)| p.reacts.contains(&hook));
-        ctx.shared
-            .reconfigure(hook, &old, &updated)
-            .map_err(|why| {
-                let name = name().map_or("", |(n, _, _)| n.as_str());
-                tracing::warn!(
-                    "Failed applying new configuration. Possibly related to new {name} setting. Restoring previous settings."
-                );
-                failed(name, &why)
-            })?;
+    // TLS files that do not load are the likeliest refusal: tried first.
+    hooks.sort_by_key(|(hook, _)| *hook != Hook::Tls);
+    for (done, (hook, name)) in hooks.iter().enumerate() {
+        if let Err(why) = ctx.shared.reconfigure(*hook, &old, &updated) {
+            tracing::warn!(
+                "Failed applying new configuration. Possibly related to new {name} setting. Restoring previous settings."
+            );
+            // As Redis restores its previous settings: what was told of
+            // the change hears of its undoing.
+            for (undo, _) in &hooks[..done] {
+                let _ = ctx.shared.reconfigure(*undo, &updated, &old);
+            }
+            return Err(failed(name, why));
+        }
     }
     *ctx.shared.config.write() = updated;
     ctx.shared.config_changes.send_modify(|n| *n += 1);

@@ -119,16 +119,16 @@ impl Shared {
     }
 
     /// Tells the part of the server `hook` names that CONFIG SET changed
-    /// the config from `old` to `new`. Only TLS may refuse (its files do
-    /// not load), leaving what it had in force.
-    pub fn reconfigure(&self, hook: Hook, old: &Config, new: &Config) -> Result<(), String> {
+    /// the config from `old` to `new`. TLS refuses files that do not
+    /// load, leaving what it had in force.
+    pub fn reconfigure(&self, hook: Hook, old: &Config, new: &Config) -> Result<(), &'static str> {
         match hook {
             Hook::Tls => return self.reload_tls(new),
             Hook::PubSub => self.pubsub.configure(new),
             Hook::SlowLog => self.slowlog.configure(new),
             Hook::Encodings => self.keyspace.set_limits(new.encoding()),
             Hook::AccessClocks => self.keyspace.set_lfu(new.maxmemory_policy.contains("lfu")),
-            Hook::Persistence => persistence::reconfigure(self, old, new),
+            Hook::Persistence => return persistence::reconfigure(self, old, new),
             Hook::Latency => self.latency.configure(new),
             Hook::Guard => self.guard.configure(new),
             Hook::Password => {
@@ -142,10 +142,10 @@ impl Shared {
 
     /// Builds the TLS settings anew from `config`'s files; a failure is
     /// logged, as Redis logs it, and answered with Redis's error.
-    fn reload_tls(&self, config: &Config) -> Result<(), String> {
+    fn reload_tls(&self, config: &Config) -> Result<(), &'static str> {
         self.tls.configure(config).map_err(|e| {
             tracing::warn!("{e}");
-            "Unable to update TLS configuration. Check server logs.".to_string()
+            "Unable to update TLS configuration. Check server logs."
         })
     }
 

@@ -4,7 +4,7 @@
 //! period after a restart without persistence (`lock-restart-grace-ms`).
 
 use std::io::BufWriter;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -175,13 +175,26 @@ pub fn rewrite(shared: &Shared) {
 }
 
 /// CONFIG SET appendonly / appendfsync: applies the change of `old` to `new`.
-pub fn reconfigure(shared: &Shared, old: &Config, new: &Config) {
+/// Refused, with Redis's words, when the file cannot be made.
+pub fn reconfigure(shared: &Shared, old: &Config, new: &Config) -> Result<(), &'static str> {
     let fsync = Fsync::parse(&new.appendfsync).unwrap_or(Fsync::EverySec);
     match (old.appendonly, new.appendonly) {
         (false, true) => {
+            let path = aof_path(new);
+            // The rewrite that makes the file runs later, in the
+            // background: the directory must take it now, or AOF would
+            // report itself on and persist nothing.
+            if let Err(e) = can_rewrite(&path) {
+                tracing::warn!(
+                    "Redis needs to enable the AOF but can't open the append only file {}: {}",
+                    path.display(),
+                    crate::util::os_reason(&e)
+                );
+                return Err("Unable to turn on AOF. Check server logs.");
+            }
             // As in Redis: the file is made by a rewrite, and records
             // buffer until it is written.
-            let aof = Aof::pending_rewrite(&aof_path(new), fsync);
+            let aof = Aof::pending_rewrite(&path, fsync);
             shared.keyspace.set_log(Some(aof));
             shared.persistence.requested.store(true, Ordering::Release);
             shared.persistence.asked.notify_one();
@@ -198,6 +211,13 @@ pub fn reconfigure(shared: &Shared, old: &Config, new: &Config) {
             }
         }
     }
+    Ok(())
+}
+
+/// Makes (and removes) the temporary file a rewrite of `path` writes.
+fn can_rewrite(path: &Path) -> std::io::Result<()> {
+    let (_, tmp) = crate::persist::rewrite_temp(path)?;
+    std::fs::remove_file(tmp)
 }
 
 #[cfg(test)]

@@ -62,11 +62,18 @@ pub fn load_and_open(shared: &Shared) -> io::Result<()> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => {
             return Err(refuse(format!(
-                "Fatal error: can't open the append log file {name} for reading: {e}"
+                "Fatal error: can't open the append log file {name} for reading: {}",
+                crate::util::os_reason(&e)
             )));
         }
     }
-    shared.keyspace.set_log(Some(Aof::open(&path, fsync)?));
+    let aof = Aof::open(&path, fsync).map_err(|e| {
+        refuse(format!(
+            "Can't open the append-only file {name}: {}",
+            crate::util::os_reason(&e)
+        ))
+    })?;
+    shared.keyspace.set_log(Some(aof));
     Ok(())
 }
 

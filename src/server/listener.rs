@@ -7,11 +7,10 @@ use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpSocket, TcpStream, UnixListener, UnixStream};
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 
@@ -64,6 +63,111 @@ impl Listener {
     }
 }
 
+/// What a TCP listener is for, as its failure names it.
+pub(super) const SERVER: &str = "server TCP";
+pub(super) const METRICS: &str = "metrics";
+
+/// An address that could not be listened on, named as Redis's log line
+/// names it: `Could not create server TCP listening socket HOST:PORT:
+/// bind: REASON`.
+#[derive(Debug)]
+pub(super) struct ListenFailure {
+    what: &'static str,
+    host: String,
+    port: u16,
+    /// The step that failed, as Redis prefixes it (`bind: `); none for a
+    /// name that does not resolve.
+    step: &'static str,
+    error: io::Error,
+}
+
+impl ListenFailure {
+    /// Whether Redis goes on without this address: an optional one
+    /// (`-addr`) the host does not have, or any of a protocol the kernel
+    /// lacks (IPv6 switched off).
+    pub fn passed_over(&self, optional: bool) -> bool {
+        const UNSUPPORTED: [i32; 5] = [
+            libc::ENOPROTOOPT,
+            libc::EPROTONOSUPPORT,
+            libc::ESOCKTNOSUPPORT,
+            libc::EPFNOSUPPORT,
+            libc::EAFNOSUPPORT,
+        ];
+        let errno = self.error.raw_os_error();
+        (optional && self.error.kind() == io::ErrorKind::AddrNotAvailable)
+            || errno.is_some_and(|e| UNSUPPORTED.contains(&e))
+    }
+}
+
+impl std::fmt::Display for ListenFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // A name that does not resolve: std's text leads with its own
+        // words before the resolver's, which Redis prints alone.
+        let reason = crate::util::os_reason(&self.error);
+        let reason = reason
+            .strip_prefix("failed to lookup address information: ")
+            .unwrap_or(&reason);
+        write!(
+            f,
+            "Could not create {} listening socket {}:{}: {}{reason}",
+            self.what, self.host, self.port, self.step
+        )
+    }
+}
+
+impl From<ListenFailure> for io::Error {
+    fn from(failed: ListenFailure) -> io::Error {
+        io::Error::new(failed.error.kind(), failed.to_string())
+    }
+}
+
+/// Listens on the first address `host` resolves to that binds, with room
+/// for `backlog` connections not yet accepted (`tcp-backlog`; tokio's own
+/// `bind` fixes it at 1024, and the kernel caps it at `somaxconn`).
+pub(super) async fn listen(
+    host: &str,
+    port: u16,
+    backlog: u32,
+    what: &'static str,
+) -> Result<TcpListener, ListenFailure> {
+    let failed = |step, error| ListenFailure {
+        what,
+        host: host.to_string(),
+        port,
+        step,
+        error,
+    };
+    let mut last = None;
+    let addrs = tokio::net::lookup_host((host, port))
+        .await
+        .map_err(|e| failed("", e))?;
+    for addr in addrs {
+        let socket = if addr.is_ipv4() {
+            TcpSocket::new_v4()
+        } else {
+            TcpSocket::new_v6()
+        };
+        let socket = socket.map_err(|e| failed("socket: ", e))?;
+        socket
+            .set_reuseaddr(true)
+            .map_err(|e| failed("setsockopt SO_REUSEADDR: ", e))?;
+        let bound = socket.bind(addr).map_err(|e| failed("bind: ", e));
+        match bound.and_then(|()| socket.listen(backlog).map_err(|e| failed("listen: ", e))) {
+            Ok(listener) => return Ok(listener),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        failed(
+            "",
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{host} has no address"),
+            ),
+        )
+    }))
+}
+
 /// The listening unix socket; its file goes when it does, as Redis
 /// removes it at shutdown.
 pub(super) struct UnixSocket {
@@ -76,20 +180,27 @@ impl UnixSocket {
     /// left there (anything else there is an error), with `mode`'s
     /// permissions.
     pub fn bind(path: &str, mode: FileMode) -> io::Result<UnixSocket> {
-        let failed = |e: io::Error| {
-            io::Error::new(e.kind(), format!("Failed opening Unix socket {path}: {e}"))
+        // Redis's words, with the path Redis leaves out.
+        let failed = |step: &'static str| {
+            move |e: io::Error| {
+                let reason = crate::util::os_reason(&e);
+                io::Error::new(
+                    e.kind(),
+                    format!("Failed opening Unix socket {path}: {step}{reason}"),
+                )
+            }
         };
         if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
-            std::fs::remove_file(path).map_err(failed)?;
+            std::fs::remove_file(path).map_err(failed("unlink: "))?;
         }
-        let listener = UnixListener::bind(path).map_err(failed)?;
+        let listener = UnixListener::bind(path).map_err(failed("bind: "))?;
         let socket = UnixSocket {
             listener,
             path: path.into(),
         };
         if mode != FileMode::default() {
             std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode.0))
-                .map_err(failed)?;
+                .map_err(failed("chmod: "))?;
         }
         Ok(socket)
     }

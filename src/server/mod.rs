@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -21,7 +20,7 @@ use crate::clock::{Clock, ManualClock, SystemClock};
 use crate::config::Config;
 use crate::context::Shared;
 pub use crate::context::{HeldLock, LockKind, LockOwner, PauseMode, Waiters};
-use listener::{Accepted, Listener, Stream, UnixSocket};
+use listener::{Accepted, Listener, METRICS, SERVER, Stream, UnixSocket, listen};
 
 /// The entry point: `Server::builder()…start()`.
 pub struct Server;
@@ -271,6 +270,12 @@ impl ServerBuilder {
             Some(port) => listen_all(&self.config, port, Listener::Tls, &mut listeners).await?,
             None => (Vec::new(), 0),
         };
+        if addrs.is_empty() && tls_addrs.is_empty() && socket.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::AddrNotAvailable,
+                "Configured to not listen anywhere, exiting.",
+            ));
+        }
         let unix_socket = match socket.as_str() {
             "" => None,
             path => {
@@ -287,7 +292,10 @@ impl ServerBuilder {
             manual => manual,
         };
         let metrics = match self.config.metrics_port {
-            Some(port) => Some(listen(&self.config.bind[0], port, self.config.tcp_backlog).await?),
+            Some(port) => {
+                let host = self.config.bind[0].trim_start_matches('-');
+                Some(listen(host, port, self.config.tcp_backlog, METRICS).await?)
+            }
             None => None,
         };
         let metrics_addr = metrics.as_ref().map(|l| l.local_addr()).transpose()?;
@@ -306,8 +314,14 @@ impl ServerBuilder {
         let shared = Arc::new(shared);
         // Users come from the ACL file when there is one, as at Redis's start.
         if !shared.config.read().aclfile.is_empty() {
-            crate::command::acl::load_file(&shared, None)
-                .map_err(|e| io::Error::other(e.to_string()))?;
+            crate::command::acl::load_file(&shared, None).map_err(|e| {
+                // The reply's text, without the code a client would get.
+                let text = e.to_string();
+                let why = text.strip_prefix(e.code()).unwrap_or(&text).trim_start();
+                io::Error::other(format!(
+                    "Aborting Redis startup because of ACL errors: {why}"
+                ))
+            })?;
         }
         if shared.config.read().appendonly {
             aof::load_and_open(&shared)?;
@@ -430,43 +444,31 @@ impl Drop for BlockingServer {
 async fn listen_all(
     config: &Config,
     mut port: u16,
-    kind: fn(TcpListener) -> Listener,
+    kind: fn(tokio::net::TcpListener) -> Listener,
     listeners: &mut Vec<Listener>,
 ) -> io::Result<(Vec<SocketAddr>, u16)> {
     let mut addrs = Vec::new();
-    for host in &config.bind {
-        let listener = listen(host, port, config.tcp_backlog).await?;
+    for entry in &config.bind {
+        // `-addr` is Redis's optional address: one the host lacks is
+        // passed over.
+        let (optional, host) = match entry.strip_prefix('-') {
+            Some(host) => (true, host),
+            None => (false, entry.as_str()),
+        };
+        let listener = match listen(host, port, config.tcp_backlog, SERVER).await {
+            Ok(listener) => listener,
+            Err(failed) if failed.passed_over(optional) => {
+                tracing::warn!("Warning: {failed}");
+                continue;
+            }
+            Err(failed) => return Err(failed.into()),
+        };
         let addr = listener.local_addr()?;
         port = addr.port();
         addrs.push(addr);
         listeners.push(kind(listener));
     }
     Ok((addrs, port))
-}
-
-/// Listens on the first address `host` resolves to that binds, with room
-/// for `backlog` connections not yet accepted (`tcp-backlog`; tokio's own
-/// `bind` fixes it at 1024, and the kernel caps it at `somaxconn`).
-async fn listen(host: &str, port: u16, backlog: u32) -> io::Result<TcpListener> {
-    let mut failed = None;
-    for addr in tokio::net::lookup_host((host, port)).await? {
-        let socket = if addr.is_ipv4() {
-            TcpSocket::new_v4()?
-        } else {
-            TcpSocket::new_v6()?
-        };
-        socket.set_reuseaddr(true)?;
-        match socket.bind(addr).and_then(|()| socket.listen(backlog)) {
-            Ok(listener) => return Ok(listener),
-            Err(e) => failed = Some(e),
-        }
-    }
-    Err(failed.unwrap_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{host} has no address"),
-        )
-    }))
 }
 
 async fn accept_loop(shared: Arc<Shared>, listener: Listener, mut stop: watch::Receiver<bool>) {
@@ -546,19 +548,10 @@ async fn admit(shared: Arc<Shared>, accepted: Accepted, mut stop: watch::Receive
 /// Redis 7.0's words, byte for byte (its typo included): clients match on them.
 const PROTECTED_MODE_DENIED: &str = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
 
-/// Protected mode (on by default) with no password admits only clients
-/// from 127.0.0.1 or ::1 — exactly those addresses, as Redis compares them
-/// — and those of the unix socket, which are on this host.
+/// Protected mode (on by default) with no password admits only local
+/// clients.
 fn denied_by_protected_mode(config: &Config, peer: &ClientAddr) -> bool {
-    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-    let local = match peer.ip() {
-        None => true,
-        Some(IpAddr::V4(ip)) => ip == Ipv4Addr::LOCALHOST,
-        Some(IpAddr::V6(ip)) => {
-            ip == Ipv6Addr::LOCALHOST || ip.to_ipv4_mapped() == Some(Ipv4Addr::LOCALHOST)
-        }
-    };
-    config.protected_mode && config.requirepass.is_none() && !local
+    config.protected_mode && config.requirepass.is_none() && !peer.is_local()
 }
 
 async fn refuse(mut stream: Stream, message: &'static str) {

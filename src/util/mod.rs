@@ -11,6 +11,16 @@ pub(crate) mod stripe;
 
 pub(crate) use glob::glob_match;
 
+/// An OS error as C's `strerror` words it, the way Redis reports one:
+/// Rust's text without its ` (os error N)` tail.
+pub fn os_reason(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" (os error ") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
+}
+
 /// Parses a signed 64-bit integer as Redis's `string2ll` does: no sign but
 /// `-`, no leading zeros, no spaces.
 pub(crate) fn parse_i64(s: &[u8]) -> Option<i64> {

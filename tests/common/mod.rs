@@ -124,14 +124,31 @@ pub async fn read_quiet(s: &mut TcpStream) -> Vec<u8> {
 }
 
 /// Starts the `rlockd` binary of this build with `args` and reads the port
-/// it logs once ready; the rest of its log is drained so it never blocks.
+/// of its ready line (0: it listens on its unix socket alone); the rest of
+/// its output is drained so it never blocks.
 pub fn spawn_binary(args: &[&str]) -> (Child, u16) {
     let (child, port, _) = spawn_binary_logging(args, None);
     (child, port)
 }
 
+/// What the binary's ready line starts its addresses with.
+const READY: &str = " ready to accept connections on ";
+
+/// Reads the binary's ready line (`rlockd V ready to accept connections
+/// on ADDR, …, SOCKET`): `None` for any other line, else its TCP port (0
+/// when it lists none).
+pub fn ready_port(line: &str) -> Option<u16> {
+    let on = line.split(READY).nth(1)?;
+    Some(
+        on.split(", ")
+            .find_map(|a| a.trim().parse::<SocketAddr>().ok())
+            .map_or(0, |a| a.port()),
+    )
+}
+
 /// `spawn_binary`, also waiting for a log line containing `marker` after
-/// the ready line; returns what follows the marker in it.
+/// the ready line; returns what follows the marker in it. Each line must
+/// come within `WAIT`.
 pub fn spawn_binary_logging(args: &[&str], marker: Option<&str>) -> (Child, u16, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_rlockd"))
         .args(args)
@@ -139,20 +156,31 @@ pub fn spawn_binary_logging(args: &[&str], marker: Option<&str>) -> (Child, u16,
         .spawn()
         .expect("rlockd starts");
     let stdout = child.stdout.take().expect("stdout");
-    let mut lines = BufReader::new(stdout).lines();
-    let mut next_after = |marker: &str| loop {
-        let line = lines.next().expect("a log line").expect("utf-8 log");
-        if let Some(rest) = line.split(marker).nth(1) {
-            break rest.trim().to_string();
+    let (tx, lines) = std::sync::mpsc::channel();
+    // Reads to the end, so the server never blocks on a full pipe; the
+    // lines nobody waits for any more are dropped.
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let _ = tx.send(line.expect("utf-8 output"));
+        }
+    });
+    let next_line = || {
+        lines
+            .recv_timeout(WAIT)
+            .unwrap_or_else(|e| panic!("rlockd {args:?}: no line in {WAIT:?}: {e}"))
+    };
+    let port = loop {
+        if let Some(port) = ready_port(&next_line()) {
+            break port;
         }
     };
-    let port = next_after("connections on ")
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .parse()
-        .expect("a port");
-    let found = marker.map(next_after).unwrap_or_default();
-    std::thread::spawn(move || lines.for_each(drop));
+    let found = match marker {
+        Some(marker) => loop {
+            if let Some(rest) = next_line().split(marker).nth(1) {
+                break rest.trim().to_string();
+            }
+        },
+        None => String::new(),
+    };
     (child, port, found)
 }

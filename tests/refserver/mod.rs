@@ -136,6 +136,9 @@ pub struct Setup<'a> {
     /// A TLS port beside the plain one, with the certificates of this
     /// directory (`pki::Pki`'s) and `tls-auth-clients optional`.
     pub tls: Option<&'a Path>,
+    /// `enable-protected-configs` (`yes`, `local`): who may CONFIG SET
+    /// `dir`.
+    pub protected_configs: Option<&'a str>,
 }
 
 impl<'a> Setup<'a> {
@@ -247,6 +250,9 @@ impl RedisServer {
             if let Some(aof) = setup.aof {
                 std::fs::copy(aof, dir.join("appendonly.aof")).expect("a copy of the AOF");
                 extra.extend(["--appendonly".into(), "yes".into()]);
+            }
+            if let Some(who) = setup.protected_configs {
+                extra.extend(["--enable-protected-configs".into(), who.into()]);
             }
             let tls_port = setup.tls.map(|dir| {
                 let port = free_port();
@@ -404,6 +410,11 @@ impl Rlockd {
             enable_debug_command: rlockd::DebugCommand::Yes,
             ..rlockd::Config::default()
         };
+        if let Some(who) = setup.protected_configs {
+            config
+                .apply_directive("enable-protected-configs", &[who.to_string()])
+                .expect("a valid enable-protected-configs");
+        }
         if let Some(dir) = setup.tls {
             for (name, value) in tls_settings(dir) {
                 config.apply_directive(name, &[value]).unwrap();
