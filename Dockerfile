@@ -16,7 +16,14 @@ RUN pgo/build --target x86_64-unknown-linux-gnu \
     && strip target/x86_64-unknown-linux-gnu/dist/rlockd
 
 # Runtime stage: the binary alone (no shell, no package manager), run as an
-# unprivileged user.
+# unprivileged user. TLS (rustls) is built in: for a TLS-only deployment,
+# mount the certificates as files and turn the plain port off; flags after
+# the image name override the ENTRYPOINT's, and the health check needs the
+# same files (README, "Deployment"):
+#   docker run -v /etc/rlockd/tls:/tls:ro -p 6380:6380 \
+#     --health-cmd '/usr/local/bin/rlockd --health-check --port 0 --tls-port 6380 --tls-cert-file /tls/rlockd.crt --tls-key-file /tls/rlockd.key --tls-ca-cert-file /tls/ca.crt' \
+#     rlockd --port 0 --tls-port 6380 --tls-cert-file /tls/rlockd.crt \
+#     --tls-key-file /tls/rlockd.key --tls-ca-cert-file /tls/ca.crt
 FROM scratch
 COPY --from=build /src/target/x86_64-unknown-linux-gnu/dist/rlockd /usr/local/bin/rlockd
 USER 65532:65532

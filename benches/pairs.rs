@@ -25,8 +25,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use support::{
-    Conn, Cpu, Reply, Server, knob, launch_null, median, percentile, serve_null_if_asked,
-    start_servers,
+    Conn, Cpu, Reply, Server, join_clients, knob, launch_null, median, percentile,
+    serve_null_if_asked, start_servers,
 };
 
 const LOCK_LUA: &str = include_str!("../src/command/scripting/lock_scripts/redisson_lock.lua");
@@ -101,12 +101,7 @@ fn round(server: &Server, clients: usize, length: Duration, load: Load) -> io::R
     let cpu_before = server.cpu();
     start.wait();
     let started = Instant::now();
-    let (mut pairs, mut lock_us) = (0, Vec::new());
-    for w in workers {
-        let (p, l) = w.join().expect("client thread")?;
-        pairs += p;
-        lock_us.extend(l);
-    }
+    let (pairs, lock_us) = join_clients(workers)?;
     Ok(Round {
         pairs,
         secs: started.elapsed().as_secs_f64(),

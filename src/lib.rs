@@ -17,7 +17,7 @@
 //! up goes through a trait the lower module defines.
 //!
 //! - `server`: starting and stopping an instance, its listeners (TCP, unix
-//!   socket: `server/listener.rs`), the expiry driver, metrics, and the
+//!   socket, TLS: `server/listener.rs`), the expiry driver, metrics, and the
 //!   process around it that the binary manages (`server/process.rs`:
 //!   daemonize, the pid file, systemd's readiness; `server/syslog.rs`).
 //!   `fuzzing`: entry points for the fuzz targets.
@@ -32,7 +32,9 @@
 //!   own (`Client`): ACL, stats, slowlog, persistence as the server runs it,
 //!   the names `rename-command` gave commands (`context/renames.rs`).
 //! - `scripting`: the Lua engine behind EVAL and FUNCTION. `pubsub`:
-//!   channels, MONITOR and client-side caching's invalidations.
+//!   channels, MONITOR and client-side caching's invalidations. `tls`: the
+//!   `tls-*` settings made into the TLS port's acceptor, its reloads, and
+//!   the health check's client side (public, for the binary).
 //! - `cluster`: answering as a one-node Redis Cluster. `config`: each
 //!   directive, declared once: rlockd's settings in `config/table.rs`,
 //!   Redis's that it checks and reports without acting on them in
@@ -52,8 +54,8 @@
 //! Public are only what embedders, the binary, the tests, the benches and
 //! the fuzz targets use: `Server`, its builder and handle (in `server`,
 //! with the types its methods take and give), `Config`, `clock`, and a
-//! few pieces of `keyspace`, `protocol`, `pubsub`, `scripting`, `util` and
-//! `fuzzing`; the rest is `pub(crate)`, so the compiler finds dead code.
+//! few pieces of `keyspace`, `protocol`, `pubsub`, `scripting`, `tls` (the
+//! health check's session), `util` and `fuzzing`; the rest is `pub(crate)`, so the compiler finds dead code.
 //!
 //! Persistence is the append-only file, in four places from the top down:
 //! `server/aof.rs` loads it at start, `context/persistence.rs` switches it
@@ -79,6 +81,7 @@ pub mod protocol;
 pub mod pubsub;
 pub mod scripting;
 pub mod server;
+pub mod tls;
 pub mod util;
 
 pub use config::{Config, DebugCommand, FileMode};

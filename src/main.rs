@@ -22,9 +22,9 @@ static ALLOCATOR: rlockd::util::alloc::Counting<rlockd::util::alloc::Mimalloc> =
 struct Args {
     /// A redis.conf-style file; flags given here override it.
     config_file: Option<PathBuf>,
-    /// Instead of serving, PING the server at --bind/--port (its
-    /// --unixsocket with --port 0) and exit 0 if it answers (container
-    /// health checks).
+    /// Instead of serving, PING the server at --bind/--port (with --port
+    /// 0, its --unixsocket, or its --tls-port trusting its --tls-cert-file)
+    /// and exit 0 if it answers (container health checks).
     #[arg(long)]
     health_check: bool,
     /// Identify as redis-server 7.0.15 (`--version` in Redis's form), as
@@ -173,10 +173,19 @@ fn health_check(config: &rlockd::Config) -> std::process::ExitCode {
         Ok(buf[..n].starts_with(b"+PONG"))
     }
     let timeout = Some(Duration::from_secs(2));
-    // Port 0 beside a socket: the server listens on the socket alone.
+    // Port 0 beside a socket or a TLS port: the server listens there alone.
     let answered = if config.port == 0 && !config.unixsocket.is_empty() {
         std::os::unix::net::UnixStream::connect(&config.unixsocket)
             .and_then(|s| s.set_read_timeout(timeout).and_then(|()| ping(s)))
+    } else if let (0, Some(tls_port)) = (config.port, config.tls_port) {
+        rlockd::tls::health_check_session(config)
+            .map_err(std::io::Error::other)
+            .and_then(|session| {
+                let tcp = std::net::TcpStream::connect((host, tls_port))?;
+                tcp.set_read_timeout(timeout)?;
+                tcp.set_write_timeout(timeout)?;
+                ping(rustls::StreamOwned::new(session, tcp))
+            })
     } else {
         std::net::TcpStream::connect((host, config.port))
             .and_then(|s| s.set_read_timeout(timeout).and_then(|()| ping(s)))
@@ -488,6 +497,7 @@ fn ready_line(server: &rlockd::ServerHandle) -> String {
         .addrs()
         .iter()
         .map(|a| a.to_string())
+        .chain(server.tls_addrs().iter().map(|a| format!("{a} (TLS)")))
         .chain(server.unix_socket().map(|p| p.display().to_string()))
         .collect();
     format!(

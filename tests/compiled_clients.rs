@@ -10,7 +10,6 @@
 //! `stop N` server N or to `drop N` its connections. A missing toolchain is
 //! a SKIP unless `RLOCKD_REQUIRE_CLIENTS=1` (as `.ci/run` sets).
 
-mod common;
 mod refserver;
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -20,6 +19,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use refserver::pki::Pki;
 use refserver::{Setup, Subject, Target, find_tool, loud, targets};
 
 const REQUIRE_CLIENTS_ENV: &str = "RLOCKD_REQUIRE_CLIENTS";
@@ -41,14 +41,20 @@ fn skip(test: &str, reason: &str) {
 }
 
 /// The servers of one run, which the client program may stop or cut off.
-struct Servers {
+struct Servers<'a> {
     running: Vec<Option<Subject>>,
-    password: Option<&'static str>,
+    password: Option<&'a str>,
+    /// The programs talk to the TLS ports.
+    tls: bool,
 }
 
-impl Servers {
+impl Servers<'_> {
     fn ports(&self) -> Vec<u16> {
-        self.running.iter().flatten().map(Subject::port).collect()
+        let port = |s: &Subject| match self.tls {
+            true => s.tls_port().expect("a TLS port"),
+            false => s.port(),
+        };
+        self.running.iter().flatten().map(port).collect()
     }
 
     /// Carries out one control request and returns the answer line.
@@ -119,7 +125,7 @@ type Judge<'a> = &'a dyn Fn(&Target, &str) -> Result<String, String>;
 /// unless it exits 0 and `judge` accepts its output.
 fn run_against_targets(
     test: &str,
-    setup: Setup<'static>,
+    setup: Setup,
     count: usize,
     make: &dyn Fn(&Target, &[u16], u16) -> Command,
     judge: Judge,
@@ -129,6 +135,7 @@ fn run_against_targets(
         let mut servers = Servers {
             running: (0..count).map(|_| Some(target.start(setup))).collect(),
             password: setup.password,
+            tls: setup.tls.is_some(),
         };
         let listener = TcpListener::bind("127.0.0.1:0").expect("a control port");
         listener.set_nonblocking(true).unwrap();
@@ -251,7 +258,7 @@ fn judge_junit(target: &Target, output: &str) -> Result<String, String> {
 
 /// Runs one JUnit class of `tests/clients/java` against `count` servers
 /// set up as `setup`.
-fn redisson(test: &str, class: &str, setup: Setup<'static>, count: usize) {
+fn redisson(test: &str, class: &str, setup: Setup, count: usize) {
     let classpath = match java_classpath() {
         Ok(cp) => cp,
         Err(why) => return skip(test, why),
@@ -267,6 +274,9 @@ fn redisson(test: &str, class: &str, setup: Setup<'static>, count: usize) {
             .arg(format!("-Drlockd.control={control}"));
         if let Some(password) = setup.password {
             command.arg(format!("-Drlockd.password={password}"));
+        }
+        if let Some(dir) = setup.tls {
+            command.arg(format!("-Drlockd.tls={}", dir.display()));
         }
         command
             .args(["-cp", classpath])
@@ -290,7 +300,7 @@ fn java_embedded_redis_style_launcher() {
         Err(why) => return skip(test, why),
     };
     let java = find_tool("java", "RLOCKD_JAVA").expect("java was found before");
-    let dir = common::TempDir::new();
+    let dir = refserver::TempDir::new("embedded");
     std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_rlockd"), dir.path("redis-server")).unwrap();
     let mut executables = vec![(dir.path("redis-server"), "rlockd")];
     if let Some(redis) = refserver::redis_server_path(test) {
@@ -324,6 +334,15 @@ fn one_server() -> Setup<'static> {
 #[test]
 fn redisson_rlock() {
     redisson("redisson_rlock", "LockTest", one_server(), 1);
+}
+
+/// The lock family's tests once more, Redisson connecting by `rediss://`
+/// with a client certificate.
+#[test]
+fn redisson_rlock_over_tls() {
+    let pki = Pki::new();
+    let setup = Setup::over_tls(&pki);
+    redisson("redisson_rlock_over_tls", "LockTest", setup, 1);
 }
 
 #[test]
@@ -475,6 +494,13 @@ fn judge_go_test(target: &Target, output: &str) -> Result<String, String> {
 /// Runs the Go tests matching `pattern` (`tests/clients/go`, modules from
 /// the Go proxy as pinned in go.sum) against `count` servers.
 fn go_clients(test: &str, pattern: &str, count: usize) {
+    go_clients_setup(test, pattern, count, one_server());
+}
+
+/// `go_clients` against servers set up as `setup`; with `tls`, the tests
+/// get the TLS ports, and the certificates' directory in
+/// `$RLOCKD_TLS_DIR`.
+fn go_clients_setup(test: &str, pattern: &str, count: usize, setup: Setup) {
     let Some(go) = find_tool("go", "RLOCKD_GO") else {
         return skip(test, "no `go` on PATH (or $RLOCKD_GO)");
     };
@@ -496,9 +522,12 @@ fn go_clients(test: &str, pattern: &str, count: usize) {
             .current_dir(clients_dir().join("go"))
             .env("RLOCKD_PORTS", ports.join(","))
             .env("RLOCKD_SERVER", target.name());
+        if let Some(dir) = setup.tls {
+            command.env("RLOCKD_TLS_DIR", dir);
+        }
         command
     };
-    run_against_targets(test, one_server(), count, &make, &judge_go_test);
+    run_against_targets(test, setup, count, &make, &judge_go_test);
 }
 
 #[test]
@@ -508,6 +537,15 @@ fn go_redsync_redislock_and_handshake() {
         "^(TestGoRedisHandshake|TestRedsyncMutex|TestRedsyncExpiry|TestRedislock)$",
         1,
     );
+}
+
+/// go-redis with a `tls.Config`, with a client certificate and without
+/// one, and refusing a server its CA did not vouch for.
+#[test]
+fn go_redis_over_tls() {
+    let pki = Pki::new();
+    let setup = Setup::over_tls(&pki);
+    go_clients_setup("go_redis_over_tls", "^TestGoRedisTLS$", 1, setup);
 }
 
 #[test]

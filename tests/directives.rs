@@ -13,32 +13,11 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::TempDir;
-use refserver::{RedisServer, Rlockd};
+use refserver::{RedisServer, Rlockd, TempDir, free_port};
 
-/// Directives other work in issue #29 adds (TLS, snapshots, protected
-/// configs); until it lands rlockd may lack them.
+/// Directives other work in issue #29 adds (snapshots); until it lands
+/// rlockd may lack them.
 const PENDING: &[&str] = &[
-    "tls-auth-clients",
-    "tls-ca-cert-dir",
-    "tls-ca-cert-file",
-    "tls-cert-file",
-    "tls-ciphers",
-    "tls-ciphersuites",
-    "tls-client-cert-file",
-    "tls-client-key-file",
-    "tls-client-key-file-pass",
-    "tls-cluster",
-    "tls-dh-params-file",
-    "tls-key-file",
-    "tls-key-file-pass",
-    "tls-port",
-    "tls-prefer-server-ciphers",
-    "tls-protocols",
-    "tls-replication",
-    "tls-session-cache-size",
-    "tls-session-cache-timeout",
-    "tls-session-caching",
     "rdbchecksum",
     "rdbcompression",
     "rdb-del-sync-files",
@@ -56,6 +35,7 @@ const OURS: &[&str] = &[
     "metrics-port",
     "ready-file",
     "script-kill-rollback",
+    "tls-handshake-timeout-ms",
 ];
 
 /// Values that differ by instance, not by default: each server's own
@@ -160,6 +140,10 @@ const DIFFERENT: &[(&str, &str)] = &[
     ("hll-sparse-max-bytes", "2147483648"),
     ("hll-sparse-max-bytes", "1mb"),
     ("hll-sparse-max-bytes", ""),
+    // The TLS port is fixed at start: rlockd refuses another as immutable
+    // where Redis tries, and fails for want of certificates.
+    ("tls-port", "1"),
+    ("tls-port", "101"),
 ];
 
 /// Every setting both list, set to a spread of good and bad values on
@@ -229,13 +213,6 @@ fn config_set_checks_values_as_redis_does() {
     assert!(compared > 2000, "{compared} settings compared");
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap()
-}
-
 fn loopback(port: u16) -> SocketAddr {
     ([127, 0, 0, 1], port).into()
 }
@@ -289,7 +266,7 @@ fn debian_stock_redis_conf_starts_rlockd_as_it_starts_redis() {
         common_skip("Debian's /etc/redis/redis.conf is not installed");
         return;
     };
-    let dir = TempDir::new();
+    let dir = TempDir::new("directives");
     let text: String = text
         .lines()
         .map(|line| {
@@ -396,7 +373,7 @@ fn include_and_rename_command_as_redis_reads_them() {
     let Some(bin) = refserver::redis_server_path("directives") else {
         return;
     };
-    let dir = TempDir::new();
+    let dir = TempDir::new("directives");
     std::fs::write(dir.path("10-a.conf"), "hz 20\nrename-command get fetch\n").unwrap();
     std::fs::write(
         dir.path("20-b.conf"),
@@ -414,7 +391,7 @@ fn include_and_rename_command_as_redis_reads_them() {
         ),
     )
     .unwrap();
-    let mut both = SideBySide::start(&bin, &conf, &dir.path(""));
+    let mut both = SideBySide::start(&bin, &conf, dir.root());
     both.same_replies(&[
         &["PUT", "k", "v"],
         &["SET", "k", "v"],
@@ -439,14 +416,14 @@ fn users_declared_in_the_config_file_as_redis_declares_them() {
     let Some(bin) = refserver::redis_server_path("directives") else {
         return;
     };
-    let dir = TempDir::new();
+    let dir = TempDir::new("directives");
     let conf = dir.path("users.conf");
     std::fs::write(
         &conf,
         "save \"\"\nrequirepass secret\nuser alice on >wonderland ~lock:* +@all -flushall\nuser bob off\n",
     )
     .unwrap();
-    SideBySide::start(&bin, &conf, &dir.path("")).same_replies(&[
+    SideBySide::start(&bin, &conf, dir.root()).same_replies(&[
         &["PING"],
         &["AUTH", "bob", "x"],
         &["AUTH", "alice", "wonderland"],
@@ -462,7 +439,7 @@ fn users_declared_in_the_config_file_as_redis_declares_them() {
 /// on a value rlockd cannot honour.
 #[test]
 fn what_cannot_be_done_stops_start_up() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("directives");
     let conf = dir.path("bad.conf");
     for (text, flags, says) in [
         (
@@ -528,7 +505,7 @@ fn what_cannot_be_done_stops_start_up() {
 /// file goes at shutdown.
 #[test]
 fn daemonize_detaches_with_pid_and_log_files() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("directives");
     let (pid_file, log_file) = (dir.path("rlockd.pid"), dir.path("rlockd.log"));
     let port = free_port();
     let status = Command::new(RLOCKD)
@@ -586,7 +563,7 @@ impl Drop for Stopper {
 /// STOPPING=1 when it stops.
 #[test]
 fn supervised_systemd_notifies_readiness() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("directives");
     let socket_path = dir.path("notify.sock");
     let socket = UnixDatagram::bind(&socket_path).unwrap();
     socket.set_read_timeout(Some(common::WAIT)).unwrap();

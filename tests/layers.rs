@@ -15,7 +15,7 @@ const LAYERS: &[&[&str]] = &[
     &["connection"],
     &["command"],
     &["context"],
-    &["scripting", "pubsub"],
+    &["scripting", "pubsub", "tls"],
     &["cluster", "config"],
     &["client_handle"],
     &["keyspace"],

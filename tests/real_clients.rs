@@ -17,6 +17,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use refserver::pki::Pki;
 use refserver::{Setup, Subject, find_tool, loud, targets};
 
 /// Env var that turns a missing client interpreter or package into a failure.
@@ -96,25 +97,36 @@ fn run_client_with(
     servers: usize,
     password: Option<&str>,
 ) {
+    let setup = Setup {
+        password,
+        ..Setup::default()
+    };
+    run_client_setup(test, interpreter, program, servers, setup);
+}
+
+/// Like `run_client`, with servers set up as `setup`: with `tls`, the
+/// program gets the TLS ports, and the certificates' directory in
+/// `$RLOCKD_TLS_DIR`.
+fn run_client_setup(test: &str, interpreter: &Path, program: &str, servers: usize, setup: Setup) {
     for target in targets(test) {
-        let mut running: Vec<Option<Subject>> = (0..servers)
-            .map(|_| {
-                Some(target.start(Setup {
-                    password,
-                    ..Setup::default()
-                }))
-            })
-            .collect();
+        let mut running: Vec<Option<Subject>> =
+            (0..servers).map(|_| Some(target.start(setup))).collect();
         let ports: Vec<OsString> = running
             .iter()
             .flatten()
-            .map(|s| s.port().to_string().into())
+            .map(|s| match setup.tls {
+                Some(_) => s.tls_port().expect("a TLS port").to_string().into(),
+                None => s.port().to_string().into(),
+            })
             .collect();
         let started = Instant::now();
         let mut command = Command::new(interpreter);
         command.arg(clients_dir().join(program)).args(&ports);
-        if let Some(password) = password {
+        if let Some(password) = setup.password {
             command.env("REDIS_PASSWORD", password);
+        }
+        if let Some(dir) = setup.tls {
+            command.env("RLOCKD_TLS_DIR", dir);
         }
         let outcome = converse(&mut command, &mut running);
         let elapsed = started.elapsed().as_secs_f64();
@@ -253,6 +265,17 @@ fn redis_py_auth_and_db() {
             1,
             Some("s3cret pass"),
         );
+    }
+}
+
+/// redis-py with `ssl=True`, with a client certificate and without one,
+/// and refusing a server its CA did not vouch for.
+#[test]
+fn redis_py_over_tls() {
+    if let Some(python) = python("redis_py_over_tls") {
+        let pki = Pki::new();
+        let setup = Setup::over_tls(&pki);
+        run_client_setup("redis_py_over_tls", &python, "redis_py_tls.py", 1, setup);
     }
 }
 

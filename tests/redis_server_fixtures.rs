@@ -6,15 +6,13 @@
 //! show the test tells the two apart. Skips a tool that is missing unless
 //! `RLOCKD_REQUIRE_CLIENTS=1` (the real redis-server: `RLOCKD_REQUIRE_REDIS=1`).
 
-mod common;
 mod refserver;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::TempDir;
-use refserver::find_tool;
+use refserver::{TempDir, find_tool};
 
 const RLOCKD: &str = env!("CARGO_BIN_EXE_rlockd");
 const REQUIRE_CLIENTS_ENV: &str = "RLOCKD_REQUIRE_CLIENTS";
@@ -31,7 +29,7 @@ fn clients_dir() -> PathBuf {
 
 /// A directory holding `redis-server`, a symlink to this build's rlockd.
 fn rlockd_as_redis_server() -> TempDir {
-    let dir = TempDir::new();
+    let dir = TempDir::new("fixtures");
     std::os::unix::fs::symlink(RLOCKD, dir.path("redis-server")).unwrap();
     dir
 }
@@ -158,7 +156,7 @@ fn pytest_redis_fixtures() {
         ));
         return;
     }
-    let base = TempDir::new();
+    let base = TempDir::new("fixtures");
     against_both(test, |bin, name| {
         let mut command = Command::new(&python);
         command

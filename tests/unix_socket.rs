@@ -14,8 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::WAIT;
 use common::resp::{F, parse};
-use common::{TempDir, WAIT};
+use refserver::{TempDir, free_port};
 
 const LOCK_SCRIPT: &str = include_str!("../src/command/scripting/lock_scripts/redisson_lock.lua");
 
@@ -210,7 +211,7 @@ fn socket_clients_are_seen_as_redis_sees_them() {
     let Some(redis) = refserver::redis_server_path("unix_socket") else {
         return;
     };
-    let dir = TempDir::new();
+    let dir = TempDir::new("unix");
     let mut seen = Vec::new();
     for bin in [redis, rlockd_bin()] {
         let socket = dir.path("server.sock");
@@ -242,7 +243,7 @@ fn redis_cli_works_over_the_socket() {
     ) else {
         return;
     };
-    let dir = TempDir::new();
+    let dir = TempDir::new("unix");
     let runs: [&[&str]; 5] = [
         &["PING"],
         &["SET", "lock:a", "owner"],
@@ -274,15 +275,6 @@ fn redis_cli_works_over_the_socket() {
     assert_eq!(outputs[0][4], "c1:7\n1\n");
 }
 
-/// A loopback port free a moment ago, for a server that must listen on
-/// TCP beside its socket (port 0 would mean the socket alone).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap()
-        .port()
-}
-
 fn serve_socket_alone(socket: &Path) -> rlockd::BlockingServer {
     rlockd::Server::builder()
         .port(0)
@@ -293,7 +285,7 @@ fn serve_socket_alone(socket: &Path) -> rlockd::BlockingServer {
 
 #[test]
 fn a_socket_alone_with_port_zero() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("unix");
     let socket = dir.path("alone.sock");
     let server = serve_socket_alone(&socket);
     assert!(server.addrs().is_empty());
@@ -319,7 +311,7 @@ fn a_socket_alone_with_port_zero() {
 
 #[test]
 fn a_socket_beside_tcp_serves_the_same_keyspace() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("unix");
     let socket = dir.path("beside.sock");
     let port = free_port();
     let server = rlockd::Server::builder()
@@ -343,7 +335,7 @@ fn a_socket_beside_tcp_serves_the_same_keyspace() {
 
 #[test]
 fn a_stale_socket_file_is_replaced() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("unix");
     let socket = dir.path("stale.sock");
     // A listener dropped leaves its file, as a killed server does.
     drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
@@ -358,7 +350,7 @@ fn a_stale_socket_file_is_replaced() {
 /// so a mistyped path cannot delete a file.
 #[test]
 fn a_file_that_is_not_a_socket_is_left_alone() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("unix");
     let path = dir.path("data.txt");
     std::fs::write(&path, "keep me").unwrap();
     let refused = rlockd::Server::builder()
@@ -380,7 +372,7 @@ fn a_file_that_is_not_a_socket_is_left_alone() {
 /// are on this host, whatever the TCP side refuses.
 #[test]
 fn protected_mode_admits_socket_clients() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("unix");
     let socket = dir.path("protected.sock");
     let server = serve_socket_alone(&socket);
     assert!(server.config().protected_mode);
@@ -391,7 +383,7 @@ fn protected_mode_admits_socket_clients() {
 /// socket, and SIGTERM removes the file.
 #[test]
 fn the_binary_serves_a_socket_and_removes_it_on_sigterm() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("unix");
     let socket = dir.path("binary.sock");
     let mut process = Process::on_socket(&rlockd_bin(), &socket);
     let health = Command::new(rlockd_bin())
@@ -428,7 +420,7 @@ fn a_bad_mode_stops_startup_with_redis_words() {
 /// address does (`:7011@17011`).
 #[test]
 fn a_cluster_node_reached_over_the_socket_names_no_address() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("unix");
     let socket = dir.path("cluster.sock");
     let port = free_port();
     let _server = rlockd::Server::builder()

@@ -368,6 +368,20 @@ impl Conn {
     }
 }
 
+/// What one bench client counted: pairs done, and the round trips it timed.
+pub type Counted = io::Result<(u64, Vec<f64>)>;
+
+/// What a bench's client threads counted, added up.
+pub fn join_clients(workers: Vec<thread::JoinHandle<Counted>>) -> Counted {
+    let (mut pairs, mut timed) = (0, Vec::new());
+    for w in workers {
+        let (p, t) = w.join().expect("client thread")?;
+        pairs += p;
+        timed.extend(t);
+    }
+    Ok((pairs, timed))
+}
+
 pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]

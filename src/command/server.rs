@@ -153,8 +153,13 @@ pub fn config_set(ctx: &mut Ctx) -> CmdResult<Reply> {
             }
         }
     }
+    // TLS files that do not load are the likeliest refusal: tried first.
+    hooks.sort_by_key(|(hook, _)| *hook != Hook::Tls);
     for (done, (hook, name)) in hooks.iter().enumerate() {
         if let Err(why) = ctx.shared.reconfigure(*hook, &old, &updated) {
+            tracing::warn!(
+                "Failed applying new configuration. Possibly related to new {name} setting. Restoring previous settings."
+            );
             // As Redis restores its previous settings: what was told of
             // the change hears of its undoing.
             for (undo, _) in &hooks[..done] {
@@ -634,7 +639,12 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             line("process_id", &std::process::id());
             line("process_supervised", &"no");
             line("run_id", &shared.run_id);
-            line("tcp_port", &config.port);
+            // The TLS port when there is no plain one, as Redis shows it.
+            let port = match config.port {
+                0 => config.tls_port.unwrap_or(0),
+                port => port,
+            };
+            line("tcp_port", &port);
             line("server_time_usec", &ks.clock().now_us());
             line("uptime_in_seconds", &uptime);
             line("uptime_in_days", &(uptime / 86400));

@@ -89,6 +89,9 @@ pub(crate) enum Hook {
     Guard,
     /// The default user's password.
     Password,
+    /// The TLS certificates and settings: rebuilt, and refused whole when
+    /// they do not load.
+    Tls,
 }
 
 /// The entry's own expression (its getter, parser…) where it gives one,

@@ -60,6 +60,158 @@ directives! {
         parse: FileMode::parse,
         change: Never,
     }
+    // ---- TLS, as Redis 7.0 configures it (src/tls.rs applies these).
+    /// A port to serve TLS on beside TCP (0: none); with port 0, TLS
+    /// alone.
+    "tls-port" => tls_port: Option<u16> {
+        default: None,
+        parse: |v: &str| {
+            parse_int_in(v, 0, u16::MAX.into()).map(|n| (n != 0).then_some(n as u16))
+        },
+        change: Startup,
+    }
+    /// The server's certificate chain, PEM (read again by every CONFIG SET
+    /// of a tls-* setting, so renewed files are taken up).
+    "tls-cert-file" => tls_cert_file: String {
+        default: String::new(),
+        parse: text,
+        change: Runtime,
+        reacts: [Tls],
+    }
+    /// The certificate's private key, PEM.
+    "tls-key-file" => tls_key_file: String {
+        default: String::new(),
+        parse: text,
+        change: Runtime,
+        reacts: [Tls],
+    }
+    /// The password of an encrypted tls-key-file.
+    "tls-key-file-pass" => tls_key_file_pass: String {
+        default: String::new(),
+        parse: text,
+        change: Runtime,
+        reacts: [Tls],
+    }
+    /// Kept for replication (not built yet): the certificate rlockd would
+    /// present as a client.
+    "tls-client-cert-file" => tls_client_cert_file: String {
+        default: String::new(),
+        parse: text,
+        change: Runtime,
+    }
+    /// Kept for replication: tls-client-cert-file's key.
+    "tls-client-key-file" => tls_client_key_file: String {
+        default: String::new(),
+        parse: text,
+        change: Runtime,
+    }
+    /// Kept for replication: tls-client-key-file's password.
+    "tls-client-key-file-pass" => tls_client_key_file_pass: String {
+        default: String::new(),
+        parse: text,
+        change: Runtime,
+    }
+    /// Kept and reported: rustls offers no finite-field Diffie-Hellman, so
+    /// there are no parameters to load.
+    "tls-dh-params-file" => tls_dh_params_file: String {
+        default: String::new(),
+        parse: text,
+        change: Runtime,
+    }
+    /// The CAs client certificates must chain to, PEM.
+    "tls-ca-cert-file" => tls_ca_cert_file: String {
+        default: String::new(),
+        parse: text,
+        change: Runtime,
+        reacts: [Tls],
+    }
+    /// A directory of CA certificates (PEM files), as tls-ca-cert-file.
+    "tls-ca-cert-dir" => tls_ca_cert_dir: String {
+        default: String::new(),
+        parse: text,
+        change: Runtime,
+        reacts: [Tls],
+    }
+    /// Client certificates: yes (required), optional (checked when sent),
+    /// no.
+    "tls-auth-clients" => tls_auth_clients: String {
+        default: "yes".into(),
+        parse: |v| parse_enum(v, &["no", "yes", "optional"]),
+        change: Runtime,
+        reacts: [Tls],
+    }
+    /// The TLS versions offered, of TLSv1.2 and TLSv1.3 ("": both);
+    /// rustls offers no older ones.
+    "tls-protocols" => tls_protocols: String {
+        default: String::new(),
+        parse: text,
+        change: Runtime,
+        reacts: [Tls],
+    }
+    /// TLS 1.2 ciphers, OpenSSL's names joined by ':' ("": all rustls
+    /// offers).
+    "tls-ciphers" => tls_ciphers: String {
+        default: String::new(),
+        parse: text,
+        change: Runtime,
+        reacts: [Tls],
+    }
+    /// TLS 1.3 cipher suites, their IANA names joined by ':' ("": all).
+    "tls-ciphersuites" => tls_ciphersuites: String {
+        default: String::new(),
+        parse: text,
+        change: Runtime,
+        reacts: [Tls],
+    }
+    /// yes: the server's order of ciphers wins over the client's.
+    "tls-prefer-server-ciphers" => tls_prefer_server_ciphers: bool {
+        default: false,
+        parse: parse_yes_no,
+        change: Runtime,
+        reacts: [Tls],
+    }
+    /// yes: clients may resume TLS sessions.
+    "tls-session-caching" => tls_session_caching: bool {
+        default: true,
+        parse: parse_yes_no,
+        change: Runtime,
+        reacts: [Tls],
+    }
+    /// How many TLS sessions are kept for resumption.
+    "tls-session-cache-size" => tls_session_cache_size: u64 {
+        default: 20 * 1024,
+        parse: |v| parse_int(v, 0).map(|n| n as u64),
+        change: Runtime,
+        reacts: [Tls],
+    }
+    /// Kept and reported: rustls keeps sessions until the cache is full.
+    "tls-session-cache-timeout" => tls_session_cache_timeout: u64 {
+        default: 300,
+        parse: |v| parse_int(v, 0).map(|n| n as u64),
+        change: Runtime,
+    }
+    /// Kept for replication (not built yet): replicate over TLS.
+    "tls-replication" => tls_replication: bool {
+        default: false,
+        parse: parse_yes_no,
+        change: Runtime,
+        reacts: [Tls],
+    }
+    /// Kept for the cluster bus (rlockd has none): talk to nodes over TLS.
+    "tls-cluster" => tls_cluster: bool {
+        default: false,
+        parse: parse_yes_no,
+        change: Runtime,
+        reacts: [Tls],
+    }
+    /// Ours: milliseconds a client has to finish its TLS handshake before
+    /// it is closed (0: forever, as in Redis).
+    "tls-handshake-timeout-ms" => tls_handshake_timeout_ms: u64 {
+        default: 10_000,
+        parse: parse_num,
+        change: Runtime,
+    }
+    // ---- end of TLS
     /// Password clients must AUTH with (the default user's).
     "requirepass" => requirepass: Option<String> {
         default: None,

@@ -69,6 +69,8 @@ pub struct Shared {
     pub attack_logged_ms: AtomicU64,
     /// The names `rename-command` gave commands, fixed at start.
     pub command_names: renames::CommandNames,
+    /// The TLS port's certificates and settings, reloaded by CONFIG SET.
+    pub tls: crate::tls::Tls,
 }
 
 impl Shared {
@@ -113,6 +115,7 @@ impl Shared {
             run_id: crate::util::random_hex(40),
             attack_logged_ms: AtomicU64::new(0),
             command_names,
+            tls: Default::default(),
             manual_clock: manual,
             faults: Default::default(),
             config_changes: tokio::sync::watch::Sender::new(0),
@@ -121,9 +124,11 @@ impl Shared {
     }
 
     /// Tells the part of the server `hook` names that CONFIG SET changed
-    /// the config from `old` to `new`.
+    /// the config from `old` to `new`. TLS refuses files that do not
+    /// load, leaving what it had in force.
     pub fn reconfigure(&self, hook: Hook, old: &Config, new: &Config) -> Result<(), &'static str> {
         match hook {
+            Hook::Tls => return self.reload_tls(new),
             Hook::PubSub => self.pubsub.configure(new),
             Hook::SlowLog => self.slowlog.configure(new),
             Hook::Encodings => self.keyspace.set_limits(new.encoding()),
@@ -138,6 +143,15 @@ impl Shared {
             }
         }
         Ok(())
+    }
+
+    /// Builds the TLS settings anew from `config`'s files; a failure is
+    /// logged, as Redis logs it, and answered with Redis's error.
+    fn reload_tls(&self, config: &Config) -> Result<(), &'static str> {
+        self.tls.configure(config).map_err(|e| {
+            tracing::warn!("{e}");
+            "Unable to update TLS configuration. Check server logs."
+        })
     }
 
     /// Stops the server: scripts in progress are stopped and rolled back

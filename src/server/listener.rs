@@ -1,21 +1,26 @@
-//! Where clients connect: TCP addresses and the unix socket. The accept
-//! loop takes one from either kind, and the connection code serves both
-//! through `Stream`.
+//! Where clients connect: TCP addresses, the unix socket and the TLS
+//! port. The accept loop takes one from any kind, and the connection code
+//! serves them all through `Stream`.
 
 use std::io;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpSocket, TcpStream, UnixListener, UnixStream};
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::server::TlsStream;
 
 use crate::client_handle::ClientAddr;
 use crate::config::FileMode;
 
 pub(super) enum Listener {
     Tcp(TcpListener),
+    /// The TLS port: TCP whose clients shake hands before they are served.
+    Tls(TcpListener),
     Unix(UnixSocket),
 }
 
@@ -24,12 +29,14 @@ pub(super) struct Accepted {
     pub stream: Stream,
     pub peer: ClientAddr,
     pub local: ClientAddr,
+    /// Came to the TLS port: the handshake is still to come.
+    pub tls: bool,
 }
 
 impl Listener {
     pub async fn accept(&self) -> io::Result<Accepted> {
         match self {
-            Listener::Tcp(listener) => {
+            Listener::Tcp(listener) | Listener::Tls(listener) => {
                 let (stream, peer) = listener.accept().await?;
                 // Replies go out as soon as they are written, not batched
                 // with the next.
@@ -39,6 +46,7 @@ impl Listener {
                     stream: Stream::Tcp(stream),
                     peer: peer.into(),
                     local: local.into(),
+                    tls: matches!(self, Listener::Tls(_)),
                 })
             }
             Listener::Unix(socket) => {
@@ -48,6 +56,7 @@ impl Listener {
                     stream: Stream::Unix(stream),
                     peer: at.clone(),
                     local: at,
+                    tls: false,
                 })
             }
         }
@@ -203,10 +212,53 @@ impl Drop for UnixSocket {
     }
 }
 
-/// A connection of either kind; both are served by the same code.
+/// A connection of any kind; all are served by the same code.
 pub(super) enum Stream {
     Tcp(TcpStream),
     Unix(UnixStream),
+    /// Boxed: a TLS session's state is much larger than a socket.
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+/// Why a client of the TLS port was not served.
+pub(super) enum HandshakeError {
+    /// Not a TCP connection, or no TLS settings in force.
+    NotTls,
+    TimedOut,
+    Failed(io::Error),
+}
+
+impl std::fmt::Display for HandshakeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HandshakeError::NotTls => f.write_str("TLS is not configured"),
+            HandshakeError::TimedOut => f.write_str("TLS handshake timed out"),
+            HandshakeError::Failed(e) => e.fmt(f),
+        }
+    }
+}
+
+impl Stream {
+    /// The TLS handshake over a TCP connection, given `limit` to finish
+    /// (none: as long as it takes, as in Redis).
+    pub async fn handshake(
+        self,
+        acceptor: Option<TlsAcceptor>,
+        limit: Option<Duration>,
+    ) -> Result<Stream, HandshakeError> {
+        let (Stream::Tcp(tcp), Some(acceptor)) = (self, acceptor) else {
+            return Err(HandshakeError::NotTls);
+        };
+        let handshake = acceptor.accept(tcp);
+        let done = match limit {
+            Some(limit) => tokio::time::timeout(limit, handshake)
+                .await
+                .map_err(|_| HandshakeError::TimedOut)?,
+            None => handshake.await,
+        };
+        done.map(|tls| Stream::Tls(Box::new(tls)))
+            .map_err(HandshakeError::Failed)
+    }
 }
 
 impl AsyncRead for Stream {
@@ -218,6 +270,7 @@ impl AsyncRead for Stream {
         match self.get_mut() {
             Stream::Tcp(s) => Pin::new(s).poll_read(cx, buf),
             Stream::Unix(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s).poll_read(cx, buf),
         }
     }
 }
@@ -231,6 +284,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Tcp(s) => Pin::new(s).poll_write(cx, buf),
             Stream::Unix(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s).poll_write(cx, buf),
         }
     }
 
@@ -238,6 +292,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Tcp(s) => Pin::new(s).poll_flush(cx),
             Stream::Unix(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s).poll_flush(cx),
         }
     }
 
@@ -245,6 +300,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Tcp(s) => Pin::new(s).poll_shutdown(cx),
             Stream::Unix(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s).poll_shutdown(cx),
         }
     }
 }

@@ -125,6 +125,37 @@ impl ServerBuilder {
         self
     }
 
+    /// Serves TLS on `port` too (0: a free one, which
+    /// [`ServerHandle::tls_addrs`] tells), with the certificates of the
+    /// config's `tls-*` settings; with `.port(0)`, TLS alone:
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let dir = std::env::temp_dir().join(format!("rlockd-tls-doc-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()])?;
+    /// std::fs::write(dir.join("cert.pem"), cert.cert.pem())?;
+    /// std::fs::write(dir.join("key.pem"), cert.signing_key.serialize_pem())?;
+    /// let config = rlockd::Config {
+    ///     tls_cert_file: dir.join("cert.pem").display().to_string(),
+    ///     tls_key_file: dir.join("key.pem").display().to_string(),
+    ///     tls_auth_clients: "no".into(),
+    ///     ..rlockd::Config::default()
+    /// };
+    /// let server = rlockd::Server::builder().config(config).port(0).tls_port(0).start().await?;
+    /// assert!(server.url().starts_with("rediss://127.0.0.1:"));
+    /// assert!(server.addrs().is_empty());
+    /// server.shutdown().await;
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn tls_port(mut self, port: u16) -> Self {
+        self.config.tls_port = Some(port);
+        self
+    }
+
     pub fn requirepass(mut self, pass: impl Into<String>) -> Self {
         self.config.requirepass = Some(pass.into());
         self
@@ -224,32 +255,25 @@ impl ServerBuilder {
     /// Binds every address and starts serving on the current tokio runtime.
     pub async fn start(self) -> io::Result<ServerHandle> {
         let mut listeners = Vec::new();
-        let mut addrs = Vec::new();
-        let mut port = self.config.port;
         let socket = &self.config.unixsocket;
-        // Port 0 beside a socket is Redis's "no TCP"; without one, rlockd
-        // picks a free port.
-        if port != 0 || socket.is_empty() {
-            for spec in &self.config.bind {
-                // `-addr` is Redis's optional address: one the host lacks
-                // is passed over.
-                let (host, optional) = bind_address(spec);
-                let listener = match listen(host, port, self.config.tcp_backlog, SERVER).await {
-                    Ok(listener) => listener,
-                    Err(failed) if failed.passed_over(optional) => {
-                        tracing::warn!("Warning: {failed}");
-                        continue;
-                    }
-                    Err(failed) => return Err(failed.into()),
-                };
-                let addr = listener.local_addr()?;
-                // Port 0 picks a free port once; every address shares it.
-                port = addr.port();
-                addrs.push(addr);
-                listeners.push(Listener::Tcp(listener));
-            }
-        }
-        if addrs.is_empty() && socket.is_empty() {
+        // Port 0 beside a socket or a TLS port is Redis's "no TCP"; alone,
+        // rlockd picks a free port.
+        let (addrs, port) = match self.config.port {
+            0 if !socket.is_empty() || self.config.tls_port.is_some() => (Vec::new(), 0),
+            port => listen_all(&self.config, port, Listener::Tcp, &mut listeners).await?,
+        };
+        let tls = crate::tls::Tls::default();
+        tls.configure(&self.config).map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("Failed to configure TLS: {e}"),
+            )
+        })?;
+        let (tls_addrs, tls_port) = match self.config.tls_port {
+            Some(port) => listen_all(&self.config, port, Listener::Tls, &mut listeners).await?,
+            None => (Vec::new(), 0),
+        };
+        if addrs.is_empty() && tls_addrs.is_empty() && socket.is_empty() {
             return Err(io::Error::new(
                 io::ErrorKind::AddrNotAvailable,
                 "Configured to not listen anywhere, exiting.",
@@ -286,13 +310,16 @@ impl ServerBuilder {
             crate::command::REGISTRY.lookup(name.as_bytes()).is_some()
         })
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("rename-command: {e}")))?;
-        let shared = Arc::new(Shared::new(
+        config.tls_port = config.tls_port.map(|_| tls_port);
+        let mut shared = Shared::new(
             config,
             self.clock,
             manual,
             crate::command::REGISTRY.specs.len(),
             command_names,
-        ));
+        );
+        shared.tls = tls;
+        let shared = Arc::new(shared);
         // Users declared in the config file, or those of the ACL file: not
         // both, as Redis refuses.
         let declared = std::mem::take(&mut shared.config.write().users);
@@ -335,6 +362,7 @@ impl ServerBuilder {
         Ok(ServerHandle {
             shared,
             addrs,
+            tls_addrs,
             unix_socket,
             metrics_addr,
             tasks,
@@ -450,6 +478,36 @@ pub fn bind_address(spec: &str) -> (&str, bool) {
     (host, optional)
 }
 
+/// Listens on `port` at every bind address, each a listener of `kind`;
+/// port 0 picks a free port once, and every address shares it. Returns
+/// the addresses and the port.
+async fn listen_all(
+    config: &Config,
+    mut port: u16,
+    kind: fn(tokio::net::TcpListener) -> Listener,
+    listeners: &mut Vec<Listener>,
+) -> io::Result<(Vec<SocketAddr>, u16)> {
+    let mut addrs = Vec::new();
+    for entry in &config.bind {
+        // `-addr` is Redis's optional address: one the host lacks is
+        // passed over.
+        let (host, optional) = bind_address(entry);
+        let listener = match listen(host, port, config.tcp_backlog, SERVER).await {
+            Ok(listener) => listener,
+            Err(failed) if failed.passed_over(optional) => {
+                tracing::warn!("Warning: {failed}");
+                continue;
+            }
+            Err(failed) => return Err(failed.into()),
+        };
+        let addr = listener.local_addr()?;
+        port = addr.port();
+        addrs.push(addr);
+        listeners.push(kind(listener));
+    }
+    Ok((addrs, port))
+}
+
 async fn accept_loop(shared: Arc<Shared>, listener: Listener, mut stop: watch::Receiver<bool>) {
     let mut connections = JoinSet::new();
     loop {
@@ -457,11 +515,7 @@ async fn accept_loop(shared: Arc<Shared>, listener: Listener, mut stop: watch::R
             a = listener.accept() => a,
             _ = stop.changed() => break,
         };
-        let Accepted {
-            stream,
-            peer,
-            local,
-        } = match accepted {
+        let accepted = match accepted {
             Ok(accepted) => accepted,
             Err(e) => {
                 tracing::warn!("accept failed: {e}");
@@ -473,24 +527,9 @@ async fn accept_loop(shared: Arc<Shared>, listener: Listener, mut stop: watch::R
             .stats
             .connections_received
             .fetch_add(1, Ordering::Relaxed);
-        if denied_by_protected_mode(&shared.config.read(), &peer) {
-            tokio::spawn(refuse(stream, PROTECTED_MODE_DENIED));
-            continue;
-        }
-        if shared.clients.len() >= shared.config.read().maxclients {
-            shared
-                .stats
-                .rejected_connections
-                .fetch_add(1, Ordering::Relaxed);
-            tokio::spawn(refuse(stream, "-ERR max number of clients reached\r\n"));
-            continue;
-        }
-        connections.spawn(crate::connection::serve(
-            shared.clone(),
-            stream,
-            peer,
-            local,
-        ));
+        // Each client is admitted in its own task: a TLS handshake that
+        // stalls holds up no one else.
+        connections.spawn(admit(shared.clone(), accepted, stop.clone()));
         // Reap finished connections so the set does not grow without bound.
         while connections.try_join_next().is_some() {}
     }
@@ -498,6 +537,49 @@ async fn accept_loop(shared: Arc<Shared>, listener: Listener, mut stop: watch::R
         client.kill();
     }
     while connections.join_next().await.is_some() {}
+}
+
+/// Serves a client just accepted, once its TLS handshake (on the TLS
+/// port) is done, unless protected mode or `maxclients` turns it away.
+/// A handshake that fails or runs past `tls-handshake-timeout-ms` is
+/// logged, as Redis logs it, and the connection closed.
+async fn admit(shared: Arc<Shared>, accepted: Accepted, mut stop: watch::Receiver<bool>) {
+    let Accepted {
+        mut stream,
+        peer,
+        local,
+        tls,
+    } = accepted;
+    if tls {
+        let limit = match shared.config.read().tls_handshake_timeout_ms {
+            0 => None,
+            ms => Some(Duration::from_millis(ms)),
+        };
+        let handshake = stream.handshake(shared.tls.acceptor(), limit);
+        stream = tokio::select! {
+            done = handshake => match done {
+                Ok(stream) => stream,
+                Err(e) => {
+                    tracing::warn!(
+                        "Error accepting a client connection: {e} (addr={peer} laddr={local})"
+                    );
+                    return;
+                }
+            },
+            _ = stop.wait_for(|stopped| *stopped) => return,
+        };
+    }
+    if denied_by_protected_mode(&shared.config.read(), &peer) {
+        return refuse(stream, PROTECTED_MODE_DENIED).await;
+    }
+    if shared.clients.len() >= shared.config.read().maxclients {
+        shared
+            .stats
+            .rejected_connections
+            .fetch_add(1, Ordering::Relaxed);
+        return refuse(stream, "-ERR max number of clients reached\r\n").await;
+    }
+    crate::connection::serve(shared, stream, peer, local).await
 }
 
 /// Redis 7.0's words, byte for byte (its typo included): clients match on them.
@@ -596,8 +678,10 @@ fn start_rewrite_if_asked(shared: &Arc<Shared>) {
 /// ```
 pub struct ServerHandle {
     shared: Arc<Shared>,
-    /// Empty with port 0 and a unix socket.
+    /// Empty with port 0 and a unix socket or a TLS port.
     addrs: Vec<SocketAddr>,
+    /// The TLS port's addresses, if it has one.
+    tls_addrs: Vec<SocketAddr>,
     unix_socket: Option<PathBuf>,
     metrics_addr: Option<SocketAddr>,
     tasks: JoinSet<()>,
@@ -657,18 +741,25 @@ impl ServerHandle {
     /// The first bound address.
     ///
     /// # Panics
-    /// If the server listens on its unix socket alone (port 0 with
-    /// [`ServerBuilder::unix_socket`]): [`Self::url`] serves both.
+    /// If the server has no plain TCP port (port 0 with
+    /// [`ServerBuilder::unix_socket`] or [`ServerBuilder::tls_port`]):
+    /// [`Self::url`] serves all three.
     pub fn addr(&self) -> SocketAddr {
         *self
             .addrs
             .first()
-            .expect("the server listens on its unix socket alone")
+            .expect("the server has no plain TCP port")
     }
 
-    /// Every TCP address bound; none when only the unix socket listens.
+    /// Every TCP address bound; none when only the unix socket or the
+    /// TLS port listens.
     pub fn addrs(&self) -> &[SocketAddr] {
         &self.addrs
+    }
+
+    /// The TLS port's addresses ([`ServerBuilder::tls_port`]), if any.
+    pub fn tls_addrs(&self) -> &[SocketAddr] {
+        &self.tls_addrs
     }
 
     /// The unix socket's path, if it listens on one.
@@ -692,12 +783,15 @@ impl ServerHandle {
         self.metrics_addr
     }
 
-    /// `redis://` and the first address, or `unix://` and the socket's
-    /// path when the server listens on that alone.
+    /// `redis://` and the first address, or when there is no plain TCP,
+    /// `unix://` and the socket's path, or `rediss://` and the first TLS
+    /// address.
     pub fn url(&self) -> String {
-        match &self.unix_socket {
-            Some(path) if self.addrs.is_empty() => format!("unix://{}", path.display()),
-            _ => format!("redis://{}", self.addr()),
+        match (&self.unix_socket, self.tls_addrs.first()) {
+            _ if !self.addrs.is_empty() => format!("redis://{}", self.addr()),
+            (Some(path), _) => format!("unix://{}", path.display()),
+            (None, Some(addr)) => format!("rediss://{addr}"),
+            (None, None) => unreachable!("a server listens somewhere"),
         }
     }
 

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::WAIT;
@@ -90,8 +90,9 @@ pub fn parse(buf: &[u8]) -> Option<(F, usize)> {
     })
 }
 
-pub struct Conn {
-    pub s: TcpStream,
+/// A connection over TCP, or over any other stream (a TLS session).
+pub struct Conn<S = TcpStream> {
+    pub s: S,
     pub buf: BytesMut,
 }
 
@@ -99,6 +100,12 @@ impl Conn {
     pub async fn open(addr: SocketAddr) -> Conn {
         let s = TcpStream::connect(addr).await.unwrap();
         s.set_nodelay(true).unwrap();
+        Conn::over(s)
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
+    pub fn over(s: S) -> Conn<S> {
         Conn {
             s,
             buf: BytesMut::with_capacity(64 * 1024),

@@ -3,6 +3,8 @@
 //! `redis-server`, running rlockd in-process, and the skip/require rule.
 #![allow(dead_code)]
 
+pub mod pki;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -93,11 +95,42 @@ pub fn redis_cli_path(test: &str) -> Option<PathBuf> {
     require_tool(test, "redis-cli", "REDIS_CLI")
 }
 
-fn free_port() -> u16 {
+/// A loopback port free a moment ago, for a server that must be told one.
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("a free loopback port")
+}
+
+/// A fresh directory for one test's files (sockets, certificates),
+/// removed with what is left in it when dropped.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    /// `kind` names the tests it is for in the directory's name.
+    pub fn new(kind: &str) -> TempDir {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("rlockd-{kind}-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// How a test server is set up.
@@ -110,9 +143,33 @@ pub struct Setup<'a> {
     /// An append-only file the reference server starts from (its own
     /// directory gets a copy), with `appendonly yes`. rlockd ignores it.
     pub aof: Option<&'a Path>,
+    /// A TLS port beside the plain one, with the certificates of this
+    /// directory (`pki::Pki`'s) and `tls-auth-clients optional`.
+    pub tls: Option<&'a Path>,
     /// `enable-protected-configs` (`yes`, `local`): who may CONFIG SET
     /// `dir`.
     pub protected_configs: Option<&'a str>,
+}
+
+impl<'a> Setup<'a> {
+    /// A TLS port beside the plain one, with `pki`'s certificates.
+    pub fn over_tls(pki: &'a pki::Pki) -> Setup<'a> {
+        Setup {
+            tls: Some(pki.dir()),
+            ..Setup::default()
+        }
+    }
+}
+
+/// The `tls-*` settings of `Setup::tls`, as directive and value.
+fn tls_settings(dir: &Path) -> [(&'static str, String); 4] {
+    let file = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    [
+        ("tls-cert-file", file("server.pem")),
+        ("tls-key-file", file("server.key")),
+        ("tls-ca-cert-file", file("ca.pem")),
+        ("tls-auth-clients", "optional".to_string()),
+    ]
 }
 
 /// Redis puts a node's cluster bus 10000 above its port and refuses a
@@ -161,6 +218,8 @@ fn claim_all_slots(addr: SocketAddr) -> Result<(), String> {
 pub struct RedisServer {
     child: Child,
     pub addr: SocketAddr,
+    /// With `Setup::tls`.
+    pub tls_port: Option<u16>,
     dir: PathBuf,
 }
 
@@ -205,6 +264,14 @@ impl RedisServer {
             if let Some(who) = setup.protected_configs {
                 extra.extend(["--enable-protected-configs".into(), who.into()]);
             }
+            let tls_port = setup.tls.map(|dir| {
+                let port = free_port();
+                extra.extend(["--tls-port".into(), port.to_string().into()]);
+                for (name, value) in tls_settings(dir) {
+                    extra.extend([format!("--{name}").into(), value.into()]);
+                }
+                port
+            });
             if setup.cluster {
                 extra.extend([
                     "--cluster-enabled".into(),
@@ -251,7 +318,12 @@ impl RedisServer {
                     break;
                 }
                 if ping(addr) {
-                    let server = RedisServer { child, addr, dir };
+                    let server = RedisServer {
+                        child,
+                        addr,
+                        tls_port,
+                        dir,
+                    };
                     if setup.cluster
                         && let Err(e) = claim_all_slots(addr)
                     {
@@ -325,6 +397,8 @@ fn serves_pid(addr: SocketAddr, password: Option<&str>, pid: u32) -> bool {
 pub struct Rlockd {
     _server: rlockd::BlockingServer,
     pub addr: SocketAddr,
+    /// With `Setup::tls`.
+    pub tls_port: Option<u16>,
 }
 
 impl Rlockd {
@@ -351,16 +425,26 @@ impl Rlockd {
                 .apply_directive("enable-protected-configs", &[who.to_string()])
                 .expect("a valid enable-protected-configs");
         }
+        if let Some(dir) = setup.tls {
+            for (name, value) in tls_settings(dir) {
+                config.apply_directive(name, &[value]).unwrap();
+            }
+        }
         let mut builder = rlockd::Server::builder()
             .config(config)
             .port(0)
             .cluster_enabled(setup.cluster);
+        if setup.tls.is_some() {
+            // Port 0 beside a TLS port would mean TLS alone.
+            builder = builder.port(free_port()).tls_port(0);
+        }
         if let Some(p) = setup.password {
             builder = builder.requirepass(p);
         }
         let server = builder.start_blocking().expect("rlockd starts");
         Rlockd {
             addr: server.addr(),
+            tls_port: server.tls_addrs().first().map(|a| a.port()),
             _server: server,
         }
     }
@@ -415,6 +499,14 @@ impl Subject {
 
     pub fn port(&self) -> u16 {
         self.addr().port()
+    }
+
+    /// The TLS port, with `Setup::tls`.
+    pub fn tls_port(&self) -> Option<u16> {
+        match self {
+            Subject::Rlockd(r) => r.tls_port,
+            Subject::Redis(r) => r.tls_port,
+        }
     }
 
     pub fn name(&self) -> &'static str {

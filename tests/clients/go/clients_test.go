@@ -8,10 +8,13 @@ package clients
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -206,5 +209,72 @@ func TestRedislock(t *testing.T) {
 	}
 	if ttl, err := second.TTL(ctx); err != nil || ttl != 0 {
 		t.Fatalf("TTL after Release: %v %v", ttl, err)
+	}
+}
+
+// tlsConfig trusts the CA of `caFile` in RLOCKD_TLS_DIR (the throw-away
+// PKI tests/compiled_clients.rs made) and, when asked, presents the client
+// certificate that CA issued.
+func tlsConfig(t *testing.T, caFile string, withCert bool) *tls.Config {
+	dir := os.Getenv("RLOCKD_TLS_DIR")
+	if dir == "" {
+		t.Fatal("no RLOCKD_TLS_DIR: run this through tests/compiled_clients.rs")
+	}
+	pem, err := os.ReadFile(filepath.Join(dir, caFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		t.Fatalf("no certificate in %s", caFile)
+	}
+	config := &tls.Config{RootCAs: roots, ServerName: "localhost"}
+	if withCert {
+		cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "client.pem"), filepath.Join(dir, "client.key"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		config.Certificates = []tls.Certificate{cert}
+	}
+	return config
+}
+
+func tlsClient(t *testing.T, config *tls.Config) *redis.Client {
+	c := redis.NewClient(&redis.Options{
+		Addr:        "127.0.0.1:" + ports(t)[0],
+		TLSConfig:   config,
+		DialTimeout: 2 * time.Second,
+		MaxRetries:  -1,
+	})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestGoRedisTLS: go-redis over TLS (the server runs tls-auth-clients
+// optional) with a client certificate and without one, redislock's lock
+// over it, and a server whose CA the client does not trust refused.
+func TestGoRedisTLS(t *testing.T) {
+	ctx := context.Background()
+	for _, withCert := range []bool{true, false} {
+		c := tlsClient(t, tlsConfig(t, "ca.pem", withCert))
+		if err := c.Ping(ctx).Err(); err != nil {
+			t.Fatalf("PING (client certificate: %v): %v", withCert, err)
+		}
+		locker := redislock.New(c)
+		lock, err := locker.Obtain(ctx, "go:tls", 2*time.Second, nil)
+		if err != nil {
+			t.Fatalf("Obtain (client certificate: %v): %v", withCert, err)
+		}
+		if _, err := locker.Obtain(ctx, "go:tls", time.Second, nil); !errors.Is(err, redislock.ErrNotObtained) {
+			t.Fatalf("a second Obtain: want ErrNotObtained, got %v", err)
+		}
+		if err := lock.Release(ctx); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+	}
+	err := tlsClient(t, tlsConfig(t, "rogue-ca.pem", true)).Ping(ctx).Err()
+	var unknown x509.UnknownAuthorityError
+	if !errors.As(err, &unknown) {
+		t.Fatalf("a server whose CA the client does not trust: want UnknownAuthorityError, got %v", err)
 	}
 }

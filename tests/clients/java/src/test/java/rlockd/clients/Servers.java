@@ -7,10 +7,24 @@ import java.io.OutputStream;
 import java.io.PrintWriter;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.GeneralSecurityException;
+import java.security.KeyFactory;
+import java.security.KeyStore;
+import java.security.PrivateKey;
+import java.security.cert.Certificate;
+import java.security.cert.CertificateFactory;
+import java.security.spec.PKCS8EncodedKeySpec;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Base64;
 import java.util.List;
 import java.util.function.Consumer;
+
+import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.TrustManagerFactory;
 
 import org.redisson.Redisson;
 import org.redisson.api.RedissonClient;
@@ -52,21 +66,83 @@ final class Servers {
         return System.getProperty("rlockd.password");
     }
 
+    /**
+     * The directory of the throw-away PKI the harness made when the ports
+     * are TLS ports (-Drlockd.tls), or null.
+     */
+    static String tlsDir() {
+        return System.getProperty("rlockd.tls");
+    }
+
     static String address(int port) {
-        return "redis://127.0.0.1:" + port;
+        return (tlsDir() == null ? "redis://" : "rediss://") + "127.0.0.1:" + port;
     }
 
     /** A single-server config for server `index` with a short watchdog. */
     static Config config(int index) {
         Config config = new Config();
         config.setLockWatchdogTimeout(WATCHDOG_MS);
-        config.useSingleServer()
+        var server = config.useSingleServer()
                 .setAddress(address(ports().get(index)))
                 .setPassword(password())
                 .setConnectionMinimumIdleSize(2)
                 .setConnectionPoolSize(8)
                 .setSubscriptionConnectionMinimumIdleSize(1);
+        if (tlsDir() != null) {
+            server.setSslTrustManagerFactory(trust()).setSslKeyManagerFactory(clientCertificate());
+        }
         return config;
+    }
+
+    private static Path tlsFile(String name) {
+        return Path.of(tlsDir(), name);
+    }
+
+    /** Trusts the CA of the harness's PKI (ca.pem) alone. */
+    private static TrustManagerFactory trust() {
+        try (var in = Files.newInputStream(tlsFile("ca.pem"))) {
+            KeyStore store = KeyStore.getInstance(KeyStore.getDefaultType());
+            store.load(null, null);
+            store.setCertificateEntry("ca", CertificateFactory.getInstance("X.509").generateCertificate(in));
+            TrustManagerFactory factory = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+            factory.init(store);
+            return factory;
+        } catch (IOException | GeneralSecurityException e) {
+            throw new IllegalStateException("ca.pem: " + e, e);
+        }
+    }
+
+    /** The client certificate that CA issued (client.pem, its EC key in client.key). */
+    private static KeyManagerFactory clientCertificate() {
+        try (var in = Files.newInputStream(tlsFile("client.pem"))) {
+            Certificate cert = CertificateFactory.getInstance("X.509").generateCertificate(in);
+            String pem = Files.readString(tlsFile("client.key"));
+            byte[] der = Base64.getMimeDecoder().decode(pem.replaceAll("-----[A-Z ]+-----", ""));
+            PrivateKey key = KeyFactory.getInstance("EC").generatePrivate(new PKCS8EncodedKeySpec(der));
+            KeyStore store = KeyStore.getInstance(KeyStore.getDefaultType());
+            store.load(null, null);
+            char[] none = new char[0];
+            store.setKeyEntry("client", key, none, new Certificate[] {cert});
+            KeyManagerFactory factory = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+            factory.init(store, none);
+            return factory;
+        } catch (IOException | GeneralSecurityException e) {
+            throw new IllegalStateException("client.pem: " + e, e);
+        }
+    }
+
+    /** A plain socket, or over TLS as Redisson connects when the ports are TLS ports. */
+    private static Socket open(int port) throws IOException {
+        if (tlsDir() == null) {
+            return new Socket("127.0.0.1", port);
+        }
+        try {
+            SSLContext context = SSLContext.getInstance("TLS");
+            context.init(clientCertificate().getKeyManagers(), trust().getTrustManagers(), null);
+            return context.getSocketFactory().createSocket("127.0.0.1", port);
+        } catch (GeneralSecurityException e) {
+            throw new IOException(e);
+        }
     }
 
     static RedissonClient client() {
@@ -105,7 +181,7 @@ final class Servers {
     }
 
     /**
-     * Sends commands on a fresh plain connection (after AUTH when the server
+     * Sends commands on a fresh connection, plain or TLS as the run's (after AUTH when the server
      * has a password) and returns the reply of the last one as text: a
      * status, error, integer or bulk string's content, or the elements of an
      * array joined by newlines. The test's own view of the server, beside
@@ -117,7 +193,7 @@ final class Servers {
             all.add(List.of("AUTH", password()));
         }
         all.addAll(Arrays.asList(commands));
-        try (Socket s = new Socket("127.0.0.1", port)) {
+        try (Socket s = open(port)) {
             OutputStream out = s.getOutputStream();
             for (List<String> command : all) {
                 StringBuilder b = new StringBuilder("*" + command.size() + "\r\n");
