@@ -3,6 +3,7 @@ package rlockd.junit;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.SocketAddress;
+import java.net.URLEncoder;
 import java.net.UnixDomainSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -15,6 +16,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 import java.util.stream.Stream;
 import org.redisson.Redisson;
 import org.redisson.api.RedissonClient;
@@ -272,7 +274,7 @@ public final class RlockdServer implements AutoCloseable {
         }
         String auth =
                 options.password()
-                        .map(p -> ":" + java.net.URLEncoder.encode(p, StandardCharsets.UTF_8) + "@")
+                        .map(p -> ":" + URLEncoder.encode(p, StandardCharsets.UTF_8).replace("+", "%20") + "@")
                         .orElse("");
         return "redis://" + auth + host + ":" + port;
     }
@@ -337,19 +339,7 @@ public final class RlockdServer implements AutoCloseable {
 
     /** The locks held now whose key matches the glob {@code pattern}. */
     public List<HeldLock> locks(String pattern) {
-        List<HeldLock> locks = new ArrayList<>();
-        for (Map<String, Object> fields : entries("RLOCKD.LOCKS", pattern)) {
-            Map<String, Long> owners = new LinkedHashMap<>();
-            asMap(fields.get("owners")).forEach((owner, holds) -> owners.put(owner, asLong(holds)));
-            locks.add(
-                    new HeldLock(
-                            (String) fields.get("key"),
-                            (int) asLong(fields.get("db")),
-                            (String) fields.get("type"),
-                            asLong(fields.get("pttl")),
-                            Map.copyOf(owners)));
-        }
-        return locks;
+        return entries("RLOCKD.LOCKS", pattern, RlockdServer::heldLock);
     }
 
     /**
@@ -362,28 +352,36 @@ public final class RlockdServer implements AutoCloseable {
 
     /** {@link #waiters()} whose name matches the glob {@code pattern}. */
     public List<Waiters> waiters(String pattern) {
-        List<Waiters> waiters = new ArrayList<>();
-        for (Map<String, Object> fields : entries("RLOCKD.WAITERS", pattern)) {
-            List<Long> clients = new ArrayList<>();
-            for (Object id : (List<?>) fields.get("clients")) {
-                clients.add(asLong(id));
-            }
-            waiters.add(
-                    new Waiters(
-                            (String) fields.get("kind"),
-                            (String) fields.get("name"),
-                            List.copyOf(clients)));
-        }
-        return waiters;
+        return entries("RLOCKD.WAITERS", pattern, RlockdServer::waitersOf);
     }
 
-    private List<Map<String, Object>> entries(String command, String pattern) {
+    /** An introspection command's reply, one map per entry, each read by {@code read}. */
+    private <T> List<T> entries(String command, String pattern, Function<Map<String, Object>, T> read) {
         Object reply = pattern == null ? execute(command) : execute(command, pattern);
-        List<Map<String, Object>> entries = new ArrayList<>();
+        List<T> entries = new ArrayList<>();
         for (Object entry : (List<?>) reply) {
-            entries.add(asMap(entry));
+            entries.add(read.apply(asMap(entry)));
         }
         return entries;
+    }
+
+    private static HeldLock heldLock(Map<String, Object> fields) {
+        Map<String, Long> owners = new LinkedHashMap<>();
+        asMap(fields.get("owners")).forEach((owner, holds) -> owners.put(owner, asLong(holds)));
+        return new HeldLock(
+                (String) fields.get("key"),
+                (int) asLong(fields.get("db")),
+                (String) fields.get("type"),
+                asLong(fields.get("pttl")),
+                Map.copyOf(owners));
+    }
+
+    private static Waiters waitersOf(Map<String, Object> fields) {
+        List<Long> clients = new ArrayList<>();
+        for (Object id : (List<?>) fields.get("clients")) {
+            clients.add(asLong(id));
+        }
+        return new Waiters((String) fields.get("kind"), (String) fields.get("name"), List.copyOf(clients));
     }
 
     /** A RESP2 map: its pairs flattened into a list. */

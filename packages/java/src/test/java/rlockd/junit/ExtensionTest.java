@@ -72,6 +72,15 @@ class ExtensionTest {
     }
 
     @Test
+    @Rlockd(password = "p w+")
+    void aPasswordGoesIntoTheUrlAndTheRedissonConfig(RlockdServer server) {
+        testPorts.add(server.port());
+        assertEquals("redis://:p%20w%2B@127.0.0.1:" + server.port(), server.url());
+        assertEquals("p w+", server.redissonConfig().useSingleServer().getPassword());
+        assertEquals("OK", server.execute("SET", "k", "v"), "the fixture authenticated");
+    }
+
+    @Test
     void theClockMovesOnlyWhenTold(RlockdServer server) {
         testPorts.add(server.port());
         long now = server.clock().now();
