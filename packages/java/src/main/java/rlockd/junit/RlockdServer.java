@@ -16,6 +16,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
 import java.util.stream.Stream;
 import org.redisson.Redisson;
@@ -51,6 +52,11 @@ public final class RlockdServer implements AutoCloseable {
     /** The Redisson clients handed out, as their shutdowns (no Redisson type is touched when none was). */
     private final List<Runnable> redissonShutdowns = new ArrayList<>();
     private Process process;
+    /**
+     * SIGSTOPped by {@link #freeze()} and not yet continued. Not under the monitor: a thread
+     * stuck in {@link #execute} on the frozen server holds it.
+     */
+    private final AtomicBoolean frozen = new AtomicBoolean();
     private ControlConnection control;
     private String host;
     private int port;
@@ -208,7 +214,7 @@ public final class RlockdServer implements AutoCloseable {
         if (process == null || !process.isAlive()) {
             return;
         }
-        signal("CONT"); // a frozen server cannot stop
+        thaw(); // a frozen server cannot stop
         process.destroy();
         try {
             if (!process.waitFor(STOP_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)) {
@@ -431,6 +437,7 @@ public final class RlockdServer implements AutoCloseable {
      * and nothing answers, as with a hung server or a partition. For try-with-resources.
      */
     public Frozen freeze() {
+        frozen.set(true);
         signal("STOP");
         // The signal is delivered later: wait until the kernel reports the process stopped.
         Path stat = Path.of("/proc", Long.toString(process.pid()), "stat");
@@ -451,6 +458,13 @@ public final class RlockdServer implements AutoCloseable {
         return new Frozen();
     }
 
+    /** Lets a frozen server run on (SIGCONT); the signal is sent only when needed. */
+    private void thaw() {
+        if (frozen.getAndSet(false) && process.isAlive()) {
+            signal("CONT");
+        }
+    }
+
     /** {@code /proc/PID/stat}'s state (after the parenthesized name) is T when stopped. */
     private static boolean stopped(String stat) {
         return stat.substring(stat.lastIndexOf(')') + 2).startsWith("T");
@@ -462,7 +476,7 @@ public final class RlockdServer implements AutoCloseable {
 
         @Override
         public void close() {
-            signal("CONT");
+            thaw();
         }
     }
 
