@@ -11,21 +11,19 @@
 //! of its own after `cargo test --release`).
 
 mod refserver;
+mod steps;
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Instant;
 
 use refserver::{find_tool, loud};
+use steps::run;
 
 const TEST: &str = "python_wheel_example_suite";
 const REQUIRE_CLIENTS_ENV: &str = "RLOCKD_REQUIRE_CLIENTS";
 /// The Python to make the venv from (else `python3` on PATH).
 const PYTHON_ENV: &str = "RLOCKD_PYTHON";
-/// How long one step (a pip run, the suite) may take before it is killed:
-/// pip's downloads are the slow part.
-const STEP_LIMIT: Duration = Duration::from_secs(300);
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -33,49 +31,6 @@ fn repo() -> &'static Path {
 
 fn skip(reason: &str) {
     refserver::skip_unless_required(TEST, reason, REQUIRE_CLIENTS_ENV);
-}
-
-/// A finished step: how it ended and what it printed.
-struct Step {
-    status: ExitStatus,
-    output: String,
-}
-
-impl Step {
-    fn expect_success(self, what: &str) -> String {
-        assert!(
-            self.status.success(),
-            "{what}: {}\n{}",
-            self.status,
-            self.output
-        );
-        self.output
-    }
-}
-
-/// Runs `command` to its end, its output in `log` (a file, so that a
-/// chatty pip cannot fill a pipe), killing it after `STEP_LIMIT`.
-fn run(command: &mut Command, log: &Path) -> Step {
-    let out = File::create(log).expect("a log file");
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(out.try_clone().expect("a second handle"))
-        .stderr(out)
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {:?}: {e}", command.get_program()));
-    let deadline = Instant::now() + STEP_LIMIT;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("waitpid") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("{command:?} ran past {STEP_LIMIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let output = std::fs::read_to_string(log).unwrap_or_default();
-    Step { status, output }
 }
 
 /// The only file in `dir` (the wheel pip built).
