@@ -14,7 +14,7 @@ use std::os::raw::c_int;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::Ordering;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 use super::convert::{push_error_table, push_reply, render_errors};
 use super::stack::{Activation, Kind, Stack, State};
@@ -262,39 +262,45 @@ pub(super) struct CallLine {
     argv: Vec<Bytes>,
     /// Where each argument ends in the line's bytes.
     ends: Vec<usize>,
+    /// The bytes of the lines: split off for each, and reused once the
+    /// previous line is dropped, which it is unless a command kept part of
+    /// it (the keyspace keeps copies, so this is rare).
+    buf: BytesMut,
 }
 
 impl CallLine {
     /// Reads the call's arguments (`nargs`, the stack's height on entry)
-    /// into one buffer, each argument a piece of it: a line costs two
-    /// allocations where a buffer per argument cost one each, and a
-    /// command that keeps an argument (the undo journal keeps the members
-    /// it changes) takes a reference rather than a copy. Answers false if
-    /// one is neither a string nor a number. Nothing here may raise, as
-    /// the line is owned by a frame that a `longjmp` would skip: a string
-    /// is read as it is (no conversion), and a number read as a number.
+    /// into one buffer, each argument a piece of it: a line costs no
+    /// allocation where a buffer per argument cost one each, and a command
+    /// that keeps an argument takes a reference rather than a copy.
+    /// Answers false if one is neither a string nor a number. Nothing here
+    /// may raise, as the line is owned by a frame that a `longjmp` would
+    /// skip: a string is read as it is (no conversion), and a number read
+    /// as a number.
     fn read(&mut self, stack: Stack, nargs: c_int) -> bool {
         self.argv.clear();
         self.ends.clear();
-        let mut size = 0;
+        // Room for a usual line (a no-op while the buffer's tail has it),
+        // where growing from nothing would copy the first line over and
+        // over.
+        self.buf.reserve(LINE_START);
         for idx in 1..=nargs {
-            size += match stack.kind(idx) {
-                Kind::String => stack.to_bytes(idx).map_or(0, <[u8]>::len),
-                Kind::Number => NUMBER_LEN,
-                _ => return false,
-            };
-        }
-        let mut bytes = Vec::with_capacity(size);
-        for idx in 1..=nargs {
-            if stack.kind(idx) == Kind::String {
-                bytes.extend_from_slice(stack.to_bytes(idx).unwrap_or_default());
-            } else {
+            match stack.kind(idx) {
+                Kind::String => self
+                    .buf
+                    .extend_from_slice(stack.to_bytes(idx).unwrap_or_default()),
                 // Lua 5.1 numbers are doubles; Redis prints them with %.17g.
-                bytes.extend_from_slice(format_double(stack.to_number(idx)).as_bytes());
+                Kind::Number => self
+                    .buf
+                    .extend_from_slice(format_double(stack.to_number(idx)).as_bytes()),
+                _ => {
+                    self.buf.clear();
+                    return false;
+                }
             }
-            self.ends.push(bytes.len());
+            self.ends.push(self.buf.len());
         }
-        let line = Bytes::from(bytes);
+        let line = self.buf.split().freeze();
         let mut start = 0;
         for &end in &self.ends {
             self.argv.push(line.slice(start..end));
@@ -304,5 +310,5 @@ impl CallLine {
     }
 }
 
-/// The longest number %.17g prints (`-1.2345678901234567e-308`).
-const NUMBER_LEN: usize = 24;
+/// The room `CallLine` makes for a line before reading it, in bytes.
+const LINE_START: usize = 256;
