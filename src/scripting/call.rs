@@ -231,7 +231,14 @@ fn call_onto_stack(stack: Stack) -> bool {
 /// out of Lua, which cannot unwind.
 fn run_command(stack: Stack, nargs: c_int, scope: &mut CallScope) {
     let ran = catch_unwind(AssertUnwindSafe(|| {
-        let mut line = std::mem::take(&mut scope.line);
+        let CallScope {
+            host,
+            run,
+            resp3,
+            line,
+            reply: done,
+            ..
+        } = &mut *scope;
         let args_ok = line.read(stack, nargs);
         let argv = &line.argv;
         let mut reply = if !args_ok {
@@ -243,11 +250,10 @@ fn run_command(stack: Stack, nargs: c_int, scope: &mut CallScope) {
                 "ERR Please specify at least one argument for this redis lib call",
             ))
         } else {
-            scope.host.call(argv, scope.resp3, scope.run)
+            host.call(argv, *resp3, run)
         };
         render_errors(&mut reply);
-        scope.reply = reply;
-        scope.line = line;
+        *done = reply;
     }));
     if let Err(panic) = ran {
         scope.reply = Reply::Error(CmdError::other("ERR the command panicked"));

@@ -132,7 +132,9 @@ pub(crate) fn run(
         command: ctx.args,
     };
     engine.counters.runs.add(1);
-    let mut plan = LockPlan::for_keys(keys.iter().map(|k| &k[..]));
+    // The shards the run holds: worked out only once it must start over
+    // holding more, which few runs do.
+    let mut plan: Option<LockPlan> = None;
     // What the script publishes (keyspace events included) reaches
     // subscribers only once its writes are final.
     let held = HeldMessages::hold();
@@ -155,9 +157,12 @@ pub(crate) fn run(
         // or a command that needs the whole keyspace: its changes are
         // rolled back and it runs again holding these too.
         if let Some(more) = calls.retry.take() {
-            plan = plan.union(more);
+            let holding = plan
+                .take()
+                .unwrap_or_else(|| LockPlan::for_keys(keys.iter().map(|k| &k[..])));
+            let plan = plan.insert(holding.union(more));
             held.discard();
-            if let Err(e) = ctx.locked.rollback().and_then(|_| ctx.locked.relock(&plan)) {
+            if let Err(e) = ctx.locked.rollback().and_then(|_| ctx.locked.relock(plan)) {
                 break Err(e);
             }
             continue;
