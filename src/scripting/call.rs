@@ -268,44 +268,48 @@ pub(super) struct CallLine {
     argv: Vec<Bytes>,
     /// Where each argument ends in the line's bytes.
     ends: Vec<usize>,
-    /// The bytes of the lines: split off for each, and reused once the
-    /// previous line is dropped, which it is unless a command kept part of
-    /// it (the keyspace keeps copies, so this is rare).
+    /// The line as it is read, before it is given a buffer of its size.
+    scratch: Vec<u8>,
+    /// The buffer the lines are split off, reused once the previous line
+    /// is dropped. A command that keeps an argument (a stream its fields)
+    /// keeps the buffer with it, so one is only reused for a line at
+    /// least half its size: what a kept argument holds stays within twice
+    /// its line, as a buffer of the line's own size would hold it.
     buf: BytesMut,
 }
 
 impl CallLine {
     /// Reads the call's arguments (`nargs`, the stack's height on entry)
     /// into one buffer, each argument a piece of it: a line costs no
-    /// allocation where a buffer per argument cost one each, and a command
-    /// that keeps an argument takes a reference rather than a copy.
-    /// Answers false if one is neither a string nor a number. Nothing here
-    /// may raise, as the line is owned by a frame that a `longjmp` would
-    /// skip: a string is read as it is (no conversion), and a number read
-    /// as a number.
+    /// allocation once its buffer is reused, where a buffer per argument
+    /// cost one each, and a command that keeps an argument takes a
+    /// reference rather than a copy. Answers false if one is neither a
+    /// string nor a number. Nothing here may raise, as the line is owned
+    /// by a frame that a `longjmp` would skip: a string is read as it is
+    /// (no conversion), and a number read as a number.
     fn read(&mut self, stack: Stack, nargs: c_int) -> bool {
         self.argv.clear();
         self.ends.clear();
-        // Room for a usual line (a no-op while the buffer's tail has it),
-        // where growing from nothing would copy the first line over and
-        // over.
-        self.buf.reserve(LINE_START);
+        self.scratch.clear();
         for idx in 1..=nargs {
             match stack.kind(idx) {
                 Kind::String => self
-                    .buf
+                    .scratch
                     .extend_from_slice(stack.to_bytes(idx).unwrap_or_default()),
                 // Lua 5.1 numbers are doubles; Redis prints them with %.17g.
                 Kind::Number => self
-                    .buf
+                    .scratch
                     .extend_from_slice(format_double(stack.to_number(idx)).as_bytes()),
-                _ => {
-                    self.buf.clear();
-                    return false;
-                }
+                _ => return false,
             }
-            self.ends.push(self.buf.len());
+            self.ends.push(self.scratch.len());
         }
+        let len = self.scratch.len();
+        let reusable = self.buf.try_reclaim(len) && self.buf.capacity() <= 2 * len.max(SMALL_LINE);
+        if !reusable {
+            self.buf = BytesMut::with_capacity(len);
+        }
+        self.buf.extend_from_slice(&self.scratch);
         let line = self.buf.split().freeze();
         let mut start = 0;
         for &end in &self.ends {
@@ -316,5 +320,6 @@ impl CallLine {
     }
 }
 
-/// The room `CallLine` makes for a line before reading it, in bytes.
-const LINE_START: usize = 256;
+/// Lines up to this long count as this long when `CallLine` asks whether
+/// a buffer is too big for one.
+const SMALL_LINE: usize = 32;
