@@ -629,6 +629,26 @@ impl CommandSpec {
         self.args_where(args, |k| !k.is_not_key())
     }
 
+    /// The command line's key if it has exactly one. Most commands name
+    /// one key at a fixed place (GET, HSET, ZADD…): that one is read
+    /// straight off the line, without walking the specs.
+    pub fn only_key<'a>(&'a self, args: &'a [Bytes]) -> Option<&'a [u8]> {
+        if let ([k], None) = (self.keys, self.find_more_keys)
+            && k.last == 0
+            && !k.keynum
+            && !k.unknown
+            && k.keyword.is_none()
+            && !k.is_not_key()
+        {
+            return usize::try_from(k.begin)
+                .ok()
+                .and_then(|at| args.get(at))
+                .map(|key| &key[..]);
+        }
+        let mut keys = self.key_args(args);
+        keys.next().filter(|_| keys.next().is_none())
+    }
+
     /// Every argument a cluster routes the command by: its keys, and the
     /// shard channels of sharded pub/sub.
     pub fn routed_args<'a>(&'a self, args: &'a [Bytes]) -> impl Iterator<Item = &'a [u8]> + 'a {

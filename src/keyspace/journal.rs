@@ -55,16 +55,54 @@ pub(super) enum Prior {
     Part { expire_at: Option<u64>, undo: Undo },
 }
 
+/// Where one key, member or value the journal keeps lies in its `Arena`.
+#[derive(Clone, Copy)]
+pub(super) struct Span {
+    start: usize,
+    end: usize,
+}
+
+/// The keys, members and values a journal keeps, end to end in one buffer:
+/// a `Bytes` each would cost an allocation each, or, as a slice of the
+/// command's line, keep that line alive, so that `redis.call` could not
+/// reuse its buffer for the next one.
+#[derive(Default)]
+pub(super) struct Arena(Vec<u8>);
+
+/// The arena's first allocation, in bytes.
+const ARENA_START: usize = 512;
+/// The first allocation of a journal's prior states.
+const SAVED_START: usize = 16;
+
+impl Arena {
+    fn put(&mut self, bytes: &[u8]) -> Span {
+        if self.0.capacity() == 0 {
+            // Room for a script's usual few changes from the start, where
+            // doubling from nothing would copy the bytes over and over.
+            self.0.reserve(bytes.len().max(ARENA_START));
+        }
+        let start = self.0.len();
+        self.0.extend_from_slice(bytes);
+        Span {
+            start,
+            end: self.0.len(),
+        }
+    }
+
+    pub(super) fn get(&self, span: Span) -> &[u8] {
+        &self.0[span.start..span.end]
+    }
+}
+
 /// How to put back one thing a command changed in a collection: one record
-/// per member, so that the common change of one member allocates nothing
-/// beyond the prior value's copy.
+/// per member, so that the common change of one member allocates nothing.
 pub(super) enum Undo {
     /// A field's prior value (`None`: it was absent).
-    Field(Bytes, Option<Bytes>),
+    Field(Span, Option<Span>),
     /// Whether a member was in the set.
-    Member(Bytes, bool),
+    Member(Span, bool),
     /// A member's prior score.
-    Score(Bytes, Option<f64>),
+    Score(Span, Option<f64>),
     /// Take `count` elements off one end again.
     Unpush { front: bool, count: usize },
     /// Put these elements back on one end, in list order.
@@ -86,23 +124,29 @@ pub(super) enum Before {
 
 impl Undo {
     /// Hands `keep` what undoes `touch` on `value`, read before the command
-    /// runs, oldest first.
-    pub(super) fn before(value: &Value, touch: &Touch, mut keep: impl FnMut(Undo)) -> Before {
+    /// runs, oldest first; the members and values it names are copied
+    /// into `arena`.
+    fn before(
+        value: &Value,
+        touch: &Touch,
+        arena: &mut Arena,
+        mut keep: impl FnMut(Undo),
+    ) -> Before {
         match (value, touch) {
             (Value::Hash(hash), Touch::Members { args, step }) if !hash.is_listpack() => {
                 for field in args.iter().step_by((*step).max(1)) {
-                    let prior = hash.get(field).map(Bytes::copy_from_slice);
-                    keep(Undo::Field(field.clone(), prior));
+                    let prior = hash.get(field).map(|v| arena.put(v));
+                    keep(Undo::Field(arena.put(field), prior));
                 }
             }
             (Value::Set(set), Touch::Members { args, step }) if !set.is_intset() => {
                 for member in args.iter().step_by((*step).max(1)) {
-                    keep(Undo::Member(member.clone(), set.contains(member)));
+                    keep(Undo::Member(arena.put(member), set.contains(member)));
                 }
             }
             (Value::ZSet(zset), Touch::Members { args, step }) if !zset.is_compact() => {
                 for member in args.iter().step_by((*step).max(1)) {
-                    keep(Undo::Score(member.clone(), zset.score(member)));
+                    keep(Undo::Score(arena.put(member), zset.score(member)));
                 }
             }
             (Value::Hash(_) | Value::Set(_) | Value::ZSet(_), Touch::Members { .. }) => {
@@ -160,25 +204,25 @@ impl Undo {
 
     /// Puts back what was changed. A value of another kind is left alone:
     /// a later undo (applied first) gave the key back its kind.
-    pub(super) fn apply(self, value: &mut Value, limits: &EncodingLimits) {
+    pub(super) fn apply(self, value: &mut Value, limits: &EncodingLimits, arena: &Arena) {
         match (self, value) {
             (Undo::Field(field, Some(prior)), Value::Hash(hash)) => {
-                hash.insert(&field, &prior, limits);
+                hash.insert(arena.get(field), arena.get(prior), limits);
             }
             (Undo::Field(field, None), Value::Hash(hash)) => {
-                hash.remove(&field);
+                hash.remove(arena.get(field));
             }
             (Undo::Member(member, true), Value::Set(set)) => {
-                set.insert(&member, limits);
+                set.insert(arena.get(member), limits);
             }
             (Undo::Member(member, false), Value::Set(set)) => {
-                set.remove(&member);
+                set.remove(arena.get(member));
             }
             (Undo::Score(member, Some(score)), Value::ZSet(zset)) => {
-                zset.insert(member, score, limits);
+                zset.insert(Bytes::copy_from_slice(arena.get(member)), score, limits);
             }
             (Undo::Score(member, None), Value::ZSet(zset)) => {
-                zset.remove(&member);
+                zset.remove(arena.get(member));
             }
             (Undo::Unpush { front, count }, Value::List(list)) => {
                 let keep = list.len().saturating_sub(count);
@@ -212,7 +256,9 @@ pub(super) struct Journal {
     /// lookups record nothing, and neither do those of a command that
     /// declared what it touches.
     pub(super) recording: bool,
-    saved: Vec<(usize, Bytes, Prior)>,
+    /// Each prior state with its database and key.
+    saved: Vec<(usize, Span, Prior)>,
+    arena: Arena,
     /// Positions in `saved` of whole copies, by database and key: a script
     /// may change many keys, and every lookup of a writing command asks
     /// whether its key was copied already.
@@ -231,28 +277,60 @@ impl Journal {
         if self.wholes.is_empty() {
             return false;
         }
-        let saved = &self.saved;
+        let (saved, arena) = (&self.saved, &self.arena);
         self.wholes
             .find(self.hash(db, key), |&i| {
-                saved[i].0 == db && saved[i].1[..] == *key
+                saved[i].0 == db && arena.get(saved[i].1) == key
             })
             .is_some()
     }
 
-    pub(super) fn push(&mut self, db: usize, key: Bytes, prior: Prior) {
+    pub(super) fn push(&mut self, db: usize, key: &[u8], prior: Prior) {
+        let key = self.key(key);
+        self.push_at(db, key, prior);
+    }
+
+    /// Keeps a key that prior states are about to be saved for.
+    fn key(&mut self, key: &[u8]) -> Span {
+        if self.saved.capacity() == 0 {
+            // As the arena does: room for a script's usual few changes.
+            self.saved.reserve(SAVED_START);
+        }
+        self.arena.put(key)
+    }
+
+    fn push_at(&mut self, db: usize, key: Span, prior: Prior) {
         let whole = matches!(prior, Prior::Whole(_));
-        let hash = whole.then(|| self.hash(db, &key));
         self.saved.push((db, key, prior));
-        if let Some(hash) = hash {
-            let (saved, hasher) = (&self.saved, &self.hasher);
-            self.wholes.insert_unique(hash, saved.len() - 1, |&i| {
-                hasher.hash_one((saved[i].0, &saved[i].1[..]))
-            });
+        if whole {
+            let (saved, arena, hasher) = (&self.saved, &self.arena, &self.hasher);
+            let rehash = |&i: &usize| hasher.hash_one((saved[i].0, arena.get(saved[i].1)));
+            self.wholes
+                .insert_unique(rehash(&(saved.len() - 1)), saved.len() - 1, rehash);
         }
     }
 
-    /// The prior states, newest first: the order to put them back in.
-    pub(super) fn undo_order(self) -> impl Iterator<Item = (usize, Bytes, Prior)> {
-        self.saved.into_iter().rev()
+    /// Keeps what undoes `touch` on `value`, the value of `key` in database
+    /// `db`, read before the command runs.
+    pub(super) fn keep_before(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        expire_at: Option<u64>,
+        value: &Value,
+        touch: &Touch,
+    ) -> Before {
+        let key = self.key(key);
+        // A part is no whole copy: `wholes` has nothing to learn.
+        let saved = &mut self.saved;
+        Undo::before(value, touch, &mut self.arena, |undo| {
+            saved.push((db, key, Prior::Part { expire_at, undo }));
+        })
+    }
+
+    /// The prior states, newest first (the order to put them back in),
+    /// with the arena their keys and members lie in.
+    pub(super) fn undo_order(self) -> (Arena, impl Iterator<Item = (usize, Span, Prior)>) {
+        (self.arena, self.saved.into_iter().rev())
     }
 }

@@ -10,7 +10,7 @@ use parking_lot::MutexGuard;
 
 use super::access::AccessClock;
 use super::aof;
-use super::journal::{Before, Journal, Prior, Touch, Undo};
+use super::journal::{Before, Journal, Prior, Touch};
 use super::plan::LockPlan;
 use super::shard::Shard;
 use super::slot::{SHARDS, key_shard, key_slot, slot_shard};
@@ -105,36 +105,38 @@ impl<'a> Locked<'a> {
         };
         let limits = self.ks.limits();
         let fresh = AccessClock::fresh(self.now, self.ks.lfu());
-        for (db, key, prior) in journal.undo_order() {
-            let shard = self.shard(key_shard(&key))?;
+        let (arena, undo_order) = journal.undo_order();
+        for (db, key, prior) in undo_order {
+            let key = arena.get(key);
+            let shard = self.shard(key_shard(key))?;
             match prior {
                 Prior::Whole(Some(entry)) => {
                     // FLUSHALL dropped the wheel; a second entry for the
                     // same deadline is harmless.
                     if let Some(at) = entry.expire_at() {
-                        shard.schedule(db, &key, at);
+                        shard.schedule(db, key, at);
                     }
-                    shard.dbs[db].insert(&key, entry, |old| old.unwrap_or(fresh));
+                    shard.dbs[db].insert(key, entry, |old| old.unwrap_or(fresh));
                 }
                 Prior::Whole(None) => {
-                    shard.remove(db, &key);
+                    shard.remove(db, key);
                 }
                 Prior::Part { expire_at, undo } => {
-                    let hash = shard.dbs[db].hash(&key);
-                    if shard.dbs[db].get_mut_hashed(hash, &key).is_none() {
+                    let hash = shard.dbs[db].hash(key);
+                    if shard.dbs[db].get_mut_hashed(hash, key).is_none() {
                         // The change emptied the collection, which took
                         // the key with it.
                         if let Some(at) = expire_at {
-                            shard.schedule(db, &key, at);
+                            shard.schedule(db, key, at);
                         }
                         shard.dbs[db].insert(
-                            &key,
+                            key,
                             Entry::new(undo.empty_value(), expire_at),
                             |_| fresh,
                         );
                     }
-                    if let Some(entry) = shard.dbs[db].get_mut_hashed(hash, &key) {
-                        undo.apply(&mut entry.value, &limits);
+                    if let Some(entry) = shard.dbs[db].get_mut_hashed(hash, key) {
+                        undo.apply(&mut entry.value, &limits, &arena);
                     }
                 }
             }
@@ -157,11 +159,7 @@ impl<'a> Locked<'a> {
                     let key = node.key();
                     if !journal.has_whole(index, key) {
                         let entry = node.entry().into_owned();
-                        journal.push(
-                            index,
-                            Bytes::copy_from_slice(key),
-                            Prior::Whole(Some(entry)),
-                        );
+                        journal.push(index, key, Prior::Whole(Some(entry)));
                     }
                 }
             }
@@ -179,7 +177,7 @@ impl<'a> Locked<'a> {
             .get(key)
             .map(|n| n.entry().into_owned());
         let journal = self.journal.as_mut().expect("checked above");
-        journal.push(db, Bytes::copy_from_slice(key), Prior::Whole(prior));
+        journal.push(db, key, Prior::Whole(prior));
         Ok(())
     }
 
@@ -187,7 +185,7 @@ impl<'a> Locked<'a> {
     /// `key` in database `db`, and nothing else for it: its own lookups
     /// record nothing. A compact value is copied whole by its lookups, as
     /// an undeclared write's keys are.
-    pub fn journal_touch(&mut self, db: usize, key: &Bytes, touch: &Touch) -> CmdResult<()> {
+    pub fn journal_touch(&mut self, db: usize, key: &[u8], touch: &Touch) -> CmdResult<()> {
         let Some(journal) = &self.journal else {
             return Ok(());
         };
@@ -203,14 +201,11 @@ impl<'a> Locked<'a> {
         let journal = self.journal.as_mut().expect("checked above");
         let before = match live {
             None => {
-                journal.push(db, key.clone(), Prior::Whole(None));
+                journal.push(db, key, Prior::Whole(None));
                 Before::Kept
             }
             Some(node) => {
-                let expire_at = node.expire_at();
-                Undo::before(&node.entry().value, touch, |undo| {
-                    journal.push(db, key.clone(), Prior::Part { expire_at, undo });
-                })
+                journal.keep_before(db, key, node.expire_at(), &node.entry().value, touch)
             }
         };
         // A compact value is copied whole by the command's own lookups.

@@ -16,8 +16,11 @@ pub enum SetValue {
     /// (2, 4 or 8): it grows with the largest member and never shrinks.
     Ints { items: Vec<i64>, width: u8 },
     /// An indexed set, so that a random member is one lookup away.
-    Table(IndexSet<Bytes>),
+    Table(Table),
 }
+
+/// The hash table form, hashed as the keys and hashes' fields are.
+type Table = IndexSet<Bytes, foldhash::fast::RandomState>;
 
 fn width_of(v: i64) -> u8 {
     if i16::try_from(v).is_ok() {
@@ -34,7 +37,7 @@ impl SetValue {
     pub fn for_first_member(member: &[u8]) -> SetValue {
         match parse_i64(member) {
             Some(_) => SetValue::empty_ints(),
-            None => SetValue::Table(IndexSet::new()),
+            None => SetValue::Table(Table::default()),
         }
     }
 
@@ -95,7 +98,8 @@ impl SetValue {
         }
         self.make_table();
         match self {
-            SetValue::Table(t) => t.insert(Bytes::copy_from_slice(member)),
+            // A member already there costs no copy.
+            SetValue::Table(t) => !t.contains(member) && t.insert(Bytes::copy_from_slice(member)),
             SetValue::Ints { .. } => false,
         }
     }

@@ -34,7 +34,8 @@ impl Ord for Score {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SortedSet {
-    scores: HashMap<Bytes, f64>,
+    /// Hashed as the keys and hashes' fields are.
+    scores: HashMap<Bytes, f64, foldhash::fast::RandomState>,
     order: BTreeSet<(Score, Bytes)>,
     /// Whether Redis would still hold this set compact. Only visible in one
     /// way: a compact set stores a `-0` score as `0`.
@@ -44,7 +45,7 @@ pub struct SortedSet {
 impl Default for SortedSet {
     fn default() -> Self {
         SortedSet {
-            scores: HashMap::new(),
+            scores: HashMap::default(),
             order: BTreeSet::new(),
             compact: true,
         }

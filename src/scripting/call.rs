@@ -14,7 +14,7 @@ use std::os::raw::c_int;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::Ordering;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 use super::convert::{push_error_table, push_reply, render_errors};
 use super::stack::{Activation, Kind, Stack, State};
@@ -231,7 +231,14 @@ fn call_onto_stack(stack: Stack) -> bool {
 /// out of Lua, which cannot unwind.
 fn run_command(stack: Stack, nargs: c_int, scope: &mut CallScope) {
     let ran = catch_unwind(AssertUnwindSafe(|| {
-        let mut line = std::mem::take(&mut scope.line);
+        let CallScope {
+            host,
+            run,
+            resp3,
+            line,
+            reply: done,
+            ..
+        } = &mut *scope;
         let args_ok = line.read(stack, nargs);
         let argv = &line.argv;
         let mut reply = if !args_ok {
@@ -243,11 +250,10 @@ fn run_command(stack: Stack, nargs: c_int, scope: &mut CallScope) {
                 "ERR Please specify at least one argument for this redis lib call",
             ))
         } else {
-            scope.host.call(argv, scope.resp3, scope.run)
+            host.call(argv, *resp3, run)
         };
         render_errors(&mut reply);
-        scope.reply = reply;
-        scope.line = line;
+        *done = reply;
     }));
     if let Err(panic) = ran {
         scope.reply = Reply::Error(CmdError::other("ERR the command panicked"));
@@ -262,39 +268,49 @@ pub(super) struct CallLine {
     argv: Vec<Bytes>,
     /// Where each argument ends in the line's bytes.
     ends: Vec<usize>,
+    /// The line as it is read, before it is given a buffer of its size.
+    scratch: Vec<u8>,
+    /// The buffer the lines are split off, reused once the previous line
+    /// is dropped. A command that keeps an argument (a stream its fields)
+    /// keeps the buffer with it, so one is only reused for a line at
+    /// least half its size: what a kept argument holds stays within twice
+    /// its line, as a buffer of the line's own size would hold it.
+    buf: BytesMut,
 }
 
 impl CallLine {
     /// Reads the call's arguments (`nargs`, the stack's height on entry)
-    /// into one buffer, each argument a piece of it: a line costs two
-    /// allocations where a buffer per argument cost one each, and a
-    /// command that keeps an argument (the undo journal keeps the members
-    /// it changes) takes a reference rather than a copy. Answers false if
-    /// one is neither a string nor a number. Nothing here may raise, as
-    /// the line is owned by a frame that a `longjmp` would skip: a string
-    /// is read as it is (no conversion), and a number read as a number.
+    /// into one buffer, each argument a piece of it: a line costs no
+    /// allocation once its buffer is reused, where a buffer per argument
+    /// cost one each, and a command that keeps an argument takes a
+    /// reference rather than a copy. Answers false if one is neither a
+    /// string nor a number. Nothing here may raise, as the line is owned
+    /// by a frame that a `longjmp` would skip: a string is read as it is
+    /// (no conversion), and a number read as a number.
     fn read(&mut self, stack: Stack, nargs: c_int) -> bool {
         self.argv.clear();
         self.ends.clear();
-        let mut size = 0;
+        self.scratch.clear();
         for idx in 1..=nargs {
-            size += match stack.kind(idx) {
-                Kind::String => stack.to_bytes(idx).map_or(0, <[u8]>::len),
-                Kind::Number => NUMBER_LEN,
-                _ => return false,
-            };
-        }
-        let mut bytes = Vec::with_capacity(size);
-        for idx in 1..=nargs {
-            if stack.kind(idx) == Kind::String {
-                bytes.extend_from_slice(stack.to_bytes(idx).unwrap_or_default());
-            } else {
+            match stack.kind(idx) {
+                Kind::String => self
+                    .scratch
+                    .extend_from_slice(stack.to_bytes(idx).unwrap_or_default()),
                 // Lua 5.1 numbers are doubles; Redis prints them with %.17g.
-                bytes.extend_from_slice(format_double(stack.to_number(idx)).as_bytes());
+                Kind::Number => self
+                    .scratch
+                    .extend_from_slice(format_double(stack.to_number(idx)).as_bytes()),
+                _ => return false,
             }
-            self.ends.push(bytes.len());
+            self.ends.push(self.scratch.len());
         }
-        let line = Bytes::from(bytes);
+        let len = self.scratch.len();
+        let reusable = self.buf.try_reclaim(len) && self.buf.capacity() <= 2 * len.max(SMALL_LINE);
+        if !reusable {
+            self.buf = BytesMut::with_capacity(len);
+        }
+        self.buf.extend_from_slice(&self.scratch);
+        let line = self.buf.split().freeze();
         let mut start = 0;
         for &end in &self.ends {
             self.argv.push(line.slice(start..end));
@@ -304,5 +320,6 @@ impl CallLine {
     }
 }
 
-/// The longest number %.17g prints (`-1.2345678901234567e-308`).
-const NUMBER_LEN: usize = 24;
+/// Lines up to this long count as this long when `CallLine` asks whether
+/// a buffer is too big for one.
+const SMALL_LINE: usize = 32;

@@ -15,7 +15,7 @@ use crate::cluster::common_slot;
 use crate::command::permissions::{self, Context};
 use crate::command::registry::{execute, lock_plan, registry};
 use crate::command::{CommandSpec, Ctx, flag};
-use crate::context::{Client, guard};
+use crate::context::{Client, Shared, guard};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{LockPlan, key_shard};
 use crate::protocol::{Protocol, Reply};
@@ -132,7 +132,9 @@ pub(crate) fn run(
         command: ctx.args,
     };
     engine.counters.runs.add(1);
-    let mut plan = LockPlan::for_keys(keys.iter().map(|k| &k[..]));
+    // The shards the run holds: worked out only once it must start over
+    // holding more, which few runs do.
+    let mut plan: Option<LockPlan> = None;
     // What the script publishes (keyspace events included) reaches
     // subscribers only once its writes are final.
     let held = HeldMessages::hold();
@@ -148,15 +150,19 @@ pub(crate) fn run(
             client,
             mode,
             retry: None,
+            last: LastCommand::default(),
         };
         let attempt = engine.attempt(&mut vm, &target, &mut calls, limits, busy);
         // It reached a shard it could not take without risking deadlock,
         // or a command that needs the whole keyspace: its changes are
         // rolled back and it runs again holding these too.
         if let Some(more) = calls.retry.take() {
-            plan = plan.union(more);
+            let holding = plan
+                .take()
+                .unwrap_or_else(|| LockPlan::for_keys(keys.iter().map(|k| &k[..])));
+            let plan = plan.insert(holding.union(more));
             held.discard();
-            if let Err(e) = ctx.locked.rollback().and_then(|_| ctx.locked.relock(&plan)) {
+            if let Err(e) = ctx.locked.rollback().and_then(|_| ctx.locked.relock(plan)) {
                 break Err(e);
             }
             continue;
@@ -184,6 +190,41 @@ struct ScriptCalls<'s, 'c, 'a> {
     mode: Mode,
     /// Set once a call needs shards the run does not hold.
     retry: Option<LockPlan>,
+    last: LastCommand,
+}
+
+/// The command the script called last, by the name it used: a script
+/// calls the same command over and over, and the name matched as it is
+/// skips lowering its case and looking it up. A command with subcommands
+/// is not kept, as its second argument picks what runs.
+#[derive(Default)]
+struct LastCommand {
+    name: [u8; 16],
+    len: usize,
+    id: Option<usize>,
+}
+
+impl LastCommand {
+    fn resolve(&mut self, shared: &Shared, argv: &[Bytes]) -> Option<usize> {
+        let name = &argv[0][..];
+        if let Some(id) = self.id
+            && self.name.get(..self.len) == Some(name)
+        {
+            return Some(id);
+        }
+        let registry = registry();
+        let id = registry.resolve(shared, argv).ok()?;
+        // A subcommand's id names no container: the name's own entry is asked.
+        if registry.lookup(name) == Some(id)
+            && registry.specs[id].subcommands.is_empty()
+            && let Some(kept) = self.name.get_mut(..name.len())
+        {
+            kept.copy_from_slice(name);
+            self.len = name.len();
+            self.id = Some(id);
+        }
+        Some(id)
+    }
 }
 
 impl ScriptCalls<'_, '_, '_> {
@@ -229,7 +270,7 @@ impl Host for ScriptCalls<'_, '_, '_> {
             }
             Reply::Error(e)
         };
-        let Ok(id) = registry().resolve(self.ctx.shared, argv) else {
+        let Some(id) = self.last.resolve(self.ctx.shared, argv) else {
             return refuse(
                 None,
                 CmdError::other("ERR Unknown Redis command called from script"),
@@ -268,10 +309,9 @@ impl Host for ScriptCalls<'_, '_, '_> {
             return refuse(Some(id), e);
         }
         // Everything the command touches is taken before it runs.
-        let mut keys = spec.key_args(argv);
-        let ensured = match (keys.next(), keys.next()) {
+        let ensured = match spec.only_key(argv) {
             // One key, the common case, needs no plan built.
-            (Some(key), None) if !spec.has(flag::WHOLE_KEYSPACE) && !spec.has(flag::SLOT_ARG) => {
+            Some(key) if !spec.has(flag::WHOLE_KEYSPACE) && !spec.has(flag::SLOT_ARG) => {
                 self.ctx.locked.ensure(&[key_shard(key)])
             }
             _ => match lock_plan(spec, argv) {

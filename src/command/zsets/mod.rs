@@ -170,7 +170,10 @@ fn zadd_generic(ctx: &mut Ctx, mut at: usize, mut incr: bool) -> CmdResult<Reply
                 processed += 1;
                 // Redis compares with `!=`, so 0 and -0 count as unchanged.
                 if next != current {
-                    zset.insert(member, next, &limits);
+                    // The set keeps a copy of its own, as every collection
+                    // does: a slice of the command line would keep the
+                    // whole line's buffer alive with it.
+                    zset.insert(Bytes::copy_from_slice(&member), next, &limits);
                     updated += 1;
                 }
             }
@@ -178,7 +181,7 @@ fn zadd_generic(ctx: &mut Ctx, mut at: usize, mut incr: bool) -> CmdResult<Reply
                 if xx {
                     continue;
                 }
-                zset.insert(member, score, &limits);
+                zset.insert(Bytes::copy_from_slice(&member), score, &limits);
                 last = score;
                 added += 1;
                 processed += 1;
