@@ -40,7 +40,7 @@ pub fn main() -> Result<(), Box<dyn std::error::Error>> {
     assert!(renewed && asked.elapsed() >= Duration::from_millis(90));
 
     // As in Redis, a key lives through its deadline's millisecond.
-    server.clock().advance(Duration::from_millis(10_001));
+    server.clock()?.advance(Duration::from_millis(10_001));
     assert_eq!(
         con.get::<_, Option<String>>("job-lock")?,
         None,

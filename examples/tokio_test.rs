@@ -48,7 +48,7 @@ pub async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Client a "crashes": its lease runs out 30 s later, with no sleeping
     // (as in Redis, the key lives through its deadline's millisecond).
-    server.clock().advance(Duration::from_millis(30_001));
+    server.clock()?.advance(Duration::from_millis(30_001));
     let taken: Option<i64> = try_lock("client-b:1").query_async(&mut con).await?;
     assert_eq!(taken, None, "client b takes the expired lock");
 

@@ -29,7 +29,10 @@ fn a_sync_test_locks_moves_time_and_shuts_down() {
         .unwrap();
     assert_eq!(server.locks(None).len(), 1);
     // As in Redis, the key lives through its deadline's millisecond.
-    server.clock().advance(Duration::from_millis(10_001));
+    server
+        .clock()
+        .unwrap()
+        .advance(Duration::from_millis(10_001));
     assert_eq!(con.get::<_, Option<String>>("lock").unwrap(), None);
     assert!(server.locks(None).is_empty());
 
@@ -74,4 +77,46 @@ async fn works_inside_an_async_test_too() {
     let addr = server.addr();
     drop(server);
     assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+}
+
+/// A blocking client inside `#[tokio::test]` (one runtime thread) blocks
+/// that thread: a server started with `start()` on it could never answer,
+/// while one from `start_blocking()` runs on threads of its own. The read
+/// timeout turns a regression into a failure rather than a hung test.
+#[tokio::test]
+async fn a_blocking_client_in_an_async_test_is_answered() {
+    let server = Server::builder()
+        .port(0)
+        .manual_clock()
+        .start_blocking()
+        .unwrap();
+    let mut con = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection_with_timeout(Duration::from_secs(5))
+        .unwrap();
+    con.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let taken: Option<String> = redis::cmd("SET")
+        .arg("lock")
+        .arg("token")
+        .arg("NX")
+        .arg("PX")
+        .arg(1_000)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(taken.as_deref(), Some("OK"));
+    server
+        .clock()
+        .unwrap()
+        .advance(Duration::from_millis(1_001));
+    assert_eq!(con.get::<_, Option<String>>("lock").unwrap(), None);
+}
+
+#[tokio::test]
+async fn clock_is_an_error_without_a_manual_clock() {
+    let server = Server::builder().port(0).start_blocking().unwrap();
+    let err = server.clock().err().unwrap();
+    assert_eq!(
+        err.to_string(),
+        "the server was not built with Server::builder().manual_clock()"
+    );
 }

@@ -73,7 +73,7 @@ async fn a_client_moves_time_and_leases_expire_with_their_events() {
         t0
     );
     // The handle moves the same clock.
-    server.clock().advance(Duration::from_millis(5));
+    server.clock().unwrap().advance(Duration::from_millis(5));
     assert_eq!(
         cmd::<i64>(&mut c, &["RLOCKD.CLOCK", "GET"]).await.unwrap(),
         t0 + 5

@@ -66,7 +66,7 @@ async fn locks_show_owners_holds_and_leases() {
     cmd::<()>(&mut c, &["HSET", "profile", "name", "ann"])
         .await
         .unwrap();
-    server.clock().advance(Duration::from_millis(1000));
+    server.clock().unwrap().advance(Duration::from_millis(1000));
 
     let locks = server.locks(None);
     assert_eq!(locks.len(), 2, "{locks:?}");

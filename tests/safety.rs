@@ -372,6 +372,7 @@ impl Run<'_> {
     fn now(&self) -> u64 {
         self.server()
             .clock()
+            .unwrap()
             .now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
@@ -632,7 +633,10 @@ impl Run<'_> {
         let by = latest.saturating_sub(self.now()) + LONGEST_LEASE_MS + 1;
         self.log
             .push(format!("clock +{by} ms: every deadline passes"));
-        self.server().clock().advance(Duration::from_millis(by));
+        self.server()
+            .clock()
+            .unwrap()
+            .advance(Duration::from_millis(by));
         self.woken = None;
         for name in 0..NAMES {
             self.log.push(format!("client 0 acquires Fair {name}"));
@@ -1071,7 +1075,7 @@ impl Run<'_> {
     async fn restart(&mut self) {
         self.log.push("crash and restart".into());
         self.outcome.restarts += 1;
-        let at = self.server().clock().now();
+        let at = self.server().clock().unwrap().now();
         if let Some(old) = self.server.take() {
             old.crash().await;
         }
@@ -1127,7 +1131,10 @@ impl Run<'_> {
                     self.rng.below(LEASE_MS * 3 / 2)
                 };
                 self.log.push(format!("clock +{by} ms"));
-                self.server().clock().advance(Duration::from_millis(by));
+                self.server()
+                    .clock()
+                    .unwrap()
+                    .advance(Duration::from_millis(by));
                 // Whatever a wake-up promised, time moved: expiries are new facts.
                 self.woken = None;
             }

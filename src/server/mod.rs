@@ -4,7 +4,9 @@
 mod aof;
 mod listener;
 mod metrics;
+#[cfg(feature = "cli")]
 pub mod process;
+#[cfg(feature = "cli")]
 pub mod syslog;
 
 use std::io;
@@ -222,14 +224,15 @@ impl ServerBuilder {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> std::io::Result<()> {
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// use std::time::Duration;
     /// let server = rlockd::Server::builder().port(0).manual_clock().start().await?;
-    /// let before = server.clock().now();
+    /// let clock = server.clock()?;
+    /// let before = clock.now();
     /// // Leases of 30 s are gone now: a key lives through its deadline's
     /// // millisecond, as in Redis.
-    /// server.clock().advance(Duration::from_millis(30_001));
-    /// assert_eq!(server.clock().now(), before + Duration::from_millis(30_001));
+    /// clock.advance(Duration::from_millis(30_001));
+    /// assert_eq!(clock.now(), before + Duration::from_millis(30_001));
     /// server.shutdown().await;
     /// # Ok(())
     /// # }
@@ -699,6 +702,18 @@ pub struct Backlog {
     pub over_soft_since: u64,
 }
 
+/// [`ServerHandle::clock`] on a server that runs on the system clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NoManualClock;
+
+impl std::fmt::Display for NoManualClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the server was not built with Server::builder().manual_clock()")
+    }
+}
+
+impl std::error::Error for NoManualClock {}
+
 /// Moves a manual clock. Every move also reclaims the keys whose deadline
 /// it passed, raising their `expired` events, before it returns:
 ///
@@ -709,10 +724,10 @@ pub struct Backlog {
 /// let server = rlockd::Server::builder().port(0).manual_clock().start().await?;
 /// let mut con = redis::Client::open(server.url())?.get_multiplexed_async_connection().await?;
 /// redis::cmd("SET").arg("lease").arg("me").arg("PX").arg(30_000).exec_async(&mut con).await?;
-/// server.clock().advance(Duration::from_secs(10));
+/// server.clock()?.advance(Duration::from_secs(10));
 /// let left: i64 = redis::cmd("PTTL").arg("lease").query_async(&mut con).await?;
 /// assert_eq!(left, 20_000);
-/// server.clock().set(UNIX_EPOCH + Duration::from_secs(4_102_444_800)); // year 2100
+/// server.clock()?.set(UNIX_EPOCH + Duration::from_secs(4_102_444_800)); // year 2100
 /// let gone: Option<String> = redis::cmd("GET").arg("lease").query_async(&mut con).await?;
 /// assert_eq!(gone, None);
 /// # Ok(())
@@ -838,21 +853,24 @@ impl ServerHandle {
         self.shared.clients.iter().map(|c| backlog(&c)).collect()
     }
 
-    /// The server's manual clock.
+    /// The server's manual clock, or [`NoManualClock`] if the server was
+    /// not built with [`ServerBuilder::manual_clock`] (or with
+    /// `enable_clock_control` in its config).
     ///
-    /// # Panics
-    /// If the server was not built with [`ServerBuilder::manual_clock`]
-    /// (or with `enable_clock_control` in its config).
-    pub fn clock(&self) -> ClockControl<'_> {
-        let clock = self
-            .shared
-            .manual_clock
-            .as_deref()
-            .expect("the server was not built with Server::builder().manual_clock()");
-        ClockControl {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// let server = rlockd::Server::builder().port(0).start().await?;
+    /// assert!(server.clock().is_err(), "the system clock cannot be moved");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn clock(&self) -> Result<ClockControl<'_>, NoManualClock> {
+        let clock = self.shared.manual_clock.as_deref().ok_or(NoManualClock)?;
+        Ok(ClockControl {
             clock,
             shared: &self.shared,
-        }
+        })
     }
 
     /// The locks held now whose key matches the glob `pattern` (all with
