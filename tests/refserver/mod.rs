@@ -75,6 +75,33 @@ pub fn skip_unless_required(test: &str, reason: &str, require_env: &str) {
     loud(&format!(
         "\n=== SKIP {test}: {reason}. Passing without testing. ===\n"
     ));
+    record_skip(test, reason);
+}
+
+/// Where this `cargo test` run's skips are noted for `tests/zz_skipped.rs`
+/// to list at its end: one file per run, named by the cargo process that
+/// runs every test binary of it, so an earlier run's skips never show.
+pub fn skip_record() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("skipped")
+        .join(format!("{}.txt", std::os::unix::process::parent_id()))
+}
+
+/// Appends `test: reason` as one line (one write, so tests of a binary
+/// skipping at once do not interleave).
+fn record_skip(test: &str, reason: &str) {
+    let path = skip_record();
+    let line = format!("{test}: {}\n", reason.replace('\n', " "));
+    let written = std::fs::create_dir_all(path.parent().unwrap()).and_then(|()| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)?
+            .write_all(line.as_bytes())
+    });
+    if let Err(e) = written {
+        loud(&format!("cannot note the skip in {}: {e}", path.display()));
+    }
 }
 
 /// The Python with the pinned client packages: `$RLOCKD_PYTHON`, else the
