@@ -31,47 +31,55 @@ fn clients_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients")
 }
 
-/// The Python to run the client programs with: `$RLOCKD_PYTHON`, else the
-/// project's `.venv`, else `python3` on PATH; `None` (after a SKIP) when it
-/// is missing or lacks the client packages.
+/// The Python to run the client programs with ([`refserver::client_python`]),
+/// or `None` after a SKIP.
 fn python(test: &str) -> Option<PathBuf> {
-    let Some(python) = refserver::project_python() else {
-        skip(test, "no Python (set $RLOCKD_PYTHON or create .venv)");
-        return None;
-    };
-    let has_packages = Command::new(&python)
-        .args(["-c", "import redis, redis_lock"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !has_packages {
-        skip(
-            test,
-            &format!(
-                "{} lacks the redis and python-redis-lock packages (see .ci/run)",
-                python.display()
-            ),
-        );
-        return None;
-    }
-    Some(python)
+    refserver::client_python()
+        .map_err(|why| skip(test, &why))
+        .ok()
 }
 
 /// `node` with the project's packages installed (`npm ci` in tests/clients/node).
 fn node(test: &str) -> Option<PathBuf> {
     let Some(node) = find_tool("node", NODE_ENV) else {
-        skip(test, "no `node` on PATH (or $RLOCKD_NODE)");
+        skip(
+            test,
+            "no `node` on PATH (or $RLOCKD_NODE): apt-get install nodejs npm",
+        );
         return None;
     };
-    let modules = clients_dir().join("node/node_modules");
-    for package in ["ioredis", "redlock", "node-redisson", "@redis/client"] {
-        if !modules.join(package).join("package.json").is_file() {
-            skip(
-                test,
-                &format!("npm package {package} not installed: run `npm ci` in tests/clients/node"),
-            );
-            return None;
+    let dir = clients_dir().join("node");
+    let installed = || {
+        ["ioredis", "redlock", "node-redisson", "@redis/client"]
+            .iter()
+            .find(|p| {
+                !dir.join("node_modules")
+                    .join(p)
+                    .join("package.json")
+                    .is_file()
+            })
+            .map_or(Ok(()), |p| Err(format!("npm package {p} not installed")))
+    };
+    // What `npm ci` installs needs no root: done on first use, one test
+    // at a time.
+    static SETUP: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = SETUP.lock().unwrap_or_else(|e| e.into_inner());
+    let ready = installed().or_else(|_| {
+        loud("running `npm ci` in tests/clients/node");
+        let npm = Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+            .current_dir(&dir)
+            .output();
+        match npm {
+            Ok(o) if o.status.success() => installed(),
+            Ok(o) => Err(String::from_utf8_lossy(&o.stderr).trim().to_string()),
+            Err(e) => Err(format!("no npm ({e})")),
         }
+    });
+    if let Err(why) = ready {
+        let fix = "apt-get install npm, then `npm ci` in tests/clients/node";
+        skip(test, &format!("{why}: {fix}"));
+        return None;
     }
     Some(node)
 }

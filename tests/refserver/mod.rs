@@ -114,6 +114,59 @@ pub fn project_python() -> Option<PathBuf> {
     }
 }
 
+/// A Python with the client packages of `tests/clients/requirements.txt`:
+/// [`project_python`] if it has them, else a venv under `target/` made
+/// and filled on first use (pip needs no root; one setup per test binary,
+/// kept for the next). `Err` says what is missing and how to install it.
+pub fn client_python() -> Result<PathBuf, String> {
+    static SETUP: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let has_packages = |python: &Path| {
+        Command::new(python)
+            .args(["-c", "import redis, redis_lock, pytest_redis"])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let python =
+        project_python().ok_or("no python3 on PATH: apt-get install python3 python3-venv")?;
+    if has_packages(&python) || std::env::var_os("RLOCKD_PYTHON").is_some() {
+        return Ok(python);
+    }
+    let _one_at_a_time = SETUP.lock().unwrap_or_else(|e| e.into_inner());
+    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("clients-venv");
+    let venv_python = venv.join("bin/python");
+    if has_packages(&venv_python) {
+        return Ok(venv_python);
+    }
+    let requirements = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/requirements.txt");
+    loud(&format!(
+        "setting up {} (pip install -r {})",
+        venv.display(),
+        requirements.display()
+    ));
+    let ran = |cmd: &mut Command| {
+        cmd.output()
+            .map_err(|e| e.to_string())
+            .and_then(|o| match o.status.success() {
+                true => Ok(()),
+                false => Err(String::from_utf8_lossy(&o.stderr).trim().to_string()),
+            })
+    };
+    ran(Command::new(&python).arg("-m").arg("venv").arg(&venv))
+        .and_then(|()| {
+            ran(Command::new(&venv_python)
+                .args(["-m", "pip", "install", "-q", "-r"])
+                .arg(&requirements))
+        })
+        .map(|()| venv_python)
+        .map_err(|why| {
+            format!(
+                "no client packages, and setting up {} failed ({why}): apt-get install python3-venv, and reach PyPI",
+                venv.display()
+            )
+        })
+}
+
 pub fn redis_server_path(test: &str) -> Option<PathBuf> {
     require_tool(test, "redis-server", "REDIS_SERVER")
 }
