@@ -195,8 +195,11 @@ fn collect(out: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
 fn java_classpath() -> &'static Result<String, String> {
     static CLASSPATH: OnceLock<Result<String, String>> = OnceLock::new();
     CLASSPATH.get_or_init(|| {
-        let mvn = find_tool("mvn", "RLOCKD_MVN").ok_or("no `mvn` on PATH (or $RLOCKD_MVN)")?;
-        find_tool("java", "RLOCKD_JAVA").ok_or("no `java` on PATH (or $RLOCKD_JAVA)")?;
+        let mvn = find_tool("mvn", "RLOCKD_MVN")
+            .ok_or("no `mvn` on PATH (or $RLOCKD_MVN): apt-get install maven")?;
+        find_tool("java", "RLOCKD_JAVA").ok_or(
+            "no `java` on PATH (or $RLOCKD_JAVA): apt-get install openjdk-17-jdk-headless maven",
+        )?;
         let module = clients_dir().join("java");
         let built = Command::new(mvn)
             .args(["-q", "-B", "test-compile"])
@@ -415,7 +418,8 @@ fn redisson_cluster() {
 fn cpp_client() -> &'static Result<PathBuf, String> {
     static CLIENT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     CLIENT.get_or_init(|| {
-        let gxx = find_tool("g++", "RLOCKD_CXX").ok_or("no `g++` on PATH (or $RLOCKD_CXX)")?;
+        let gxx = find_tool("g++", "RLOCKD_CXX")
+            .ok_or("no `g++` on PATH (or $RLOCKD_CXX): apt-get install g++ libhiredis-dev")?;
         let binary = Path::new(env!("CARGO_TARGET_TMPDIR")).join("dlock");
         let built = Command::new(gxx)
             .args([
@@ -502,7 +506,10 @@ fn go_clients(test: &str, pattern: &str, count: usize) {
 /// `$RLOCKD_TLS_DIR`.
 fn go_clients_setup(test: &str, pattern: &str, count: usize, setup: Setup) {
     let Some(go) = find_tool("go", "RLOCKD_GO") else {
-        return skip(test, "no `go` on PATH (or $RLOCKD_GO)");
+        return skip(
+            test,
+            "no `go` on PATH (or $RLOCKD_GO): install Go 1.26+ (go.dev/dl)",
+        );
     };
     let make = |target: &Target, ports: &[u16], _control: u16| {
         let ports: Vec<String> = ports.iter().map(u16::to_string).collect();

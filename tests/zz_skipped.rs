@@ -20,7 +20,7 @@ fn main() {
     lines.sort_unstable();
     lines.dedup();
     let mut report = format!(
-        "\n=== {} test(s) SKIPPED, passing without testing:\n",
+        "\n=== {} SKIP(s): tests that passed without testing, and why:\n",
         lines.len()
     );
     for line in &lines {

@@ -58,7 +58,7 @@ pub fn require_tool(test: &str, name: &str, env_var: &str) -> Option<PathBuf> {
     skip_unless_required(
         test,
         &format!(
-            "`{name}` not found on PATH (or ${env_var}); install redis-server/redis-tools to run it"
+            "`{name}` not found on PATH (or ${env_var}): apt-get install redis-server redis-tools"
         ),
         REQUIRE_ENV,
     );
