@@ -7,8 +7,12 @@
 //! What is logged is decided above (the keyspace logs each write as the
 //! state it left the keys in); this module knows only records, databases
 //! and bytes.
+//!
+//! `rdb` is Redis's snapshot format at the level of bytes, which DUMP
+//! payloads, `dump.rdb` and the AOF's preamble share.
 
 pub mod load;
+pub mod rdb;
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;

@@ -1,0 +1,121 @@
+//! Redis's RDB format (version 10, Redis 7.0) at the level of bytes: the
+//! type and opcode numbers, lengths, strings (as integers, raw or LZF),
+//! doubles, and the CRC-64 that closes a file or a DUMP payload. What a
+//! value of each type looks like inside it is the keyspace's business
+//! (`keyspace::dump`); walking databases into a file is the persistence
+//! layer's. Nothing here knows a key or a value.
+//!
+//! - `encode`: `Encoder`, which appends to a buffer.
+//! - `decode`: `Decoder`, which reads from a slice and checks every length
+//!   against the bytes left, so no input makes it panic or allocate more
+//!   than its own size allows.
+//! - `lzf`: the compression RDB strings use.
+
+mod decode;
+mod encode;
+mod lzf;
+
+pub use decode::{Decoder, Length};
+pub use encode::Encoder;
+
+/// The RDB version Redis 7.0 writes, and the newest it reads.
+pub const VERSION: u16 = 10;
+
+/// The file's first bytes, before its four-digit version.
+pub const MAGIC: &[u8; 5] = b"REDIS";
+
+/// A value's type byte, as the file and DUMP payloads give it.
+pub mod kind {
+    pub const STRING: u8 = 0;
+    pub const LIST: u8 = 1;
+    pub const SET: u8 = 2;
+    pub const ZSET: u8 = 3;
+    pub const HASH: u8 = 4;
+    pub const ZSET_2: u8 = 5;
+    pub const MODULE_2: u8 = 7;
+    pub const HASH_ZIPMAP: u8 = 9;
+    pub const LIST_ZIPLIST: u8 = 10;
+    pub const SET_INTSET: u8 = 11;
+    pub const ZSET_ZIPLIST: u8 = 12;
+    pub const HASH_ZIPLIST: u8 = 13;
+    pub const LIST_QUICKLIST: u8 = 14;
+    pub const STREAM_LISTPACKS: u8 = 15;
+    pub const HASH_LISTPACK: u8 = 16;
+    pub const ZSET_LISTPACK: u8 = 17;
+    pub const LIST_QUICKLIST_2: u8 = 18;
+    pub const STREAM_LISTPACKS_2: u8 = 19;
+}
+
+/// The bytes between keys that are not a value's type.
+pub mod opcode {
+    /// A function library's code (Redis 7.0's form).
+    pub const FUNCTION_2: u8 = 245;
+    /// The release candidates' function form, which 7.0 refuses too.
+    pub const FUNCTION_PRE_GA: u8 = 246;
+    pub const MODULE_AUX: u8 = 247;
+    /// The next key's LRU idle time, in seconds.
+    pub const IDLE: u8 = 248;
+    /// The next key's LFU counter, one byte.
+    pub const FREQ: u8 = 249;
+    pub const AUX: u8 = 250;
+    pub const RESIZE_DB: u8 = 251;
+    pub const EXPIRE_TIME_MS: u8 = 252;
+    /// Seconds, as files before RDB 3 wrote them.
+    pub const EXPIRE_TIME: u8 = 253;
+    pub const SELECT_DB: u8 = 254;
+    pub const EOF: u8 = 255;
+}
+
+/// Redis's CRC-64 (Jones polynomial, reflected), over a whole file before
+/// its last eight bytes, or over a DUMP payload before its checksum.
+pub const CRC64: crc::Crc<u64> = crc::Crc::<u64>::new(&crc::CRC_64_REDIS);
+
+/// What is wrong with an RDB stream, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RdbError {
+    /// The stream ends inside something that needs `wanted` more bytes.
+    Truncated { at: usize, wanted: u64 },
+    /// A length or special-encoding byte no writer produces.
+    BadLength { at: usize, byte: u8 },
+    /// An LZF block that does not expand to the length it declares.
+    BadCompression { at: usize },
+    /// A structure inside a value that does not hold together.
+    Corrupt { at: usize, what: &'static str },
+    /// A type byte this reader does not know (modules' among them).
+    UnknownType { at: usize, kind: u8 },
+    /// Not `REDIS` followed by a version this reader loads.
+    BadHeader,
+    /// The trailing checksum disagrees with the bytes.
+    Checksum { computed: u64, stored: u64 },
+}
+
+impl std::fmt::Display for RdbError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RdbError::Truncated { at, wanted } => {
+                write!(
+                    f,
+                    "unexpected end of data at offset {at} ({wanted} bytes wanted)"
+                )
+            }
+            RdbError::BadLength { at, byte } => {
+                write!(f, "unknown length encoding {byte:#04x} at offset {at}")
+            }
+            RdbError::BadCompression { at } => {
+                write!(f, "damaged LZF string at offset {at}")
+            }
+            RdbError::Corrupt { at, what } => write!(f, "{what} at offset {at}"),
+            RdbError::UnknownType { at, kind } => {
+                write!(f, "unknown object type {kind} at offset {at}")
+            }
+            RdbError::BadHeader => f.write_str("wrong signature or unsupported RDB version"),
+            // Redis's words: "expected" is what the bytes add up to.
+            RdbError::Checksum { computed, stored } => write!(
+                f,
+                "Wrong RDB checksum expected: ({computed:x}) got ({stored:x})"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RdbError {}
