@@ -10,10 +10,16 @@
 //!   against the bytes left, so no input makes it panic or allocate more
 //!   than its own size allows.
 //! - `lzf`: the compression RDB strings use.
+//! - `listpack`, `intset`: the blobs 7.0 keeps small values in, read and
+//!   built; `ziplist`, `zipmap`: the older blobs it still loads, read.
 
 mod decode;
 mod encode;
+pub mod intset;
+pub mod listpack;
 mod lzf;
+pub mod ziplist;
+pub mod zipmap;
 
 pub use decode::{Decoder, Length};
 pub use encode::Encoder;
@@ -83,6 +89,9 @@ pub enum RdbError {
     Corrupt { at: usize, what: &'static str },
     /// A type byte this reader does not know (modules' among them).
     UnknownType { at: usize, kind: u8 },
+    /// A list, set, sorted set or hash with nothing in it: no key holds
+    /// one, so a file's loader skips it and RESTORE refuses it.
+    EmptyKey { at: usize },
     /// Not `REDIS` followed by a version this reader loads.
     BadHeader,
     /// The trailing checksum disagrees with the bytes.
@@ -108,6 +117,7 @@ impl std::fmt::Display for RdbError {
             RdbError::UnknownType { at, kind } => {
                 write!(f, "unknown object type {kind} at offset {at}")
             }
+            RdbError::EmptyKey { at } => write!(f, "an empty collection at offset {at}"),
             RdbError::BadHeader => f.write_str("wrong signature or unsupported RDB version"),
             // Redis's words: "expected" is what the bytes add up to.
             RdbError::Checksum { computed, stored } => write!(
