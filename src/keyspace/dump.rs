@@ -27,9 +27,6 @@ use crate::persist::rdb::{
 };
 use crate::util::{format_double, parse_f64};
 
-/// The RDB version and checksum after a payload's value.
-const TRAILER: usize = 2 + 8;
-
 /// A quicklist node's container (`RDB_TYPE_LIST_QUICKLIST_2`): one
 /// element as it is, or a listpack of several.
 const CONTAINER_PLAIN: u64 = 1;
@@ -55,27 +52,14 @@ pub enum DumpError {
 pub fn dump(value: &Value) -> Vec<u8> {
     let mut enc = Encoder::new(true);
     write_value(&mut enc, value);
-    let mut payload = enc.out;
-    payload.extend_from_slice(&rdb::VERSION.to_le_bytes());
-    let sum = rdb::CRC64.checksum(&payload);
-    payload.extend_from_slice(&sum.to_le_bytes());
-    payload
+    rdb::seal_payload(enc.out)
 }
 
 /// The value in a DUMP payload, in the form Redis would load it under
 /// `limits`.
 pub fn restore(payload: &[u8], limits: &EncodingLimits) -> Result<Value, DumpError> {
-    let body_len = payload
-        .len()
-        .checked_sub(TRAILER)
-        .ok_or(DumpError::VersionOrChecksum)?;
-    let (signed, sum) = payload.split_at(body_len + 2);
-    let version = u16::from_le_bytes([signed[body_len], signed[body_len + 1]]);
-    let sum = u64::from_le_bytes(sum.try_into().expect("eight bytes"));
-    if version > rdb::VERSION || rdb::CRC64.checksum(signed) != sum {
-        return Err(DumpError::VersionOrChecksum);
-    }
-    let mut dec = Decoder::new(&signed[..body_len]);
+    let body = rdb::open_payload(payload).ok_or(DumpError::VersionOrChecksum)?;
+    let mut dec = Decoder::new(body);
     let value = dec
         .byte()
         .and_then(|kind| read_value(kind, &mut dec, limits))

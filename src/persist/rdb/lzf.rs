@@ -1,13 +1,17 @@
 //! LZF, the compression inside RDB strings.
 //!
-//! Decompressing uses the `lzf` crate. Compressing is our own: the crate
-//! allocates and zeroes a 512 KB hash table on every call, which for a
-//! snapshot of a million small values costs more than the values. Ours
-//! keeps its table from one string to the next without clearing it, as a
-//! stale entry is harmless: a candidate match is used only after its
-//! bytes are compared with the input's.
+//! Decompressing uses the `lzf` crate. Compressing is our own, and makes
+//! the bytes Redis's liblzf (as built into Redis: `VERY_FAST`, a 2^16
+//! slot table) makes, so that a value's RDB form is Redis's byte for
+//! byte: the same hash of three bytes, the same rule that a match may not
+//! start at the input's first byte, the same two positions remembered
+//! after a match, the same output bounds. Unlike the crate, which
+//! allocates and zeroes its table on every call, the table is kept
+//! from one string to the next: each entry carries the call it was
+//! written in, so an older call's entry counts as empty, as in a fresh
+//! table.
 
-const HASH_BITS: u32 = 14;
+const HASH_BITS: u32 = 16;
 /// A back reference reaches at most 8 KiB back…
 const MAX_OFFSET: usize = 1 << 13;
 /// …and copies at most 264 bytes.
@@ -15,106 +19,157 @@ const MAX_MATCH: usize = (1 << 8) + (1 << 3);
 /// A literal run holds at most 32 bytes.
 const MAX_LITERALS: usize = 1 << 5;
 
+#[derive(Default)]
 pub struct Compressor {
-    /// For each hash of three bytes, the last position they were seen at.
-    table: Box<[u32]>,
+    /// For each hash of three bytes, `base + position` of the last place
+    /// they were seen; made on the first string long enough to compress.
+    /// Wide enough never to wrap.
+    table: Vec<u64>,
+    /// This call's zero: entries at or below it are from earlier calls
+    /// (or this call's first byte, where no match may start either).
+    base: u64,
+    /// The previous call's input length.
+    last_len: u64,
     out: Vec<u8>,
-}
-
-impl Default for Compressor {
-    fn default() -> Compressor {
-        Compressor {
-            table: vec![0; 1 << HASH_BITS].into_boxed_slice(),
-            out: Vec::new(),
-        }
-    }
 }
 
 impl Compressor {
     /// Compresses `input` into at most `limit` bytes and returns their
-    /// length (the bytes are `output()`), or None when it will not fit.
+    /// length (the bytes are `output()`), or None when liblzf would give
+    /// up for want of room.
     pub fn compress(&mut self, input: &[u8], limit: usize) -> Option<usize> {
-        self.out.clear();
-        let mut literals = 0usize;
-        // Where the current literal run's length byte goes.
-        let mut run_start = 0usize;
-        self.out.push(0);
+        if input.len() < 3 || limit == 0 {
+            return None;
+        }
+        self.start_call(input.len());
+        let base = self.base;
+        let out = &mut self.out;
+        out.clear();
+        let end = input.len();
+        // Where the current literal run's length byte goes, and its size.
+        let (mut run_at, mut literals) = (0usize, 0usize);
+        out.push(0);
         let mut pos = 0usize;
-        while pos + 2 < input.len() {
-            let slot = hash(&input[pos..pos + 3]);
-            let candidate = self.table[slot] as usize;
-            self.table[slot] = pos as u32;
-            let offset = pos.wrapping_sub(candidate).wrapping_sub(1);
-            if candidate < pos
-                && offset < MAX_OFFSET
-                && input[candidate..candidate + 3] == input[pos..pos + 3]
-            {
-                let longest = (input.len() - pos).min(MAX_MATCH);
-                let mut len = 3;
-                while len < longest && input[candidate + len] == input[pos + len] {
-                    len += 1;
+        while pos < end - 2 {
+            let slot = slot(&input[pos..pos + 3]);
+            let seen = self.table[slot];
+            self.table[slot] = base + pos as u64;
+            // Empty, from an earlier call, or the first byte: no match.
+            let candidate = (seen > base).then(|| (seen - base) as usize);
+            let matched = candidate
+                .filter(|&c| pos - c - 1 < MAX_OFFSET && input[c..c + 3] == input[pos..pos + 3]);
+            let Some(from) = matched else {
+                if out.len() >= limit {
+                    return None;
                 }
-                // Close the literal run (or take back its empty length byte).
-                if literals > 0 {
-                    self.out[run_start] = (literals - 1) as u8;
-                } else {
-                    self.out.pop();
-                }
-                let stored = len - 2;
-                if stored < 7 {
-                    self.out.push(((offset >> 8) as u8) | ((stored as u8) << 5));
-                } else {
-                    self.out.push(((offset >> 8) as u8) | (7 << 5));
-                    self.out.push((stored - 7) as u8);
-                }
-                self.out.push(offset as u8);
-                // Remember the positions the match covered, so later
-                // repeats of them are found too.
-                for covered in pos + 1..(pos + len).min(input.len().saturating_sub(2)) {
-                    self.table[hash(&input[covered..covered + 3])] = covered as u32;
-                }
-                pos += len;
-                run_start = self.out.len();
-                self.out.push(0);
-                literals = 0;
-            } else {
-                self.literal(input[pos], &mut literals, &mut run_start);
+                out.push(input[pos]);
                 pos += 1;
-            }
-            if self.out.len() > limit {
+                literals += 1;
+                if literals == MAX_LITERALS {
+                    out[run_at] = (MAX_LITERALS - 1) as u8;
+                    run_at = out.len();
+                    out.push(0);
+                    literals = 0;
+                }
+                continue;
+            };
+            let offset = pos - from - 1;
+            let longest = (end - pos - 2).min(MAX_MATCH);
+            if out.len() - usize::from(literals == 0) + 4 >= limit {
                 return None;
             }
+            // Close the literal run, or take back its unused length byte.
+            if literals > 0 {
+                out[run_at] = (literals - 1) as u8;
+            } else {
+                out.pop();
+            }
+            let len = match_len(&input[from..], &input[pos..], longest);
+            let stored = len - 2;
+            if stored < 7 {
+                out.push((offset >> 8) as u8 + ((stored as u8) << 5));
+            } else {
+                out.push((offset >> 8) as u8 + (7 << 5));
+                out.push((stored - 7) as u8);
+            }
+            out.push(offset as u8);
+            run_at = out.len();
+            out.push(0);
+            literals = 0;
+            pos += len;
+            if pos >= end - 2 {
+                break;
+            }
+            // liblzf remembers the match's last two positions.
+            for at in [pos - 2, pos - 1] {
+                self.table[slot_at(input, at)] = base + at as u64;
+            }
+        }
+        if out.len() + 3 > limit {
+            return None;
         }
         for &b in &input[pos..] {
-            self.literal(b, &mut literals, &mut run_start);
+            out.push(b);
+            literals += 1;
+            if literals == MAX_LITERALS {
+                out[run_at] = (MAX_LITERALS - 1) as u8;
+                run_at = out.len();
+                out.push(0);
+                literals = 0;
+            }
         }
         if literals > 0 {
-            self.out[run_start] = (literals - 1) as u8;
+            out[run_at] = (literals - 1) as u8;
         } else {
-            self.out.pop();
+            out.pop();
         }
-        (self.out.len() <= limit).then_some(self.out.len())
+        Some(out.len())
     }
 
     pub fn output(&self) -> &[u8] {
         &self.out
     }
 
-    fn literal(&mut self, b: u8, literals: &mut usize, run_start: &mut usize) {
-        self.out.push(b);
-        *literals += 1;
-        if *literals == MAX_LITERALS {
-            self.out[*run_start] = (MAX_LITERALS - 1) as u8;
-            *run_start = self.out.len();
-            self.out.push(0);
-            *literals = 0;
+    /// Moves `base` past every position an earlier call stored.
+    fn start_call(&mut self, len: usize) {
+        if self.table.is_empty() {
+            self.table = vec![0; 1 << HASH_BITS];
+        }
+        self.base += self.last_len + 1;
+        self.last_len = len as u64;
+    }
+}
+
+/// How long the match of `pos` against the earlier `from` is (at least
+/// three bytes, which the caller compared), measured as liblzf measures
+/// it: sixteen bytes checked unbounded when more than sixteen may follow,
+/// then byte by byte up to `longest`.
+fn match_len(from: &[u8], pos: &[u8], longest: usize) -> usize {
+    let mut len = 2;
+    if longest > 16 {
+        for _ in 0..16 {
+            len += 1;
+            if from[len] != pos[len] {
+                return len;
+            }
+        }
+    }
+    loop {
+        len += 1;
+        if !(len < longest && from[len] == pos[len]) {
+            return len;
         }
     }
 }
 
-fn hash(three: &[u8]) -> usize {
-    let v = u32::from(three[0]) << 16 | u32::from(three[1]) << 8 | u32::from(three[2]);
-    (v.wrapping_mul(2_654_435_761) >> (32 - HASH_BITS)) as usize
+/// liblzf's table slot for three bytes (its `IDX` under `VERY_FAST`).
+fn slot(three: &[u8]) -> usize {
+    let h = u32::from(three[0]) << 16 | u32::from(three[1]) << 8 | u32::from(three[2]);
+    ((h >> (24 - HASH_BITS)).wrapping_sub(h.wrapping_mul(5)) & ((1 << HASH_BITS) - 1)) as usize
+}
+
+fn slot_at(input: &[u8], at: usize) -> usize {
+    slot(&input[at..at + 3])
 }
 
 /// Expands an LZF block that must give exactly `len` bytes. The caller
@@ -161,6 +216,27 @@ mod tests {
                 assert_eq!(decompress(&c.output()[..n], noise.len()).unwrap(), noise);
             }
         }
+    }
+
+    /// What redis-server 7.0.15 stores for these strings (from DUMP): the
+    /// same back references, and the same refusal where liblzf finds too
+    /// little room.
+    #[test]
+    fn the_bytes_are_liblzf_s() {
+        let mut c = Compressor::default();
+        let repeated = b"abcd".repeat(300);
+        let n = c.compress(&repeated, repeated.len() - 4).unwrap();
+        assert_eq!(
+            &c.output()[..n],
+            b"\x04abcda\xe0\xff\x03\xe1\xff\x07\xe1\xff\x07\xe1\xff\x07\xe1\x80\x07\x01cd"
+        );
+        let same = [b'e'; 44];
+        let n = c.compress(&same, same.len() - 4).unwrap();
+        assert_eq!(&c.output()[..n], b"\x01ee\xe0\x1f\x00\x01ee");
+        // An intset Redis leaves uncompressed although LZF could save a
+        // few bytes: liblzf's room checks are conservative.
+        let intset = b"\x08\x00\x00\x00\x03\x00\x00\x00\x90\xee\xfe\xff\xff\xff\xff\xff\x01\x00\x00\x00\x00\x00\x00\x00\x00\xf2\x05*\x01\x00\x00\x00";
+        assert_eq!(c.compress(intset, intset.len() - 4), None);
     }
 
     #[test]

@@ -56,7 +56,8 @@ pub mod kind {
 pub mod opcode {
     /// A function library's code (Redis 7.0's form).
     pub const FUNCTION_2: u8 = 245;
-    /// The release candidates' function form, which 7.0 refuses too.
+    /// The release candidates' function form (name, engine, description
+    /// and code apart), which 7.0 still loads.
     pub const FUNCTION_PRE_GA: u8 = 246;
     pub const MODULE_AUX: u8 = 247;
     /// The next key's LRU idle time, in seconds.
@@ -75,6 +76,30 @@ pub mod opcode {
 /// Redis's CRC-64 (Jones polynomial, reflected), over a whole file before
 /// its last eight bytes, or over a DUMP payload before its checksum.
 pub const CRC64: crc::Crc<u64> = crc::Crc::<u64>::new(&crc::CRC_64_REDIS);
+
+/// The RDB version and checksum that close a DUMP payload.
+const PAYLOAD_TRAILER: usize = 2 + 8;
+
+/// Closes a DUMP (or FUNCTION DUMP) payload: the RDB version, 2 bytes
+/// little-endian, then the CRC-64 of everything before, 8 bytes
+/// little-endian.
+pub fn seal_payload(mut body: Vec<u8>) -> Vec<u8> {
+    body.extend_from_slice(&VERSION.to_le_bytes());
+    let sum = CRC64.checksum(&body);
+    body.extend_from_slice(&sum.to_le_bytes());
+    body
+}
+
+/// The body of a payload `seal_payload` closed, if its version is one
+/// this reader loads (10 or older) and its checksum agrees: Redis's
+/// `verifyDumpPayload`.
+pub fn open_payload(payload: &[u8]) -> Option<&[u8]> {
+    let body_len = payload.len().checked_sub(PAYLOAD_TRAILER)?;
+    let (signed, sum) = payload.split_at(body_len + 2);
+    let version = u16::from_le_bytes([signed[body_len], signed[body_len + 1]]);
+    let sum = u64::from_le_bytes(sum.try_into().ok()?);
+    (version <= VERSION && CRC64.checksum(signed) == sum).then_some(&signed[..body_len])
+}
 
 /// What is wrong with an RDB stream, and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
