@@ -336,6 +336,22 @@ async fn migrate_all(from: &mut MultiplexedConnection, port: u16) {
     assert_eq!(run(from, &words).await, Value::Okay);
 }
 
+/// Every key on `target` has the type and contents it has on `source`.
+async fn same_contents(
+    target: &mut MultiplexedConnection,
+    source: &mut MultiplexedConnection,
+    direction: &str,
+) {
+    for key in keys() {
+        let (there, here) = (seen(target, &key).await, seen(source, &key).await);
+        assert_eq!(
+            [&there[0], &there[2]],
+            [&here[0], &here[2]],
+            "{direction} {key}"
+        );
+    }
+}
+
 /// MIGRATE ... COPY KEYS every key, each way: the target holds what the
 /// source does (its type and contents: the encoding of a restored key is
 /// compared with Redis's by the tests above; an original's may differ, as
@@ -347,29 +363,11 @@ async fn migrate_both_ways() {
     };
     fill(&mut p.redis).await;
     migrate_all(&mut p.redis, p.rlockd_port).await;
-    for key in keys() {
-        let (there, here) = (
-            seen(&mut p.rlockd, &key).await,
-            seen(&mut p.redis, &key).await,
-        );
-        assert_eq!(
-            [&there[0], &there[2]],
-            [&here[0], &here[2]],
-            "redis -> rlockd {key}"
-        );
-    }
+    same_contents(&mut p.rlockd, &mut p.redis, "redis -> rlockd").await;
     run(&mut p.redis, &["FLUSHALL".to_string()]).await;
     migrate_all(&mut p.rlockd, p.redis_port).await;
+    same_contents(&mut p.redis, &mut p.rlockd, "rlockd -> redis").await;
     for key in keys() {
-        let (there, here) = (
-            seen(&mut p.redis, &key).await,
-            seen(&mut p.rlockd, &key).await,
-        );
-        assert_eq!(
-            [&there[0], &there[2]],
-            [&here[0], &here[2]],
-            "rlockd -> redis {key}"
-        );
         let source_ttl = pttl(&mut p.rlockd, &key).await;
         let target_ttl = pttl(&mut p.redis, &key).await;
         match source_ttl {

@@ -641,13 +641,12 @@ impl<'a> NodeItems<'a> {
     }
 }
 
+/// A stream node's live entries, and how many deleted ones it holds.
+type NodeEntries = (Vec<(StreamId, Vec<Bytes>)>, u32);
+
 /// The live entries of one node's listpack and how many deleted ones it
 /// holds.
-fn read_stream_node(
-    master: StreamId,
-    blob: &[u8],
-    at: usize,
-) -> Result<(Vec<(StreamId, Vec<Bytes>)>, u32), RdbError> {
+fn read_stream_node(master: StreamId, blob: &[u8], at: usize) -> Result<NodeEntries, RdbError> {
     let items = listpack::read(blob, at)?;
     let mut r = NodeItems {
         most: items.len(),
@@ -777,7 +776,7 @@ mod tests {
             Value::Hash(hash),
             Value::Hash(big_hash),
             Value::Stream(Box::new(grouped)),
-            Value::Stream(Box::new(Stream::default())),
+            Value::Stream(Box::default()),
         ]
     }
 

@@ -12,6 +12,10 @@
 //! payloads, `dump.rdb` and the AOF's preamble share.
 
 pub mod load;
+// The file's framing (header, opcodes, whole-file checksum) waits for the
+// `dump.rdb` writer and loader (#27, item 2), built beside this: until
+// they land, what only they use is not dead.
+#[allow(dead_code, unused_imports)]
 pub mod rdb;
 
 use std::fs::{File, OpenOptions};

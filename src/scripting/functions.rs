@@ -142,28 +142,18 @@ pub fn undump(payload: &[u8]) -> CmdResult<Vec<Bytes>> {
         let kind = dec
             .byte()
             .map_err(|_| load_error("can not read data type"))?;
-        let mut field = |what: &'static str| {
-            dec.string()
-                .map(|s| s.into_owned())
-                .map_err(|_| load_error(what))
-        };
         let code = match kind {
-            rdb::opcode::FUNCTION_2 => field("Failed loading library payload")?,
+            rdb::opcode::FUNCTION_2 => field(&mut dec, "Failed loading library payload")?,
             rdb::opcode::FUNCTION_PRE_GA => {
-                let name = field("Failed loading library name")?;
-                let engine = field("Failed loading engine name")?;
+                let name = field(&mut dec, "Failed loading library name")?;
+                let engine = field(&mut dec, "Failed loading engine name")?;
                 let has_description = dec
                     .len()
                     .map_err(|_| load_error("Failed loading library description indicator"))?;
-                let mut field = |what: &'static str| {
-                    dec.string()
-                        .map(|s| s.into_owned())
-                        .map_err(|_| load_error(what))
-                };
                 if has_description != 0 {
-                    field("Failed loading library description")?;
+                    field(&mut dec, "Failed loading library description")?;
                 }
-                let blob = field("Failed loading library blob")?;
+                let blob = field(&mut dec, "Failed loading library blob")?;
                 let mut code = b"#!".to_vec();
                 code.extend_from_slice(&engine);
                 code.extend_from_slice(b" name=");
@@ -177,6 +167,13 @@ pub fn undump(payload: &[u8]) -> CmdResult<Vec<Bytes>> {
         codes.push(Bytes::from(code));
     }
     Ok(codes)
+}
+
+/// One string of a library's record, or Redis's error naming it.
+fn field(dec: &mut rdb::Decoder<'_>, what: &str) -> CmdResult<Vec<u8>> {
+    dec.string()
+        .map(|s| s.into_owned())
+        .map_err(|_| load_error(what))
 }
 
 fn load_error(what: &str) -> CmdError {
@@ -216,6 +213,18 @@ mod tests {
         let redis: &[u8] = b"\xf5@U#!lua name=mylib\nredis.register_function('myfunc', function(keys, args) return 1 end)\n\x00(\xe9\x9as.\xda\x0b\xf3";
         assert_eq!(dump([library("mylib", code)].iter()), redis);
         assert_eq!(undump(redis).unwrap(), [Bytes::from(code)]);
+        // The release candidates' record: name, engine, no description,
+        // code; joined into a shebang.
+        let mut pre_ga = rdb::Encoder::new(false);
+        pre_ga.byte(rdb::opcode::FUNCTION_PRE_GA);
+        pre_ga.string(b"old");
+        pre_ga.string(b"lua");
+        pre_ga.len(0);
+        pre_ga.string(b"return 1");
+        assert_eq!(
+            undump(&rdb::seal_payload(pre_ga.out)).unwrap(),
+            [Bytes::from("#!lua name=old\nreturn 1")]
+        );
         let mut not_a_function = vec![0u8, 1, b'x'];
         not_a_function = rdb::seal_payload(not_a_function);
         assert_eq!(

@@ -46,9 +46,7 @@ impl Compressor {
         let out = &mut self.out;
         out.clear();
         let end = input.len();
-        // Where the current literal run's length byte goes, and its size.
-        let (mut run_at, mut literals) = (0usize, 0usize);
-        out.push(0);
+        let mut run = Run::start(out);
         let mut pos = 0usize;
         while pos < end - 2 {
             let slot = slot(&input[pos..pos + 3]);
@@ -62,28 +60,16 @@ impl Compressor {
                 if out.len() >= limit {
                     return None;
                 }
-                out.push(input[pos]);
+                run.push(out, input[pos]);
                 pos += 1;
-                literals += 1;
-                if literals == MAX_LITERALS {
-                    out[run_at] = (MAX_LITERALS - 1) as u8;
-                    run_at = out.len();
-                    out.push(0);
-                    literals = 0;
-                }
                 continue;
             };
             let offset = pos - from - 1;
             let longest = (end - pos - 2).min(MAX_MATCH);
-            if out.len() - usize::from(literals == 0) + 4 >= limit {
+            if out.len() - usize::from(run.len == 0) + 4 >= limit {
                 return None;
             }
-            // Close the literal run, or take back its unused length byte.
-            if literals > 0 {
-                out[run_at] = (literals - 1) as u8;
-            } else {
-                out.pop();
-            }
+            run.close(out);
             let len = match_len(&input[from..], &input[pos..], longest);
             let stored = len - 2;
             if stored < 7 {
@@ -93,9 +79,7 @@ impl Compressor {
                 out.push((stored - 7) as u8);
             }
             out.push(offset as u8);
-            run_at = out.len();
-            out.push(0);
-            literals = 0;
+            run = Run::start(out);
             pos += len;
             if pos >= end - 2 {
                 break;
@@ -109,20 +93,9 @@ impl Compressor {
             return None;
         }
         for &b in &input[pos..] {
-            out.push(b);
-            literals += 1;
-            if literals == MAX_LITERALS {
-                out[run_at] = (MAX_LITERALS - 1) as u8;
-                run_at = out.len();
-                out.push(0);
-                literals = 0;
-            }
+            run.push(out, b);
         }
-        if literals > 0 {
-            out[run_at] = (literals - 1) as u8;
-        } else {
-            out.pop();
-        }
+        run.close(out);
         Some(out.len())
     }
 
@@ -137,6 +110,43 @@ impl Compressor {
         }
         self.base += self.last_len + 1;
         self.last_len = len as u64;
+    }
+}
+
+/// The literal run being written: where its length byte is, and how many
+/// bytes it holds so far.
+struct Run {
+    at: usize,
+    len: usize,
+}
+
+impl Run {
+    fn start(out: &mut Vec<u8>) -> Run {
+        out.push(0);
+        Run {
+            at: out.len() - 1,
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, out: &mut Vec<u8>, b: u8) {
+        out.push(b);
+        self.len += 1;
+        if self.len == MAX_LITERALS {
+            self.close(out);
+            *self = Run::start(out);
+        }
+    }
+
+    /// Writes the run's length, or takes back its length byte if it
+    /// holds nothing.
+    fn close(&self, out: &mut Vec<u8>) {
+        match self.len {
+            0 => {
+                out.pop();
+            }
+            len => out[self.at] = (len - 1) as u8,
+        }
     }
 }
 

@@ -9,17 +9,17 @@ use super::RdbError;
 const END: u8 = 0xff;
 const BIG_LEN: u8 = 254;
 
+/// A field and its value.
+pub type Pair<'a> = (&'a [u8], &'a [u8]);
+
 /// The pairs of `blob`, checked: every length inside it, the end byte
 /// last, the count where it is known.
-pub fn read(blob: &[u8], at: usize) -> Result<Vec<(&[u8], &[u8])>, RdbError> {
+pub fn read(blob: &[u8], at: usize) -> Result<Vec<Pair<'_>>, RdbError> {
     let corrupt = |what| RdbError::Corrupt { at, what };
     let damaged = || corrupt("a damaged zipmap");
     let (&count, mut rest) = blob.split_first().ok_or_else(damaged)?;
     let mut pairs = Vec::new();
-    loop {
-        let Some(key_len) = length(&mut rest).ok_or_else(damaged)? else {
-            break;
-        };
+    while let Some(key_len) = length(&mut rest).ok_or_else(damaged)? {
         let key = take(&mut rest, key_len).ok_or_else(damaged)?;
         let value_len = length(&mut rest).ok_or_else(damaged)?.ok_or_else(damaged)?;
         let free = usize::from(
