@@ -409,6 +409,14 @@ fn text(v: &str) -> Result<String, String> {
     Ok(v.to_string())
 }
 
+/// A file or folder name in `dir`, never a path, as Redis takes one.
+fn bare_name(v: &str, refusal: &str) -> Result<String, String> {
+    if v.is_empty() || v.contains('/') {
+        return Err(refusal.to_string());
+    }
+    text(v)
+}
+
 /// As many threads as Redis allows for `io-threads`.
 const MAX_IO_THREADS: usize = 128;
 
@@ -596,14 +604,6 @@ directives! {
         parse: |v| parse_num(v).map(|n| n.clamp(1, 500)),
         change: Runtime,
     }
-    /// Redis's snapshot schedule: kept and reported, rlockd takes no
-    /// snapshots.
-    "save" => save: String {
-        default: String::new(),
-        parse: text,
-        change: Runtime,
-        multiword: true,
-    }
     /// Output buffer limits per client class: `<class> <hard> <soft>
     /// <soft-seconds>`...; rlockd applies the pubsub class's.
     "client-output-buffer-limit" => client_output_buffer_limit: String {
@@ -653,12 +653,84 @@ directives! {
     "appendfilename" => appendfilename: String {
         default: "appendonly.aof".into(),
         // A name, not a path, as in Redis.
+        parse: |v| bare_name(v, "appendfilename can't be a path, just a filename"),
+        change: Never,
+    }
+    // Snapshots (`dump.rdb`): one block, kept together for merges.
+    /// The snapshot schedule: pairs of `<seconds> <changes>`, each a point
+    /// at which BGSAVE runs when that many writes happened in that many
+    /// seconds; "": none. rlockd's default is none.
+    "save" => save: String {
+        default: String::new(),
         parse: |v: &str| {
-            if v.is_empty() || v.contains('/') {
-                return Err("appendfilename can't be a path, just a filename".to_string());
-            }
-            text(v)
+            save_points(v).map(|points| {
+                points
+                    .iter()
+                    .map(|p| format!("{} {}", p.seconds, p.changes))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
         },
+        change: Runtime,
+        multiword: true,
+    }
+    /// The snapshot file's name, in `dir`.
+    "dbfilename" => dbfilename: String {
+        default: "dump.rdb".into(),
+        parse: |v| bare_name(v, "dbfilename can't be a path, just a filename"),
+        change: Runtime,
+    }
+    /// yes: LZF-compress long strings in snapshots.
+    "rdbcompression" => rdbcompression: bool {
+        default: true,
+        parse: parse_yes_no,
+        change: Runtime,
+    }
+    /// yes: end snapshots with a CRC-64 and check it when loading one.
+    "rdbchecksum" => rdbchecksum: bool {
+        default: true,
+        parse: parse_yes_no,
+        change: Never,
+    }
+    /// Redis removes replication's snapshot files with this: kept and
+    /// reported (rlockd makes none).
+    "rdb-del-sync-files" => rdb_del_sync_files: bool {
+        default: false,
+        parse: parse_yes_no,
+        change: Runtime,
+    }
+    /// Redis's testing delay per key saved (microseconds): kept and reported.
+    "rdb-key-save-delay" => rdb_key_save_delay: String {
+        default: "0".into(),
+        parse: |v| int_text(v, i32::MIN.into(), i32::MAX.into()),
+        change: Runtime,
+        hidden: true,
+    }
+    /// yes: refuse writes while the last background save failed.
+    "stop-writes-on-bgsave-error" => stop_writes_on_bgsave_error: bool {
+        default: true,
+        parse: parse_yes_no,
+        change: Runtime,
+    }
+    /// Redis's deep checks of RESTORE payloads and snapshots: kept and
+    /// reported (rlockd checks every payload whole).
+    "sanitize-dump-payload" => sanitize_dump_payload: String {
+        default: "no".into(),
+        parse: |v| parse_enum(v, &["no", "yes", "clients"]),
+        change: Runtime,
+    }
+    /// Redis starts its AOF rewrites with an RDB preamble: kept and
+    /// reported (rlockd's rewrite writes commands).
+    "aof-use-rdb-preamble" => aof_use_rdb_preamble: bool {
+        default: true,
+        parse: parse_yes_no,
+        change: Runtime,
+    }
+    /// Redis 7's folder for a multi-part AOF: kept and reported (rlockd
+    /// writes one file, `appendfilename`).
+    "appenddirname" => appenddirname: String {
+        default: "appendonlydir".into(),
+        parse: |v| bare_name(v, "appenddirname can't be a path, just a dirname"),
         change: Never,
     }
     /// yes: load an append-only file whose last record is torn, truncating
@@ -867,8 +939,6 @@ directives! {
     reported {
         /// Reported only: rlockd runs in the foreground.
         "daemonize" = "no", Never;
-        /// Reported only: rlockd takes no snapshots.
-        "dbfilename" = "dump.rdb", Never;
         /// Reported only: Redis's longest bulk string.
         "proto-max-bulk-len" = "536870912", Startup;
         /// Reported only: Redis's HyperLogLog sparse form limit.
@@ -880,6 +950,33 @@ directives! {
         /// Reported only: rlockd replicates from no one.
         "replicaof" | "slaveof" = "", Never;
     }
+}
+
+/// One `save` point: a snapshot when `changes` writes happened within
+/// `seconds`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SavePoint {
+    pub seconds: i64,
+    pub changes: i64,
+}
+
+/// `save`'s pairs, with Redis's check: an even count of integers.
+pub fn save_points(v: &str) -> Result<Vec<SavePoint>, String> {
+    let words: Vec<&str> = v.split_whitespace().collect();
+    let invalid = || "Invalid save parameters".to_string();
+    if words.len() % 2 == 1 {
+        return Err(invalid());
+    }
+    words
+        .chunks(2)
+        .map(|pair| {
+            let n = |w: &str| w.parse::<i64>().map_err(|_| invalid());
+            Ok(SavePoint {
+                seconds: n(pair[0])?,
+                changes: n(pair[1])?,
+            })
+        })
+        .collect()
 }
 
 impl Config {

@@ -463,3 +463,18 @@ pub fn install_snapshot(path: &Path, file: File, tmp: &Path) -> std::io::Result<
     sync_dir(path);
     Ok(())
 }
+
+/// Writes `bytes` as the file at `path` whole or not at all: to a
+/// temporary file beside it (`temp-<pid>.rdb`, Redis's name), fsynced,
+/// then renamed over it.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_file_name(format!("temp-{}.rdb", std::process::id()));
+    let written = File::create(&tmp).and_then(|mut file| {
+        file.write_all(bytes)?;
+        install_snapshot(path, file, &tmp)
+    });
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}

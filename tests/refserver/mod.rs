@@ -100,6 +100,9 @@ pub struct Setup<'a> {
     /// An append-only file the reference server starts from (its own
     /// directory gets a copy), with `appendonly yes`. rlockd ignores it.
     pub aof: Option<&'a Path>,
+    /// A snapshot the reference server starts from (its own directory
+    /// gets a copy, as `dump.rdb`). rlockd ignores it.
+    pub rdb: Option<&'a Path>,
 }
 
 /// Redis puts a node's cluster bus 10000 above its port and refuses a
@@ -189,6 +192,9 @@ impl RedisServer {
                 std::fs::copy(aof, dir.join("appendonly.aof")).expect("a copy of the AOF");
                 extra.extend(["--appendonly".into(), "yes".into()]);
             }
+            if let Some(rdb) = setup.rdb {
+                std::fs::copy(rdb, dir.join("dump.rdb")).expect("a copy of the snapshot");
+            }
             if setup.cluster {
                 extra.extend([
                     "--cluster-enabled".into(),
@@ -259,6 +265,11 @@ impl RedisServer {
     pub fn port(&self) -> u16 {
         self.addr.port()
     }
+
+    /// Its `dir`, where SAVE writes `dump.rdb`.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
 }
 
 impl Drop for RedisServer {
@@ -309,6 +320,15 @@ fn serves_pid(addr: SocketAddr, password: Option<&str>, pid: u32) -> bool {
 pub struct Rlockd {
     _server: rlockd::BlockingServer,
     pub addr: SocketAddr,
+    /// Its own `dir`, as the reference has, so a snapshot (DEBUG RELOAD)
+    /// lands there and no other server loads it.
+    dir: PathBuf,
+}
+
+impl Drop for Rlockd {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 impl Rlockd {
@@ -325,9 +345,14 @@ impl Rlockd {
     }
 
     pub fn start_setup(setup: Setup) -> Rlockd {
+        static STARTED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("rlockd-sub-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
         // DEBUG on both sides, as the reference's command line allows it.
         let config = rlockd::Config {
             enable_debug_command: rlockd::DebugCommand::Yes,
+            dir: dir.to_string_lossy().into_owned(),
             ..rlockd::Config::default()
         };
         let mut builder = rlockd::Server::builder()
@@ -341,6 +366,7 @@ impl Rlockd {
         Rlockd {
             addr: server.addr(),
             _server: server,
+            dir,
         }
     }
 

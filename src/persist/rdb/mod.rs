@@ -12,9 +12,12 @@
 //! - `lzf`: the compression RDB strings use.
 //! - `listpack`, `intset`: the blobs 7.0 keeps small values in, read and
 //!   built; `ziplist`, `zipmap`: the older blobs it still loads, read.
+//! - `file`: a whole file's framing (header, aux fields, functions,
+//!   databases, the opcodes before a key, EOF and checksum).
 
 mod decode;
 mod encode;
+mod file;
 pub mod intset;
 pub mod listpack;
 mod lzf;
@@ -23,6 +26,7 @@ pub mod zipmap;
 
 pub use decode::{Decoder, Length};
 pub use encode::Encoder;
+pub use file::{FileReader, FileWriter, Item, KeyMeta, key_prefix};
 
 /// The RDB version Redis 7.0 writes, and the newest it reads.
 pub const VERSION: u16 = 10;
