@@ -626,3 +626,37 @@ fn commands_answer_as_redis_does() {
     assert_eq!(text(&q(&mut con, &["EXISTS", "later"])), "0");
     drop(child);
 }
+
+/// A BGSAVE that cannot write its file (a folder stands where it goes):
+/// writes and PING are refused with Redis's MISCONF while
+/// `stop-writes-on-bgsave-error` and `save` points are set; a SAVE that
+/// works lifts it.
+#[test]
+fn a_failed_bgsave_refuses_writes() {
+    let dir = TempDir::new("misconf");
+    let (child, port) = start(&dir, &["--save", "3600 1"]);
+    std::fs::create_dir_all(dir.file("dump.rdb").join("occupied")).unwrap();
+    let mut con = connect(port);
+    q(&mut con, &["SET", "k", "v"]);
+    assert_eq!(text(&q(&mut con, &["BGSAVE"])), "Background saving started");
+    let info = wait_for_info(&mut con, "rdb_bgsave_in_progress:0");
+    assert!(info.contains("rdb_last_bgsave_status:err"), "{info}");
+    let misconf = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
+    assert_eq!(q_err(&mut con, &["SET", "k", "w"]), misconf);
+    assert_eq!(q_err(&mut con, &["PING"]), misconf);
+    assert_eq!(text(&q(&mut con, &["GET", "k"])), "v");
+    q(
+        &mut con,
+        &["CONFIG", "SET", "stop-writes-on-bgsave-error", "no"],
+    );
+    q(&mut con, &["SET", "k", "w"]);
+    q(
+        &mut con,
+        &["CONFIG", "SET", "stop-writes-on-bgsave-error", "yes"],
+    );
+    assert_eq!(q_err(&mut con, &["SET", "k", "x"]), misconf);
+    std::fs::remove_dir_all(dir.file("dump.rdb")).unwrap();
+    assert_eq!(text(&q(&mut con, &["SAVE"])), "OK");
+    q(&mut con, &["SET", "k", "x"]);
+    drop(child);
+}

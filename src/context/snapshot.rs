@@ -257,6 +257,9 @@ pub fn save(shared: &Shared) -> Result<(), SaveError> {
     match result {
         Ok(_) => {
             tracing::info!("DB saved on disk");
+            // As in Redis, a save that works clears a failed one's refusal.
+            shared.snapshots.job.mark_ok();
+            shared.guard.set_save_failed(false);
             Ok(())
         }
         Err(e) => {
@@ -307,11 +310,13 @@ pub fn finish_in_background(shared: &Arc<Shared>) {
                 Err(e) => tracing::warn!("Background saving error: {e}"),
             }
             state.job.end(result.is_ok());
+            worker.guard.set_save_failed(result.is_err());
             state.running.store(false, Ordering::Release);
         });
     if let Err(e) = spawned {
         tracing::warn!("Can't save in background: {e}");
         shared.snapshots.job.end(false);
+        shared.guard.set_save_failed(true);
         shared.snapshots.running.store(false, Ordering::Release);
     }
 }
