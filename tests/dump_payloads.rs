@@ -247,7 +247,11 @@ struct Pair {
 async fn pair(test: &str) -> Option<Pair> {
     let bin = refserver::redis_server_path(test)?;
     let redis_server = RedisServer::start(&bin);
-    let rlockd_server = common::start().await;
+    let rlockd_server = common::start_with(rlockd::Config {
+        enable_debug_command: rlockd::DebugCommand::Yes,
+        ..rlockd::Config::default()
+    })
+    .await;
     let redis = common::connect_url(format!("redis://{}", redis_server.addr)).await;
     let rlockd = connect(&rlockd_server).await;
     Some(Pair {
@@ -279,7 +283,8 @@ async fn rlockd_payloads_restore_on_redis_key_by_key() {
 }
 
 /// Keys whose Redis encoding is laid out the same whatever the history of
-/// the server (no hash table order, no node cut by a size estimate).
+/// the server (no hash table order; lists pushed at the tail only, whose
+/// nodes rlockd cuts where Redis does).
 /// LZF-compressed ones among them: rlockd compresses as liblzf does.
 const SAME_BYTES: &[&str] = &[
     "str:int",
@@ -294,6 +299,7 @@ const SAME_BYTES: &[&str] = &[
     "str:hll",
     "list:small",
     "list:big-item",
+    "list:nodes",
     "hash:small",
     "set:ints",
     "set:wide-ints",
@@ -318,7 +324,21 @@ async fn rlockd_writes_redis_bytes() {
             dump(&mut p.redis, key).await,
             "{key}"
         );
+        assert_eq!(
+            serialized(&mut p.rlockd, key).await,
+            serialized(&mut p.redis, key).await,
+            "{key}"
+        );
     }
+}
+
+/// DEBUG OBJECT's sizes: `serializedlength`, and a list's `ql_` figures.
+async fn serialized(c: &mut MultiplexedConnection, key: &str) -> Vec<String> {
+    let line: String = cmd(c, &["DEBUG", "OBJECT", key]).await.unwrap();
+    line.split(' ')
+        .filter(|field| field.starts_with("serializedlength:") || field.starts_with("ql_"))
+        .map(String::from)
+        .collect()
 }
 
 async fn migrate_all(from: &mut MultiplexedConnection, port: u16) {

@@ -142,13 +142,28 @@ pub fn write_value(enc: &mut Encoder, value: &Value) {
     }
 }
 
+/// DEBUG OBJECT's `serializedlength`: the bytes of the value's RDB body,
+/// its type byte not counted, as Redis's `rdbSavedObjectLen`.
+pub fn serialized_len(value: &Value) -> usize {
+    let mut enc = Encoder::new(true);
+    write_value(&mut enc, value);
+    enc.out.len() - 1
+}
+
+/// The size of each listpack a list is cut into (DEBUG OBJECT's
+/// `ql_nodes` and `ql_uncompressed_size`).
+pub fn list_node_sizes(items: &VecDeque<Bytes>) -> Vec<usize> {
+    quicklist_nodes(items).iter().map(Vec::len).collect()
+}
+
 /// A list cut into listpacks where Redis's default node size
-/// (`list-max-listpack-size -2`, 8 KB) cuts it.
+/// (`list-max-listpack-size -2`, 8 KB) cuts a list pushed at its tail.
 fn quicklist_nodes(items: &VecDeque<Bytes>) -> Vec<Vec<u8>> {
     let mut nodes = Vec::new();
     let mut node = listpack::Builder::default();
     for item in items {
-        let size = node.size() + item.len() + NODE_ELEMENT_OVERHEAD;
+        // Redis weighs the node's whole listpack, its end byte included.
+        let size = node.size() + 1 + item.len() + NODE_ELEMENT_OVERHEAD;
         if node.count() > 0 && size > LIST_NODE_BYTES as usize {
             nodes.push(std::mem::take(&mut node).finish());
         }
