@@ -979,6 +979,47 @@ mod tests {
         );
     }
 
+    /// A stream as Redis 6.2 wrote it (`STREAM_LISTPACKS`): no first id,
+    /// tombstone or `entries-added`, no group read counters. Those are
+    /// made up on load as Redis 7.0 makes them up.
+    #[test]
+    fn a_redis_6_stream_loads() {
+        let fields = [Bytes::from("f"), Bytes::from("v")];
+        let entries = [
+            (StreamId::new(1, 1), &fields[..]),
+            (StreamId::new(2, 0), &fields[..]),
+        ];
+        let mut enc = Encoder::new(false);
+        enc.byte(kind::STREAM_LISTPACKS);
+        enc.len(1);
+        enc.string(&id_key(StreamId::new(1, 1)));
+        enc.string(&stream_node(StreamId::new(1, 1), &entries));
+        enc.len(2);
+        write_id(&mut enc, StreamId::new(2, 0));
+        enc.len(1);
+        enc.string(b"g");
+        write_id(&mut enc, StreamId::new(1, 1));
+        enc.len(1);
+        enc.out.extend_from_slice(&id_key(StreamId::new(1, 1)));
+        enc.millis(500);
+        enc.len(3);
+        enc.len(1);
+        enc.string(b"alice");
+        enc.millis(400);
+        enc.len(1);
+        enc.out.extend_from_slice(&id_key(StreamId::new(1, 1)));
+        let Ok(Value::Stream(stream)) = restore(&signed_at(&enc.out, 9), &LIMITS) else {
+            panic!("a stream")
+        };
+        assert_eq!(stream.len(), 2);
+        assert_eq!(stream.entries_added, 2);
+        assert_eq!(stream.max_deleted, StreamId::ZERO);
+        let group = &stream.groups[&Bytes::from("g")];
+        assert_eq!(group.entries_read, 1);
+        assert_eq!(group.pending[&StreamId::new(1, 1)].delivery_count, 3);
+        assert_eq!(group.consumers[&Bytes::from("alice")].seen_time, 400);
+    }
+
     #[test]
     fn values_take_the_form_the_limits_give() {
         let small = EncodingLimits {
