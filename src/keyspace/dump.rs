@@ -418,13 +418,17 @@ fn duplicate(at: usize) -> RdbError {
 }
 
 /// A set as Redis loads one: an intset while every member is an integer
-/// and they are few, else a table.
+/// and they are few, else a table (from the start when they are many, so
+/// the members keep the payload's order).
 fn set_of<'m>(
-    members: impl Iterator<Item = &'m [u8]>,
+    members: impl ExactSizeIterator<Item = &'m [u8]>,
     limits: &EncodingLimits,
     at: usize,
 ) -> Result<Value, RdbError> {
-    let mut set = SetValue::empty_ints();
+    let mut set = match limits.intset_len_fits(members.len()) {
+        true => SetValue::empty_ints(),
+        false => SetValue::Table(Default::default()),
+    };
     for member in members {
         if !set.insert(member, limits) {
             return Err(duplicate(at));
