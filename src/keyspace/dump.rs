@@ -934,6 +934,21 @@ mod tests {
             restore(&signed(&quicklist_v1), &LIMITS),
             Ok(as_list.clone())
         );
+        // Redis 7.0's plain node: one element as it is (what Redis does
+        // with elements of a gigabyte), beside a listpack node.
+        let mut plain_node = Encoder::new(false);
+        plain_node.byte(kind::LIST_QUICKLIST_2);
+        plain_node.len(2);
+        plain_node.len(CONTAINER_PLAIN);
+        plain_node.string(b"big");
+        plain_node.len(CONTAINER_PACKED);
+        let mut lp = listpack::Builder::default();
+        lp.push(b"small");
+        plain_node.string(&lp.finish());
+        assert_eq!(
+            restore(&signed(&plain_node.out), &LIMITS),
+            Ok(Value::List(["big", "small"].map(Bytes::from).into()))
+        );
         let mut plain_list = vec![kind::LIST, list.len() as u8];
         let mut enc = Encoder::new(false);
         list.iter().for_each(|i| enc.string(i));
