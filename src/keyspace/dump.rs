@@ -48,11 +48,24 @@ pub enum DumpError {
     BadFormat,
 }
 
+thread_local! {
+    /// One encoder per thread for DUMP: its LZF table (512 KB, made on
+    /// the first long string) is then made once, not once per payload.
+    static ENCODER: std::cell::RefCell<Encoder> = std::cell::RefCell::new(Encoder::new(true));
+}
+
+/// `value` in RDB form (type byte and body) from this thread's encoder.
+fn encoded(value: &Value) -> Vec<u8> {
+    ENCODER.with_borrow_mut(|enc| {
+        enc.out.clear();
+        write_value(enc, value);
+        std::mem::take(&mut enc.out)
+    })
+}
+
 /// The DUMP payload of `value`.
 pub fn dump(value: &Value) -> Vec<u8> {
-    let mut enc = Encoder::new(true);
-    write_value(&mut enc, value);
-    rdb::seal_payload(enc.out)
+    rdb::seal_payload(encoded(value))
 }
 
 /// The value in a DUMP payload, in the form Redis would load it under
@@ -145,9 +158,7 @@ pub fn write_value(enc: &mut Encoder, value: &Value) {
 /// DEBUG OBJECT's `serializedlength`: the bytes of the value's RDB body,
 /// its type byte not counted, as Redis's `rdbSavedObjectLen`.
 pub fn serialized_len(value: &Value) -> usize {
-    let mut enc = Encoder::new(true);
-    write_value(&mut enc, value);
-    enc.out.len() - 1
+    encoded(value).len() - 1
 }
 
 /// The size of each listpack a list is cut into (DEBUG OBJECT's
