@@ -660,3 +660,55 @@ fn a_failed_bgsave_refuses_writes() {
     q(&mut con, &["SET", "k", "x"]);
     drop(child);
 }
+
+/// Clients that connect while a snapshot loads are told LOADING (INFO
+/// answering `loading:1`), then served the loaded data.
+#[test]
+fn clients_get_loading_while_the_snapshot_loads() {
+    let dir = TempDir::new("loading");
+    let (child, port) = start(&dir, &["--enable-debug-command", "yes"]);
+    let mut con = connect(port);
+    q(&mut con, &["DEBUG", "POPULATE", "300000", "k", "20"]);
+    q(&mut con, &["SAVE"]);
+    drop(child);
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let child = Rlockd(
+        Command::new(env!("CARGO_BIN_EXE_rlockd"))
+            .args(["--port", &port.to_string(), "--dir", dir.arg()])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let (mut loading, mut info_loading) = (false, false);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let value = loop {
+        assert!(Instant::now() < deadline, "never served");
+        let Ok(mut con) = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .unwrap()
+            .get_connection()
+        else {
+            std::thread::sleep(Duration::from_millis(5));
+            continue;
+        };
+        match redis::cmd("GET").arg("k:299999").query::<Value>(&mut con) {
+            Ok(v) => break text(&v),
+            Err(e) => {
+                assert_eq!(e.code(), Some("LOADING"), "{e}");
+                loading = true;
+                let info = text(&q(&mut con, &["INFO", "persistence"]));
+                info_loading |= info.contains("loading:1");
+            }
+        }
+    };
+    assert!(
+        loading,
+        "300000 keys load long enough to be asked meanwhile"
+    );
+    assert!(info_loading, "INFO says loading:1 meanwhile");
+    assert!(value.starts_with("value:299999"), "{value}");
+    drop(child);
+}
