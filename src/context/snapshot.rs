@@ -16,7 +16,7 @@ use tokio::sync::Notify;
 use super::Shared;
 use super::persistence::JobRecord;
 use crate::config::{Config, save_points};
-use crate::keyspace::snapshot::{CaptureOptions, Clocks, DbImage};
+use crate::keyspace::snapshot::{CaptureOptions, Clocks, DbImage, LoadedKey};
 use crate::persist::rdb::{FileReader, FileWriter, Item, RdbError};
 
 /// How long a failed background save waits before the schedule tries
@@ -490,6 +490,16 @@ pub fn load_file(shared: &Shared, merge: bool) -> Result<bool, LoadError> {
     Ok(true)
 }
 
+/// Keys loaded per hold of their shards.
+const LOAD_BATCH: usize = 1024;
+
+fn load_batch(shared: &Shared, batch: &mut Vec<LoadedKey>) -> Result<u64, LoadError> {
+    shared
+        .keyspace
+        .load_keys(batch)
+        .map_err(|e| LoadError::Key(e.to_string()))
+}
+
 /// What a load loaded and skipped.
 struct Counts {
     keys: u64,
@@ -509,7 +519,8 @@ fn load_bytes(
     let limits = shared.keyspace.limits();
     let databases = shared.keyspace.databases() as u64;
     let heap = shared.config.read().lua_heap_limit as usize;
-    let (mut db, mut keys, mut expired, mut empty) = (0, 0, 0, 0);
+    let (mut db, mut read, mut expired, mut empty) = (0, 0, 0, 0);
+    let mut batch = Vec::with_capacity(LOAD_BATCH);
     loop {
         let at = reader.decoder().pos();
         match reader.next()? {
@@ -557,18 +568,24 @@ fn load_bytes(
                     }
                     Err(e) => return Err(e.into()),
                 };
-                match shared.keyspace.load_key(db, &key, value, &meta) {
-                    Ok(true) => keys += 1,
-                    Ok(false) => expired += 1,
-                    Err(e) => return Err(LoadError::Key(e.to_string())),
+                read += 1;
+                batch.push(LoadedKey {
+                    db,
+                    key: key.into_owned(),
+                    value,
+                    meta,
+                });
+                if batch.len() == LOAD_BATCH {
+                    expired += load_batch(shared, &mut batch)?;
                 }
             }
             Item::End => break,
         }
     }
+    expired += load_batch(shared, &mut batch)?;
     reader.finish(verify)?;
     Ok(Counts {
-        keys,
+        keys: read - expired,
         expired,
         empty,
     })
