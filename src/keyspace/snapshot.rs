@@ -107,12 +107,13 @@ pub(crate) struct LoadedKey {
 fn write_key(enc: &mut Encoder, meta: &KeyMeta, key: &[u8], value: &Value) {
     key_prefix(enc, meta);
     // The value's encoding starts with its type byte, which the file
-    // wants before the key's name.
-    let start = enc.out.len();
+    // wants before the key's name: the name is written after the value,
+    // then turned in place to sit between them.
+    let body = enc.out.len() + 1;
     write_value(enc, value);
-    let body = enc.out.split_off(start + 1);
+    let name = enc.out.len();
     enc.string(key);
-    enc.out.extend_from_slice(&body);
+    enc.out[body..].rotate_left(name - body);
 }
 
 impl Keyspace {
