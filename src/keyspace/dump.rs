@@ -346,7 +346,13 @@ pub fn read_value(
                 };
                 pairs.push((item_bytes(member), score));
             }
-            zset_of(pairs, limits, at)?
+            // Redis converts a packed sorted set it loads by its length
+            // alone: a member longer than the limit stays packed.
+            let by_length = EncodingLimits {
+                zset_max_listpack_value: u64::MAX,
+                ..*limits
+            };
+            zset_of(pairs, &by_length, at)?
         }
         kind::HASH => {
             let n = dec.count(2)?;
@@ -366,7 +372,12 @@ pub fn read_value(
                 .into_iter()
                 .map(|(f, v)| (item_bytes(f), item_bytes(v)))
                 .collect();
-            hash_of(pairs.iter().map(|(f, v)| (&f[..], &v[..])), limits, at)?
+            // By its length alone, as a packed sorted set.
+            let by_length = EncodingLimits {
+                hash_max_listpack_value: u64::MAX,
+                ..*limits
+            };
+            hash_of(pairs.iter().map(|(f, v)| (&f[..], &v[..])), &by_length, at)?
         }
         kind::STREAM_LISTPACKS | kind::STREAM_LISTPACKS_2 => Value::Stream(Box::new(read_stream(
             kind == kind::STREAM_LISTPACKS_2,
