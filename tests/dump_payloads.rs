@@ -377,6 +377,51 @@ async fn redis_payloads_come_back_byte_for_byte() {
     }
 }
 
+/// A packed hash or sorted set holding an item longer than the server's
+/// limit (written under a larger one) stays packed when restored: Redis
+/// converts what it loads packed by its length alone.
+#[tokio::test]
+async fn packed_values_convert_by_length_alone() {
+    let Some(mut p) = pair("packed_values_convert_by_length_alone").await else {
+        return;
+    };
+    let long = "m".repeat(100);
+    for c in [&mut p.redis, &mut p.rlockd] {
+        for line in ["CONFIG SET zset-max-listpack-value 128 hash-max-listpack-value 128"] {
+            run(c, &line.split(' ').map(String::from).collect::<Vec<_>>()).await;
+        }
+        let _: i64 = cmd(c, &["ZADD", "z", "1", &long]).await.unwrap();
+        let _: i64 = cmd(c, &["HSET", "h", "f", &long]).await.unwrap();
+        let _: i64 = cmd(c, &["ZADD", "z3", "1", &long, "2", "b", "3", "c"])
+            .await
+            .unwrap();
+    }
+    let payloads = [
+        dump(&mut p.redis, "z").await,
+        dump(&mut p.redis, "h").await,
+        dump(&mut p.redis, "z3").await,
+    ];
+    for c in [&mut p.redis, &mut p.rlockd] {
+        let line = "CONFIG SET zset-max-listpack-value 64 hash-max-listpack-value 64 zset-max-listpack-entries 2";
+        run(c, &line.split(' ').map(String::from).collect::<Vec<_>>()).await;
+        for (key, payload) in ["z:copy", "h:copy", "z3:copy"].iter().zip(&payloads) {
+            restore(c, key, 0, payload).await;
+        }
+    }
+    for (key, encoding) in [
+        ("z:copy", "listpack"),
+        ("h:copy", "listpack"),
+        ("z3:copy", "skiplist"),
+    ] {
+        let (there, here) = (
+            seen(&mut p.rlockd, key).await,
+            seen(&mut p.redis, key).await,
+        );
+        assert_eq!(there, here, "{key}");
+        assert_eq!(here[1], Value::BulkString(encoding.into()), "{key}");
+    }
+}
+
 async fn migrate_all(from: &mut MultiplexedConnection, port: u16) {
     let mut words = vec![
         "MIGRATE".to_string(),

@@ -346,7 +346,13 @@ pub fn read_value(
                 };
                 pairs.push((item_bytes(member), score));
             }
-            zset_of(pairs, limits, at)?
+            // Redis converts a packed sorted set it loads by its length
+            // alone: a member longer than the limit stays packed.
+            let by_length = EncodingLimits {
+                zset_max_listpack_value: u64::MAX,
+                ..*limits
+            };
+            zset_of(pairs, &by_length, at)?
         }
         kind::HASH => {
             let n = dec.count(2)?;
@@ -366,7 +372,12 @@ pub fn read_value(
                 .into_iter()
                 .map(|(f, v)| (item_bytes(f), item_bytes(v)))
                 .collect();
-            hash_of(pairs.iter().map(|(f, v)| (&f[..], &v[..])), limits, at)?
+            // By its length alone, as a packed sorted set.
+            let by_length = EncodingLimits {
+                hash_max_listpack_value: u64::MAX,
+                ..*limits
+            };
+            hash_of(pairs.iter().map(|(f, v)| (&f[..], &v[..])), &by_length, at)?
         }
         kind::STREAM_LISTPACKS | kind::STREAM_LISTPACKS_2 => Value::Stream(Box::new(read_stream(
             kind == kind::STREAM_LISTPACKS_2,
@@ -517,10 +528,17 @@ fn read_id(dec: &mut Decoder<'_>) -> Result<StreamId, RdbError> {
     Ok(StreamId::new(dec.len()?, dec.len()?))
 }
 
+/// A stream id from its 128-bit big-endian form (`id_key`'s).
+fn id_from_key(key: &[u8]) -> Option<StreamId> {
+    let (ms, seq) = <&[u8; 16]>::try_from(key).ok()?.split_at(8);
+    Some(StreamId::new(
+        u64::from_be_bytes(ms.try_into().ok()?),
+        u64::from_be_bytes(seq.try_into().ok()?),
+    ))
+}
+
 fn read_raw_id(dec: &mut Decoder<'_>) -> Result<StreamId, RdbError> {
-    let raw = dec.take(16)?;
-    let half = |b: &[u8]| u64::from_be_bytes(b.try_into().expect("eight bytes"));
-    Ok(StreamId::new(half(&raw[..8]), half(&raw[8..])))
+    Ok(id_from_key(dec.take(16)?).expect("sixteen bytes"))
 }
 
 fn read_stream(v2: bool, dec: &mut Decoder<'_>) -> Result<Stream, RdbError> {
@@ -529,18 +547,14 @@ fn read_stream(v2: bool, dec: &mut Decoder<'_>) -> Result<Stream, RdbError> {
     let mut previous: Option<StreamId> = None;
     for _ in 0..nodes {
         let (key, at) = blob(dec)?;
-        let master = match <[u8; 16]>::try_from(&key[..]) {
-            Ok(_) => {
-                let mut key_dec = Decoder::new(&key);
-                read_raw_id(&mut key_dec)?
-            }
-            Err(_) => {
-                return Err(RdbError::Corrupt {
-                    at,
-                    what: "a stream node key that is not an id",
-                });
-            }
-        };
+        // A node starts past every entry before it: two nodes under one
+        // key, or overlapping, would not be one stream.
+        let master = id_from_key(&key)
+            .filter(|master| previous.is_none_or(|p| p < *master))
+            .ok_or(RdbError::Corrupt {
+                at,
+                what: "a stream node key that is not a new id",
+            })?;
         let (node, at) = blob(dec)?;
         let (entries, deleted) = read_stream_node(master, &node, at)?;
         for (id, _) in &entries {
@@ -1048,6 +1062,34 @@ mod tests {
         assert_eq!(group.entries_read, 1);
         assert_eq!(group.pending[&StreamId::new(1, 1)].delivery_count, 3);
         assert_eq!(group.consumers[&Bytes::from("alice")].seen_time, 400);
+    }
+
+    /// Two nodes under one key would leave the stream's node sketch
+    /// without the first: refused.
+    #[test]
+    fn stream_nodes_must_follow_each_other() {
+        let fields = [Bytes::from("f"), Bytes::from("v")];
+        let body = |second_master: StreamId, second: StreamId| {
+            let mut enc = Encoder::new(false);
+            enc.byte(kind::STREAM_LISTPACKS_2);
+            enc.len(2);
+            enc.string(&id_key(StreamId::new(1, 0)));
+            let first = StreamId::new(1, 0);
+            enc.string(&stream_node(first, &[(first, &fields[..])]));
+            enc.string(&id_key(second_master));
+            enc.string(&stream_node(second_master, &[(second, &fields[..])]));
+            enc.len(2);
+            write_id(&mut enc, second);
+            write_id(&mut enc, StreamId::new(1, 0));
+            write_id(&mut enc, StreamId::ZERO);
+            enc.len(2);
+            enc.len(0);
+            signed(&enc.out)
+        };
+        let apart = body(StreamId::new(2, 0), StreamId::new(2, 0));
+        assert!(matches!(restore(&apart, &LIMITS), Ok(Value::Stream(_))));
+        let same_key = body(StreamId::new(1, 0), StreamId::new(2, 0));
+        assert_eq!(restore(&same_key, &LIMITS), Err(DumpError::BadFormat));
     }
 
     #[test]
