@@ -15,18 +15,6 @@ use std::time::{Duration, Instant};
 
 use refserver::{RedisServer, Rlockd, TempDir, free_port};
 
-/// Directives other work in issue #29 adds (snapshots); until it lands
-/// rlockd may lack them.
-const PENDING: &[&str] = &[
-    "rdbchecksum",
-    "rdbcompression",
-    "rdb-del-sync-files",
-    "rdb-save-incremental-fsync",
-    "stop-writes-on-bgsave-error",
-    "appenddirname",
-    "aof-use-rdb-preamble",
-];
-
 /// rlockd's own directives, which Redis lacks.
 const OURS: &[&str] = &[
     "enable-clock-control",
@@ -83,10 +71,7 @@ fn config_get_lists_what_redis_lists_with_its_defaults() {
     let theirs = config_get_all(redis.addr);
     let mine = config_get_all(ours.addr);
     assert!(theirs.len() >= 192, "redis-server 7.0 lists 192");
-    let missing: Vec<&String> = theirs
-        .keys()
-        .filter(|k| !mine.contains_key(*k) && !PENDING.contains(&k.as_str()))
-        .collect();
+    let missing: Vec<&String> = theirs.keys().filter(|k| !mine.contains_key(*k)).collect();
     assert!(missing.is_empty(), "rlockd lacks {missing:?}");
     let extra: Vec<&String> = mine
         .keys()
@@ -159,7 +144,7 @@ fn config_set_checks_values_as_redis_does() {
     let (mut theirs, mut mine) = (connect(redis.addr), connect(ours.addr));
     let names: Vec<String> = config_get_all(redis.addr)
         .into_keys()
-        .filter(|k| !UNSWEPT.contains(&k.as_str()) && !PENDING.contains(&k.as_str()))
+        .filter(|k| !UNSWEPT.contains(&k.as_str()))
         .collect();
     let values = [
         "abc",
@@ -267,16 +252,6 @@ fn debian_stock_redis_conf_starts_rlockd_as_it_starts_redis() {
         return;
     };
     let dir = TempDir::new("directives");
-    let text: String = text
-        .lines()
-        .map(|line| {
-            let directive = line.split_whitespace().next().unwrap_or("");
-            match PENDING.contains(&directive) {
-                true => format!("# {line}\n"),
-                false => format!("{line}\n"),
-            }
-        })
-        .collect();
     let conf = dir.path("redis.conf");
     std::fs::write(&conf, text).unwrap();
     let start = |bin: &Path, name: &str| {
@@ -310,7 +285,7 @@ fn debian_stock_redis_conf_starts_rlockd_as_it_starts_redis() {
     );
     let differ: Vec<(&String, &String, Option<&String>)> = theirs
         .iter()
-        .filter(|(k, _)| !PER_INSTANCE.contains(&k.as_str()) && !PENDING.contains(&k.as_str()))
+        .filter(|(k, _)| !PER_INSTANCE.contains(&k.as_str()))
         .filter(|(k, v)| !matches!(k.as_str(), "pidfile") && mine.get(*k) != Some(v))
         .map(|(k, v)| (k, v, mine.get(k)))
         .collect();

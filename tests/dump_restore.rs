@@ -1,7 +1,7 @@
 //! DUMP and RESTORE over a real socket: every value type comes back as it
 //! was, with RESTORE's TTL, and damaged payloads are refused with Redis's
-//! errors. (rlockd's payloads are its own, so they are not compared with
-//! Redis's; tests/conformance.rs compares the errors and restored values.)
+//! errors. (tests/dump_payloads.rs compares payloads with redis-server's;
+//! tests/conformance.rs compares the errors and restored values.)
 
 mod common;
 

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use rlockd::fuzzing::{Harness, generate_script, parse};
+use rlockd::fuzzing::{Harness, generate_script, parse, restore};
 use rlockd::protocol::Reply;
 
 fn corpus(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
@@ -56,6 +56,11 @@ fn dispatch_corpus() {
         harness.reset();
         harness.run_stream(data);
     });
+}
+
+#[test]
+fn restore_corpus() {
+    replay("restore", restore);
 }
 
 #[test]

@@ -1,9 +1,10 @@
 //! MIGRATE between two rlockd servers over real sockets: keys moved or
 //! copied with their time to live, REPLACE, the KEYS form, AUTH/AUTH2,
 //! the target's refusals and unreachable targets, in Redis 7.0's words.
-//! rlockd's DUMP payload is its own, so a redis-server target refuses it
-//! (checked against a real one when it is installed). The error cases that
-//! need no target are in conformance/cases/keys.rcmd.
+//! rlockd's DUMP payload is Redis's, so a redis-server target takes it
+//! (checked against a real one when it is installed; every type, both
+//! ways, in tests/dump_payloads.rs). The error cases that need no target
+//! are in conformance/cases/keys.rcmd.
 
 mod common;
 mod refserver;
@@ -174,7 +175,7 @@ async fn an_unreachable_target_is_an_ioerr_and_nothing_moves() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_redis_server_target_refuses_rlockd_payloads() {
+async fn a_redis_server_target_takes_rlockd_payloads() {
     let Some(bin) = refserver::redis_server_path("migrate_to_redis") else {
         return;
     };
@@ -182,9 +183,19 @@ async fn a_redis_server_target_refuses_rlockd_payloads() {
     let source = start_with_password(None).await;
     let mut s = connect(&source).await;
     let _: () = line(&mut s, "SET a 1").await;
+    let _: () = line(&mut s, "SET b 2").await;
     assert_eq!(
-        run_err(&mut s, &migrate(redis.addr.port(), "a 0 1000")).await,
-        "ERR Target instance replied with error: ERR DUMP payload version or checksum are wrong"
+        run(&mut s, &migrate(redis.addr.port(), "a 0 1000")).await,
+        Ok(Value::Okay)
     );
-    assert_eq!(line::<i64>(&mut s, "EXISTS a").await, 1);
+    assert_eq!(line::<i64>(&mut s, "EXISTS a").await, 0);
+    let mut r = common::connect_url(format!("redis://{}", redis.addr)).await;
+    assert_eq!(line::<String>(&mut r, "GET a").await, "1");
+    // An existing key on the target is Redis's own refusal, passed on
+    // as redis-server passes it on.
+    let _: () = line(&mut r, "SET b x").await;
+    assert_eq!(
+        run_err(&mut s, &migrate(redis.addr.port(), "b 0 1000")).await,
+        "ERR Target instance replied with error: BUSYKEY Target key name already exists."
+    );
 }

@@ -9,40 +9,14 @@
 mod common;
 mod refserver;
 
-use std::path::{Path, PathBuf};
+use common::TempDir;
+
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
 use redis::{Commands, Connection, Script};
-
-/// A fresh directory under the target dir, removed at the end.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("persistence-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-
-    fn aof(&self) -> PathBuf {
-        self.0.join("appendonly.aof")
-    }
-
-    fn arg(&self) -> &str {
-        self.0.to_str().unwrap()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// rlockd with the AOF on in `dir`, fsync `always`.
 fn start(dir: &TempDir, extra: &[&str]) -> (Child, u16) {
@@ -252,11 +226,11 @@ fn a_torn_tail_is_truncated_and_a_damaged_file_stops_the_start() {
     let _: () = con.set("a", "1").unwrap();
     let _: () = con.hset("h", "f", "v").unwrap();
     kill9(child);
-    let whole = std::fs::read(dir.aof()).unwrap();
+    let whole = std::fs::read(dir.file("appendonly.aof")).unwrap();
     let torn = |tail: &[u8]| {
         let mut text = whole.clone();
         text.extend_from_slice(tail);
-        std::fs::write(dir.aof(), text).unwrap();
+        std::fs::write(dir.file("appendonly.aof"), text).unwrap();
     };
 
     // A record cut short, and a transaction without its EXEC.
@@ -283,7 +257,7 @@ fn a_torn_tail_is_truncated_and_a_damaged_file_stops_the_start() {
         assert_eq!(a, "1");
         kill9(child);
         assert_eq!(
-            std::fs::read(dir.aof()).unwrap(),
+            std::fs::read(dir.file("appendonly.aof")).unwrap(),
             whole,
             "truncated at the last record"
         );
@@ -292,13 +266,13 @@ fn a_torn_tail_is_truncated_and_a_damaged_file_stops_the_start() {
     // Damage that is not a torn tail.
     let mut damaged = b"*2\r\n$3\r\nDEL\r\n$1\r\nz\r\ngarbage\r\n".to_vec();
     damaged.extend_from_slice(&whole);
-    std::fs::write(dir.aof(), damaged).unwrap();
+    std::fs::write(dir.file("appendonly.aof"), damaged).unwrap();
     let refused = run_to_exit(&dir, &[]);
     assert!(
         refused.contains("Bad file format reading the append only file"),
         "{refused}"
     );
-    std::fs::write(dir.aof(), b"*1\r\n$7\r\nNOTACMD\r\n").unwrap();
+    std::fs::write(dir.file("appendonly.aof"), b"*1\r\n$7\r\nNOTACMD\r\n").unwrap();
     let refused = run_to_exit(&dir, &[]);
     assert!(refused.contains("Unknown command 'NOTACMD' reading the append only file"));
 }
@@ -354,11 +328,11 @@ fn bgrewriteaof_under_load_keeps_every_write_and_compacts() {
         rewrites += 1;
         std::thread::sleep(Duration::from_millis(100));
     }
-    let grown = std::fs::metadata(dir.aof()).unwrap().len();
+    let grown = std::fs::metadata(dir.file("appendonly.aof")).unwrap().len();
     let acked = writers.join();
     let _: String = redis::cmd("BGREWRITEAOF").query(&mut con).unwrap();
     wait_rewrite(&mut con);
-    let compact = std::fs::metadata(dir.aof()).unwrap().len();
+    let compact = std::fs::metadata(dir.file("appendonly.aof")).unwrap().len();
     let pttl_before: i64 = con.pttl("lease:7").unwrap();
     kill9(child);
 
@@ -416,7 +390,7 @@ fn the_file_outgrowing_its_base_is_rewritten_by_itself() {
     }
     // The INCRs after the first rewrite grow it past the minimum again,
     // and twice its base: it is rewritten again, down to one key.
-    while std::fs::metadata(dir.aof()).unwrap().len() >= 4096 {
+    while std::fs::metadata(dir.file("appendonly.aof")).unwrap().len() >= 4096 {
         assert!(
             started.elapsed() < Duration::from_secs(10),
             "never compacted"
@@ -492,6 +466,20 @@ fn dataset(con: &mut Connection) -> Vec<String> {
                     con.zrange_withscores::<_, Vec<(String, String)>>(&key, 0, -1)
                         .unwrap()
                 ),
+                "stream" => {
+                    let entries: redis::Value = redis::cmd("XRANGE")
+                        .arg(&key)
+                        .arg("-")
+                        .arg("+")
+                        .query(con)
+                        .unwrap();
+                    let groups: redis::Value = redis::cmd("XINFO")
+                        .arg("GROUPS")
+                        .arg(&key)
+                        .query(con)
+                        .unwrap();
+                    format!("{entries:?} {groups:?}")
+                }
                 other => other.to_string(),
             };
             let pttl: i64 = con.pttl(&key).unwrap();
@@ -547,11 +535,27 @@ fn redis_reads_our_file() {
     let _: () = redis::cmd("SELECT").arg(0).query(&mut con).unwrap();
     let _: i64 = con.del("counter").unwrap();
     let _: i64 = con.incr("counter", 1).unwrap();
+    // A stream is logged as a RESTORE of its DUMP payload, Redis's own.
+    for line in [
+        "XADD s 1-1 f v",
+        "XADD s 2-0 f w g x",
+        "XGROUP CREATE s g 0",
+        "XREADGROUP GROUP g alice COUNT 1 STREAMS s >",
+    ] {
+        let words: Vec<&str> = line.split(' ').collect();
+        let _: redis::Value = redis::cmd(words[0])
+            .arg(&words[1..])
+            .query(&mut con)
+            .unwrap();
+    }
     let ours = dataset(&mut con);
     kill9(child);
 
     if let Some(check) = refserver::require_tool(test, "redis-check-aof", "REDIS_CHECK_AOF") {
-        let out = Command::new(check).arg(dir.aof()).output().unwrap();
+        let out = Command::new(check)
+            .arg(dir.file("appendonly.aof"))
+            .output()
+            .unwrap();
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         assert!(out.status.success() && text.contains("is valid"), "{text}");
     }
@@ -559,7 +563,7 @@ fn redis_reads_our_file() {
         return;
     };
     // Redis 7 takes a lone appendonly.aof as the base of its multi-part AOF.
-    let aof = dir.aof();
+    let aof = dir.file("appendonly.aof");
     let redis = refserver::RedisServer::start_setup(
         &server,
         refserver::Setup {

@@ -16,7 +16,10 @@ use super::spec::flag::{ADMIN, LOADING, NOSCRIPT, STALE, WHOLE_KEYSPACE};
 use super::spec::{CommandSpec, Group};
 use super::values::encoding_name;
 use crate::error::{CmdError, CmdResult};
-use crate::keyspace::{Entry, Ttl, Value, dump::dump};
+use crate::keyspace::{
+    Entry, LockPlan, Ttl, Value,
+    dump::{self, dump},
+};
 use crate::protocol::Reply;
 use crate::util::{glob_match, parse_i64};
 
@@ -170,21 +173,27 @@ fn packed_threshold(ctx: &mut Ctx) -> CmdResult<Reply> {
     }
 }
 
-/// Redis saves and reloads its RDB file; rlockd keeps no file, and its
-/// data never leaves memory, so the round trip leaves everything as it was.
+/// DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: saves the snapshot, empties
+/// the keyspace and loads the file back, as Redis does.
 fn reload(ctx: &mut Ctx) -> CmdResult<Reply> {
-    let known = |a: &Bytes| {
-        ["merge", "noflush", "nosave"]
-            .iter()
-            .any(|o| a.eq_ignore_ascii_case(o.as_bytes()))
-    };
-    if ctx.args[2..].iter().all(known) {
-        Ok(Reply::OK)
-    } else {
-        Err(CmdError::other(
-            "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.",
-        ))
+    let (mut merge, mut flush, mut save) = (false, true, true);
+    for arg in &ctx.args[2..] {
+        match arg.to_ascii_lowercase().as_slice() {
+            b"merge" => merge = true,
+            b"noflush" => flush = false,
+            b"nosave" => save = false,
+            _ => {
+                return Err(CmdError::other(
+                    "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.",
+                ));
+            }
+        }
     }
+    // DEBUG holds every shard; the save and the load take them themselves.
+    ctx.locked.relock(&LockPlan::Nothing)?;
+    crate::context::snapshot::reload(ctx.shared, save, flush, merge)
+        .map_err(|e| CmdError::other(format!("ERR {e}")))?;
+    Ok(Reply::OK)
 }
 
 /// `key:0`..`key:<count-1>` set to `value:<n>` (zero-padded or cut to
@@ -243,15 +252,17 @@ fn object(ctx: &mut Ctx) -> CmdResult<Reply> {
     let mut line = format!(
         "Value at:0x{address:x} refcount:1 encoding:{} serializedlength:{} lru:{} lru_seconds_idle:{}",
         encoding_name(value),
-        dump(value).len(),
+        dump::serialized_len(value),
         clock.bits(),
         clock.idle_secs(now),
     );
     if let Value::List(items) = value {
-        let bytes: usize = items.iter().map(|i| i.len()).sum();
+        let nodes = dump::list_node_sizes(items);
         line.push_str(&format!(
-            " ql_nodes:1 ql_avg_node:{}.00 ql_listpack_max:-2 ql_compressed:0 ql_uncompressed_size:{bytes}",
-            items.len()
+            " ql_nodes:{} ql_avg_node:{:.2} ql_listpack_max:-2 ql_compressed:0 ql_uncompressed_size:{}",
+            nodes.len(),
+            items.len() as f64 / nodes.len() as f64,
+            nodes.iter().sum::<usize>(),
         ));
     }
     Ok(Reply::Status(line.into()))

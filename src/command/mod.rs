@@ -94,6 +94,9 @@ static FAMILIES: &[&[CommandSpec]] = &[
 pub static REGISTRY: LazyLock<&'static Registry> = LazyLock::new(|| registry::install(FAMILIES));
 
 /// Runs one command line from a client, queueing it instead inside MULTI.
+/// Redis's refusal while its data loads.
+const LOADING: &str = "LOADING Redis is loading the dataset in memory";
+
 pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
     let reg: &Registry = *REGISTRY;
     let reject = |client: &mut Client, id: Option<usize>, e: CmdError| {
@@ -149,12 +152,14 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
         let e = session::subscribed_mode_error(&reg.full_names[id]);
         return reject(client, Some(id), e);
     }
+    if shared.snapshots.loading() && !spec.has(flag::LOADING) {
+        return reject(client, Some(id), CmdError::other(LOADING));
+    }
     // After a restart without persistence (`lock-restart-grace-ms`) no
     // write is taken, scripts included, until every lease the previous
     // run could have granted is over; clients retry LOADING.
     if may_grant(spec) && shared.persistence.in_grace(|| shared.now_ms()) {
-        let e = CmdError::other("LOADING Redis is loading the dataset in memory");
-        return reject(client, Some(id), e);
+        return reject(client, Some(id), CmdError::other(LOADING));
     }
     if client.multi.is_some() && !spec.has(flag::RUNS_IN_MULTI | flag::ENDS_MULTI) {
         if spec.has(flag::NO_MULTI) {
@@ -201,7 +206,13 @@ fn state_allows(shared: &Shared, client: &Client, id: usize, args: &[Bytes]) -> 
     if (queueing || flags & flag::DENYOOM != 0) && shared.guard.out_of_memory() {
         return Err(CmdError::other(crate::context::guard::OOM));
     }
-    if flags & flag::WRITE != 0 && shared.guard.replicas_missing() {
+    let writes = flags & flag::WRITE != 0;
+    if (writes || REGISTRY.full_names[id] == "ping")
+        && shared.guard.disk_error(&shared.config.read())
+    {
+        return Err(CmdError::other(crate::context::guard::MISCONF));
+    }
+    if writes && shared.guard.replicas_missing() {
         return Err(CmdError::other(crate::context::guard::NOREPLICAS));
     }
     Ok(())

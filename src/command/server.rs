@@ -18,6 +18,7 @@ use super::spec::{CommandSpec, Group, KeySpec, flag};
 use super::{Ctx, docs};
 use crate::config::{Change, Hook, Param, find_param, get_matching};
 use crate::context::Shared;
+use crate::context::snapshot::{self, ShutdownSave};
 use crate::error::{CmdError, CmdResult};
 use crate::keyspace::{ShardStats, flush_all};
 use crate::protocol::REDIS_VERSION;
@@ -48,9 +49,18 @@ pub fn flushdb(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::OK)
 }
 
+/// FLUSHALL; with `save` points set the snapshot is emptied too, as
+/// Redis saves after the flush.
 pub fn flushall(ctx: &mut Ctx) -> CmdResult<Reply> {
     flush_mode_ok(ctx.args)?;
     flush_all(ctx.locked);
+    if !ctx.shared.config.read().save.is_empty() {
+        let dirty = ctx.locked.shards().map(|s| s.stats.dirty).sum();
+        // Redis answers OK even when this save fails; it logs why.
+        if let Err(e) = snapshot::save_flushed(ctx.shared, dirty) {
+            tracing::warn!("Failed saving the DB: {e}");
+        }
+    }
     Ok(Reply::OK)
 }
 
@@ -63,7 +73,49 @@ pub fn time(ctx: &mut Ctx) -> CmdResult<Reply> {
 }
 
 pub fn lastsave(ctx: &mut Ctx) -> CmdResult<Reply> {
-    Ok(Reply::Int((ctx.shared.started_ms / 1000) as i64))
+    Ok(Reply::Int(ctx.shared.snapshots.last_save()))
+}
+
+fn save_in_progress() -> CmdError {
+    CmdError::other("ERR Background save already in progress")
+}
+
+/// SAVE: the snapshot written before the reply (clients other than the
+/// caller go on meanwhile; see `Keyspace::begin_capture`).
+pub fn save(ctx: &mut Ctx) -> CmdResult<Reply> {
+    match snapshot::save(ctx.shared) {
+        Ok(()) => Ok(Reply::OK),
+        Err(snapshot::SaveError::InProgress) => Err(save_in_progress()),
+        Err(snapshot::SaveError::Io(_)) => Err(CmdError::other("ERR")),
+    }
+}
+
+/// BGSAVE [SCHEDULE]: behind an AOF rewrite (or inside EXEC) only
+/// scheduled, as Redis does while another child runs.
+pub fn bgsave(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let schedule = match ctx.args {
+        [_] => false,
+        [_, arg] if arg.eq_ignore_ascii_case(b"schedule") => true,
+        _ => return Err(CmdError::Syntax),
+    };
+    let shared = ctx.shared;
+    if shared.snapshots.in_progress() {
+        return Err(save_in_progress());
+    }
+    if shared.persistence.rewrite_in_progress() || ctx.client.in_exec {
+        if schedule || ctx.client.in_exec {
+            shared.snapshots.schedule();
+            return Ok(Reply::status("Background saving scheduled"));
+        }
+        return Err(CmdError::other(
+            "ERR Another child process is active (AOF?): can't BGSAVE right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.",
+        ));
+    }
+    match snapshot::background_save(shared) {
+        Ok(()) => Ok(Reply::status("Background saving started")),
+        Err(snapshot::SaveError::InProgress) => Err(save_in_progress()),
+        Err(snapshot::SaveError::Io(_)) => Err(CmdError::other("ERR")),
+    }
 }
 
 /// BGREWRITEAOF: the rewrite runs in the background (see
@@ -705,16 +757,21 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             let state = &shared.persistence;
             // A server refusing writes through its restart grace period
             // says it is loading, as its LOADING replies do.
-            line("loading", &u8::from(state.in_grace(|| shared.now_ms())));
+            let loading = shared.snapshots.loading() || state.in_grace(|| shared.now_ms());
+            line("loading", &u8::from(loading));
             line("async_loading", &0);
-            line("rdb_changes_since_last_save", &facts.totals.dirty);
-            line("rdb_bgsave_in_progress", &0);
-            line("rdb_last_save_time", &(shared.started_ms / 1000));
-            line("rdb_last_bgsave_status", &"ok");
-            // A server that never forks to save reports what Redis does
-            // before its first save.
-            line("rdb_last_bgsave_time_sec", &-1);
-            line("rdb_current_bgsave_time_sec", &-1);
+            let snapshots = &shared.snapshots;
+            line(
+                "rdb_changes_since_last_save",
+                &snapshots.changes_since(facts.totals.dirty),
+            );
+            line("rdb_bgsave_in_progress", &u8::from(snapshots.in_progress()));
+            line("rdb_last_save_time", &snapshots.last_save());
+            let ok = |b: bool| if b { "ok" } else { "err" };
+            let saves = snapshots.saves();
+            line("rdb_last_bgsave_status", &ok(saves.last_ok()));
+            line("rdb_last_bgsave_time_sec", &saves.last_secs());
+            line("rdb_current_bgsave_time_sec", &saves.current_secs());
             line("rdb_last_cow_size", &0);
             line("aof_enabled", &u8::from(aof.is_some()));
             line(
@@ -722,13 +779,10 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
                 &u8::from(state.rewrite_in_progress()),
             );
             line("aof_rewrite_scheduled", &0);
-            line("aof_last_rewrite_time_sec", &state.last_rewrite_secs());
-            line(
-                "aof_current_rewrite_time_sec",
-                &state.current_rewrite_secs(),
-            );
-            let ok = |b: bool| if b { "ok" } else { "err" };
-            line("aof_last_bgrewrite_status", &ok(state.last_rewrite_ok()));
+            let rewrites = state.rewrites();
+            line("aof_last_rewrite_time_sec", &rewrites.last_secs());
+            line("aof_current_rewrite_time_sec", &rewrites.current_secs());
+            line("aof_last_bgrewrite_status", &ok(rewrites.last_ok()));
             line(
                 "aof_last_write_status",
                 &ok(aof.as_ref().is_none_or(|a| a.last_write_ok())),
@@ -865,17 +919,20 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
     Some(format!("# {title}\r\n{s}"))
 }
 
-/// SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]: stops the server
-/// gracefully, as SIGTERM does. There is nothing to save, so SAVE and
-/// NOSAVE alike just stop; the caller gets no reply, only the close.
+/// SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]: saves (SAVE, or
+/// `save` points without NOSAVE) and stops the server gracefully, as
+/// SIGTERM does; the caller gets no reply, only the close. A failed save
+/// keeps the server up, unless FORCE.
 pub fn shutdown(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (mut save, mut nosave, mut abort, mut other) = (false, false, false, false);
+    let mut force = false;
     for arg in &ctx.args[1..] {
         match arg.to_ascii_lowercase().as_slice() {
             b"save" => save = true,
             b"nosave" => nosave = true,
             b"abort" => abort = true,
-            b"now" | b"force" => other = true,
+            b"force" => (force, other) = (true, true),
+            b"now" => other = true,
             _ => return Err(CmdError::Syntax),
         }
     }
@@ -887,6 +944,19 @@ pub fn shutdown(ctx: &mut Ctx) -> CmdResult<Reply> {
         return Err(CmdError::other("ERR No shutdown in progress."));
     }
     tracing::warn!("SHUTDOWN requested by client {}", ctx.client.id);
+    let mode = if save {
+        ShutdownSave::Save
+    } else if nosave {
+        ShutdownSave::NoSave
+    } else {
+        ShutdownSave::Configured
+    };
+    if !snapshot::save_on_shutdown(ctx.shared, Some(mode)) && !force {
+        ctx.shared.snapshots.set_shutdown(ShutdownSave::Configured);
+        return Err(CmdError::other(
+            "ERR Errors trying to SHUTDOWN. Check logs.",
+        ));
+    }
     ctx.shared.stop();
     ctx.client.close_silently = true;
     Ok(Reply::OK)
@@ -1024,13 +1094,22 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         .tips(NONDET)
         .doc(
             "1.0.0",
-            "Returns when the last save happened; rlockd never saves, so its start time.",
+            "Returns the Unix timestamp of the last successful save to disk.",
         ),
+    CommandSpec::new("save", 1, Group::Server, save)
+        .flags(ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI)
+        .acl(acl::ADMIN | DANGEROUS)
+        .doc("1.0.0", "Synchronously saves the database(s) to disk."),
+    CommandSpec::new("bgsave", -1, Group::Server, bgsave)
+        .flags(ADMIN | NOSCRIPT | NO_ASYNC_LOADING)
+        .acl(acl::ADMIN | DANGEROUS)
+        .syntax("[SCHEDULE]")
+        .doc("1.0.0", "Asynchronously saves the database(s) to disk."),
     CommandSpec::new("shutdown", -1, Group::Server, shutdown)
         .flags(ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY)
         .syntax("[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]")
         .doc(
             "1.0.0",
-            "Stops the server gracefully: connections are closed, the process exits.",
+            "Synchronously saves the database(s) to disk and shuts down the Redis server.",
         ),
 ];

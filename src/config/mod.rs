@@ -13,7 +13,7 @@
 pub use file::ConfigFileError;
 pub use kept::Kept;
 pub(crate) use parse::parse_memory;
-pub use table::Config;
+pub use table::{Config, save_points};
 pub use values::{DebugCommand, FileMode};
 
 use crate::util::glob_match;
@@ -108,9 +108,9 @@ macro_rules! given_or {
 /// Makes `Config`, its `Default` and `PARAMS` from the list of directives.
 /// A field entry names its field, type and default, how a value is read
 /// (`parse`, into the field, or `set`, given the whole config) and, when
-/// its type's reading is not the one wanted, `get`. An entry of the closing
-/// `reported` block is a setting Redis has that rlockd only reports, so
-/// that clients reading it work. The doc comment is the `--help` text.
+/// its type's reading is not the one wanted, `get`. Settings rlockd
+/// only checks and reports are declared in `kept/`. The doc comment is the
+/// `--help` text.
 macro_rules! directives {
     (
         $(
@@ -126,12 +126,6 @@ macro_rules! directives {
                 $(multiword: $multiword:literal,)?
             }
         )*
-        reported {
-            $(
-                $(#[doc = $rdoc:literal])*
-                $rname:literal $(| $ralias:literal)? = $value:literal, $rchange:ident;
-            )*
-        }
     ) => {
         /// One server's settings: a field per directive.
         #[derive(Debug, Clone, PartialEq)]
@@ -177,20 +171,6 @@ macro_rules! directives {
                 multiword: given_or!([$($multiword)?] false),
                 alone: <$ty as Value>::ALONE,
                 shape: <$ty as Value>::SHAPE,
-            },)*
-            $(Param {
-                name: $rname,
-                alias: given_or!([$(Some($ralias))?] None),
-                help: concat!($($rdoc),*),
-                get: |_| $value.into(),
-                load: None,
-                change: Change::$rchange,
-                reacts: &[],
-                hidden: false,
-                // Its value is ignored, however many words it has.
-                multiword: true,
-                alone: "",
-                shape: "VALUE",
             },)*
         ];
     };

@@ -125,6 +125,14 @@ pub(super) fn text(v: &str) -> Result<String, String> {
     Ok(v.to_string())
 }
 
+/// A file or folder name in `dir`, never a path, as Redis takes one.
+pub(super) fn bare_name(v: &str, refusal: &str) -> Result<String, String> {
+    if v.is_empty() || v.contains('/') {
+        return Err(refusal.to_string());
+    }
+    text(v)
+}
+
 /// CONFIG SET client-output-buffer-limit: `<class> <hard> <soft>
 /// <soft-seconds>` groups (sizes may carry units) replace those classes'
 /// limits in `current`; the result is in Redis's form, in bytes.

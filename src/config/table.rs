@@ -358,14 +358,6 @@ directives! {
         parse: |v| parse_int(v, 0).map(|n| n.clamp(1, 500) as u64),
         change: Runtime,
     }
-    /// Redis's snapshot schedule: kept and reported, rlockd takes no
-    /// snapshots.
-    "save" => save: String {
-        default: String::new(),
-        parse: text,
-        change: Runtime,
-        multiword: true,
-    }
     /// Output buffer limits per client class: `<class> <hard> <soft>
     /// <soft-seconds>`...; rlockd applies the pubsub class's.
     "client-output-buffer-limit" => client_output_buffer_limit: String {
@@ -415,12 +407,63 @@ directives! {
     "appendfilename" => appendfilename: String {
         default: "appendonly.aof".into(),
         // A name, not a path, as in Redis.
+        parse: |v| bare_name(v, "appendfilename can't be a path, just a filename"),
+        change: Never,
+    }
+    // Snapshots (`dump.rdb`): one block, kept together for merges.
+    /// The snapshot schedule: pairs of `<seconds> <changes>`, each a point
+    /// at which BGSAVE runs when that many writes happened in that many
+    /// seconds; "": none. rlockd's default is none.
+    "save" => save: String {
+        default: String::new(),
         parse: |v: &str| {
-            if v.is_empty() || v.contains('/') {
-                return Err("appendfilename can't be a path, just a filename".to_string());
-            }
-            text(v)
+            save_points(v).map(|points| {
+                points
+                    .iter()
+                    .map(|p| format!("{} {}", p.seconds, p.changes))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
         },
+        change: Runtime,
+        multiword: true,
+    }
+    /// The snapshot file's name, in `dir`.
+    "dbfilename" => dbfilename: String {
+        default: "dump.rdb".into(),
+        parse: |v| bare_name(v, "dbfilename can't be a path, just a filename"),
+        change: Runtime,
+    }
+    /// yes: LZF-compress long strings in snapshots.
+    "rdbcompression" => rdbcompression: bool {
+        default: true,
+        parse: parse_yes_no,
+        change: Runtime,
+    }
+    /// yes: end snapshots with a CRC-64 and check it when loading one.
+    "rdbchecksum" => rdbchecksum: bool {
+        default: true,
+        parse: parse_yes_no,
+        change: Never,
+    }
+    /// yes: refuse writes while the last background save failed.
+    "stop-writes-on-bgsave-error" => stop_writes_on_bgsave_error: bool {
+        default: true,
+        parse: parse_yes_no,
+        change: Runtime,
+    }
+    /// Redis starts its AOF rewrites with an RDB preamble: kept and
+    /// reported (rlockd's rewrite writes commands).
+    "aof-use-rdb-preamble" => aof_use_rdb_preamble: bool {
+        default: true,
+        parse: parse_yes_no,
+        change: Runtime,
+    }
+    /// Redis 7's folder for a multi-part AOF: kept and reported (rlockd
+    /// writes one file, `appendfilename`).
+    "appenddirname" => appenddirname: String {
+        default: "appendonlydir".into(),
+        parse: |v| bare_name(v, "appenddirname can't be a path, just a dirname"),
         change: Never,
     }
     /// yes: load an append-only file whose last record is torn, truncating
@@ -702,10 +745,6 @@ directives! {
         change: Runtime,
         hidden: true,
     }
-    reported {
-        /// Reported only: rlockd takes no snapshots.
-        "dbfilename" = "dump.rdb", Never;
-    }
 }
 
 impl Config {
@@ -721,4 +760,31 @@ impl Config {
             stream_node_max_bytes: self.stream_node_max_bytes,
         }
     }
+}
+
+/// One `save` point: a snapshot when `changes` writes happened within
+/// `seconds`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SavePoint {
+    pub seconds: i64,
+    pub changes: i64,
+}
+
+/// `save`'s pairs, with Redis's check: an even count of integers.
+pub fn save_points(v: &str) -> Result<Vec<SavePoint>, String> {
+    let words: Vec<&str> = v.split_whitespace().collect();
+    let invalid = || "Invalid save parameters".to_string();
+    if words.len() % 2 == 1 {
+        return Err(invalid());
+    }
+    words
+        .chunks(2)
+        .map(|pair| {
+            let n = |w: &str| w.parse::<i64>().map_err(|_| invalid());
+            Ok(SavePoint {
+                seconds: n(pair[0])?,
+                changes: n(pair[1])?,
+            })
+        })
+        .collect()
 }

@@ -12,6 +12,7 @@ pub mod latency;
 pub mod persistence;
 pub mod renames;
 pub mod slowlog;
+pub mod snapshot;
 pub mod stats;
 
 pub use client::{Client, ReplyMode, WatchState};
@@ -64,6 +65,8 @@ pub struct Shared {
     pub persistence: persistence::Persistence,
     /// OOM and NOREPLICAS refusals.
     pub guard: guard::StateGuard,
+    /// SAVE, BGSAVE and the `save` schedule.
+    pub snapshots: snapshot::Snapshots,
     /// When (server ms) HTTP sent to the port was last logged: Redis logs
     /// it once a minute at most, so a flood does not flood the log.
     pub attack_logged_ms: AtomicU64,
@@ -101,6 +104,7 @@ impl Shared {
             guard,
             acl: acl::Acl::new(commands, config.requirepass.as_deref()),
             persistence: persistence::Persistence::default(),
+            snapshots: snapshot::Snapshots::new((started_ms / 1000) as i64),
             slowlog,
             latency,
             cluster,

@@ -23,13 +23,66 @@ pub struct Persistence {
     /// Wakes that loop for a request.
     asked: Notify,
     rewriting: AtomicBool,
-    started: Mutex<Option<Instant>>,
-    last_ok: AtomicBool,
-    last_secs: AtomicI64,
+    job: JobRecord,
     /// Until then (server time, Unix ms: the clock leases are measured
     /// by), writes are refused with LOADING (`lock-restart-grace-ms`); set
     /// once the data (if any) is loaded. 0: no grace.
     grace_until_ms: AtomicU64,
+}
+
+/// When a background job (a rewrite, a BGSAVE) started and how the last
+/// one ended, for INFO persistence.
+pub struct JobRecord {
+    started: Mutex<Option<Instant>>,
+    last_ok: AtomicBool,
+    /// How long the last one took; -1 before any.
+    last_secs: AtomicI64,
+}
+
+impl Default for JobRecord {
+    fn default() -> Self {
+        JobRecord {
+            started: Mutex::new(None),
+            last_ok: AtomicBool::new(true),
+            last_secs: AtomicI64::new(-1),
+        }
+    }
+}
+
+impl JobRecord {
+    pub fn start(&self) {
+        *self.started.lock() = Some(Instant::now());
+    }
+
+    pub fn end(&self, ok: bool) {
+        let secs = self
+            .started
+            .lock()
+            .take()
+            .map_or(0, |s| s.elapsed().as_secs() as i64);
+        self.last_secs.store(secs, Ordering::Relaxed);
+        self.last_ok.store(ok, Ordering::Relaxed);
+    }
+
+    pub fn last_ok(&self) -> bool {
+        self.last_ok.load(Ordering::Relaxed)
+    }
+
+    /// A job done another way (SAVE for BGSAVE) went well.
+    pub fn mark_ok(&self) {
+        self.last_ok.store(true, Ordering::Relaxed);
+    }
+
+    pub fn last_secs(&self) -> i64 {
+        self.last_secs.load(Ordering::Relaxed)
+    }
+
+    /// How long the one under way has run; -1 when none runs.
+    pub fn current_secs(&self) -> i64 {
+        self.started
+            .lock()
+            .map_or(-1, |s| s.elapsed().as_secs() as i64)
+    }
 }
 
 /// Where the append-only file lives: `dir/appendfilename`.
@@ -43,9 +96,7 @@ impl Default for Persistence {
             requested: AtomicBool::new(false),
             asked: Notify::new(),
             rewriting: AtomicBool::new(false),
-            started: Mutex::new(None),
-            last_ok: AtomicBool::new(true),
-            last_secs: AtomicI64::new(-1),
+            job: JobRecord::default(),
             grace_until_ms: AtomicU64::new(0),
         }
     }
@@ -98,18 +149,9 @@ impl Persistence {
         self.rewriting.load(Ordering::Acquire) || self.requested.load(Ordering::Acquire)
     }
 
-    pub fn last_rewrite_ok(&self) -> bool {
-        self.last_ok.load(Ordering::Relaxed)
-    }
-
-    pub fn last_rewrite_secs(&self) -> i64 {
-        self.last_secs.load(Ordering::Relaxed)
-    }
-
-    pub fn current_rewrite_secs(&self) -> i64 {
-        self.started
-            .lock()
-            .map_or(-1, |s| s.elapsed().as_secs() as i64)
+    /// When the rewrite under way started and how the last one went.
+    pub fn rewrites(&self) -> &JobRecord {
+        &self.job
     }
 
     /// Takes a pending request (also raised by the file outgrowing
@@ -129,7 +171,7 @@ impl Persistence {
             return false;
         }
         self.rewriting.store(true, Ordering::Release);
-        *self.started.lock() = Some(Instant::now());
+        self.job.start();
         true
     }
 }
@@ -164,13 +206,7 @@ pub fn rewrite(shared: &Shared) {
         Ok(()) => tracing::info!("Background AOF rewrite finished successfully"),
         Err(e) => tracing::warn!("Background AOF rewrite failed: {e}"),
     }
-    let secs = state
-        .started
-        .lock()
-        .take()
-        .map_or(0, |s| s.elapsed().as_secs() as i64);
-    state.last_secs.store(secs, Ordering::Relaxed);
-    state.last_ok.store(result.is_ok(), Ordering::Relaxed);
+    state.job.end(result.is_ok());
     state.rewriting.store(false, Ordering::Release);
 }
 

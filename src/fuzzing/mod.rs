@@ -6,6 +6,7 @@
 //! (`command::dispatch`) on an in-process server state, without
 //! sockets, so one input costs microseconds rather than a round trip.
 
+mod payload;
 mod script;
 
 use std::net::{Ipv4Addr, SocketAddr};
@@ -26,6 +27,7 @@ use crate::protocol::{ProtocolError, Reply, RequestParser};
 use crate::pubsub::{Mailbox, MailboxReceiver};
 use crate::scripting::Runner;
 
+pub use payload::restore;
 pub use script::generate as generate_script;
 
 /// Everything the request parser makes of `data`: the requests, then the

@@ -231,13 +231,7 @@ impl Keyspace {
     pub fn snapshot(&self, out: &mut impl Write) -> std::io::Result<()> {
         let mut stream = Stream::default();
         for idx in 0..SHARDS {
-            let shard = loop {
-                // Only a script past the busy threshold refuses: it ends.
-                match self.lock_shard(idx) {
-                    Ok(shard) => break shard,
-                    Err(_) => std::thread::sleep(std::time::Duration::from_millis(5)),
-                }
-            };
+            let shard = self.wait_shard(idx);
             let now = self.clock.now_ms();
             for (db, map) in shard.dbs.iter().enumerate() {
                 for node in map.iter().filter(|n| !n.is_expired(now)) {

@@ -5,6 +5,10 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// Redis's default `list-max-listpack-size -2`: 8 KB per quicklist node
+/// (rlockd keeps the directive without acting on it).
+pub(super) const LIST_NODE_BYTES: u64 = 8 * 1024;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EncodingLimits {
     pub hash_max_listpack_entries: u64,

@@ -272,7 +272,9 @@ impl<'a> Locked<'a> {
                 let guard = if pos == self.guards.len() {
                     self.ks.lock_shard(idx)?
                 } else {
-                    mutex.try_lock().ok_or(CmdError::ShardBusy)?
+                    let guard = mutex.try_lock().ok_or(CmdError::ShardBusy)?;
+                    self.ks.settle(idx, &guard);
+                    guard
                 };
                 self.guards.insert(pos, (idx, guard));
                 Ok(pos)

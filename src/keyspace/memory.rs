@@ -8,6 +8,7 @@
 
 use bytes::Bytes;
 
+use super::limits::LIST_NODE_BYTES;
 use super::{HashValue, SetValue, SortedSet, StrEncoding, StrForm, Value};
 use crate::util::{format_double, parse_i64};
 
@@ -18,8 +19,6 @@ const QUICKLIST: u64 = 40;
 const QUICKLIST_NODE: u64 = 40;
 /// A listpack's header and end marker.
 const LISTPACK_OVERHEAD: u64 = 7;
-/// Redis's default `list-max-listpack-size -2`: 8 KB per quicklist node.
-const LIST_NODE_BYTES: u64 = 8 * 1024;
 const ZSET_SKIPLIST: u64 = 32;
 const ZSET_HEADER_NODE: u64 = 24 + 32 * 16;
 /// A skiplist node with its average of 1.33 levels.

@@ -53,6 +53,10 @@ pub struct Keyspace {
     pub(super) log: parking_lot::RwLock<Option<Arc<crate::persist::Aof>>>,
     /// Set while `log` is: a command notes what it changes only then.
     pub(super) logging: AtomicBool,
+    /// The capture under way (BGSAVE), and whether there is one: every
+    /// shard taken asks (see `snapshot`).
+    pub(super) capture: parking_lot::RwLock<Option<Arc<super::snapshot::Capture>>>,
+    pub(super) capturing: AtomicBool,
     /// Set while the append-only file is replayed at start.
     pub(super) loading: AtomicBool,
     /// Whether `maxmemory-policy` is an LFU one: keys' access clocks then
@@ -98,6 +102,8 @@ impl Keyspace {
             limits: limits::SharedLimits::new(EncodingLimits::default()),
             log: Default::default(),
             logging: AtomicBool::new(false),
+            capture: Default::default(),
+            capturing: AtomicBool::new(false),
             loading: AtomicBool::new(false),
             lfu: AtomicBool::new(false),
         }
@@ -158,7 +164,25 @@ impl Keyspace {
         &self.clock
     }
 
+    /// Takes shard `idx`, settling it for a capture that owes it.
     pub(super) fn lock_shard(&self, idx: usize) -> CmdResult<MutexGuard<'_, Shard>> {
+        let guard = self.take_shard_lock(idx)?;
+        self.settle(idx, &guard);
+        Ok(guard)
+    }
+
+    /// Takes shard `idx`, waiting out a busy script rather than failing.
+    pub(super) fn wait_shard(&self, idx: usize) -> MutexGuard<'_, Shard> {
+        loop {
+            // Only a script past the busy threshold refuses: it ends.
+            match self.lock_shard(idx) {
+                Ok(shard) => return shard,
+                Err(_) => std::thread::sleep(BUSY_POLL),
+            }
+        }
+    }
+
+    fn take_shard_lock(&self, idx: usize) -> CmdResult<MutexGuard<'_, Shard>> {
         if let Some(guard) = self.shards[idx].try_lock() {
             return Ok(guard);
         }
@@ -230,10 +254,13 @@ impl Keyspace {
             .iter()
             .enumerate()
             .filter(|&(i, _)| wait || self.alarm.shard_due(i, now))
-            .map(|(_, s)| {
+            .map(|(i, s)| {
                 // A shard skipped as busy stays due for the next pass.
                 let shard = if wait { Some(s.lock()) } else { s.try_lock() };
-                shard.map_or((0, 0), |mut shard| shard.expire_due(now, &*self.events))
+                shard.map_or((0, 0), |mut shard| {
+                    self.settle(i, &shard);
+                    shard.expire_due(now, &*self.events)
+                })
             })
             .fold((0, 0), |(n, lag), (m, l)| (n + m, lag.max(l)));
         self.alarm.settle();

@@ -269,6 +269,38 @@ impl Stream {
         self.entries_added = self.entries_added.saturating_add(1);
     }
 
+    /// Each node as Redis would hold it: its master id (the first entry
+    /// appended to it, maybe deleted since) and its last entry's id.
+    pub fn node_spans(&self) -> impl Iterator<Item = (StreamId, StreamId)> + '_ {
+        self.nodes.iter().map(|(first, node)| (*first, node.last))
+    }
+
+    /// Adds a node as a loaded RDB file or DUMP payload gives it: `entries`
+    /// (ascending, past every entry so far) under the master id `master`,
+    /// which held `deleted` more that are gone. The caller sets the
+    /// stream's counters after its last node.
+    pub fn load_node(
+        &mut self,
+        master: StreamId,
+        entries: Vec<(StreamId, Vec<Bytes>)>,
+        deleted: u32,
+    ) {
+        let Some(&(last, _)) = entries.last() else {
+            return;
+        };
+        let mut node = Node {
+            appended: deleted + entries.len() as u32,
+            live: entries.len() as u32,
+            last,
+            bytes: 16,
+        };
+        for (id, fields) in entries {
+            node.bytes += entry_bytes(&fields);
+            self.entries.insert(id, fields.into_boxed_slice());
+        }
+        self.nodes.insert(master, node);
+    }
+
     /// Deletes one entry; false if there is none with that id.
     pub fn delete(&mut self, id: StreamId) -> bool {
         if self.entries.remove(&id).is_none() {

@@ -7,8 +7,12 @@
 //! What is logged is decided above (the keyspace logs each write as the
 //! state it left the keys in); this module knows only records, databases
 //! and bytes.
+//!
+//! `rdb` is Redis's snapshot format at the level of bytes, which DUMP
+//! payloads, `dump.rdb` and the AOF's preamble share.
 
 pub mod load;
+pub mod rdb;
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -454,4 +458,19 @@ pub fn install_snapshot(path: &Path, file: File, tmp: &Path) -> std::io::Result<
     std::fs::rename(tmp, path)?;
     sync_dir(path);
     Ok(())
+}
+
+/// Writes `bytes` as the file at `path` whole or not at all: to a
+/// temporary file beside it (`temp-<pid>.rdb`, Redis's name), fsynced,
+/// then renamed over it.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_file_name(format!("temp-{}.rdb", std::process::id()));
+    let written = File::create(&tmp).and_then(|mut file| {
+        file.write_all(bytes)?;
+        install_snapshot(path, file, &tmp)
+    });
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }

@@ -10,6 +10,7 @@ use bytes::Bytes;
 
 use super::Registered;
 use crate::error::{CmdError, CmdResult};
+use crate::persist::rdb;
 
 pub struct Library {
     pub name: String,
@@ -117,56 +118,66 @@ impl Libraries {
     }
 }
 
-/// FUNCTION DUMP's payload: rlockd's own format (Redis's is an RDB
-/// fragment), with a version and a checksum that RESTORE checks.
-const DUMP_MAGIC: &[u8] = b"rlockd-functions";
-const DUMP_VERSION: u8 = 1;
-
+/// FUNCTION DUMP's payload, as Redis 7.0 writes it: each library's code
+/// after RDB's function opcode, then the RDB version and CRC-64 that close
+/// a DUMP payload.
 pub fn dump<'l>(libraries: impl Iterator<Item = &'l Arc<Library>>) -> Vec<u8> {
-    let mut out = DUMP_MAGIC.to_vec();
-    out.push(DUMP_VERSION);
+    let mut enc = rdb::Encoder::new(true);
     for library in libraries {
-        out.extend_from_slice(&(library.code.len() as u64).to_le_bytes());
-        out.extend_from_slice(&library.code);
+        enc.byte(rdb::opcode::FUNCTION_2);
+        enc.string(&library.code);
     }
-    let sum = checksum(&out);
-    out.extend_from_slice(&sum);
-    out
+    rdb::seal_payload(enc.out)
 }
 
-fn checksum(bytes: &[u8]) -> [u8; 8] {
-    let digest = sha1_smol::Sha1::from(bytes).digest().bytes();
-    let mut sum = [0; 8];
-    sum.copy_from_slice(&digest[..8]);
-    sum
-}
-
-/// The libraries' code in a FUNCTION DUMP payload.
+/// The libraries' code in a FUNCTION DUMP payload, with Redis's errors;
+/// the release candidates' form (name, engine and code apart) is joined
+/// into the code's shebang as Redis 7.0 joins it.
 pub fn undump(payload: &[u8]) -> CmdResult<Vec<Bytes>> {
-    let bad = || CmdError::other("ERR DUMP payload version or checksum are wrong");
-    let body_len = payload.len().checked_sub(8).ok_or_else(bad)?;
-    let (body, sum) = payload.split_at(body_len);
-    if checksum(body) != sum {
-        return Err(bad());
-    }
-    let mut rest = body.strip_prefix(DUMP_MAGIC).ok_or_else(bad)?;
-    let (&version, tail) = rest.split_first().ok_or_else(bad)?;
-    if version != DUMP_VERSION {
-        return Err(bad());
-    }
-    rest = tail;
+    let body = rdb::open_payload(payload)
+        .ok_or_else(|| CmdError::other("ERR DUMP payload version or checksum are wrong"))?;
+    let mut dec = rdb::Decoder::new(body);
     let mut codes = Vec::new();
-    while !rest.is_empty() {
-        let (len, tail) = rest.split_first_chunk::<8>().ok_or_else(bad)?;
-        let len = usize::try_from(u64::from_le_bytes(*len)).map_err(|_| bad())?;
-        if len > tail.len() {
-            return Err(bad());
-        }
-        let (code, tail) = tail.split_at(len);
-        codes.push(Bytes::copy_from_slice(code));
-        rest = tail;
+    while !dec.is_empty() {
+        let kind = dec
+            .byte()
+            .map_err(|_| load_error("can not read data type"))?;
+        let code = match kind {
+            rdb::opcode::FUNCTION_2 => field(&mut dec, "Failed loading library payload")?,
+            rdb::opcode::FUNCTION_PRE_GA => {
+                let name = field(&mut dec, "Failed loading library name")?;
+                let engine = field(&mut dec, "Failed loading engine name")?;
+                let has_description = dec
+                    .len()
+                    .map_err(|_| load_error("Failed loading library description indicator"))?;
+                if has_description != 0 {
+                    field(&mut dec, "Failed loading library description")?;
+                }
+                let blob = field(&mut dec, "Failed loading library blob")?;
+                let mut code = b"#!".to_vec();
+                code.extend_from_slice(&engine);
+                code.extend_from_slice(b" name=");
+                code.extend_from_slice(&name);
+                code.push(b'\n');
+                code.extend_from_slice(&blob);
+                code
+            }
+            _ => return Err(load_error("given type is not a function")),
+        };
+        codes.push(Bytes::from(code));
     }
     Ok(codes)
+}
+
+/// One string of a library's record, or Redis's error naming it.
+fn field(dec: &mut rdb::Decoder<'_>, what: &str) -> CmdResult<Vec<u8>> {
+    dec.string()
+        .map(|s| s.into_owned())
+        .map_err(|_| load_error(what))
+}
+
+fn load_error(what: &str) -> CmdError {
+    CmdError::other(format!("ERR {what}"))
 }
 
 #[cfg(test)]
@@ -197,5 +208,28 @@ mod tests {
         let mut damaged = payload.clone();
         damaged[20] ^= 1;
         assert!(undump(&damaged).is_err());
+        // Redis 7.0.15's FUNCTION DUMP after a FUNCTION LOAD of this code.
+        let code = "#!lua name=mylib\nredis.register_function('myfunc', function(keys, args) return 1 end)";
+        let redis: &[u8] = b"\xf5@U#!lua name=mylib\nredis.register_function('myfunc', function(keys, args) return 1 end)\n\x00(\xe9\x9as.\xda\x0b\xf3";
+        assert_eq!(dump([library("mylib", code)].iter()), redis);
+        assert_eq!(undump(redis).unwrap(), [Bytes::from(code)]);
+        // The release candidates' record: name, engine, no description,
+        // code; joined into a shebang.
+        let mut pre_ga = rdb::Encoder::new(false);
+        pre_ga.byte(rdb::opcode::FUNCTION_PRE_GA);
+        pre_ga.string(b"old");
+        pre_ga.string(b"lua");
+        pre_ga.len(0);
+        pre_ga.string(b"return 1");
+        assert_eq!(
+            undump(&rdb::seal_payload(pre_ga.out)).unwrap(),
+            [Bytes::from("#!lua name=old\nreturn 1")]
+        );
+        let mut not_a_function = vec![0u8, 1, b'x'];
+        not_a_function = rdb::seal_payload(not_a_function);
+        assert_eq!(
+            undump(&not_a_function).unwrap_err(),
+            CmdError::other("ERR given type is not a function")
+        );
     }
 }

@@ -24,6 +24,7 @@ use crate::clock::{Clock, ManualClock, SystemClock};
 use crate::config::Config;
 use crate::context::Shared;
 use crate::context::renames::CommandNames;
+use crate::context::snapshot;
 pub use crate::context::{HeldLock, LockKind, LockOwner, PauseMode, Waiters};
 use listener::{Accepted, Listener, METRICS, SERVER, Stream, UnixSocket, listen};
 
@@ -347,17 +348,30 @@ impl ServerBuilder {
                 ))
             })?;
         }
-        if shared.config.read().appendonly {
+        // As Redis: the append-only file when it is on, else the snapshot,
+        // which clients already connected to are told LOADING about.
+        let from_snapshot = !shared.config.read().appendonly;
+        if from_snapshot {
+            shared.snapshots.set_loading(true);
+        } else {
             aof::load_and_open(&shared)?;
         }
-        shared
-            .persistence
-            .start_grace(&shared.config.read(), shared.now_ms());
         let stop_rx = shared.shutdown.subscribe();
         let mut tasks = JoinSet::new();
         for listener in listeners {
             tasks.spawn(accept_loop(shared.clone(), listener, stop_rx.clone()));
         }
+        if from_snapshot {
+            let loaded = snapshot::load_file(&shared, false);
+            shared.snapshots.set_loading(false);
+            loaded.map_err(|e| {
+                tracing::warn!("{e}");
+                io::Error::other(e.to_string())
+            })?;
+        }
+        shared
+            .persistence
+            .start_grace(&shared.config.read(), shared.now_ms());
         if let Some(listener) = metrics {
             tasks.spawn(metrics::serve(shared.clone(), listener, stop_rx.clone()));
         }
@@ -619,9 +633,12 @@ async fn housekeeping(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
         let period = Duration::from_millis(1000 / shared.config.read().hz.max(1));
         if now >= next_cron {
             start_rewrite_if_asked(&shared);
+            snapshot::run_schedule(&shared);
+            snapshot::finish_in_background(&shared);
             next_cron = now + period;
         }
-        let cron = shared.keyspace.log().is_some().then_some(next_cron);
+        let cron = (shared.keyspace.log().is_some() || snapshot::has_schedule(&shared))
+            .then_some(next_cron);
         let expiry = alarm.due().map(|due| {
             // A far deadline (EXPIREAT can name any year) is looked at
             // again within the hour rather than overflowing an Instant.
@@ -634,6 +651,10 @@ async fn housekeeping(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
             _ = alarm.rung_earlier() => continue,
             _ = shared.persistence.rewrite_asked() => {
                 start_rewrite_if_asked(&shared);
+                continue;
+            }
+            _ = shared.snapshots.save_asked() => {
+                snapshot::finish_in_background(&shared);
                 continue;
             }
             _ = stop.changed() => return,
@@ -991,6 +1012,7 @@ impl ServerHandle {
     /// The append-only file is written out and fsynced last.
     pub async fn wait(&mut self) {
         while self.tasks.join_next().await.is_some() {}
+        snapshot::save_on_shutdown(&self.shared, None);
         if let Some(aof) = self.shared.keyspace.log() {
             aof.close();
         }

@@ -229,6 +229,9 @@ pub struct Setup<'a> {
     /// `enable-protected-configs` (`yes`, `local`): who may CONFIG SET
     /// `dir`.
     pub protected_configs: Option<&'a str>,
+    /// A snapshot the reference server starts from (its own directory
+    /// gets a copy, as `dump.rdb`). rlockd ignores it.
+    pub rdb: Option<&'a Path>,
 }
 
 impl<'a> Setup<'a> {
@@ -352,6 +355,9 @@ impl RedisServer {
                 }
                 port
             });
+            if let Some(rdb) = setup.rdb {
+                std::fs::copy(rdb, dir.join("dump.rdb")).expect("a copy of the snapshot");
+            }
             if setup.cluster {
                 extra.extend([
                     "--cluster-enabled".into(),
@@ -427,6 +433,11 @@ impl RedisServer {
     pub fn port(&self) -> u16 {
         self.addr.port()
     }
+
+    /// Its `dir`, where SAVE writes `dump.rdb`.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
 }
 
 impl Drop for RedisServer {
@@ -479,6 +490,15 @@ pub struct Rlockd {
     pub addr: SocketAddr,
     /// With `Setup::tls`.
     pub tls_port: Option<u16>,
+    /// Its own `dir`, as the reference has, so a snapshot (DEBUG RELOAD)
+    /// lands there and no other server loads it.
+    dir: PathBuf,
+}
+
+impl Drop for Rlockd {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 impl Rlockd {
@@ -495,9 +515,14 @@ impl Rlockd {
     }
 
     pub fn start_setup(setup: Setup) -> Rlockd {
+        static STARTED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("rlockd-sub-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
         // DEBUG on both sides, as the reference's command line allows it.
         let mut config = rlockd::Config {
             enable_debug_command: rlockd::DebugCommand::Yes,
+            dir: dir.to_string_lossy().into_owned(),
             ..rlockd::Config::default()
         };
         if let Some(who) = setup.protected_configs {
@@ -526,6 +551,7 @@ impl Rlockd {
             addr: server.addr(),
             tls_port: server.tls_addrs().first().map(|a| a.port()),
             _server: server,
+            dir,
         }
     }
 

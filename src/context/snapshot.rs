@@ -1,0 +1,621 @@
+//! Snapshots as the server runs them: SAVE, BGSAVE (now, or SCHEDULE'd
+//! behind an AOF rewrite), the `save` schedule, the save at shutdown, and
+//! loading `dump.rdb` (at start and for DEBUG RELOAD). The keyspace takes
+//! the point-in-time copy (`Keyspace::begin_capture`, whose doc says why
+//! it is consistent while clients write); `persist::rdb` frames the file.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::time::Instant;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+use super::Shared;
+use super::persistence::JobRecord;
+use crate::config::{Config, save_points};
+use crate::keyspace::snapshot::{CaptureOptions, Clocks, DbImage, LoadedKey};
+use crate::persist::rdb::{FileReader, FileWriter, Item, RdbError};
+
+/// How long a failed background save waits before the schedule tries
+/// again (Redis's `CONFIG_BGSAVE_RETRY_DELAY`).
+const RETRY_SECS: i64 = 5;
+
+/// What SHUTDOWN asked of the save on the way out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShutdownSave {
+    /// As the `save` schedule says: a save when it has points.
+    Configured,
+    Save,
+    NoSave,
+}
+
+/// The saves' state, for BGSAVE, LASTSAVE and INFO persistence.
+pub struct Snapshots {
+    running: AtomicBool,
+    /// BGSAVE SCHEDULE: to start once the AOF rewrite under way ends.
+    scheduled: AtomicBool,
+    /// Unix seconds of the last successful save (or of the start).
+    last_save: AtomicI64,
+    /// Unix seconds of the last background save tried.
+    last_try: AtomicI64,
+    job: JobRecord,
+    /// The keyspace's change counter when the last successful save began.
+    dirty_at_save: AtomicU64,
+    shutdown: Mutex<ShutdownSave>,
+    /// A BGSAVE's capture, begun by the command, for the server's
+    /// background loop to finish on a thread of its own.
+    pending: Mutex<Option<Begun>>,
+    asked: Notify,
+    /// Set while `dump.rdb` loads at start: commands without the LOADING
+    /// flag are refused.
+    loading: AtomicBool,
+    /// FLUSHALL while a BGSAVE runs: its file, older than the flush, is
+    /// not written (Redis kills the child).
+    cancelled: AtomicBool,
+}
+
+impl Snapshots {
+    pub fn new(started_secs: i64) -> Snapshots {
+        Snapshots {
+            running: AtomicBool::new(false),
+            scheduled: AtomicBool::new(false),
+            last_save: AtomicI64::new(started_secs),
+            last_try: AtomicI64::new(0),
+            job: JobRecord::default(),
+            dirty_at_save: AtomicU64::new(0),
+            shutdown: Mutex::new(ShutdownSave::Configured),
+            pending: Mutex::new(None),
+            asked: Notify::new(),
+            cancelled: AtomicBool::new(false),
+            loading: AtomicBool::new(false),
+        }
+    }
+
+    pub fn in_progress(&self) -> bool {
+        self.running.load(Ordering::Acquire)
+    }
+
+    pub fn scheduled(&self) -> bool {
+        self.scheduled.load(Ordering::Acquire)
+    }
+
+    /// BGSAVE SCHEDULE while a rewrite runs.
+    pub fn schedule(&self) {
+        self.scheduled.store(true, Ordering::Release);
+    }
+
+    pub fn last_save(&self) -> i64 {
+        self.last_save.load(Ordering::Relaxed)
+    }
+
+    /// When the BGSAVE under way started and how the last one went.
+    pub fn saves(&self) -> &JobRecord {
+        &self.job
+    }
+
+    /// Changes since the last save, from the keyspace's counter `dirty`.
+    pub fn changes_since(&self, dirty: u64) -> u64 {
+        dirty.saturating_sub(self.dirty_at_save.load(Ordering::Relaxed))
+    }
+
+    pub fn loading(&self) -> bool {
+        self.loading.load(Ordering::Acquire)
+    }
+
+    pub fn set_loading(&self, on: bool) {
+        self.loading.store(on, Ordering::Release);
+    }
+
+    pub fn set_shutdown(&self, mode: ShutdownSave) {
+        *self.shutdown.lock() = mode;
+    }
+
+    /// Returns once a BGSAVE waits to be finished.
+    pub async fn save_asked(&self) {
+        self.asked.notified().await
+    }
+
+    /// Claims the right to save; false while another save runs.
+    fn claim(&self) -> bool {
+        !self.running.swap(true, Ordering::AcqRel)
+    }
+}
+
+/// Where the snapshot lives: `dir/dbfilename`.
+pub fn rdb_path(config: &Config) -> PathBuf {
+    PathBuf::from(&config.dir).join(&config.dbfilename)
+}
+
+/// Why a save failed.
+#[derive(Debug)]
+pub enum SaveError {
+    /// Another save runs.
+    InProgress,
+    Io(std::io::Error),
+}
+
+impl std::fmt::Display for SaveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SaveError::InProgress => f.write_str("a background save is in progress"),
+            SaveError::Io(e) => e.fmt(f),
+        }
+    }
+}
+
+/// The capture's options and where it goes, read once from the config.
+struct Plan {
+    options: CaptureOptions,
+    checksum: bool,
+    path: PathBuf,
+}
+
+fn plan(shared: &Shared) -> Plan {
+    let config = shared.config.read();
+    let policy = &config.maxmemory_policy;
+    let clocks = if policy.contains("lfu") {
+        Clocks::Lfu
+    } else if policy.contains("lru") {
+        Clocks::Lru
+    } else {
+        Clocks::None
+    };
+    Plan {
+        options: CaptureOptions {
+            compress: config.rdbcompression,
+            clocks,
+        },
+        checksum: config.rdbchecksum,
+        path: rdb_path(&config),
+    }
+}
+
+/// A capture begun: the keyspace's part, the libraries and change count
+/// as of the same moment.
+struct Begun {
+    capture: Arc<crate::keyspace::snapshot::Capture>,
+    functions: Vec<Bytes>,
+    plan: Plan,
+}
+
+fn library_codes(shared: &Shared) -> Vec<Bytes> {
+    let libraries = shared.scripts.libraries.read();
+    libraries.libraries().map(|l| l.code.clone()).collect()
+}
+
+fn begin(shared: &Shared) -> Begun {
+    let plan = plan(shared);
+    // Read first: a library loaded between these two lines is in the
+    // next save, never half in this one.
+    let functions = library_codes(shared);
+    let capture = shared.keyspace.begin_capture(plan.options);
+    Begun {
+        capture,
+        functions,
+        plan,
+    }
+}
+
+/// Encodes what `begun` owes and writes the file; false if a FLUSHALL
+/// meanwhile made it stale.
+fn finish(shared: &Shared, begun: Begun) -> std::io::Result<bool> {
+    let images = shared.keyspace.end_capture(&begun.capture);
+    if shared.snapshots.cancelled.swap(false, Ordering::AcqRel) {
+        return Ok(false);
+    }
+    let bytes = frame(&begun.plan, &begun.functions, images);
+    crate::persist::write_atomically(&begun.plan.path, &bytes)?;
+    let state = &shared.snapshots;
+    state
+        .last_save
+        .store((shared.now_ms() / 1000) as i64, Ordering::Relaxed);
+    state
+        .dirty_at_save
+        .store(begun.capture.dirty, Ordering::Relaxed);
+    Ok(true)
+}
+
+/// A whole file from the databases' keys, as Redis 7.0 lays it out.
+fn frame(plan: &Plan, functions: &[Bytes], images: Vec<DbImage>) -> Vec<u8> {
+    let mut file = FileWriter::new(plan.options.compress);
+    file.aux("redis-ver", crate::protocol::REDIS_VERSION.as_bytes());
+    file.aux("redis-bits", b"64");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    file.aux("ctime", now.to_string().as_bytes());
+    let used = crate::util::alloc::memory_now().used;
+    file.aux("used-mem", used.to_string().as_bytes());
+    file.aux("aof-base", b"0");
+    for code in functions {
+        file.function(code);
+    }
+    for (db, image) in images.into_iter().enumerate() {
+        if image.keys == 0 {
+            continue;
+        }
+        file.select_db(db as u64, image.keys, image.expires);
+        for part in &image.parts {
+            file.keys(part);
+        }
+    }
+    file.finish(plan.checksum)
+}
+
+/// SAVE (and the save at shutdown): the file written before it returns.
+pub fn save(shared: &Shared) -> Result<(), SaveError> {
+    if !shared.snapshots.claim() {
+        return Err(SaveError::InProgress);
+    }
+    shared.snapshots.cancelled.store(false, Ordering::Release);
+    let begun = begin(shared);
+    let result = finish(shared, begun);
+    shared.snapshots.running.store(false, Ordering::Release);
+    match result {
+        Ok(_) => {
+            tracing::info!("DB saved on disk");
+            // As in Redis, a save that works clears a failed one's refusal.
+            shared.snapshots.job.mark_ok();
+            shared.guard.set_save_failed(false);
+            Ok(())
+        }
+        Err(e) => {
+            tracing::warn!("Failed saving the DB: {e}");
+            Err(SaveError::Io(e))
+        }
+    }
+}
+
+/// BGSAVE: the point in time is taken before this returns; the server's
+/// background loop has the rest done on a thread of its own
+/// (`finish_in_background`).
+pub fn background_save(shared: &Shared) -> Result<(), SaveError> {
+    let state = &shared.snapshots;
+    if !state.claim() {
+        return Err(SaveError::InProgress);
+    }
+    state.scheduled.store(false, Ordering::Release);
+    state.cancelled.store(false, Ordering::Release);
+    state
+        .last_try
+        .store((shared.now_ms() / 1000) as i64, Ordering::Relaxed);
+    state.job.start();
+    let begun = begin(shared);
+    *state.pending.lock() = Some(begun);
+    state.asked.notify_one();
+    tracing::info!("Background saving started by pid {}", std::process::id());
+    Ok(())
+}
+
+/// Finishes a BGSAVE's capture, if one waits, on a thread of its own.
+pub fn finish_in_background(shared: &Arc<Shared>) {
+    let Some(begun) = shared.snapshots.pending.lock().take() else {
+        return;
+    };
+    let worker = shared.clone();
+    let spawned = std::thread::Builder::new()
+        .name("rlockd-bgsave".into())
+        .spawn(move || {
+            let result = finish(&worker, begun);
+            let state = &worker.snapshots;
+            match &result {
+                Ok(true) => {
+                    tracing::info!("DB saved on disk");
+                    tracing::info!("Background saving terminated with success");
+                }
+                Ok(false) => tracing::warn!("Background saving terminated by signal 10"),
+                Err(e) => tracing::warn!("Background saving error: {e}"),
+            }
+            state.job.end(result.is_ok());
+            worker.guard.set_save_failed(result.is_err());
+            state.running.store(false, Ordering::Release);
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("Can't save in background: {e}");
+        shared.snapshots.job.end(false);
+        shared.guard.set_save_failed(true);
+        shared.snapshots.running.store(false, Ordering::Release);
+    }
+}
+
+/// FLUSHALL with `save` points: the file made empty of keys at once
+/// (its libraries stay, as FLUSHALL leaves them), while the caller holds
+/// every shard; a BGSAVE under way is dropped. `dirty` is the keyspace's
+/// change counter after the flush, which counts as one change after the
+/// save, as in Redis.
+pub fn save_flushed(shared: &Shared, dirty: u64) -> std::io::Result<()> {
+    let state = &shared.snapshots;
+    state.cancelled.store(true, Ordering::Release);
+    let plan = plan(shared);
+    let functions = library_codes(shared);
+    let bytes = frame(&plan, &functions, Vec::new());
+    crate::persist::write_atomically(&plan.path, &bytes)?;
+    state
+        .last_save
+        .store((shared.now_ms() / 1000) as i64, Ordering::Relaxed);
+    state
+        .dirty_at_save
+        .store(dirty.saturating_sub(1), Ordering::Relaxed);
+    tracing::info!("DB saved on disk");
+    Ok(())
+}
+
+/// The schedule, run by the server's background loop: a SCHEDULE'd
+/// BGSAVE once no rewrite runs, or the first `save` point reached.
+pub fn run_schedule(shared: &Arc<Shared>) {
+    let state = &shared.snapshots;
+    if state.in_progress() || shared.persistence.rewrite_in_progress() {
+        return;
+    }
+    if state.scheduled() {
+        let _ = background_save(shared);
+        return;
+    }
+    let points = save_points(&shared.config.read().save).unwrap_or_default();
+    if points.is_empty() {
+        return;
+    }
+    let now = (shared.now_ms() / 1000) as i64;
+    let since_save = now - state.last_save();
+    let may_retry =
+        state.job.last_ok() || now - state.last_try.load(Ordering::Relaxed) > RETRY_SECS;
+    if !may_retry {
+        return;
+    }
+    let changes = state.changes_since(shared.keyspace.dirty());
+    if let Some(point) = points
+        .iter()
+        .find(|p| changes >= p.changes.max(0) as u64 && since_save > p.seconds)
+    {
+        tracing::info!(
+            "{} changes in {} seconds. Saving...",
+            point.changes,
+            point.seconds
+        );
+        let _ = background_save(shared);
+    }
+}
+
+/// Whether the schedule needs the background loop awake.
+pub fn has_schedule(shared: &Shared) -> bool {
+    shared.snapshots.scheduled() || !shared.config.read().save.is_empty()
+}
+
+/// The save on the way out, as SHUTDOWN (`mode`, when it names one) or
+/// the `save` schedule asks: false if it was wanted and failed. Done
+/// once: a later call (the server's last step) does nothing.
+pub fn save_on_shutdown(shared: &Shared, mode: Option<ShutdownSave>) -> bool {
+    let mode = {
+        let mut kept = shared.snapshots.shutdown.lock();
+        let mode = mode.unwrap_or(*kept);
+        *kept = ShutdownSave::NoSave;
+        mode
+    };
+    let wanted = match mode {
+        ShutdownSave::Configured => !shared.config.read().save.is_empty(),
+        ShutdownSave::Save => true,
+        ShutdownSave::NoSave => false,
+    };
+    if !wanted {
+        return true;
+    }
+    tracing::info!("Saving the final RDB snapshot before exiting.");
+    // A BGSAVE begun but not handed to a thread is finished here; one
+    // running is waited for, then superseded.
+    if let Some(begun) = shared.snapshots.pending.lock().take() {
+        let _ = finish(shared, begun);
+        shared.snapshots.running.store(false, Ordering::Release);
+    }
+    while shared.snapshots.in_progress() {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    if save(shared).is_err() {
+        tracing::warn!("Error trying to save the DB, can't exit.");
+        return false;
+    }
+    true
+}
+
+/// Why a file could not be loaded, as Redis logs it.
+#[derive(Debug)]
+pub enum LoadError {
+    Io(std::io::Error),
+    Format(RdbError),
+    /// A function library that does not load, or collides.
+    Function(String),
+    /// A key the keyspace refused.
+    Key(String),
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadError::Io(e) => write!(f, "Fatal error loading the DB: {e}. Exiting."),
+            LoadError::Format(RdbError::BadHeader) => {
+                f.write_str("Wrong signature or RDB version trying to load DB from file")
+            }
+            LoadError::Format(RdbError::Truncated { .. }) => {
+                f.write_str("Short read or OOM loading DB. Unrecoverable error, aborting now.")
+            }
+            LoadError::Format(e @ RdbError::Checksum { .. }) => write!(f, "{e}. Aborting now."),
+            LoadError::Format(e) => write!(f, "Internal error in RDB reading: {e}"),
+            LoadError::Function(e) => write!(f, "Failed loading library: {e}"),
+            LoadError::Key(e) => write!(f, "Failed loading a key: {e}"),
+        }
+    }
+}
+
+impl From<RdbError> for LoadError {
+    fn from(e: RdbError) -> Self {
+        LoadError::Format(e)
+    }
+}
+
+/// Loads `dump.rdb` if it exists; false if there is none. Its libraries
+/// replace those of the same names when `merge` (DEBUG RELOAD MERGE),
+/// else such a name is an error; its keys replace any of theirs.
+pub fn load_file(shared: &Shared, merge: bool) -> Result<bool, LoadError> {
+    let (path, verify) = {
+        let config = shared.config.read();
+        (rdb_path(&config), config.rdbchecksum)
+    };
+    let data = match std::fs::read(&path) {
+        Ok(data) => data,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(LoadError::Io(e)),
+    };
+    let started = Instant::now();
+    shared.keyspace.set_loading(true);
+    let loaded = load_bytes(shared, &data, verify, merge);
+    shared.keyspace.set_loading(false);
+    let Counts {
+        keys,
+        expired,
+        empty,
+    } = loaded?;
+    if empty > 0 {
+        tracing::info!(
+            "Done loading RDB, keys loaded: {keys}, keys expired: {expired}, empty keys skipped: {empty}."
+        );
+    } else {
+        tracing::info!("Done loading RDB, keys loaded: {keys}, keys expired: {expired}.");
+    }
+    tracing::info!(
+        "DB loaded from disk: {:.3} seconds",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(true)
+}
+
+/// Keys loaded per hold of their shards.
+const LOAD_BATCH: usize = 1024;
+
+fn load_batch(shared: &Shared, batch: &mut Vec<LoadedKey>) -> Result<u64, LoadError> {
+    shared
+        .keyspace
+        .load_keys(batch)
+        .map_err(|e| LoadError::Key(e.to_string()))
+}
+
+/// What a load loaded and skipped.
+struct Counts {
+    keys: u64,
+    expired: u64,
+    /// Empty collections, which no key holds.
+    empty: u64,
+}
+
+/// Loads a whole file.
+fn load_bytes(
+    shared: &Shared,
+    data: &[u8],
+    verify: bool,
+    merge: bool,
+) -> Result<Counts, LoadError> {
+    let mut reader = FileReader::open(data)?;
+    let limits = shared.keyspace.limits();
+    let databases = shared.keyspace.databases() as u64;
+    let heap = shared.config.read().lua_heap_limit as usize;
+    let (mut db, mut read, mut expired, mut empty) = (0, 0, 0, 0);
+    let mut batch = Vec::with_capacity(LOAD_BATCH);
+    loop {
+        let at = reader.decoder().pos();
+        match reader.next()? {
+            Item::Aux { name, value } => {
+                if &*name == b"redis-ver" {
+                    tracing::info!(
+                        "Loading RDB produced by version {}",
+                        String::from_utf8_lossy(&value)
+                    );
+                }
+            }
+            Item::SelectDb(n) => {
+                if n >= databases {
+                    return Err(RdbError::Corrupt {
+                        at,
+                        what: "FATAL: Data file was created with a Redis server configured to handle more than databases",
+                    }
+                    .into());
+                }
+                db = n as usize;
+            }
+            Item::ResizeDb { .. } => {}
+            Item::Function(code) => {
+                let library = shared
+                    .scripts
+                    .prepare_library(Bytes::copy_from_slice(&code), heap)
+                    .map_err(|e| LoadError::Function(e.to_string()))?;
+                shared
+                    .scripts
+                    .libraries
+                    .write()
+                    .add(vec![library], merge)
+                    .map_err(|_| {
+                        LoadError::Function("a library or function that exists already".into())
+                    })?;
+            }
+            Item::Key { kind, key, meta } => {
+                let value = match crate::keyspace::dump::read_value(kind, reader.decoder(), &limits)
+                {
+                    Ok(value) => value,
+                    // Redis skips an empty collection too.
+                    Err(RdbError::EmptyKey { .. }) => {
+                        empty += 1;
+                        continue;
+                    }
+                    Err(e) => return Err(e.into()),
+                };
+                read += 1;
+                batch.push(LoadedKey {
+                    db,
+                    key: key.into_owned(),
+                    value,
+                    meta,
+                });
+                if batch.len() == LOAD_BATCH {
+                    expired += load_batch(shared, &mut batch)?;
+                }
+            }
+            Item::End => break,
+        }
+    }
+    expired += load_batch(shared, &mut batch)?;
+    reader.finish(verify)?;
+    Ok(Counts {
+        keys: read - expired,
+        expired,
+        empty,
+    })
+}
+
+/// DEBUG RELOAD: saves (unless `save` is off), empties the keyspace and
+/// the libraries (unless `flush` is off), and loads the file back.
+pub fn reload(shared: &Shared, save_first: bool, flush: bool, merge: bool) -> Result<(), String> {
+    if save_first {
+        save(shared).map_err(|_| "Error trying to save the DB".to_string())?;
+    }
+    if flush {
+        let mut locked = loop {
+            match shared.keyspace.lock(&crate::keyspace::LockPlan::All) {
+                Ok(locked) => break locked,
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(5)),
+            }
+        };
+        crate::keyspace::flush_all(&mut locked);
+        drop(locked);
+        shared.scripts.libraries.write().clear();
+    }
+    match load_file(shared, merge) {
+        Ok(_) => {
+            tracing::info!("DB reloaded by DEBUG RELOAD");
+            Ok(())
+        }
+        Err(e) => {
+            tracing::warn!("{e}");
+            Err("Error trying to load the RDB dump, check server logs.".to_string())
+        }
+    }
+}
