@@ -11,23 +11,34 @@ COPY pgo ./pgo
 # is told to make the system call itself rather than read /dev/urandom.
 ENV RUSTFLAGS="-C target-feature=+crt-static --cfg getrandom_backend=\"linux_getrandom\""
 # Profile-guided: built instrumented, run through the lock benches, built
-# again from what they counted (pgo/build).
-RUN pgo/build --target x86_64-unknown-linux-gnu \
-    && strip target/x86_64-unknown-linux-gnu/dist/rlockd
+# again from what they counted (pgo/build), natively for the platform being
+# built (buildx's TARGETARCH: amd64 or arm64). The runtime stage's files are
+# laid out under target/image: the binary, and an empty /data for the volume.
+ARG TARGETARCH
+RUN case "${TARGETARCH:-amd64}" in \
+        amd64) arch=x86_64 ;; \
+        arm64) arch=aarch64 ;; \
+        *) echo "unsupported TARGETARCH $TARGETARCH" >&2; exit 1 ;; \
+    esac \
+    && pgo/build --target "$arch-unknown-linux-gnu" \
+    && rm -rf target/image && mkdir -p target/image/data \
+    && strip -o target/image/rlockd "target/$arch-unknown-linux-gnu/dist/rlockd"
 
 # Runtime stage: the binary alone (no shell, no package manager), run as an
-# unprivileged user. TLS (rustls) is built in: for a TLS-only deployment,
-# mount the certificates as files and turn the plain port off; flags after
-# the image name override the ENTRYPOINT's, and the health check needs the
-# same files (README, "Deployment"):
-#   docker run -v /etc/rlockd/tls:/tls:ro -p 6380:6380 \
-#     --health-cmd '/usr/local/bin/rlockd --health-check --port 0 --tls-port 6380 --tls-cert-file /tls/rlockd.crt --tls-key-file /tls/rlockd.key --tls-ca-cert-file /tls/ca.crt' \
-#     rlockd --port 0 --tls-port 6380 --tls-cert-file /tls/rlockd.crt \
-#     --tls-key-file /tls/rlockd.key --tls-ca-cert-file /tls/ca.crt
+# unprivileged user in /data, a volume it owns (a scratch image has no mkdir:
+# the empty folder comes from the build stage). The image's config file makes
+# it reachable from other containers, as the official Redis image is; the
+# server and the health check both read it and RLOCKD_PASSWORD. Flags after
+# the image name follow the file (`docker run rlockd --appendonly yes`);
+# README, "Deployment", has TLS and passwords.
 FROM scratch
-COPY --from=build /src/target/x86_64-unknown-linux-gnu/dist/rlockd /usr/local/bin/rlockd
+COPY --from=build /src/target/image/rlockd /usr/local/bin/rlockd
+COPY --from=build --chown=65532:65532 /src/target/image/data /data
+COPY docker/rlockd.conf /etc/rlockd/rlockd.conf
 USER 65532:65532
+WORKDIR /data
+VOLUME /data
 EXPOSE 6379
 HEALTHCHECK --interval=10s --timeout=3s --retries=3 \
-    CMD ["/usr/local/bin/rlockd", "--health-check", "--port", "6379"]
-ENTRYPOINT ["/usr/local/bin/rlockd", "--bind", "0.0.0.0", "--port", "6379"]
+    CMD ["/usr/local/bin/rlockd", "--health-check", "/etc/rlockd/rlockd.conf"]
+ENTRYPOINT ["/usr/local/bin/rlockd", "/etc/rlockd/rlockd.conf"]

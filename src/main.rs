@@ -17,14 +17,17 @@ static ALLOCATOR: rlockd::util::alloc::Counting<rlockd::util::alloc::Mimalloc> =
 ///
 /// Each other flag is the config directive of the same name, applied after
 /// the config file, as redis-server takes them: `--save ""`, `--bind a b`.
+/// RLOCKD_PASSWORD, when set, is `requirepass`, between the file and the
+/// flags.
 #[derive(Parser, Debug)]
 #[command(version, about)]
 struct Args {
     /// A redis.conf-style file; flags given here override it.
     config_file: Option<PathBuf>,
     /// Instead of serving, PING the server at --bind/--port (with --port
-    /// 0, its --unixsocket, or its --tls-port trusting its --tls-cert-file)
-    /// and exit 0 if it answers (container health checks).
+    /// 0, its --unixsocket, or its --tls-port trusting its --tls-cert-file),
+    /// after AUTH with its --requirepass, and exit 0 if it answers
+    /// (container health checks).
     #[arg(long)]
     health_check: bool,
     /// Identify as redis-server 7.0.15 (`--version` in Redis's form), as
@@ -153,9 +156,33 @@ fn usage_error(e: clap::Error) -> ! {
     std::process::exit(1)
 }
 
+/// The environment variable that sets `requirepass`: a container image
+/// without a shell cannot turn it into a flag, so rlockd reads it itself.
+const PASSWORD_ENV: &str = "RLOCKD_PASSWORD";
+
+/// PING, after AUTH when a password is set, over `s`: whether the server
+/// answered PONG.
+fn ping(s: impl std::io::Read + std::io::Write, password: Option<&str>) -> std::io::Result<bool> {
+    use std::io::BufRead;
+    let mut s = std::io::BufReader::new(s);
+    if let Some(password) = password {
+        // As a RESP array: a password may hold spaces or quotes.
+        let auth = format!("*2\r\n$4\r\nAUTH\r\n${}\r\n{password}\r\n", password.len());
+        s.get_mut().write_all(auth.as_bytes())?;
+        let mut reply = String::new();
+        s.read_line(&mut reply)?;
+        if reply != "+OK\r\n" {
+            return Ok(false);
+        }
+    }
+    s.get_mut().write_all(b"PING\r\n")?;
+    let mut reply = String::new();
+    s.read_line(&mut reply)?;
+    Ok(reply == "+PONG\r\n")
+}
+
 /// One PING over a fresh connection; the process exit code is the verdict.
 fn health_check(config: &rlockd::Config) -> std::process::ExitCode {
-    use std::io::{Read, Write};
     use std::time::Duration;
     // `-addr`: an optional address is an address; `*` is every one.
     let host = match config
@@ -166,17 +193,12 @@ fn health_check(config: &rlockd::Config) -> std::process::ExitCode {
         None | Some("0.0.0.0") | Some("::") => "127.0.0.1",
         Some(h) => h,
     };
-    fn ping(mut s: impl Read + Write) -> std::io::Result<bool> {
-        s.write_all(b"PING\r\n")?;
-        let mut buf = [0u8; 64];
-        let n = s.read(&mut buf)?;
-        Ok(buf[..n].starts_with(b"+PONG"))
-    }
+    let password = config.requirepass.as_deref();
     let timeout = Some(Duration::from_secs(2));
     // Port 0 beside a socket or a TLS port: the server listens there alone.
     let answered = if config.port == 0 && !config.unixsocket.is_empty() {
         std::os::unix::net::UnixStream::connect(&config.unixsocket)
-            .and_then(|s| s.set_read_timeout(timeout).and_then(|()| ping(s)))
+            .and_then(|s| s.set_read_timeout(timeout).and_then(|()| ping(s, password)))
     } else if let (0, Some(tls_port)) = (config.port, config.tls_port) {
         rlockd::tls::health_check_session(config)
             .map_err(std::io::Error::other)
@@ -184,11 +206,11 @@ fn health_check(config: &rlockd::Config) -> std::process::ExitCode {
                 let tcp = std::net::TcpStream::connect((host, tls_port))?;
                 tcp.set_read_timeout(timeout)?;
                 tcp.set_write_timeout(timeout)?;
-                ping(rustls::StreamOwned::new(session, tcp))
+                ping(rustls::StreamOwned::new(session, tcp), password)
             })
     } else {
         std::net::TcpStream::connect((host, config.port))
-            .and_then(|s| s.set_read_timeout(timeout).and_then(|()| ping(s)))
+            .and_then(|s| s.set_read_timeout(timeout).and_then(|()| ping(s, password)))
     };
     match answered {
         Ok(true) => std::process::ExitCode::SUCCESS,
@@ -311,7 +333,7 @@ impl std::fmt::Display for ConfigError {
     }
 }
 
-/// Defaults, then the config file, then the flags.
+/// Defaults, then the config file, then RLOCKD_PASSWORD, then the flags.
 fn load_config(line: CommandLine) -> Result<rlockd::Config, ConfigError> {
     let mut config = rlockd::Config::default();
     if let Some(path) = &line.args.config_file {
@@ -325,7 +347,10 @@ fn load_config(line: CommandLine) -> Result<rlockd::Config, ConfigError> {
             .apply_file(&text)
             .map_err(|e| ConfigError::BadLine(path.clone(), e))?;
     }
-    for (name, values) in line.directives {
+    let from_env = std::env::var(PASSWORD_ENV)
+        .ok()
+        .map(|password| ("requirepass".to_string(), vec![password]));
+    for (name, values) in from_env.into_iter().chain(line.directives) {
         if let Err(reason) = config.apply_directive(&name, &values) {
             return Err(ConfigError::BadFlag {
                 name,

@@ -688,3 +688,31 @@ fn sigterm_stops_a_looping_script() {
     }
     assert!(server.0.wait().unwrap().success());
 }
+
+/// The health check of a server with a password authenticates with the
+/// password it is told, by flag or by RLOCKD_PASSWORD (as a container's
+/// health check inherits the container's environment); without it, or
+/// with a wrong one, the server is not healthy to it.
+#[test]
+fn the_health_check_authenticates_with_the_configured_password() {
+    let (_server, port) = start(&["--port", "0", "--requirepass", "s3cret pass"]);
+    let port = port.to_string();
+    let health = |extra: &[&str], env: Option<&str>| {
+        let mut check = Command::new(env!("CARGO_BIN_EXE_rlockd"));
+        check
+            .args(["--health-check", "--port", &port])
+            .args(extra)
+            .env_remove("RLOCKD_PASSWORD");
+        if let Some(password) = env {
+            check.env("RLOCKD_PASSWORD", password);
+        }
+        check.status().unwrap().success()
+    };
+    assert!(!health(&[], None), "no password");
+    assert!(!health(&["--requirepass", "wrong"], None));
+    assert!(health(&["--requirepass", "s3cret pass"], None));
+    assert!(health(&[], Some("s3cret pass")));
+    // The flag follows the environment, as it follows the file.
+    assert!(!health(&["--requirepass", "wrong"], Some("s3cret pass")));
+    assert!(health(&["--requirepass", "s3cret pass"], Some("wrong")));
+}
