@@ -3,8 +3,8 @@
 //! file when `appendonly` is switched on at run time), and the grace
 //! period after a restart without persistence (`lock-restart-grace-ms`).
 
-use std::io::BufWriter;
-use std::path::PathBuf;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -13,7 +13,7 @@ use tokio::sync::Notify;
 
 use super::Shared;
 use crate::config::Config;
-use crate::persist::{Aof, Fsync};
+use crate::persist::{Aof, BaseFormat, Fsync, Layout, Manifest};
 
 /// The rewrite's state, for BGREWRITEAOF and INFO persistence.
 pub struct Persistence {
@@ -80,9 +80,52 @@ impl JobRecord {
     }
 }
 
-/// Where the append-only file lives: `dir/appendfilename`.
-pub fn aof_path(config: &Config) -> PathBuf {
+/// Where the append-only files live: `dir/appenddirname`, named after
+/// `appendfilename`.
+pub fn aof_layout(config: &Config) -> Layout {
+    Layout {
+        dir: PathBuf::from(&config.dir).join(&config.appenddirname),
+        stem: config.appendfilename.clone(),
+    }
+}
+
+/// Where Redis before 7.0 kept its single append-only file:
+/// `dir/appendfilename`.
+pub fn single_file_path(config: &Config) -> PathBuf {
     PathBuf::from(&config.dir).join(&config.appendfilename)
+}
+
+/// The manifest in `layout`'s directory, if it has a readable one.
+fn listed(layout: &Layout) -> Option<Manifest> {
+    layout.read_manifest().ok().flatten().and_then(Result::ok)
+}
+
+/// Writes a base of the dataset as of now into `dir` (an RDB when
+/// `aof-use-rdb-preamble`, else commands): the temporary file, fsynced.
+pub fn write_base(shared: &Shared, dir: &Path) -> std::io::Result<(PathBuf, BaseFormat)> {
+    let rdb = shared.config.read().aof_use_rdb_preamble;
+    let (file, tmp) = crate::persist::rewrite_temp(dir)?;
+    let written = if rdb {
+        let bytes = super::snapshot::aof_base(shared);
+        let mut file = file;
+        file.write_all(&bytes).and_then(|()| file.sync_all())
+    } else {
+        let mut out = BufWriter::new(file);
+        shared.keyspace.snapshot(&mut out).and_then(|()| {
+            let file = out.into_inner().map_err(|e| e.into_error())?;
+            file.sync_all()
+        })
+    };
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    let format = if rdb {
+        BaseFormat::Rdb
+    } else {
+        BaseFormat::Commands
+    };
+    Ok((tmp, format))
 }
 
 impl Default for Persistence {
@@ -172,30 +215,39 @@ impl Persistence {
 }
 
 /// Rewrites the append-only file from the keyspace, blocking the calling
-/// thread (not clients: see `Keyspace::snapshot`). Without an AOF running
-/// it writes the file once, as BGREWRITEAOF does in Redis.
+/// thread (not clients), as Redis 7.0 does: records go to a new
+/// incremental file from the start, the base is written beside, and the
+/// manifest then lists the new base and that file alone. Without an AOF
+/// running it writes a base all the same, as BGREWRITEAOF does in Redis.
+///
+/// Why a base taken while clients write is consistent with the file
+/// after it: the new incremental file receives every record from before
+/// the base's point in time is taken, and records are idempotent states
+/// (`keyspace::aof`), so one replayed over a base that has it already
+/// leaves its keys as they were.
 pub fn rewrite(shared: &Shared) {
     let aof = shared.keyspace.log();
-    let path = aof.as_ref().map_or_else(
-        || aof_path(&shared.config.read()),
-        |a| a.path().to_path_buf(),
+    let layout = aof.as_ref().map_or_else(
+        || aof_layout(&shared.config.read()),
+        |a| a.layout().clone(),
     );
     tracing::info!("Background append only file rewriting started");
-    if let Some(aof) = &aof {
-        aof.begin_rewrite();
-    }
-    let snapshot = crate::persist::rewrite_temp(&path).and_then(|(file, tmp)| {
-        let mut out = BufWriter::new(file);
-        shared.keyspace.snapshot(&mut out)?;
-        let file = out.into_inner().map_err(|e| e.into_error())?;
-        Ok((file, tmp))
-    });
-    let result = match &aof {
-        Some(aof) => aof.finish_rewrite(snapshot),
-        None => {
-            snapshot.and_then(|(file, tmp)| crate::persist::install_snapshot(&path, file, &tmp))
-        }
-    };
+    let dir = PathBuf::from(&shared.config.read().dir);
+    let result = aof
+        .as_ref()
+        .map_or(Ok(()), |aof| aof.begin_rewrite())
+        .and_then(|()| write_base(shared, &dir))
+        .and_then(|(tmp, format)| {
+            let installed = match &aof {
+                Some(aof) => aof.finish_rewrite(&tmp, format),
+                None => crate::persist::install_offline(&layout, listed(&layout), &tmp, format)
+                    .map(drop),
+            };
+            if installed.is_err() {
+                let _ = std::fs::remove_file(&tmp);
+            }
+            installed
+        });
     let state = &shared.persistence;
     match &result {
         Ok(()) => tracing::info!("Background AOF rewrite finished successfully"),
@@ -210,10 +262,17 @@ pub fn reconfigure(shared: &Shared, old: &Config, new: &Config) {
     let fsync = Fsync::parse(&new.appendfsync).unwrap_or(Fsync::EverySec);
     match (old.appendonly, new.appendonly) {
         (false, true) => {
-            // As in Redis: the file is made by a rewrite, and records
-            // buffer until it is written.
-            let aof = Aof::pending_rewrite(&aof_path(new), fsync);
-            shared.keyspace.set_log(Some(aof));
+            // As in Redis: the base is made by a rewrite, and records go
+            // to a temporary file until it is written.
+            let layout = aof_layout(new);
+            let manifest = listed(&layout).unwrap_or_default();
+            match Aof::pending_rewrite(layout, manifest, fsync) {
+                Ok(aof) => shared.keyspace.set_log(Some(aof)),
+                Err(e) => {
+                    tracing::warn!("Can't open the append-only file: {e}");
+                    return;
+                }
+            }
             shared.persistence.requested.store(true, Ordering::Release);
             shared.persistence.asked.notify_one();
         }

@@ -281,8 +281,12 @@ mod tests {
     #[test]
     fn a_command_logs_what_it_left() {
         let ks = Keyspace::new(2, Arc::new(crate::clock::SystemClock));
-        let path = std::env::temp_dir().join(format!("rlockd-aof-unit-{}", std::process::id()));
-        let aof = Aof::open(&path, crate::persist::Fsync::No).unwrap();
+        let layout = crate::persist::Layout {
+            dir: std::env::temp_dir().join(format!("rlockd-aof-unit-{}", std::process::id())),
+            stem: "appendonly.aof".into(),
+        };
+        std::fs::create_dir_all(&layout.dir).unwrap();
+        let aof = Aof::open(layout.clone(), Default::default(), crate::persist::Fsync::No).unwrap();
         ks.set_log(Some(aof.clone()));
         {
             let mut locked = ks.lock(&LockPlan::All).unwrap();
@@ -296,8 +300,10 @@ mod tests {
             locked.note_swapped(0, 1);
         }
         aof.close();
-        let text = String::from_utf8(std::fs::read(&path).unwrap()).unwrap();
-        let _ = std::fs::remove_file(&path);
+        let text =
+            String::from_utf8(std::fs::read(layout.file("appendonly.aof.1.incr.aof")).unwrap())
+                .unwrap();
+        let _ = std::fs::remove_dir_all(&layout.dir);
         assert_eq!(
             text.replace("\r\n", " "),
             "*1 $5 MULTI *2 $6 SELECT $1 1 *3 $3 SET $1 a $1 2 *2 $6 SELECT $1 0 \
