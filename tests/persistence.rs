@@ -56,6 +56,18 @@ fn info_field(con: &mut Connection, field: &str) -> String {
         .to_string()
 }
 
+/// The file appended to: the first incremental file of the AOF directory.
+const INCR: &str = "appendonlydir/appendonly.aof.1.incr.aof";
+
+/// The AOF's size on disk: every file of its directory (history files
+/// are deleted once a rewrite ends).
+fn aof_size(dir: &TempDir) -> u64 {
+    std::fs::read_dir(dir.file("appendonlydir"))
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum()
+}
+
 fn wait_rewrite(con: &mut Connection) {
     let started = Instant::now();
     while info_field(con, "aof_rewrite_in_progress") != "0" {
@@ -226,11 +238,11 @@ fn a_torn_tail_is_truncated_and_a_damaged_file_stops_the_start() {
     let _: () = con.set("a", "1").unwrap();
     let _: () = con.hset("h", "f", "v").unwrap();
     kill9(child);
-    let whole = std::fs::read(dir.file("appendonly.aof")).unwrap();
+    let whole = std::fs::read(dir.file(INCR)).unwrap();
     let torn = |tail: &[u8]| {
         let mut text = whole.clone();
         text.extend_from_slice(tail);
-        std::fs::write(dir.file("appendonly.aof"), text).unwrap();
+        std::fs::write(dir.file(INCR), text).unwrap();
     };
 
     // A record cut short, and a transaction without its EXEC.
@@ -257,7 +269,7 @@ fn a_torn_tail_is_truncated_and_a_damaged_file_stops_the_start() {
         assert_eq!(a, "1");
         kill9(child);
         assert_eq!(
-            std::fs::read(dir.file("appendonly.aof")).unwrap(),
+            std::fs::read(dir.file(INCR)).unwrap(),
             whole,
             "truncated at the last record"
         );
@@ -266,13 +278,13 @@ fn a_torn_tail_is_truncated_and_a_damaged_file_stops_the_start() {
     // Damage that is not a torn tail.
     let mut damaged = b"*2\r\n$3\r\nDEL\r\n$1\r\nz\r\ngarbage\r\n".to_vec();
     damaged.extend_from_slice(&whole);
-    std::fs::write(dir.file("appendonly.aof"), damaged).unwrap();
+    std::fs::write(dir.file(INCR), damaged).unwrap();
     let refused = run_to_exit(&dir, &[]);
     assert!(
         refused.contains("Bad file format reading the append only file"),
         "{refused}"
     );
-    std::fs::write(dir.file("appendonly.aof"), b"*1\r\n$7\r\nNOTACMD\r\n").unwrap();
+    std::fs::write(dir.file(INCR), b"*1\r\n$7\r\nNOTACMD\r\n").unwrap();
     let refused = run_to_exit(&dir, &[]);
     assert!(refused.contains("Unknown command 'NOTACMD' reading the append only file"));
 }
@@ -328,11 +340,11 @@ fn bgrewriteaof_under_load_keeps_every_write_and_compacts() {
         rewrites += 1;
         std::thread::sleep(Duration::from_millis(100));
     }
-    let grown = std::fs::metadata(dir.file("appendonly.aof")).unwrap().len();
+    let grown = aof_size(&dir);
     let acked = writers.join();
     let _: String = redis::cmd("BGREWRITEAOF").query(&mut con).unwrap();
     wait_rewrite(&mut con);
-    let compact = std::fs::metadata(dir.file("appendonly.aof")).unwrap().len();
+    let compact = aof_size(&dir);
     let pttl_before: i64 = con.pttl("lease:7").unwrap();
     kill9(child);
 
@@ -390,7 +402,7 @@ fn the_file_outgrowing_its_base_is_rewritten_by_itself() {
     }
     // The INCRs after the first rewrite grow it past the minimum again,
     // and twice its base: it is rewritten again, down to one key.
-    while std::fs::metadata(dir.file("appendonly.aof")).unwrap().len() >= 4096 {
+    while aof_size(&dir) >= 4096 {
         assert!(
             started.elapsed() < Duration::from_secs(10),
             "never compacted"
@@ -511,6 +523,9 @@ fn redis_reads_our_file() {
         .zadd_multiple("z", &[(1.5, "m"), (0.1, "n"), (-2.0, "o")])
         .unwrap();
     let _: i64 = con.incr("counter", 41).unwrap();
+    // The rest goes to the incremental file after an RDB base.
+    let _: String = redis::cmd("BGREWRITEAOF").query(&mut con).unwrap();
+    wait_rewrite(&mut con);
     let _: f64 = con.incr("float", 0.1).unwrap();
     let _: () = con.hset_multiple("h", &[("f", "1"), ("g", "2")]).unwrap();
     let _: i64 = con.hdel("h", "g").unwrap();
@@ -523,20 +538,28 @@ fn redis_reads_our_file() {
     let _: i64 = con.incr("counter", 1).unwrap();
     let ours = dataset(&mut con);
     kill9(child);
+    assert_eq!(
+        std::fs::read_to_string(dir.file("appendonlydir/appendonly.aof.manifest")).unwrap(),
+        "file appendonly.aof.2.base.rdb seq 2 type b\n\
+         file appendonly.aof.2.incr.aof seq 2 type i\n",
+        "the first base and incremental file are gone after the rewrite"
+    );
 
     if let Some(check) = refserver::require_tool(test, "redis-check-aof", "REDIS_CHECK_AOF") {
         let out = Command::new(check)
-            .arg(dir.file("appendonly.aof"))
+            .arg(dir.file("appendonlydir/appendonly.aof.manifest"))
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(out.status.success() && text.contains("is valid"), "{text}");
+        assert!(
+            out.status.success() && text.contains("All AOF files and manifest are valid"),
+            "{text}"
+        );
     }
     let Some(server) = refserver::redis_server_path(test) else {
         return;
     };
-    // Redis 7 takes a lone appendonly.aof as the base of its multi-part AOF.
-    let aof = dir.file("appendonly.aof");
+    let aof = dir.file("appendonlydir");
     let redis = refserver::RedisServer::start_setup(
         &server,
         refserver::Setup {
