@@ -489,32 +489,26 @@ fn dataset(con: &mut Connection) -> Vec<String> {
     out
 }
 
-#[test]
-fn redis_reads_our_file() {
-    let test = "redis_reads_our_file";
-    let dir = TempDir::new("differential");
-    let (child, port) = start(&dir, &[]);
-    let mut con = connect(port);
+/// Writes keys of every type in several databases, the lock script's
+/// hash among them, deleting and popping some, with a BGREWRITEAOF
+/// halfway (so an AOF has a base and an incremental file); the dataset.
+fn write_sample(con: &mut Connection) -> Vec<String> {
     let lock = Script::new(include_str!("../conformance/scripts/lock_acquire.lua"));
-    let _: Option<i64> = lock
-        .key("rlock")
-        .arg(60_000)
-        .arg("uuid:1")
-        .invoke(&mut con)
-        .unwrap();
-    let _: Option<i64> = lock
-        .key("rlock")
-        .arg(60_000)
-        .arg("uuid:1")
-        .invoke(&mut con)
-        .unwrap();
+    for _ in 0..2 {
+        let _: Option<i64> = lock
+            .key("rlock")
+            .arg(60_000)
+            .arg("uuid:1")
+            .invoke(con)
+            .unwrap();
+    }
     let _: () = redis::cmd("SET")
         .arg("plain")
         .arg("token")
         .arg("NX")
         .arg("PX")
         .arg(60_000)
-        .query(&mut con)
+        .query(con)
         .unwrap();
     let _: () = con.rpush("list", &["a", "b", "c"]).unwrap();
     let _: () = con.sadd("ints", &[3, 1, 2]).unwrap();
@@ -523,28 +517,30 @@ fn redis_reads_our_file() {
         .zadd_multiple("z", &[(1.5, "m"), (0.1, "n"), (-2.0, "o")])
         .unwrap();
     let _: i64 = con.incr("counter", 41).unwrap();
-    // The rest goes to the incremental file after an RDB base.
-    let _: String = redis::cmd("BGREWRITEAOF").query(&mut con).unwrap();
-    wait_rewrite(&mut con);
+    // The rest goes to the incremental file after the base.
+    let _: String = redis::cmd("BGREWRITEAOF").query(con).unwrap();
+    wait_rewrite(con);
     let _: f64 = con.incr("float", 0.1).unwrap();
     let _: () = con.hset_multiple("h", &[("f", "1"), ("g", "2")]).unwrap();
     let _: i64 = con.hdel("h", "g").unwrap();
-    let _: () = redis::cmd("SELECT").arg(3).query(&mut con).unwrap();
+    let _: () = redis::cmd("SELECT").arg(3).query(con).unwrap();
     let _: () = con.set("in3", "v").unwrap();
     let _: i64 = con.lpush("popped", &["1", "2"]).unwrap();
     let _: Option<String> = con.lpop("popped", None).unwrap();
-    let _: () = redis::cmd("SELECT").arg(0).query(&mut con).unwrap();
+    let _: () = redis::cmd("SELECT").arg(0).query(con).unwrap();
     let _: i64 = con.del("counter").unwrap();
     let _: i64 = con.incr("counter", 1).unwrap();
-    let ours = dataset(&mut con);
-    kill9(child);
-    assert_eq!(
-        std::fs::read_to_string(dir.file("appendonlydir/appendonly.aof.manifest")).unwrap(),
-        "file appendonly.aof.2.base.rdb seq 2 type b\n\
-         file appendonly.aof.2.incr.aof seq 2 type i\n",
-        "the first base and incremental file are gone after the rewrite"
-    );
+    dataset(con)
+}
 
+/// The manifest of `dir`'s AOF directory.
+fn manifest(dir: &std::path::Path) -> String {
+    std::fs::read_to_string(dir.join("appendonlydir/appendonly.aof.manifest")).unwrap()
+}
+
+/// `redis-check-aof` accepts the directory of `dir` (given its
+/// manifest), and redis-server started on it loads `ours`.
+fn redis_agrees(test: &str, dir: &TempDir, ours: &[String]) {
     if let Some(check) = refserver::require_tool(test, "redis-check-aof", "REDIS_CHECK_AOF") {
         let out = Command::new(check)
             .arg(dir.file("appendonlydir/appendonly.aof.manifest"))
@@ -567,12 +563,182 @@ fn redis_reads_our_file() {
             ..refserver::Setup::default()
         },
     );
-    let mut rcon = redis::Client::open(format!("redis://{}/", redis.addr))
-        .unwrap()
-        .get_connection()
-        .unwrap();
-    let theirs = dataset(&mut rcon);
-    assert_eq!(ours, theirs);
+    let mut rcon = connect(redis.port());
+    assert_eq!(ours, dataset(&mut rcon));
+}
+
+#[test]
+fn redis_reads_our_file() {
+    let dir = TempDir::new("differential");
+    let (child, port) = start(&dir, &[]);
+    let ours = write_sample(&mut connect(port));
+    kill9(child);
+    assert_eq!(
+        manifest(std::path::Path::new(dir.arg())),
+        "file appendonly.aof.2.base.rdb seq 2 type b\n\
+         file appendonly.aof.2.incr.aof seq 2 type i\n",
+        "the first base and incremental file are gone after the rewrite"
+    );
+    let base = std::fs::read(dir.file("appendonlydir/appendonly.aof.2.base.rdb")).unwrap();
+    assert!(base.starts_with(b"REDIS0010"), "an RDB base");
+    // And rlockd reads its own back.
+    let (child, port) = start(&dir, &[]);
+    assert_eq!(ours, dataset(&mut connect(port)));
+    kill9(child);
+    redis_agrees("redis_reads_our_file", &dir, &ours);
+}
+
+#[test]
+fn with_the_preamble_off_the_base_is_commands() {
+    let dir = TempDir::new("nopreamble");
+    let (child, port) = start(&dir, &["--aof-use-rdb-preamble", "no"]);
+    let ours = write_sample(&mut connect(port));
+    kill9(child);
+    assert_eq!(
+        manifest(std::path::Path::new(dir.arg())),
+        "file appendonly.aof.2.base.aof seq 2 type b\n\
+         file appendonly.aof.2.incr.aof seq 2 type i\n"
+    );
+    let base = std::fs::read(dir.file("appendonlydir/appendonly.aof.2.base.aof")).unwrap();
+    assert!(base.starts_with(b"*2\r\n$6\r\nSELECT"), "a base of commands");
+    let (child, port) = start(&dir, &[]);
+    assert_eq!(ours, dataset(&mut connect(port)));
+    kill9(child);
+    redis_agrees("with_the_preamble_off_the_base_is_commands", &dir, &ours);
+}
+
+#[test]
+fn we_read_redis_files() {
+    let test = "we_read_redis_files";
+    let Some(server) = refserver::redis_server_path(test) else {
+        return;
+    };
+    let redis = refserver::RedisServer::start(&server);
+    let mut rcon = connect(redis.port());
+    for (name, value) in [("appendfsync", "always"), ("appendonly", "yes")] {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(name)
+            .arg(value)
+            .query(&mut rcon)
+            .unwrap();
+    }
+    wait_rewrite(&mut rcon);
+    let theirs = write_sample(&mut rcon);
+    let listed = manifest(redis.dir());
+    assert!(
+        listed.contains(".base.rdb seq") && listed.contains(".incr.aof seq"),
+        "{listed}"
+    );
+    let dir = TempDir::new("theirs");
+    std::fs::create_dir_all(dir.file("appendonlydir")).unwrap();
+    for entry in std::fs::read_dir(redis.dir().join("appendonlydir")).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), dir.file("appendonlydir").join(entry.file_name())).unwrap();
+    }
+    let (child, port) = start(&dir, &[]);
+    assert_eq!(theirs, dataset(&mut connect(port)));
+    kill9(child);
+    assert_eq!(manifest(std::path::Path::new(dir.arg())), listed, "appended to as listed");
+}
+
+#[test]
+fn an_old_single_file_moves_into_the_directory_as_in_redis() {
+    let test = "an_old_single_file_moves_into_the_directory_as_in_redis";
+    // A file as Redis 6 wrote it: an RDB preamble, then commands.
+    let source = TempDir::new("single-source");
+    let (child, port) = common::spawn_binary(&["--port", "0", "--dir", source.arg()]);
+    let mut con = connect(port);
+    let _: () = con.set("from-rdb", "1").unwrap();
+    let _: () = con.rpush("list", &["a", "b"]).unwrap();
+    let _: () = redis::cmd("SAVE").query(&mut con).unwrap();
+    kill9(child);
+    let mut single = std::fs::read(source.file("dump.rdb")).unwrap();
+    single.extend_from_slice(
+        b"*2\r\n$6\r\nSELECT\r\n$1\r\n2\r\n*3\r\n$3\r\nSET\r\n$4\r\ntail\r\n$1\r\n2\r\n",
+    );
+    let dir = TempDir::new("single");
+    std::fs::write(dir.file("appendonly.aof"), &single).unwrap();
+    std::fs::write(source.file("appendonly.aof"), &single).unwrap();
+
+    let (child, port) = start(&dir, &[]);
+    let ours = dataset(&mut connect(port));
+    kill9(child);
+    assert_eq!(ours.len(), 3, "{ours:?}");
+    assert!(!dir.file("appendonly.aof").exists(), "moved");
+    assert_eq!(
+        std::fs::read(dir.file("appendonlydir/appendonly.aof")).unwrap(),
+        single
+    );
+    let upgraded = "file appendonly.aof seq 1 type b\n\
+                    file appendonly.aof.1.incr.aof seq 1 type i\n";
+    assert_eq!(manifest(std::path::Path::new(dir.arg())), upgraded);
+    let (child, port) = start(&dir, &[]);
+    assert_eq!(ours, dataset(&mut connect(port)), "and loads from there");
+    kill9(child);
+
+    let Some(server) = refserver::redis_server_path(test) else {
+        return;
+    };
+    let aof = source.file("appendonly.aof");
+    let redis = refserver::RedisServer::start_setup(
+        &server,
+        refserver::Setup {
+            aof: Some(&aof),
+            ..refserver::Setup::default()
+        },
+    );
+    assert_eq!(ours, dataset(&mut connect(redis.port())));
+    assert_eq!(manifest(redis.dir()), upgraded, "as Redis upgrades it");
+}
+
+#[test]
+fn a_torn_file_before_the_last_or_a_bad_manifest_stops_the_start() {
+    let dir = TempDir::new("multipart-damage");
+    let (child, port) = start(&dir, &[]);
+    let mut con = connect(port);
+    let _: () = con.set("a", "1").unwrap();
+    kill9(child);
+    let listed = manifest(std::path::Path::new(dir.arg()));
+    let manifest_path = dir.file("appendonlydir/appendonly.aof.manifest");
+    std::fs::write(
+        &manifest_path,
+        format!("{listed}file appendonly.aof.2.incr.aof seq 2 type i\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.file("appendonlydir/appendonly.aof.2.incr.aof"),
+        b"*3\r\n$3\r\nSET\r\n$1\r\nb\r\n$1\r\n2\r\n",
+    )
+    .unwrap();
+    let whole = std::fs::read(dir.file(INCR)).unwrap();
+    let mut torn = whole.clone();
+    torn.extend_from_slice(b"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$5\r\nva");
+    std::fs::write(dir.file(INCR), torn).unwrap();
+    let refused = run_to_exit(&dir, &[]);
+    assert!(
+        refused.contains("Fatal error: the truncated file is not the last file"),
+        "{refused}"
+    );
+    std::fs::write(
+        &manifest_path,
+        format!("{listed}file appendonly.aof.9.incr.aof seq 9 type i\n"),
+    )
+    .unwrap();
+    std::fs::write(dir.file(INCR), whole).unwrap();
+    let refused = run_to_exit(&dir, &[]);
+    assert!(
+        refused.contains(
+            "Unable to obtain the AOF file appendonly.aof.9.incr.aof length. stat: No such file or directory"
+        ),
+        "{refused}"
+    );
+    std::fs::write(&manifest_path, "file appendonly.aof.1.incr.aof seq 1\n").unwrap();
+    let refused = run_to_exit(&dir, &[]);
+    assert!(
+        refused.contains("Invalid AOF manifest file format"),
+        "{refused}"
+    );
 }
 
 /// The raw reply to inline commands (as telnet sends them) on a new connection.

@@ -38,10 +38,24 @@ pub fn load_and_open(shared: &Shared) -> io::Result<()> {
         manifest = upgrade(&layout, &single)?;
     }
     let parts: Vec<&Part> = manifest.base.iter().chain(&manifest.incrs).collect();
-    let total: u64 = parts
-        .iter()
-        .map(|p| std::fs::metadata(layout.file(&p.name)).map_or(0, |m| m.len()))
-        .sum();
+    // Every listed file must be there before any is loaded.
+    let mut total = 0;
+    for part in &parts {
+        match std::fs::metadata(layout.file(&part.name)) {
+            Ok(meta) => total += meta.len(),
+            Err(e) => {
+                let reason = if e.kind() == io::ErrorKind::NotFound {
+                    "No such file or directory".to_string()
+                } else {
+                    e.to_string()
+                };
+                return Err(refuse(format!(
+                    "Unable to obtain the AOF file {} length. stat: {reason}",
+                    part.name
+                )));
+            }
+        }
+    }
     if total > 0 {
         for (i, part) in parts.iter().enumerate() {
             let last = i + 1 == parts.len();
@@ -135,11 +149,6 @@ fn load_part(
     let name = &part.name;
     let data = match std::fs::read(&path) {
         Ok(data) => data,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Err(refuse(format!(
-                "The append log file {name} doesn't exist: {e}"
-            )));
-        }
         Err(e) => {
             return Err(refuse(format!(
                 "Fatal error: can't open the append log file {name} for reading: {e}"
