@@ -552,59 +552,61 @@ fn redis_agrees(test: &str, dir: &TempDir, ours: &[String]) {
             "{text}"
         );
     }
-    let Some(server) = refserver::redis_server_path(test) else {
-        return;
-    };
-    let aof = dir.file("appendonlydir");
-    let redis = refserver::RedisServer::start_setup(
+    if let Some(redis) = redis_from_aof(test, &dir.file("appendonlydir")) {
+        assert_eq!(ours, dataset(&mut connect(redis.port())));
+    }
+}
+
+/// redis-server started on a copy of `aof` (a directory or a single
+/// file), if there is one.
+fn redis_from_aof(test: &str, aof: &std::path::Path) -> Option<refserver::RedisServer> {
+    let server = refserver::redis_server_path(test)?;
+    Some(refserver::RedisServer::start_setup(
         &server,
         refserver::Setup {
-            aof: Some(&aof),
+            aof: Some(aof),
             ..refserver::Setup::default()
         },
-    );
-    let mut rcon = connect(redis.port());
-    assert_eq!(ours, dataset(&mut rcon));
+    ))
 }
 
 #[test]
 fn redis_reads_our_file() {
-    let dir = TempDir::new("differential");
-    let (child, port) = start(&dir, &[]);
-    let ours = write_sample(&mut connect(port));
-    kill9(child);
-    assert_eq!(
-        manifest(std::path::Path::new(dir.arg())),
-        "file appendonly.aof.2.base.rdb seq 2 type b\n\
-         file appendonly.aof.2.incr.aof seq 2 type i\n",
-        "the first base and incremental file are gone after the rewrite"
-    );
-    let base = std::fs::read(dir.file("appendonlydir/appendonly.aof.2.base.rdb")).unwrap();
-    assert!(base.starts_with(b"REDIS0010"), "an RDB base");
-    // And rlockd reads its own back.
-    let (child, port) = start(&dir, &[]);
-    assert_eq!(ours, dataset(&mut connect(port)));
-    kill9(child);
-    redis_agrees("redis_reads_our_file", &dir, &ours);
+    our_files_read_back_and_redis_agrees("redis_reads_our_file", "yes", "rdb", b"REDIS0010");
 }
 
 #[test]
 fn with_the_preamble_off_the_base_is_commands() {
-    let dir = TempDir::new("nopreamble");
-    let (child, port) = start(&dir, &["--aof-use-rdb-preamble", "no"]);
+    our_files_read_back_and_redis_agrees(
+        "with_the_preamble_off_the_base_is_commands",
+        "no",
+        "aof",
+        b"*2\r\n$6\r\nSELECT",
+    );
+}
+
+/// rlockd with `aof-use-rdb-preamble` `preamble` writes a base of that
+/// `format` starting with `head`, then an incremental file (the first two
+/// retired by the rewrite); it reads them back, and so does Redis.
+fn our_files_read_back_and_redis_agrees(test: &str, preamble: &str, format: &str, head: &[u8]) {
+    let dir = TempDir::new(test);
+    let (child, port) = start(&dir, &["--aof-use-rdb-preamble", preamble]);
     let ours = write_sample(&mut connect(port));
     kill9(child);
     assert_eq!(
         manifest(std::path::Path::new(dir.arg())),
-        "file appendonly.aof.2.base.aof seq 2 type b\n\
-         file appendonly.aof.2.incr.aof seq 2 type i\n"
+        format!(
+            "file appendonly.aof.2.base.{format} seq 2 type b\n\
+             file appendonly.aof.2.incr.aof seq 2 type i\n"
+        ),
     );
-    let base = std::fs::read(dir.file("appendonlydir/appendonly.aof.2.base.aof")).unwrap();
-    assert!(base.starts_with(b"*2\r\n$6\r\nSELECT"), "a base of commands");
+    let base =
+        std::fs::read(dir.file(&format!("appendonlydir/appendonly.aof.2.base.{format}"))).unwrap();
+    assert!(base.starts_with(head), "{}", String::from_utf8_lossy(&base));
     let (child, port) = start(&dir, &[]);
     assert_eq!(ours, dataset(&mut connect(port)));
     kill9(child);
-    redis_agrees("with_the_preamble_off_the_base_is_commands", &dir, &ours);
+    redis_agrees(test, &dir, &ours);
 }
 
 #[test]
@@ -634,12 +636,20 @@ fn we_read_redis_files() {
     std::fs::create_dir_all(dir.file("appendonlydir")).unwrap();
     for entry in std::fs::read_dir(redis.dir().join("appendonlydir")).unwrap() {
         let entry = entry.unwrap();
-        std::fs::copy(entry.path(), dir.file("appendonlydir").join(entry.file_name())).unwrap();
+        std::fs::copy(
+            entry.path(),
+            dir.file("appendonlydir").join(entry.file_name()),
+        )
+        .unwrap();
     }
     let (child, port) = start(&dir, &[]);
     assert_eq!(theirs, dataset(&mut connect(port)));
     kill9(child);
-    assert_eq!(manifest(std::path::Path::new(dir.arg())), listed, "appended to as listed");
+    assert_eq!(
+        manifest(std::path::Path::new(dir.arg())),
+        listed,
+        "appended to as listed"
+    );
 }
 
 #[test]
@@ -677,17 +687,9 @@ fn an_old_single_file_moves_into_the_directory_as_in_redis() {
     assert_eq!(ours, dataset(&mut connect(port)), "and loads from there");
     kill9(child);
 
-    let Some(server) = refserver::redis_server_path(test) else {
+    let Some(redis) = redis_from_aof(test, &source.file("appendonly.aof")) else {
         return;
     };
-    let aof = source.file("appendonly.aof");
-    let redis = refserver::RedisServer::start_setup(
-        &server,
-        refserver::Setup {
-            aof: Some(&aof),
-            ..refserver::Setup::default()
-        },
-    );
     assert_eq!(ours, dataset(&mut connect(redis.port())));
     assert_eq!(manifest(redis.dir()), upgraded, "as Redis upgrades it");
 }

@@ -227,10 +227,9 @@ impl Persistence {
 /// leaves its keys as they were.
 pub fn rewrite(shared: &Shared) {
     let aof = shared.keyspace.log();
-    let layout = aof.as_ref().map_or_else(
-        || aof_layout(&shared.config.read()),
-        |a| a.layout().clone(),
-    );
+    let layout = aof
+        .as_ref()
+        .map_or_else(|| aof_layout(&shared.config.read()), |a| a.layout().clone());
     tracing::info!("Background append only file rewriting started");
     let dir = PathBuf::from(&shared.config.read().dir);
     let result = aof

@@ -286,7 +286,12 @@ mod tests {
             stem: "appendonly.aof".into(),
         };
         std::fs::create_dir_all(&layout.dir).unwrap();
-        let aof = Aof::open(layout.clone(), Default::default(), crate::persist::Fsync::No).unwrap();
+        let aof = Aof::open(
+            layout.clone(),
+            Default::default(),
+            crate::persist::Fsync::No,
+        )
+        .unwrap();
         ks.set_log(Some(aof.clone()));
         {
             let mut locked = ks.lock(&LockPlan::All).unwrap();

@@ -411,17 +411,28 @@ mod tests {
     #[test]
     fn a_manifest_reads_back_as_written_and_rotates_as_redis_rotates() {
         let mut manifest = Manifest::default();
-        assert_eq!(manifest.new_base("appendonly.aof", true), "appendonly.aof.1.base.rdb");
-        assert_eq!(manifest.new_incr("appendonly.aof"), "appendonly.aof.1.incr.aof");
+        assert_eq!(
+            manifest.new_base("appendonly.aof", true),
+            "appendonly.aof.1.base.rdb"
+        );
+        assert_eq!(
+            manifest.new_incr("appendonly.aof"),
+            "appendonly.aof.1.incr.aof"
+        );
         manifest.new_incr("appendonly.aof");
-        assert_eq!(manifest.new_base("appendonly.aof", false), "appendonly.aof.2.base.aof");
+        assert_eq!(
+            manifest.new_base("appendonly.aof", false),
+            "appendonly.aof.2.base.aof"
+        );
         manifest.retire_incrs(true);
+        // Redis puts the retired files at the history's head, after the
+        // old base went there.
         let text = manifest.render();
         assert_eq!(
             text,
             "file appendonly.aof.2.base.aof seq 2 type b\n\
-             file appendonly.aof.1.base.rdb seq 1 type h\n\
              file appendonly.aof.1.incr.aof seq 1 type h\n\
+             file appendonly.aof.1.base.rdb seq 1 type h\n\
              file appendonly.aof.2.incr.aof seq 2 type i\n"
         );
         assert_eq!(Manifest::parse(text.as_bytes()).unwrap(), manifest);

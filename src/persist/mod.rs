@@ -190,7 +190,14 @@ impl Aof {
             tracing::info!("Opening AOF incr file {name} on server start");
         }
         let (size, base) = layout.sizes(&manifest);
-        Ok(Self::start(layout, manifest, fsync, file, false, (size, base)))
+        Ok(Self::start(
+            layout,
+            manifest,
+            fsync,
+            file,
+            false,
+            (size, base),
+        ))
     }
 
     /// An AOF switched on at run time: records go to the temporary
@@ -333,7 +340,11 @@ impl Aof {
             let mut target = self.target.lock();
             let (data, seq, stop) = {
                 let mut inner = self.inner.lock();
-                (std::mem::take(&mut inner.pending.buf), inner.seq, inner.stop)
+                (
+                    std::mem::take(&mut inner.pending.buf),
+                    inner.seq,
+                    inner.stop,
+                )
             };
             let Some(file) = &mut target.file else {
                 if stop {

@@ -104,9 +104,10 @@ fn read_manifest(layout: &Layout) -> io::Result<Manifest> {
 fn needs_upgrade(layout: &Layout, manifest: &Manifest) -> bool {
     let lists_nothing = manifest.base.is_none() && manifest.incrs.is_empty();
     let upgrade_cut_short = manifest.incrs.is_empty()
-        && manifest.base.as_ref().is_some_and(|base| {
-            base.name == layout.stem && !layout.file(&layout.stem).exists()
-        });
+        && manifest
+            .base
+            .as_ref()
+            .is_some_and(|base| base.name == layout.stem && !layout.file(&layout.stem).exists());
     !layout.dir.is_dir() || lists_nothing || upgrade_cut_short
 }
 
