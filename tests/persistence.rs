@@ -345,6 +345,14 @@ fn bgrewriteaof_under_load_keeps_every_write_and_compacts() {
     let _: String = redis::cmd("BGREWRITEAOF").query(&mut con).unwrap();
     wait_rewrite(&mut con);
     let compact = aof_size(&dir);
+    assert_eq!(
+        info_field(&mut con, "aof_rewrites"),
+        (rewrites + 1).to_string()
+    );
+    assert_eq!(
+        info_field(&mut con, "aof_rewrites_consecutive_failures"),
+        "0"
+    );
     let pttl_before: i64 = con.pttl("lease:7").unwrap();
     kill9(child);
 

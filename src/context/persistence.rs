@@ -37,6 +37,10 @@ pub struct JobRecord {
     last_ok: AtomicBool,
     /// How long the last one took; -1 before any.
     last_secs: AtomicI64,
+    /// How many started (`aof_rewrites`).
+    started_count: AtomicU64,
+    /// Failures since the last success (`aof_rewrites_consecutive_failures`).
+    failures_in_a_row: AtomicU64,
 }
 
 impl Default for JobRecord {
@@ -45,6 +49,8 @@ impl Default for JobRecord {
             started: Mutex::new(None),
             last_ok: AtomicBool::new(true),
             last_secs: AtomicI64::new(-1),
+            started_count: AtomicU64::new(0),
+            failures_in_a_row: AtomicU64::new(0),
         }
     }
 }
@@ -52,6 +58,7 @@ impl Default for JobRecord {
 impl JobRecord {
     pub fn start(&self) {
         *self.started.lock() = Some(Instant::now());
+        self.started_count.fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn end(&self, ok: bool) {
@@ -62,6 +69,19 @@ impl JobRecord {
             .map_or(0, |s| s.elapsed().as_secs() as i64);
         self.last_secs.store(secs, Ordering::Relaxed);
         self.last_ok.store(ok, Ordering::Relaxed);
+        if ok {
+            self.failures_in_a_row.store(0, Ordering::Relaxed);
+        } else {
+            self.failures_in_a_row.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub fn started_count(&self) -> u64 {
+        self.started_count.load(Ordering::Relaxed)
+    }
+
+    pub fn failures_in_a_row(&self) -> u64 {
+        self.failures_in_a_row.load(Ordering::Relaxed)
     }
 
     pub fn last_ok(&self) -> bool {
