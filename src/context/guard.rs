@@ -1,8 +1,9 @@
 //! What refuses a command for the server's state rather than its own
 //! arguments, as Redis does before running one: memory over `maxmemory`
 //! (`-OOM`, for commands that may grow the data) and too few replicas for
-//! `min-replicas-to-write` (`-NOREPLICAS`, for writes; rlockd has none).
-//! Off by default, and then a command pays one relaxed load.
+//! `min-replicas-to-write` (`-NOREPLICAS`, for writes; rlockd has none),
+//! and a failed background save under `stop-writes-on-bgsave-error` with
+//! `save` points (`-MISCONF`, for writes and PING). Off by default, and then a command pays one relaxed load.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -19,10 +20,14 @@ pub struct StateGuard {
     /// `min-replicas-to-write` asks for replicas within
     /// `min-replicas-max-lag`, and a lone server has none.
     replicas_missing: AtomicBool,
+    /// The last background save failed (whether that refuses writes is
+    /// the config's to say, read only then).
+    save_failed: AtomicBool,
 }
 
 pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+pub const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
 
 impl StateGuard {
     pub fn configure(&self, config: &Config) {
@@ -34,7 +39,27 @@ impl StateGuard {
         let missing = config.min_replicas_to_write > 0 && config.min_replicas_max_lag > 0;
         self.memory_limit.store(limit, Ordering::Relaxed);
         self.replicas_missing.store(missing, Ordering::Relaxed);
-        self.armed.store(limit > 0 || missing, Ordering::Relaxed);
+        self.rearm();
+    }
+
+    /// Notes how the last background save ended.
+    pub fn set_save_failed(&self, failed: bool) {
+        self.save_failed.store(failed, Ordering::Relaxed);
+        self.rearm();
+    }
+
+    /// Whether writes are refused for a failed save under `config`.
+    pub fn disk_error(&self, config: &Config) -> bool {
+        self.save_failed.load(Ordering::Relaxed)
+            && config.stop_writes_on_bgsave_error
+            && !config.save.is_empty()
+    }
+
+    fn rearm(&self) {
+        let armed = self.memory_limit.load(Ordering::Relaxed) > 0
+            || self.replicas_missing.load(Ordering::Relaxed)
+            || self.save_failed.load(Ordering::Relaxed);
+        self.armed.store(armed, Ordering::Relaxed);
     }
 
     pub fn armed(&self) -> bool {
