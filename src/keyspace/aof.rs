@@ -219,15 +219,15 @@ impl Keyspace {
     /// Writes every live key, one shard at a time, each shard held only
     /// while it is read.
     ///
-    /// Why a rewrite that runs alongside writes is consistent: the AOF
-    /// starts copying every record into its rewrite buffer before the
+    /// Why a rewrite's base written this way while clients write is
+    /// consistent: the AOF switches to a new incremental file before the
     /// first shard is read, and a record is made while its keys' shards
     /// are held. So each key's change either happened before its shard was
-    /// read (it is in the snapshot; if it came after the copying began it
-    /// is in the buffer too, which replays it again to the same state) or
-    /// after (it is in the buffer, replayed after the snapshot). Replaying
-    /// the snapshot and then the buffer therefore ends with every key in
-    /// the state its last record gave it, which is its state now.
+    /// read (it is in the base; if it came after the switch it is in the
+    /// new file too, which replays it again to the same state) or after
+    /// (it is in the new file, replayed after the base). Replaying the
+    /// base and then that file therefore ends with every key in the state
+    /// its last record gave it, which is its state now.
     pub fn snapshot(&self, out: &mut impl Write) -> std::io::Result<()> {
         let mut stream = Stream::default();
         for idx in 0..SHARDS {
