@@ -223,12 +223,15 @@ impl Persistence {
         if self.rewriting.load(Ordering::Acquire) {
             return false;
         }
+        // An AOF switched on at run time whose first rewrite failed tries
+        // again, as Redis reschedules it.
         let auto = shared.keyspace.log().is_some_and(|aof| {
             let config = shared.config.read();
-            aof.wants_rewrite(
-                config.auto_aof_rewrite_percentage,
-                config.auto_aof_rewrite_min_size,
-            )
+            aof.awaiting_base()
+                || aof.wants_rewrite(
+                    config.auto_aof_rewrite_percentage,
+                    config.auto_aof_rewrite_min_size,
+                )
         });
         if !self.requested.swap(false, Ordering::AcqRel) && !auto {
             return false;
