@@ -8,14 +8,46 @@
 //! Run with `cargo bench --bench snapshot`. Data sets, each measured
 //! alone: `RLOCKD_BENCH_KEYS` (1,000,000) Redisson locks (a hash of one
 //! field, `uuid:thread` → count, with a lease), then as many mixed keys
-//! (strings, hashes, lists, sets, sorted sets in turn).
+//! (strings, hashes, lists, sets, sorted sets in turn). Service during
+//! BGSAVE: one client's lock-sized writes (HINCRBY on a thousand keys
+//! across the shards), their p99 latency for a second before BGSAVE and
+//! while it runs.
 
 mod support;
 
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
-use support::{Conn, Reply, Server, free_port, knob, launch, rlockd_binary};
+use support::{Conn, Reply, Server, free_port, knob, launch, percentile, rlockd_binary};
+
+/// The probe's phases.
+const IDLE: u8 = 0;
+const SAVING: u8 = 1;
+const DONE: u8 = 2;
+
+/// Writes one lock-sized change at a time until `phase` is DONE; the
+/// latencies (ms) of each phase.
+fn probe(addr: SocketAddr, phase: Arc<AtomicU8>) -> [Vec<f64>; 2] {
+    let mut conn = Conn::open(addr).expect("probe connects");
+    let mut seen: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    let mut i = 0u64;
+    loop {
+        let now = phase.load(Ordering::Relaxed);
+        if now == DONE {
+            return seen;
+        }
+        i = i
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let key = format!("probe:{}", (i >> 33) % 1000);
+        let started = Instant::now();
+        conn.cmd(&["HINCRBY", &key, "holder:1", "1"])
+            .expect("HINCRBY");
+        seen[now as usize].push(started.elapsed().as_secs_f64() * 1e3);
+    }
+}
 
 /// Commands per pipelined batch while filling.
 const BATCH: usize = 1000;
@@ -85,6 +117,9 @@ struct Figures {
     /// rlockd: peak RSS during BGSAVE above the figure before it; redis:
     /// the fork's copy-on-write.
     extra_bytes: u64,
+    /// A lock-sized write's p99 before BGSAVE and during it, ms.
+    p99_idle: f64,
+    p99_saving: f64,
 }
 
 fn start(name: &'static str, program: &str, dir: &str, port: u16) -> Server {
@@ -110,7 +145,14 @@ fn measure(name: &'static str, program: &str, keys: usize, mixed: bool) -> Figur
     conn.cmd(&["SAVE"]).expect("SAVE");
     let save = started.elapsed();
 
+    let phase = Arc::new(AtomicU8::new(IDLE));
+    let prober = {
+        let phase = phase.clone();
+        std::thread::spawn(move || probe(addr, phase))
+    };
+    std::thread::sleep(Duration::from_secs(1));
     let before = server.rss();
+    phase.store(SAVING, Ordering::Relaxed);
     let started = Instant::now();
     conn.cmd(&["BGSAVE"]).expect("BGSAVE");
     let mut peak = before;
@@ -120,6 +162,8 @@ fn measure(name: &'static str, program: &str, keys: usize, mixed: bool) -> Figur
         std::thread::sleep(Duration::from_millis(10));
     }
     let bgsave = started.elapsed();
+    phase.store(DONE, Ordering::Relaxed);
+    let [idle, saving] = prober.join().expect("the probe");
     let extra_bytes = match name {
         "redis" => info_field(&mut conn, "rdb_last_cow_size")
             .parse()
@@ -139,6 +183,8 @@ fn measure(name: &'static str, program: &str, keys: usize, mixed: bool) -> Figur
         bgsave,
         load,
         extra_bytes,
+        p99_idle: percentile(idle, 0.99),
+        p99_saving: percentile(saving, 0.99),
     }
 }
 
@@ -149,25 +195,29 @@ fn main() {
     for (set, mixed) in [("Redisson locks", false), ("mixed keys", true)] {
         println!("{keys} {set}");
         println!(
-            "{:<8} {:>10} {:>10} {:>10} {:>14}",
-            "", "SAVE", "BGSAVE", "load", "BGSAVE memory"
+            "{:<8} {:>10} {:>10} {:>10} {:>14} {:>10} {:>12}",
+            "", "SAVE", "BGSAVE", "load", "BGSAVE memory", "p99 idle", "p99 BGSAVE"
         );
         for (name, program) in [("redis", redis.as_str()), ("rlockd", rlockd.as_str())] {
             let f = measure(name, program, keys, mixed);
             let ms = |d: Duration| d.as_secs_f64() * 1e3;
             println!(
-                "{name:<8} {:>8.0}ms {:>8.0}ms {:>8.0}ms {:>12.1}MB",
+                "{name:<8} {:>8.0}ms {:>8.0}ms {:>8.0}ms {:>12.1}MB {:>8.2}ms {:>10.2}ms",
                 ms(f.save),
                 ms(f.bgsave),
                 ms(f.load),
-                f.extra_bytes as f64 / (1 << 20) as f64
+                f.extra_bytes as f64 / (1 << 20) as f64,
+                f.p99_idle,
+                f.p99_saving
             );
             println!(
-                "BENCH {{\"bench\":\"snapshot\",\"set\":\"{set}\",\"server\":\"{name}\",\"keys\":{keys},\"save_ms\":{:.1},\"bgsave_ms\":{:.1},\"load_ms\":{:.1},\"bgsave_extra_bytes\":{}}}",
+                "BENCH {{\"bench\":\"snapshot\",\"set\":\"{set}\",\"server\":\"{name}\",\"keys\":{keys},\"save_ms\":{:.1},\"bgsave_ms\":{:.1},\"load_ms\":{:.1},\"bgsave_extra_bytes\":{},\"p99_idle_ms\":{:.3},\"p99_bgsave_ms\":{:.3}}}",
                 ms(f.save),
                 ms(f.bgsave),
                 ms(f.load),
-                f.extra_bytes
+                f.extra_bytes,
+                f.p99_idle,
+                f.p99_saving
             );
         }
     }

@@ -362,6 +362,27 @@ fn check_rdb(test: &str, path: &Path) {
     }
 }
 
+/// redis-server started from `dir`'s snapshot holds `expected`.
+fn redis_loads(test: &str, dir: &TempDir, expected: &[String]) {
+    let Some(server) = refserver::redis_server_path(test) else {
+        return;
+    };
+    let rdb = dir.file("dump.rdb");
+    let redis = refserver::RedisServer::start_setup(
+        &server,
+        refserver::Setup {
+            rdb: Some(&rdb),
+            ..refserver::Setup::default()
+        },
+    );
+    let mut rcon = connect(redis.port());
+    assert_eq!(
+        keyspace(&mut rcon),
+        expected,
+        "redis-server loading rlockd's file"
+    );
+}
+
 #[test]
 fn redis_loads_our_snapshot_with_every_value() {
     let test = "redis_loads_our_snapshot_with_every_value";
@@ -380,23 +401,7 @@ fn redis_loads_our_snapshot_with_every_value() {
     assert_eq!(keyspace(&mut con), ours, "rlockd reloading its own file");
     drop(child);
 
-    let Some(server) = refserver::redis_server_path(test) else {
-        return;
-    };
-    let rdb = dir.file("dump.rdb");
-    let redis = refserver::RedisServer::start_setup(
-        &server,
-        refserver::Setup {
-            rdb: Some(&rdb),
-            ..refserver::Setup::default()
-        },
-    );
-    let mut rcon = connect(redis.port());
-    assert_eq!(
-        keyspace(&mut rcon),
-        ours,
-        "redis-server loading rlockd's file"
-    );
+    redis_loads(test, &dir, &ours);
 }
 
 #[test]
@@ -711,4 +716,25 @@ fn clients_get_loading_while_the_snapshot_loads() {
     assert!(info_loading, "INFO says loading:1 meanwhile");
     assert!(value.starts_with("value:299999"), "{value}");
     drop(child);
+}
+
+/// `rdbcompression no` and `rdbchecksum no` write files redis-check-rdb
+/// and redis-server take as well (zeros for the checksum, no LZF).
+#[test]
+fn files_without_compression_or_checksum_load_too() {
+    let test = "files_without_compression_or_checksum_load_too";
+    let dir = TempDir::new("plain");
+    let (child, port) = start(&dir, &["--rdbcompression", "no", "--rdbchecksum", "no"]);
+    let mut con = connect(port);
+    fill(&mut con);
+    let ours = keyspace(&mut con);
+    q(&mut con, &["SAVE"]);
+    drop(child);
+    let bytes = std::fs::read(dir.file("dump.rdb")).unwrap();
+    assert!(
+        bytes.ends_with(&[0xff, 0, 0, 0, 0, 0, 0, 0, 0]),
+        "no checksum"
+    );
+    check_rdb(test, &dir.file("dump.rdb"));
+    redis_loads(test, &dir, &ours);
 }
