@@ -45,8 +45,10 @@
 //! - `keyspace`: the data: shards and their locks, databases, values,
 //!   deadlines, blocked clients, keyspace events (its own doc maps it).
 //! - `expiry`: the timing wheels deadlines are filed in, and their alarm.
-//!   `persist`: the append-only file's writer and reader, and Redis's RDB
-//!   format (`persist/rdb`: bytes and a file's framing).
+//!   `persist`: the append-only file's writer and reader, its multi-part
+//!   layout (`persist/manifest`: the directory's manifest, base and
+//!   incremental files), and Redis's RDB format (`persist/rdb`: bytes and
+//!   a file's framing).
 //! - `protocol`: RESP framing and replies. `clock`: all time, so tests can
 //!   drive it.
 //! - `error`: command errors, worded as Redis words them.
@@ -61,7 +63,7 @@
 //! Persistence is the append-only file, in four places from the top down:
 //! `server/aof.rs` loads it at start, `context/persistence.rs` switches it
 //! and runs rewrites, `keyspace/aof.rs` decides what each write records,
-//! and `persist/` writes and reads the file. Snapshots (`dump.rdb`) take
+//! and `persist/` writes and reads the files. Snapshots (`dump.rdb`) take
 //! three: `context/snapshot.rs` runs SAVE, BGSAVE, the schedule and the
 //! load at start, `keyspace/snapshot.rs` takes the point-in-time copy and
 //! loads keys, and `persist/rdb` frames the file. Replication is not built yet;

@@ -256,9 +256,10 @@ fn startup_errors_name_what_they_are_about_as_redis_does() {
         (
             // Root writes anywhere but /proc.
             vec!["--port", &free, "--appendonly", "yes", "--dir", "/proc"],
-            "Can't open the append-only file /proc/appendonly.aof: No such file or directory"
+            "Can't open or create append-only dir appendonlydir: No such file or directory"
                 .into(),
-            ": No such file or directory".into(),
+            "Can't open or create append-only dir appendonlydir: No such file or directory"
+                .into(),
         ),
     ];
     let ours = std::path::Path::new(env!("CARGO_BIN_EXE_rlockd"));

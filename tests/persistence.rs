@@ -56,6 +56,18 @@ fn info_field(con: &mut Connection, field: &str) -> String {
         .to_string()
 }
 
+/// The file appended to: the first incremental file of the AOF directory.
+const INCR: &str = "appendonlydir/appendonly.aof.1.incr.aof";
+
+/// The AOF's size on disk: every file of its directory (history files
+/// are deleted once a rewrite ends).
+fn aof_size(dir: &TempDir) -> u64 {
+    std::fs::read_dir(dir.file("appendonlydir"))
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum()
+}
+
 fn wait_rewrite(con: &mut Connection) {
     let started = Instant::now();
     while info_field(con, "aof_rewrite_in_progress") != "0" {
@@ -226,11 +238,11 @@ fn a_torn_tail_is_truncated_and_a_damaged_file_stops_the_start() {
     let _: () = con.set("a", "1").unwrap();
     let _: () = con.hset("h", "f", "v").unwrap();
     kill9(child);
-    let whole = std::fs::read(dir.file("appendonly.aof")).unwrap();
+    let whole = std::fs::read(dir.file(INCR)).unwrap();
     let torn = |tail: &[u8]| {
         let mut text = whole.clone();
         text.extend_from_slice(tail);
-        std::fs::write(dir.file("appendonly.aof"), text).unwrap();
+        std::fs::write(dir.file(INCR), text).unwrap();
     };
 
     // A record cut short, and a transaction without its EXEC.
@@ -257,7 +269,7 @@ fn a_torn_tail_is_truncated_and_a_damaged_file_stops_the_start() {
         assert_eq!(a, "1");
         kill9(child);
         assert_eq!(
-            std::fs::read(dir.file("appendonly.aof")).unwrap(),
+            std::fs::read(dir.file(INCR)).unwrap(),
             whole,
             "truncated at the last record"
         );
@@ -266,13 +278,13 @@ fn a_torn_tail_is_truncated_and_a_damaged_file_stops_the_start() {
     // Damage that is not a torn tail.
     let mut damaged = b"*2\r\n$3\r\nDEL\r\n$1\r\nz\r\ngarbage\r\n".to_vec();
     damaged.extend_from_slice(&whole);
-    std::fs::write(dir.file("appendonly.aof"), damaged).unwrap();
+    std::fs::write(dir.file(INCR), damaged).unwrap();
     let refused = run_to_exit(&dir, &[]);
     assert!(
         refused.contains("Bad file format reading the append only file"),
         "{refused}"
     );
-    std::fs::write(dir.file("appendonly.aof"), b"*1\r\n$7\r\nNOTACMD\r\n").unwrap();
+    std::fs::write(dir.file(INCR), b"*1\r\n$7\r\nNOTACMD\r\n").unwrap();
     let refused = run_to_exit(&dir, &[]);
     assert!(refused.contains("Unknown command 'NOTACMD' reading the append only file"));
 }
@@ -328,11 +340,19 @@ fn bgrewriteaof_under_load_keeps_every_write_and_compacts() {
         rewrites += 1;
         std::thread::sleep(Duration::from_millis(100));
     }
-    let grown = std::fs::metadata(dir.file("appendonly.aof")).unwrap().len();
+    let grown = aof_size(&dir);
     let acked = writers.join();
     let _: String = redis::cmd("BGREWRITEAOF").query(&mut con).unwrap();
     wait_rewrite(&mut con);
-    let compact = std::fs::metadata(dir.file("appendonly.aof")).unwrap().len();
+    let compact = aof_size(&dir);
+    assert_eq!(
+        info_field(&mut con, "aof_rewrites"),
+        (rewrites + 1).to_string()
+    );
+    assert_eq!(
+        info_field(&mut con, "aof_rewrites_consecutive_failures"),
+        "0"
+    );
     let pttl_before: i64 = con.pttl("lease:7").unwrap();
     kill9(child);
 
@@ -390,7 +410,7 @@ fn the_file_outgrowing_its_base_is_rewritten_by_itself() {
     }
     // The INCRs after the first rewrite grow it past the minimum again,
     // and twice its base: it is rewritten again, down to one key.
-    while std::fs::metadata(dir.file("appendonly.aof")).unwrap().len() >= 4096 {
+    while aof_size(&dir) >= 4096 {
         assert!(
             started.elapsed() < Duration::from_secs(10),
             "never compacted"
@@ -491,32 +511,26 @@ fn dataset(con: &mut Connection) -> Vec<String> {
     out
 }
 
-#[test]
-fn redis_reads_our_file() {
-    let test = "redis_reads_our_file";
-    let dir = TempDir::new("differential");
-    let (child, port) = start(&dir, &[]);
-    let mut con = connect(port);
+/// Writes keys of every type in several databases, the lock script's
+/// hash among them, deleting and popping some, with a BGREWRITEAOF
+/// halfway (so an AOF has a base and an incremental file); the dataset.
+fn write_sample(con: &mut Connection) -> Vec<String> {
     let lock = Script::new(include_str!("../conformance/scripts/lock_acquire.lua"));
-    let _: Option<i64> = lock
-        .key("rlock")
-        .arg(60_000)
-        .arg("uuid:1")
-        .invoke(&mut con)
-        .unwrap();
-    let _: Option<i64> = lock
-        .key("rlock")
-        .arg(60_000)
-        .arg("uuid:1")
-        .invoke(&mut con)
-        .unwrap();
+    for _ in 0..2 {
+        let _: Option<i64> = lock
+            .key("rlock")
+            .arg(60_000)
+            .arg("uuid:1")
+            .invoke(con)
+            .unwrap();
+    }
     let _: () = redis::cmd("SET")
         .arg("plain")
         .arg("token")
         .arg("NX")
         .arg("PX")
         .arg(60_000)
-        .query(&mut con)
+        .query(con)
         .unwrap();
     let _: () = con.rpush("list", &["a", "b", "c"]).unwrap();
     let _: () = con.sadd("ints", &[3, 1, 2]).unwrap();
@@ -525,14 +539,25 @@ fn redis_reads_our_file() {
         .zadd_multiple("z", &[(1.5, "m"), (0.1, "n"), (-2.0, "o")])
         .unwrap();
     let _: i64 = con.incr("counter", 41).unwrap();
+    let _: String = redis::cmd("XADD")
+        .arg(&["early", "1-1", "f", "v"])
+        .query(con)
+        .unwrap();
+    let _: () = redis::cmd("XGROUP")
+        .arg(&["CREATE", "early", "g", "0"])
+        .query(con)
+        .unwrap();
+    // The rest goes to the incremental file after the base.
+    let _: String = redis::cmd("BGREWRITEAOF").query(con).unwrap();
+    wait_rewrite(con);
     let _: f64 = con.incr("float", 0.1).unwrap();
     let _: () = con.hset_multiple("h", &[("f", "1"), ("g", "2")]).unwrap();
     let _: i64 = con.hdel("h", "g").unwrap();
-    let _: () = redis::cmd("SELECT").arg(3).query(&mut con).unwrap();
+    let _: () = redis::cmd("SELECT").arg(3).query(con).unwrap();
     let _: () = con.set("in3", "v").unwrap();
     let _: i64 = con.lpush("popped", &["1", "2"]).unwrap();
     let _: Option<String> = con.lpop("popped", None).unwrap();
-    let _: () = redis::cmd("SELECT").arg(0).query(&mut con).unwrap();
+    let _: () = redis::cmd("SELECT").arg(0).query(con).unwrap();
     let _: i64 = con.del("counter").unwrap();
     let _: i64 = con.incr("counter", 1).unwrap();
     // A stream is logged as a RESTORE of its DUMP payload, Redis's own.
@@ -543,40 +568,224 @@ fn redis_reads_our_file() {
         "XREADGROUP GROUP g alice COUNT 1 STREAMS s >",
     ] {
         let words: Vec<&str> = line.split(' ').collect();
-        let _: redis::Value = redis::cmd(words[0])
-            .arg(&words[1..])
-            .query(&mut con)
-            .unwrap();
+        let _: redis::Value = redis::cmd(words[0]).arg(&words[1..]).query(con).unwrap();
     }
-    let ours = dataset(&mut con);
-    kill9(child);
+    dataset(con)
+}
 
+/// The manifest of `dir`'s AOF directory.
+fn manifest(dir: &std::path::Path) -> String {
+    std::fs::read_to_string(dir.join("appendonlydir/appendonly.aof.manifest")).unwrap()
+}
+
+/// `redis-check-aof` accepts the directory of `dir` (given its
+/// manifest), and redis-server started on it loads `ours`.
+fn redis_agrees(test: &str, dir: &TempDir, ours: &[String]) {
     if let Some(check) = refserver::require_tool(test, "redis-check-aof", "REDIS_CHECK_AOF") {
         let out = Command::new(check)
-            .arg(dir.file("appendonly.aof"))
+            .arg(dir.file("appendonlydir/appendonly.aof.manifest"))
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(out.status.success() && text.contains("is valid"), "{text}");
+        assert!(
+            out.status.success() && text.contains("All AOF files and manifest are valid"),
+            "{text}"
+        );
     }
+    if let Some(redis) = redis_from_aof(test, &dir.file("appendonlydir")) {
+        assert_eq!(ours, dataset(&mut connect(redis.port())));
+    }
+}
+
+/// redis-server started on a copy of `aof` (a directory or a single
+/// file), if there is one.
+fn redis_from_aof(test: &str, aof: &std::path::Path) -> Option<refserver::RedisServer> {
+    let server = refserver::redis_server_path(test)?;
+    Some(refserver::RedisServer::start_setup(
+        &server,
+        refserver::Setup {
+            aof: Some(aof),
+            ..refserver::Setup::default()
+        },
+    ))
+}
+
+#[test]
+fn redis_reads_our_file() {
+    our_files_read_back_and_redis_agrees("redis_reads_our_file", "yes", "rdb", b"REDIS0010");
+}
+
+#[test]
+fn with_the_preamble_off_the_base_is_commands() {
+    our_files_read_back_and_redis_agrees(
+        "with_the_preamble_off_the_base_is_commands",
+        "no",
+        "aof",
+        b"*2\r\n$6\r\nSELECT",
+    );
+}
+
+/// rlockd with `aof-use-rdb-preamble` `preamble` writes a base of that
+/// `format` starting with `head`, then an incremental file (the first two
+/// retired by the rewrite); it reads them back, and so does Redis.
+fn our_files_read_back_and_redis_agrees(test: &str, preamble: &str, format: &str, head: &[u8]) {
+    let dir = TempDir::new(test);
+    let (child, port) = start(&dir, &["--aof-use-rdb-preamble", preamble]);
+    let ours = write_sample(&mut connect(port));
+    kill9(child);
+    assert_eq!(
+        manifest(std::path::Path::new(dir.arg())),
+        format!(
+            "file appendonly.aof.2.base.{format} seq 2 type b\n\
+             file appendonly.aof.2.incr.aof seq 2 type i\n"
+        ),
+    );
+    let base =
+        std::fs::read(dir.file(&format!("appendonlydir/appendonly.aof.2.base.{format}"))).unwrap();
+    assert!(base.starts_with(head), "{}", String::from_utf8_lossy(&base));
+    let (child, port) = start(&dir, &[]);
+    assert_eq!(ours, dataset(&mut connect(port)));
+    kill9(child);
+    redis_agrees(test, &dir, &ours);
+}
+
+#[test]
+fn we_read_redis_files() {
+    let test = "we_read_redis_files";
     let Some(server) = refserver::redis_server_path(test) else {
         return;
     };
-    // Redis 7 takes a lone appendonly.aof as the base of its multi-part AOF.
-    let aof = dir.file("appendonly.aof");
-    let redis = refserver::RedisServer::start_setup(
-        &server,
-        refserver::Setup {
-            aof: Some(&aof),
-            ..refserver::Setup::default()
-        },
+    let redis = refserver::RedisServer::start(&server);
+    let mut rcon = connect(redis.port());
+    for (name, value) in [("appendfsync", "always"), ("appendonly", "yes")] {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(name)
+            .arg(value)
+            .query(&mut rcon)
+            .unwrap();
+    }
+    wait_rewrite(&mut rcon);
+    write_sample(&mut rcon);
+    let listed = manifest(redis.dir());
+    assert!(
+        listed.contains(".base.rdb seq") && listed.contains(".incr.aof seq"),
+        "{listed}"
     );
-    let mut rcon = redis::Client::open(format!("redis://{}/", redis.addr))
-        .unwrap()
-        .get_connection()
+    let dir = TempDir::new("theirs");
+    std::fs::create_dir_all(dir.file("appendonlydir")).unwrap();
+    for entry in std::fs::read_dir(redis.dir().join("appendonlydir")).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(
+            entry.path(),
+            dir.file("appendonlydir").join(entry.file_name()),
+        )
         .unwrap();
-    let theirs = dataset(&mut rcon);
-    assert_eq!(ours, theirs);
+    }
+    // What redis-server itself loads back from them (its files are not
+    // its memory exactly: XREADGROUP is logged as an XCLAIM, which leaves
+    // a group's entries-read unset), and what rlockd loads.
+    let reloaded = redis_from_aof(test, &dir.file("appendonlydir")).unwrap();
+    let theirs = dataset(&mut connect(reloaded.port()));
+    let (child, port) = start(&dir, &[]);
+    assert_eq!(theirs, dataset(&mut connect(port)));
+    kill9(child);
+    assert_eq!(
+        manifest(std::path::Path::new(dir.arg())),
+        listed,
+        "appended to as listed"
+    );
+}
+
+#[test]
+fn an_old_single_file_moves_into_the_directory_as_in_redis() {
+    let test = "an_old_single_file_moves_into_the_directory_as_in_redis";
+    // A file as Redis 6 wrote it: an RDB preamble, then commands.
+    let source = TempDir::new("single-source");
+    let (child, port) = common::spawn_binary(&["--port", "0", "--dir", source.arg()]);
+    let mut con = connect(port);
+    let _: () = con.set("from-rdb", "1").unwrap();
+    let _: () = con.rpush("list", &["a", "b"]).unwrap();
+    let _: () = redis::cmd("SAVE").query(&mut con).unwrap();
+    kill9(child);
+    let mut single = std::fs::read(source.file("dump.rdb")).unwrap();
+    single.extend_from_slice(
+        b"*2\r\n$6\r\nSELECT\r\n$1\r\n2\r\n*3\r\n$3\r\nSET\r\n$4\r\ntail\r\n$1\r\n2\r\n",
+    );
+    let dir = TempDir::new("single");
+    std::fs::write(dir.file("appendonly.aof"), &single).unwrap();
+    std::fs::write(source.file("appendonly.aof"), &single).unwrap();
+
+    let (child, port) = start(&dir, &[]);
+    let ours = dataset(&mut connect(port));
+    kill9(child);
+    assert_eq!(ours.len(), 3, "{ours:?}");
+    assert!(!dir.file("appendonly.aof").exists(), "moved");
+    assert_eq!(
+        std::fs::read(dir.file("appendonlydir/appendonly.aof")).unwrap(),
+        single
+    );
+    let upgraded = "file appendonly.aof seq 1 type b\n\
+                    file appendonly.aof.1.incr.aof seq 1 type i\n";
+    assert_eq!(manifest(std::path::Path::new(dir.arg())), upgraded);
+    let (child, port) = start(&dir, &[]);
+    assert_eq!(ours, dataset(&mut connect(port)), "and loads from there");
+    kill9(child);
+
+    let Some(redis) = redis_from_aof(test, &source.file("appendonly.aof")) else {
+        return;
+    };
+    assert_eq!(ours, dataset(&mut connect(redis.port())));
+    assert_eq!(manifest(redis.dir()), upgraded, "as Redis upgrades it");
+}
+
+#[test]
+fn a_torn_file_before_the_last_or_a_bad_manifest_stops_the_start() {
+    let dir = TempDir::new("multipart-damage");
+    let (child, port) = start(&dir, &[]);
+    let mut con = connect(port);
+    let _: () = con.set("a", "1").unwrap();
+    kill9(child);
+    let listed = manifest(std::path::Path::new(dir.arg()));
+    let manifest_path = dir.file("appendonlydir/appendonly.aof.manifest");
+    std::fs::write(
+        &manifest_path,
+        format!("{listed}file appendonly.aof.2.incr.aof seq 2 type i\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.file("appendonlydir/appendonly.aof.2.incr.aof"),
+        b"*3\r\n$3\r\nSET\r\n$1\r\nb\r\n$1\r\n2\r\n",
+    )
+    .unwrap();
+    let whole = std::fs::read(dir.file(INCR)).unwrap();
+    let mut torn = whole.clone();
+    torn.extend_from_slice(b"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$5\r\nva");
+    std::fs::write(dir.file(INCR), torn).unwrap();
+    let refused = run_to_exit(&dir, &[]);
+    assert!(
+        refused.contains("Fatal error: the truncated file is not the last file"),
+        "{refused}"
+    );
+    std::fs::write(
+        &manifest_path,
+        format!("{listed}file appendonly.aof.9.incr.aof seq 9 type i\n"),
+    )
+    .unwrap();
+    std::fs::write(dir.file(INCR), whole).unwrap();
+    let refused = run_to_exit(&dir, &[]);
+    assert!(
+        refused.contains(
+            "Unable to obtain the AOF file appendonly.aof.9.incr.aof length. stat: No such file or directory"
+        ),
+        "{refused}"
+    );
+    std::fs::write(&manifest_path, "file appendonly.aof.1.incr.aof seq 1\n").unwrap();
+    let refused = run_to_exit(&dir, &[]);
+    assert!(
+        refused.contains("Invalid AOF manifest file format"),
+        "{refused}"
+    );
 }
 
 /// `CONFIG SET appendonly yes` where the file cannot be made is refused

@@ -119,16 +119,20 @@ pub fn bgsave(ctx: &mut Ctx) -> CmdResult<Reply> {
 }
 
 /// BGREWRITEAOF: the rewrite runs in the background (see
-/// `context::persistence::rewrite`).
+/// `context::persistence::rewrite`); behind a BGSAVE it is only scheduled,
+/// as Redis waits for its child (the rewrite waits for the save).
 pub fn bgrewriteaof(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let behind_save = ctx.shared.snapshots.in_progress();
     if !ctx.shared.persistence.request_rewrite() {
         return Err(CmdError::other(
             "ERR Background append only file rewriting already in progress",
         ));
     }
-    Ok(Reply::status(
-        "Background append only file rewriting started",
-    ))
+    Ok(Reply::status(if behind_save {
+        "Background append only file rewriting scheduled"
+    } else {
+        "Background append only file rewriting started"
+    }))
 }
 
 // ---- CONFIG
@@ -783,6 +787,11 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             line("aof_last_rewrite_time_sec", &rewrites.last_secs());
             line("aof_current_rewrite_time_sec", &rewrites.current_secs());
             line("aof_last_bgrewrite_status", &ok(rewrites.last_ok()));
+            line("aof_rewrites", &rewrites.started_count());
+            line(
+                "aof_rewrites_consecutive_failures",
+                &rewrites.failures_in_a_row(),
+            );
             line(
                 "aof_last_write_status",
                 &ok(aof.as_ref().is_none_or(|a| a.last_write_ok())),

@@ -452,15 +452,14 @@ directives! {
         parse: parse_yes_no,
         change: Runtime,
     }
-    /// Redis starts its AOF rewrites with an RDB preamble: kept and
-    /// reported (rlockd's rewrite writes commands).
+    /// yes: an AOF rewrite writes the base file as an RDB; no: as commands.
     "aof-use-rdb-preamble" => aof_use_rdb_preamble: bool {
         default: true,
         parse: parse_yes_no,
         change: Runtime,
     }
-    /// Redis 7's folder for a multi-part AOF: kept and reported (rlockd
-    /// writes one file, `appendfilename`).
+    /// The folder (in `dir`) of the multi-part append-only file: its
+    /// manifest, base and incremental files.
     "appenddirname" => appenddirname: String {
         default: "appendonlydir".into(),
         parse: |v| bare_name(v, "appenddirname can't be a path, just a dirname"),

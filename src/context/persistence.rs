@@ -3,7 +3,7 @@
 //! file when `appendonly` is switched on at run time), and the grace
 //! period after a restart without persistence (`lock-restart-grace-ms`).
 
-use std::io::BufWriter;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::Instant;
@@ -13,7 +13,7 @@ use tokio::sync::Notify;
 
 use super::Shared;
 use crate::config::Config;
-use crate::persist::{Aof, Fsync};
+use crate::persist::{Aof, BaseFormat, Fsync, Layout, Manifest};
 
 /// The rewrite's state, for BGREWRITEAOF and INFO persistence.
 pub struct Persistence {
@@ -37,6 +37,10 @@ pub struct JobRecord {
     last_ok: AtomicBool,
     /// How long the last one took; -1 before any.
     last_secs: AtomicI64,
+    /// How many started (`aof_rewrites`).
+    started_count: AtomicU64,
+    /// Failures since the last success (`aof_rewrites_consecutive_failures`).
+    failures_in_a_row: AtomicU64,
 }
 
 impl Default for JobRecord {
@@ -45,6 +49,8 @@ impl Default for JobRecord {
             started: Mutex::new(None),
             last_ok: AtomicBool::new(true),
             last_secs: AtomicI64::new(-1),
+            started_count: AtomicU64::new(0),
+            failures_in_a_row: AtomicU64::new(0),
         }
     }
 }
@@ -52,6 +58,7 @@ impl Default for JobRecord {
 impl JobRecord {
     pub fn start(&self) {
         *self.started.lock() = Some(Instant::now());
+        self.started_count.fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn end(&self, ok: bool) {
@@ -62,6 +69,19 @@ impl JobRecord {
             .map_or(0, |s| s.elapsed().as_secs() as i64);
         self.last_secs.store(secs, Ordering::Relaxed);
         self.last_ok.store(ok, Ordering::Relaxed);
+        if ok {
+            self.failures_in_a_row.store(0, Ordering::Relaxed);
+        } else {
+            self.failures_in_a_row.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub fn started_count(&self) -> u64 {
+        self.started_count.load(Ordering::Relaxed)
+    }
+
+    pub fn failures_in_a_row(&self) -> u64 {
+        self.failures_in_a_row.load(Ordering::Relaxed)
     }
 
     pub fn last_ok(&self) -> bool {
@@ -85,9 +105,52 @@ impl JobRecord {
     }
 }
 
-/// Where the append-only file lives: `dir/appendfilename`.
-pub fn aof_path(config: &Config) -> PathBuf {
+/// Where the append-only files live: `dir/appenddirname`, named after
+/// `appendfilename`.
+pub fn aof_layout(config: &Config) -> Layout {
+    Layout {
+        dir: PathBuf::from(&config.dir).join(&config.appenddirname),
+        stem: config.appendfilename.clone(),
+    }
+}
+
+/// Where Redis before 7.0 kept its single append-only file:
+/// `dir/appendfilename`.
+pub fn single_file_path(config: &Config) -> PathBuf {
     PathBuf::from(&config.dir).join(&config.appendfilename)
+}
+
+/// The manifest in `layout`'s directory, if it has a readable one.
+fn listed(layout: &Layout) -> Option<Manifest> {
+    layout.read_manifest().ok().flatten().and_then(Result::ok)
+}
+
+/// Writes a base of the dataset as of now into `dir` (an RDB when
+/// `aof-use-rdb-preamble`, else commands): the temporary file, fsynced.
+pub fn write_base(shared: &Shared, dir: &Path) -> std::io::Result<(PathBuf, BaseFormat)> {
+    let rdb = shared.config.read().aof_use_rdb_preamble;
+    let (file, tmp) = crate::persist::rewrite_temp(dir)?;
+    let written = if rdb {
+        let bytes = super::snapshot::aof_base(shared);
+        let mut file = file;
+        file.write_all(&bytes).and_then(|()| file.sync_all())
+    } else {
+        let mut out = BufWriter::new(file);
+        shared.keyspace.snapshot(&mut out).and_then(|()| {
+            let file = out.into_inner().map_err(|e| e.into_error())?;
+            file.sync_all()
+        })
+    };
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    let format = if rdb {
+        BaseFormat::Rdb
+    } else {
+        BaseFormat::Commands
+    };
+    Ok((tmp, format))
 }
 
 impl Default for Persistence {
@@ -160,12 +223,15 @@ impl Persistence {
         if self.rewriting.load(Ordering::Acquire) {
             return false;
         }
+        // An AOF switched on at run time whose first rewrite failed tries
+        // again, as Redis reschedules it.
         let auto = shared.keyspace.log().is_some_and(|aof| {
             let config = shared.config.read();
-            aof.wants_rewrite(
-                config.auto_aof_rewrite_percentage,
-                config.auto_aof_rewrite_min_size,
-            )
+            aof.awaiting_base()
+                || aof.wants_rewrite(
+                    config.auto_aof_rewrite_percentage,
+                    config.auto_aof_rewrite_min_size,
+                )
         });
         if !self.requested.swap(false, Ordering::AcqRel) && !auto {
             return false;
@@ -177,30 +243,38 @@ impl Persistence {
 }
 
 /// Rewrites the append-only file from the keyspace, blocking the calling
-/// thread (not clients: see `Keyspace::snapshot`). Without an AOF running
-/// it writes the file once, as BGREWRITEAOF does in Redis.
+/// thread (not clients), as Redis 7.0 does: records go to a new
+/// incremental file from the start, the base is written beside, and the
+/// manifest then lists the new base and that file alone. Without an AOF
+/// running it writes a base all the same, as BGREWRITEAOF does in Redis.
+///
+/// Why a base taken while clients write is consistent with the file
+/// after it: the new incremental file receives every record from before
+/// the base's point in time is taken, and records are idempotent states
+/// (`keyspace::aof`), so one replayed over a base that has it already
+/// leaves its keys as they were.
 pub fn rewrite(shared: &Shared) {
     let aof = shared.keyspace.log();
-    let path = aof.as_ref().map_or_else(
-        || aof_path(&shared.config.read()),
-        |a| a.path().to_path_buf(),
-    );
+    let layout = aof
+        .as_ref()
+        .map_or_else(|| aof_layout(&shared.config.read()), |a| a.layout().clone());
     tracing::info!("Background append only file rewriting started");
-    if let Some(aof) = &aof {
-        aof.begin_rewrite();
-    }
-    let snapshot = crate::persist::rewrite_temp(&path).and_then(|(file, tmp)| {
-        let mut out = BufWriter::new(file);
-        shared.keyspace.snapshot(&mut out)?;
-        let file = out.into_inner().map_err(|e| e.into_error())?;
-        Ok((file, tmp))
-    });
-    let result = match &aof {
-        Some(aof) => aof.finish_rewrite(snapshot),
-        None => {
-            snapshot.and_then(|(file, tmp)| crate::persist::install_snapshot(&path, file, &tmp))
-        }
-    };
+    let dir = PathBuf::from(&shared.config.read().dir);
+    let result = aof
+        .as_ref()
+        .map_or(Ok(()), |aof| aof.begin_rewrite())
+        .and_then(|()| write_base(shared, &dir))
+        .and_then(|(tmp, format)| {
+            let installed = match &aof {
+                Some(aof) => aof.finish_rewrite(&tmp, format),
+                None => crate::persist::install_offline(&layout, listed(&layout), &tmp, format)
+                    .map(drop),
+            };
+            if installed.is_err() {
+                let _ = std::fs::remove_file(&tmp);
+            }
+            installed
+        });
     let state = &shared.persistence;
     match &result {
         Ok(()) => tracing::info!("Background AOF rewrite finished successfully"),
@@ -216,22 +290,22 @@ pub fn reconfigure(shared: &Shared, old: &Config, new: &Config) -> Result<(), &'
     let fsync = Fsync::parse(&new.appendfsync).unwrap_or(Fsync::EverySec);
     match (old.appendonly, new.appendonly) {
         (false, true) => {
-            let path = aof_path(new);
-            // The rewrite that makes the file runs later, in the
-            // background: the directory must take it now, or AOF would
-            // report itself on and persist nothing.
-            if let Err(e) = can_rewrite(&path) {
-                tracing::warn!(
-                    "Redis needs to enable the AOF but can't open the append only file {}: {}",
-                    path.display(),
-                    crate::util::os_reason(&e)
-                );
-                return Err("Unable to turn on AOF. Check server logs.");
+            // As in Redis: the base is made by a rewrite, and records go
+            // to a temporary file until it is written. That file is made
+            // now, so a directory that cannot take it refuses the change,
+            // rather than AOF reporting itself on and persisting nothing.
+            let layout = aof_layout(new);
+            let manifest = listed(&layout).unwrap_or_default();
+            match Aof::pending_rewrite(layout, manifest, fsync) {
+                Ok(aof) => shared.keyspace.set_log(Some(aof)),
+                Err(e) => {
+                    tracing::warn!(
+                        "Redis needs to enable the AOF but can't open the append only file: {}",
+                        crate::util::os_reason(&e)
+                    );
+                    return Err("Unable to turn on AOF. Check server logs.");
+                }
             }
-            // As in Redis: the file is made by a rewrite, and records
-            // buffer until it is written.
-            let aof = Aof::pending_rewrite(&path, fsync);
-            shared.keyspace.set_log(Some(aof));
             shared.persistence.requested.store(true, Ordering::Release);
             shared.persistence.asked.notify_one();
         }
@@ -248,12 +322,6 @@ pub fn reconfigure(shared: &Shared, old: &Config, new: &Config) -> Result<(), &'
         }
     }
     Ok(())
-}
-
-/// Makes (and removes) the temporary file a rewrite of `path` writes.
-fn can_rewrite(path: &Path) -> std::io::Result<()> {
-    let (_, tmp) = crate::persist::rewrite_temp(path)?;
-    std::fs::remove_file(tmp)
 }
 
 #[cfg(test)]

@@ -206,7 +206,7 @@ fn finish(shared: &Shared, begun: Begun) -> std::io::Result<bool> {
     if shared.snapshots.cancelled.swap(false, Ordering::AcqRel) {
         return Ok(false);
     }
-    let bytes = frame(&begun.plan, &begun.functions, images);
+    let bytes = frame(&begun.plan, &begun.functions, images, false);
     crate::persist::write_atomically(&begun.plan.path, &bytes)?;
     let state = &shared.snapshots;
     state
@@ -218,8 +218,9 @@ fn finish(shared: &Shared, begun: Begun) -> std::io::Result<bool> {
     Ok(true)
 }
 
-/// A whole file from the databases' keys, as Redis 7.0 lays it out.
-fn frame(plan: &Plan, functions: &[Bytes], images: Vec<DbImage>) -> Vec<u8> {
+/// A whole file from the databases' keys, as Redis 7.0 lays it out
+/// (`aof_base`: as the base of an AOF, which says so in an aux field).
+fn frame(plan: &Plan, functions: &[Bytes], images: Vec<DbImage>, aof_base: bool) -> Vec<u8> {
     let mut file = FileWriter::new(plan.options.compress);
     file.aux("redis-ver", crate::protocol::REDIS_VERSION.as_bytes());
     file.aux("redis-bits", b"64");
@@ -229,7 +230,7 @@ fn frame(plan: &Plan, functions: &[Bytes], images: Vec<DbImage>) -> Vec<u8> {
     file.aux("ctime", now.to_string().as_bytes());
     let used = crate::util::alloc::memory_now().used;
     file.aux("used-mem", used.to_string().as_bytes());
-    file.aux("aof-base", b"0");
+    file.aux("aof-base", if aof_base { b"1" } else { b"0" });
     for code in functions {
         file.function(code);
     }
@@ -243,6 +244,19 @@ fn frame(plan: &Plan, functions: &[Bytes], images: Vec<DbImage>) -> Vec<u8> {
         }
     }
     file.finish(plan.checksum)
+}
+
+/// An AOF rewrite's base (`aof-use-rdb-preamble yes`): the dataset as of
+/// now, as an RDB. Waits for a save under way, as one capture runs at a
+/// time; the file is the caller's to write.
+pub fn aof_base(shared: &Shared) -> Vec<u8> {
+    while !shared.snapshots.claim() {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let begun = begin(shared);
+    let images = shared.keyspace.end_capture(&begun.capture);
+    shared.snapshots.running.store(false, Ordering::Release);
+    frame(&begun.plan, &begun.functions, images, true)
 }
 
 /// SAVE (and the save at shutdown): the file written before it returns.
@@ -331,7 +345,7 @@ pub fn save_flushed(shared: &Shared, dirty: u64) -> std::io::Result<()> {
     state.cancelled.store(true, Ordering::Release);
     let plan = plan(shared);
     let functions = library_codes(shared);
-    let bytes = frame(&plan, &functions, Vec::new());
+    let bytes = frame(&plan, &functions, Vec::new(), false);
     crate::persist::write_atomically(&plan.path, &bytes)?;
     state
         .last_save
@@ -471,18 +485,7 @@ pub fn load_file(shared: &Shared, merge: bool) -> Result<bool, LoadError> {
     shared.keyspace.set_loading(true);
     let loaded = load_bytes(shared, &data, verify, merge);
     shared.keyspace.set_loading(false);
-    let Counts {
-        keys,
-        expired,
-        empty,
-    } = loaded?;
-    if empty > 0 {
-        tracing::info!(
-            "Done loading RDB, keys loaded: {keys}, keys expired: {expired}, empty keys skipped: {empty}."
-        );
-    } else {
-        tracing::info!("Done loading RDB, keys loaded: {keys}, keys expired: {expired}.");
-    }
+    loaded?.log();
     tracing::info!(
         "DB loaded from disk: {:.3} seconds",
         started.elapsed().as_secs_f64()
@@ -506,6 +509,35 @@ struct Counts {
     expired: u64,
     /// Empty collections, which no key holds.
     empty: u64,
+    /// The bytes the RDB took (an AOF's commands may follow).
+    length: usize,
+}
+
+impl Counts {
+    fn log(&self) {
+        let Counts {
+            keys,
+            expired,
+            empty,
+            ..
+        } = self;
+        if *empty > 0 {
+            tracing::info!(
+                "Done loading RDB, keys loaded: {keys}, keys expired: {expired}, empty keys skipped: {empty}."
+            );
+        } else {
+            tracing::info!("Done loading RDB, keys loaded: {keys}, keys expired: {expired}.");
+        }
+    }
+}
+
+/// Loads the RDB an AOF's base starts with (the caller has the keyspace
+/// loading); the bytes it took, after which commands may follow.
+pub fn load_aof_preamble(shared: &Shared, data: &[u8]) -> Result<usize, LoadError> {
+    let verify = shared.config.read().rdbchecksum;
+    let counts = load_bytes(shared, data, verify, false)?;
+    counts.log();
+    Ok(counts.length)
 }
 
 /// Loads a whole file.
@@ -583,11 +615,13 @@ fn load_bytes(
         }
     }
     expired += load_batch(shared, &mut batch)?;
+    let length = reader.end_offset();
     reader.finish(verify)?;
     Ok(Counts {
         keys: read - expired,
         expired,
         empty,
+        length,
     })
 }
 

@@ -219,15 +219,15 @@ impl Keyspace {
     /// Writes every live key, one shard at a time, each shard held only
     /// while it is read.
     ///
-    /// Why a rewrite that runs alongside writes is consistent: the AOF
-    /// starts copying every record into its rewrite buffer before the
+    /// Why a rewrite's base written this way while clients write is
+    /// consistent: the AOF switches to a new incremental file before the
     /// first shard is read, and a record is made while its keys' shards
     /// are held. So each key's change either happened before its shard was
-    /// read (it is in the snapshot; if it came after the copying began it
-    /// is in the buffer too, which replays it again to the same state) or
-    /// after (it is in the buffer, replayed after the snapshot). Replaying
-    /// the snapshot and then the buffer therefore ends with every key in
-    /// the state its last record gave it, which is its state now.
+    /// read (it is in the base; if it came after the switch it is in the
+    /// new file too, which replays it again to the same state) or after
+    /// (it is in the new file, replayed after the base). Replaying the
+    /// base and then that file therefore ends with every key in the state
+    /// its last record gave it, which is its state now.
     pub fn snapshot(&self, out: &mut impl Write) -> std::io::Result<()> {
         let mut stream = Stream::default();
         for idx in 0..SHARDS {
@@ -281,8 +281,17 @@ mod tests {
     #[test]
     fn a_command_logs_what_it_left() {
         let ks = Keyspace::new(2, Arc::new(crate::clock::SystemClock));
-        let path = std::env::temp_dir().join(format!("rlockd-aof-unit-{}", std::process::id()));
-        let aof = Aof::open(&path, crate::persist::Fsync::No).unwrap();
+        let layout = crate::persist::Layout {
+            dir: std::env::temp_dir().join(format!("rlockd-aof-unit-{}", std::process::id())),
+            stem: "appendonly.aof".into(),
+        };
+        std::fs::create_dir_all(&layout.dir).unwrap();
+        let aof = Aof::open(
+            layout.clone(),
+            Default::default(),
+            crate::persist::Fsync::No,
+        )
+        .unwrap();
         ks.set_log(Some(aof.clone()));
         {
             let mut locked = ks.lock(&LockPlan::All).unwrap();
@@ -296,8 +305,10 @@ mod tests {
             locked.note_swapped(0, 1);
         }
         aof.close();
-        let text = String::from_utf8(std::fs::read(&path).unwrap()).unwrap();
-        let _ = std::fs::remove_file(&path);
+        let text =
+            String::from_utf8(std::fs::read(layout.file("appendonly.aof.1.incr.aof")).unwrap())
+                .unwrap();
+        let _ = std::fs::remove_dir_all(&layout.dir);
         assert_eq!(
             text.replace("\r\n", " "),
             "*1 $5 MULTI *2 $6 SELECT $1 1 *3 $3 SET $1 a $1 2 *2 $6 SELECT $1 0 \

@@ -1,6 +1,7 @@
-//! The append-only file, in Redis's AOF format (RESP commands, so
-//! `redis-check-aof` and redis-server read it): one file, `dir/appendfilename`,
-//! written by a thread of its own. Under `appendfsync always` a client's
+//! The append-only file as Redis 7.0 lays it out (`manifest`: a base file,
+//! an RDB or commands, then incremental files of RESP commands, so
+//! `redis-check-aof` and redis-server read it), appended to by a thread
+//! of its own. Under `appendfsync always` a client's
 //! reply waits until what it wrote is on disk (`wait_durable`); the writer
 //! fsyncs whatever accumulated meanwhile at once (group commit).
 //!
@@ -12,6 +13,7 @@
 //! payloads, `dump.rdb` and the AOF's preamble share.
 
 pub mod load;
+pub mod manifest;
 pub mod rdb;
 
 use std::fs::{File, OpenOptions};
@@ -22,6 +24,8 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
+
+pub use manifest::{Layout, Manifest};
 
 /// `appendfsync`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,33 +135,25 @@ impl Stream {
     }
 }
 
-/// What the writer has not written yet, and the rewrite's copy of it.
+/// What the writer has not written yet.
 struct Inner {
     pending: Stream,
-    /// While a rewrite runs, every record also goes here: it is appended
-    /// to the new file once the snapshot is written.
-    rewrite: Option<Stream>,
     /// Batches appended so far.
     seq: u64,
-    /// Bumped when a rewrite replaces the file, so the writer never writes
-    /// bytes meant for the old file (they are in the new one already) to
-    /// the new one.
-    generation: u64,
-    /// False until the first rewrite of an AOF switched on at run time
-    /// has made the file: records go to the rewrite buffer alone.
-    has_file: bool,
     stop: bool,
 }
 
-/// The file being appended to (`None` until the first rewrite of an AOF
-/// switched on at run time has written it).
+/// The incremental file being appended to, and the manifest that lists it.
 struct Target {
     file: Option<File>,
-    generation: u64,
+    manifest: Manifest,
+    /// An AOF switched on at run time appends to a temporary file that
+    /// no manifest lists until the first rewrite has written a base.
+    awaiting_base: bool,
 }
 
 pub struct Aof {
-    path: PathBuf,
+    layout: Layout,
     fsync: AtomicU8,
     inner: Mutex<Inner>,
     wake: Condvar,
@@ -165,48 +161,84 @@ pub struct Aof {
     durable: tokio::sync::watch::Sender<u64>,
     last_write_ok: AtomicBool,
     current_size: AtomicU64,
-    /// The size after the last rewrite (or at start): auto-rewrite's base.
+    /// The size after the last rewrite (or the base's at start):
+    /// auto-rewrite's base.
     base_size: AtomicU64,
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl Aof {
-    /// Appends to the existing file at `path` (created if missing).
-    pub fn open(path: &Path, fsync: Fsync) -> std::io::Result<Arc<Aof>> {
-        let file = OpenOptions::new().create(true).append(true).open(path)?;
-        let size = file.metadata()?.len();
-        Ok(Self::start(path, fsync, Some(file), size))
+    /// Appends to the last incremental file `manifest` lists, first
+    /// listing a new one if it has none (persisting the manifest).
+    pub fn open(layout: Layout, mut manifest: Manifest, fsync: Fsync) -> std::io::Result<Arc<Aof>> {
+        let (name, created) = match manifest.incrs.last() {
+            Some(last) => (last.name.clone(), false),
+            None => (manifest.new_incr(&layout.stem), true),
+        };
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(layout.file(&name))?;
+        layout.persist(&manifest)?;
+        if created {
+            tracing::info!("Creating AOF incr file {name} on server start");
+        } else {
+            tracing::info!("Opening AOF incr file {name} on server start");
+        }
+        let (size, base) = layout.sizes(&manifest);
+        Ok(Self::start(
+            layout,
+            manifest,
+            fsync,
+            file,
+            false,
+            (size, base),
+        ))
     }
 
-    /// An AOF switched on at run time: nothing is written until the rewrite
-    /// the caller starts at once (`begin_rewrite`) has made the file.
-    pub fn pending_rewrite(path: &Path, fsync: Fsync) -> Arc<Aof> {
-        let aof = Self::start(path, fsync, None, 0);
-        aof.begin_rewrite();
-        aof
+    /// An AOF switched on at run time: records go to the temporary
+    /// incremental file until the rewrite the caller starts at once has
+    /// written a base (`manifest`: what the directory lists now, if anything).
+    pub fn pending_rewrite(
+        layout: Layout,
+        manifest: Manifest,
+        fsync: Fsync,
+    ) -> std::io::Result<Arc<Aof>> {
+        std::fs::create_dir_all(&layout.dir)?;
+        let file = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .open(layout.temp_incr_path())?;
+        Ok(Self::start(layout, manifest, fsync, file, true, (0, 0)))
     }
 
-    fn start(path: &Path, fsync: Fsync, file: Option<File>, size: u64) -> Arc<Aof> {
+    fn start(
+        layout: Layout,
+        manifest: Manifest,
+        fsync: Fsync,
+        file: File,
+        awaiting_base: bool,
+        (size, base): (u64, u64),
+    ) -> Arc<Aof> {
         let aof = Arc::new(Aof {
-            path: path.to_path_buf(),
+            layout,
             fsync: AtomicU8::new(fsync.to_u8()),
             inner: Mutex::new(Inner {
                 pending: Stream::default(),
-                rewrite: None,
                 seq: 0,
-                generation: 0,
-                has_file: file.is_some(),
                 stop: false,
             }),
             wake: Condvar::new(),
             target: Mutex::new(Target {
-                file,
-                generation: 0,
+                file: Some(file),
+                manifest,
+                awaiting_base,
             }),
             durable: tokio::sync::watch::Sender::new(0),
             last_write_ok: AtomicBool::new(true),
             current_size: AtomicU64::new(size),
-            base_size: AtomicU64::new(size),
+            base_size: AtomicU64::new(base),
             writer: Mutex::new(None),
         });
         let writer = aof.clone();
@@ -218,8 +250,8 @@ impl Aof {
         aof
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
+    pub fn layout(&self) -> &Layout {
+        &self.layout
     }
 
     pub fn fsync(&self) -> Fsync {
@@ -234,12 +266,7 @@ impl Aof {
     /// so batches about the same keys are logged in the order they happened.
     pub fn append(&self, batch: &Batch) {
         let mut inner = self.inner.lock();
-        if let Some(rewrite) = &mut inner.rewrite {
-            rewrite.put(batch);
-        }
-        if inner.has_file {
-            inner.pending.put(batch);
-        }
+        inner.pending.put(batch);
         inner.seq += 1;
         drop(inner);
         self.wake.notify_one();
@@ -278,7 +305,6 @@ impl Aof {
             let mut inner = self.inner.lock();
             inner.stop = true;
             inner.pending.buf.clear();
-            inner.generation += 1;
         }
         self.wake.notify_one();
         self.target.lock().file = None;
@@ -290,7 +316,7 @@ impl Aof {
         let mut last_sync = Instant::now();
         let mut unsynced = false;
         loop {
-            let (data, seq, generation) = {
+            {
                 let mut inner = self.inner.lock();
                 while inner.pending.buf.is_empty() && !inner.stop {
                     if unsynced && self.fsync() == Fsync::EverySec {
@@ -302,16 +328,22 @@ impl Aof {
                         self.wake.wait(&mut inner);
                     }
                 }
-                let data = std::mem::take(&mut inner.pending.buf);
-                (data, inner.seq, inner.generation)
-            };
-            let mut target = self.target.lock();
-            if target.generation != generation {
-                // A rewrite took these bytes into the new file.
-                continue;
             }
+            // The bytes are taken while the file is held, so a rewrite
+            // switching files (`begin_rewrite`) never strands them between
+            // the two: what was appended before the switch goes to the old
+            // file, encoded for it.
+            let mut target = self.target.lock();
+            let (data, seq, stop) = {
+                let mut inner = self.inner.lock();
+                (
+                    std::mem::take(&mut inner.pending.buf),
+                    inner.seq,
+                    inner.stop,
+                )
+            };
             let Some(file) = &mut target.file else {
-                if self.inner.lock().stop {
+                if stop {
                     return;
                 }
                 continue;
@@ -337,7 +369,7 @@ impl Aof {
             self.last_write_ok.store(true, Ordering::Relaxed);
             drop(target);
             self.durable.send_replace(seq);
-            if data.is_empty() && self.inner.lock().stop {
+            if data.is_empty() && stop {
                 return;
             }
         }
@@ -357,53 +389,67 @@ impl Aof {
         std::thread::sleep(Duration::from_millis(100));
     }
 
-    /// Starts copying every record into the rewrite buffer (if it is not
-    /// already: an AOF switched on at run time starts with it).
-    pub fn begin_rewrite(&self) {
-        self.inner
-            .lock()
-            .rewrite
-            .get_or_insert_with(Stream::default);
+    /// Starts a rewrite: from now on records go to a new incremental file,
+    /// listed after the current one, so the base the rewrite writes next
+    /// plus that file are the whole dataset. (An AOF waiting for its first
+    /// base keeps its temporary file, which has every record already.)
+    pub fn begin_rewrite(&self) -> std::io::Result<()> {
+        let mut target = self.target.lock();
+        if target.awaiting_base {
+            return Ok(());
+        }
+        let mut manifest = target.manifest.clone();
+        let name = manifest.new_incr(&self.layout.stem);
+        let file = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .open(self.layout.file(&name))?;
+        self.layout.persist(&manifest)?;
+        tracing::info!("Creating AOF incr file {name} on background rewrite");
+        let mut inner = self.inner.lock();
+        let rest = std::mem::take(&mut inner.pending.buf);
+        if let Some(old) = &mut target.file {
+            old.write_all(&rest)?;
+            old.sync_data()?;
+            self.current_size
+                .fetch_add(rest.len() as u64, Ordering::Relaxed);
+        }
+        // The new file starts with no database selected.
+        inner.pending = Stream::default();
+        target.file = Some(file);
+        target.manifest = manifest;
+        self.durable.send_replace(inner.seq);
+        Ok(())
     }
 
-    /// Ends a rewrite whose snapshot is in `snapshot` (at `tmp`): appends the
-    /// records logged meanwhile, makes it the file, and carries on there.
-    pub fn finish_rewrite(
-        &self,
-        snapshot: std::io::Result<(File, PathBuf)>,
-    ) -> std::io::Result<()> {
-        let result = snapshot.and_then(|(mut file, tmp)| {
-            let mut target = self.target.lock();
-            let mut inner = self.inner.lock();
-            let tail = inner.rewrite.take().unwrap_or_default();
-            file.write_all(&tail.buf)?;
-            file.sync_all()?;
-            std::fs::rename(&tmp, &self.path)?;
-            sync_dir(&self.path);
-            let size = file.metadata()?.len();
-            target.file = Some(file);
-            target.generation += 1;
-            inner.generation += 1;
-            inner.has_file = true;
-            // Everything pending is in the new file, after the snapshot.
-            inner.pending = Stream {
-                buf: Vec::new(),
-                db: tail.db,
-            };
-            self.current_size.store(size, Ordering::Relaxed);
-            self.base_size.store(size, Ordering::Relaxed);
-            self.durable.send_replace(inner.seq);
-            Ok(())
-        });
-        // A failed rewrite leaves the file as it was; an AOF still waiting
-        // for its first file keeps buffering for the next attempt.
-        if result.is_err() {
-            let mut inner = self.inner.lock();
-            if inner.has_file {
-                inner.rewrite = None;
-            }
+    /// Ends a rewrite whose base is written at `tmp` (in `format`): lists
+    /// it as the new base, and retires the files it replaces.
+    pub fn finish_rewrite(&self, tmp: &Path, format: BaseFormat) -> std::io::Result<()> {
+        let mut target = self.target.lock();
+        let mut manifest = target.manifest.clone();
+        let base = install_base(&self.layout, &mut manifest, tmp, format)?;
+        if target.awaiting_base {
+            let name = manifest.new_incr(&self.layout.stem);
+            std::fs::rename(self.layout.temp_incr_path(), self.layout.file(&name))?;
         }
-        result
+        manifest.retire_incrs(true);
+        if let Err(e) = self.layout.persist(&manifest) {
+            let _ = std::fs::remove_file(self.layout.file(&base));
+            return Err(e);
+        }
+        target.awaiting_base = false;
+        let _ = self.layout.delete_history(&mut manifest);
+        let (size, _) = self.layout.sizes(&manifest);
+        target.manifest = manifest;
+        self.current_size.store(size, Ordering::Relaxed);
+        self.base_size.store(size, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Whether a rewrite must still write the first base.
+    pub fn awaiting_base(&self) -> bool {
+        self.target.lock().awaiting_base
     }
 
     /// Past `auto-aof-rewrite-min-size` and grown by `percent` % since the
@@ -421,7 +467,7 @@ impl Aof {
         self.last_write_ok.load(Ordering::Relaxed)
     }
 
-    /// The file's size now, and after the last rewrite.
+    /// The files' size now, and after the last rewrite.
     pub fn sizes(&self) -> (u64, u64) {
         (
             self.current_size.load(Ordering::Relaxed),
@@ -430,12 +476,55 @@ impl Aof {
     }
 }
 
-/// The temporary file a rewrite writes its snapshot to, next to `path`.
-pub fn rewrite_temp(path: &Path) -> std::io::Result<(File, PathBuf)> {
-    let name = format!("temp-rewriteaof-{}.aof", std::process::id());
-    let tmp = path.with_file_name(name);
+/// How a rewrite writes the base: an RDB (`aof-use-rdb-preamble yes`),
+/// or commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BaseFormat {
+    Rdb,
+    Commands,
+}
+
+/// The temporary file a rewrite writes its base to, in `dir` (Redis's name).
+pub fn rewrite_temp(dir: &Path) -> std::io::Result<(File, PathBuf)> {
+    let tmp = dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
     let file = File::create(&tmp)?;
     Ok((file, tmp))
+}
+
+/// Moves a written base (`tmp`, fsynced) into the directory under the
+/// next base name, which `manifest` now lists, the old base becoming
+/// history; its name. The caller persists the manifest.
+fn install_base(
+    layout: &Layout,
+    manifest: &mut Manifest,
+    tmp: &Path,
+    format: BaseFormat,
+) -> std::io::Result<String> {
+    std::fs::create_dir_all(&layout.dir)?;
+    let name = manifest.new_base(&layout.stem, format == BaseFormat::Rdb);
+    std::fs::rename(tmp, layout.file(&name))?;
+    tracing::info!("Successfully renamed the temporary AOF base file into {name}");
+    Ok(name)
+}
+
+/// A base written with no AOF appending (BGREWRITEAOF with `appendonly
+/// no`, or the first base at start): it replaces every file the directory
+/// lists. The manifest as persisted.
+pub fn install_offline(
+    layout: &Layout,
+    manifest: Option<Manifest>,
+    tmp: &Path,
+    format: BaseFormat,
+) -> std::io::Result<Manifest> {
+    let mut manifest = manifest.unwrap_or_default();
+    let base = install_base(layout, &mut manifest, tmp, format)?;
+    manifest.retire_incrs(false);
+    if let Err(e) = layout.persist(&manifest) {
+        let _ = std::fs::remove_file(layout.file(&base));
+        return Err(e);
+    }
+    let _ = layout.delete_history(&mut manifest);
+    Ok(manifest)
 }
 
 /// Makes a rename durable (best effort: not every file system allows it).
@@ -451,9 +540,8 @@ fn sync_dir(path: &Path) {
     }
 }
 
-/// Writes a finished snapshot as the file when no AOF is running
-/// (BGREWRITEAOF with `appendonly no`).
-pub fn install_snapshot(path: &Path, file: File, tmp: &Path) -> std::io::Result<()> {
+/// Makes a written file durable and moves it to `path`.
+fn install_snapshot(path: &Path, file: File, tmp: &Path) -> std::io::Result<()> {
     file.sync_all()?;
     std::fs::rename(tmp, path)?;
     sync_dir(path);

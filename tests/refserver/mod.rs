@@ -220,8 +220,9 @@ pub struct Setup<'a> {
     pub password: Option<&'a str>,
     /// A one-node Redis Cluster owning every slot.
     pub cluster: bool,
-    /// An append-only file the reference server starts from (its own
-    /// directory gets a copy), with `appendonly yes`. rlockd ignores it.
+    /// The append-only files the reference server starts from, with
+    /// `appendonly yes`: a directory (copied as its `appendonlydir`) or an
+    /// old single file (copied as `appendonly.aof`). rlockd ignores it.
     pub aof: Option<&'a Path>,
     /// A TLS port beside the plain one, with the certificates of this
     /// directory (`pki::Pki`'s) and `tls-auth-clients optional`.
@@ -341,7 +342,7 @@ impl RedisServer {
                 extra.extend(["--requirepass".into(), p.into()]);
             }
             if let Some(aof) = setup.aof {
-                std::fs::copy(aof, dir.join("appendonly.aof")).expect("a copy of the AOF");
+                copy_aof(aof, &dir);
                 extra.extend(["--appendonly".into(), "yes".into()]);
             }
             if let Some(who) = setup.protected_configs {
@@ -437,6 +438,20 @@ impl RedisServer {
     /// Its `dir`, where SAVE writes `dump.rdb`.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+}
+
+/// Copies an AOF directory's files, or a single file, into `dir`.
+fn copy_aof(aof: &Path, dir: &Path) {
+    if !aof.is_dir() {
+        std::fs::copy(aof, dir.join("appendonly.aof")).expect("a copy of the AOF");
+        return;
+    }
+    let target = dir.join("appendonlydir");
+    std::fs::create_dir_all(&target).expect("the AOF directory");
+    for entry in std::fs::read_dir(aof).expect("the AOF directory reads") {
+        let entry = entry.expect("a directory entry");
+        std::fs::copy(entry.path(), target.join(entry.file_name())).expect("a copy of the AOF");
     }
 }
 

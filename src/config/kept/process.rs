@@ -42,8 +42,8 @@ kept! {
     "latency-tracking" = "yes", Runtime, YES_NO;
     /// No effect: no per-command latency histograms.
     "latency-tracking-info-percentiles" = "50 99 99.9", Runtime, Check::words(percentiles);
-    /// No effect: the append-only file is one file, with no history to
-    /// collect.
+    /// No effect: a rewrite's old files are always deleted once the new
+    /// manifest is in place.
     "aof-disable-auto-gc" = "no", Runtime, YES_NO;
     /// No effect: a rewrite is written, then fsynced once.
     "aof-rewrite-incremental-fsync" = "yes", Runtime, YES_NO;

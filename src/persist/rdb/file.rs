@@ -197,6 +197,13 @@ impl<'a> FileReader<'a> {
         }
     }
 
+    /// After `Item::End`: where the file ends, past its checksum if it
+    /// has one (an old AOF's commands may follow its RDB preamble).
+    pub fn end_offset(&self) -> usize {
+        let checksum = if self.version < CHECKSUM_SINCE { 0 } else { 8 };
+        self.dec.pos() + checksum
+    }
+
     /// After `Item::End`: checks the trailing CRC-64 when `verify`
     /// (`rdbchecksum`) and the file has one (zeros mean its writer had
     /// checksums off). Returns whether a checksum was checked.
