@@ -151,6 +151,14 @@ pub(super) async fn listen(
         socket
             .set_reuseaddr(true)
             .map_err(|e| failed("setsockopt SO_REUSEADDR: ", e))?;
+        // As Redis: an IPv6 socket takes IPv6 alone, so `bind * -::*`
+        // (redis.conf's default) binds 0.0.0.0 and :: side by side
+        // instead of the second finding its port taken by the first.
+        if addr.is_ipv6() {
+            socket2::SockRef::from(&socket)
+                .set_only_v6(true)
+                .map_err(|e| failed("setsockopt IPV6_V6ONLY: ", e))?;
+        }
         let bound = socket.bind(addr).map_err(|e| failed("bind: ", e));
         match bound.and_then(|()| socket.listen(backlog).map_err(|e| failed("listen: ", e))) {
             Ok(listener) => return Ok(listener),
