@@ -904,6 +904,54 @@ directives! {
         parse: |v| parse_memory_in(v, 1).map(|n| n.max(16 * 1024).to_string()),
         change: Runtime,
     }
+    /// The primary to replicate from at start, `<host> <port>` ("": none);
+    /// REPLICAOF changes it at run time, as CONFIG GET then shows.
+    "replicaof" | "slaveof" => replicaof: String {
+        default: String::new(),
+        parse: |v: &str| parse_primary(v).map(|p| p.map_or_else(String::new, |(h, port)| format!("{h} {port}"))),
+        change: Never,
+        multiword: true,
+    }
+    /// The password a replica gives its primary's AUTH ("": none).
+    "masterauth" => masterauth: String {
+        default: String::new(),
+        parse: text,
+        change: Runtime,
+    }
+    /// The user a replica authenticates as with `masterauth` ("": the
+    /// default user, AUTH with the password alone).
+    "masteruser" => masteruser: String {
+        default: String::new(),
+        parse: text,
+        change: Runtime,
+    }
+    /// A replica refuses clients' writes (`-READONLY`).
+    "replica-read-only" | "slave-read-only" => replica_read_only: bool {
+        default: true,
+        parse: parse_yes_no,
+        change: Runtime,
+        reacts: [Guard],
+    }
+    /// Where a replica stands in line for promotion (INFO's
+    /// slave_priority; 0: never).
+    "replica-priority" | "slave-priority" => replica_priority: i64 {
+        default: 100,
+        parse: |v| parse_int(v, 0),
+        change: Runtime,
+    }
+    /// The address a replica tells its primary to list it under ("": the
+    /// one the primary sees).
+    "replica-announce-ip" | "slave-announce-ip" => replica_announce_ip: String {
+        default: String::new(),
+        parse: text,
+        change: Runtime,
+    }
+    /// The port a replica tells its primary it listens on (0: its own).
+    "replica-announce-port" | "slave-announce-port" => replica_announce_port: u16 {
+        default: 0,
+        parse: |v: &str| v.parse().map_err(|_| "argument must be between 0 and 65535 inclusive".to_string()),
+        change: Runtime,
+    }
     /// Redis's memory limit for all clients: kept and reported.
     "maxmemory-clients" => maxmemory_clients: String {
         default: "0".into(),
@@ -943,12 +991,22 @@ directives! {
         "proto-max-bulk-len" = "536870912", Startup;
         /// Reported only: Redis's HyperLogLog sparse form limit.
         "hll-sparse-max-bytes" = "3000", Startup;
-        /// Reported only: rlockd is never a replica.
-        "replica-read-only" = "yes", Startup;
         /// Reported only: DEL frees at once.
         "lazyfree-lazy-user-del" = "no", Startup;
-        /// Reported only: rlockd replicates from no one.
-        "replicaof" | "slaveof" = "", Never;
+    }
+}
+
+/// `replicaof`'s value: `<host> <port>`, or nothing for "" and `no one`.
+pub fn parse_primary(v: &str) -> Result<Option<(String, u16)>, String> {
+    let words: Vec<&str> = v.split_whitespace().collect();
+    match words[..] {
+        [] => Ok(None),
+        [no, one] if no.eq_ignore_ascii_case("no") && one.eq_ignore_ascii_case("one") => Ok(None),
+        [host, port] => match port.parse::<u16>() {
+            Ok(port) => Ok(Some((host.to_string(), port))),
+            _ => Err("Invalid master port".into()),
+        },
+        _ => Err("wrong number of arguments".into()),
     }
 }
 

@@ -26,6 +26,7 @@ mod permissions;
 mod presets;
 pub mod pubsub;
 mod registry;
+mod replication;
 mod reply;
 mod rlockd;
 mod scripting;
@@ -61,6 +62,7 @@ static FAMILIES: &[&[CommandSpec]] = &[
     connection::COMMANDS,
     cluster::COMMANDS,
     server::COMMANDS,
+    replication::COMMANDS,
     monitoring::COMMANDS,
     debug::COMMANDS,
     acl::COMMANDS,
@@ -205,6 +207,9 @@ fn state_allows(shared: &Shared, client: &Client, id: usize, args: &[Bytes]) -> 
     let queueing = client.multi.is_some() && !spec.has(flag::ENDS_MULTI);
     if (queueing || flags & flag::DENYOOM != 0) && shared.guard.out_of_memory() {
         return Err(CmdError::other(crate::context::guard::OOM));
+    }
+    if flags & flag::WRITE != 0 && shared.guard.read_only() && !client.from_primary {
+        return Err(CmdError::other(crate::context::guard::READONLY));
     }
     if flags & flag::WRITE != 0 && shared.guard.replicas_missing() {
         return Err(CmdError::other(crate::context::guard::NOREPLICAS));

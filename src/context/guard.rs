@@ -1,8 +1,9 @@
 //! What refuses a command for the server's state rather than its own
 //! arguments, as Redis does before running one: memory over `maxmemory`
 //! (`-OOM`, for commands that may grow the data) and too few replicas for
-//! `min-replicas-to-write` (`-NOREPLICAS`, for writes; rlockd has none).
-//! Off by default, and then a command pays one relaxed load.
+//! `min-replicas-to-write` (`-NOREPLICAS`, for writes; rlockd has none),
+//! and a read-only replica (`-READONLY`, for writes from anyone but its
+//! primary). Off by default, and then a command pays one relaxed load.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -19,10 +20,15 @@ pub struct StateGuard {
     /// `min-replicas-to-write` asks for replicas within
     /// `min-replicas-max-lag`, and a lone server has none.
     replicas_missing: AtomicBool,
+    /// This server follows a primary…
+    replica: AtomicBool,
+    /// …and `replica-read-only` says clients may not write to it.
+    read_only: AtomicBool,
 }
 
 pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+pub const READONLY: &str = "READONLY You can't write against a read only replica.";
 
 impl StateGuard {
     pub fn configure(&self, config: &Config) {
@@ -32,9 +38,22 @@ impl StateGuard {
             0
         };
         let missing = config.min_replicas_to_write > 0 && config.min_replicas_max_lag > 0;
+        let read_only = config.replica_read_only && self.replica.load(Ordering::Relaxed);
         self.memory_limit.store(limit, Ordering::Relaxed);
         self.replicas_missing.store(missing, Ordering::Relaxed);
-        self.armed.store(limit > 0 || missing, Ordering::Relaxed);
+        self.read_only.store(read_only, Ordering::Relaxed);
+        self.armed
+            .store(limit > 0 || missing || read_only, Ordering::Relaxed);
+    }
+
+    /// REPLICAOF: the server became a replica (or a primary again).
+    pub fn set_replica(&self, on: bool, config: &Config) {
+        self.replica.store(on, Ordering::Relaxed);
+        self.configure(config);
+    }
+
+    pub fn read_only(&self) -> bool {
+        self.read_only.load(Ordering::Relaxed)
     }
 
     pub fn armed(&self) -> bool {

@@ -10,6 +10,7 @@ pub mod guard;
 pub mod introspect;
 pub mod latency;
 pub mod persistence;
+pub mod replica;
 pub mod slowlog;
 pub mod snapshot;
 pub mod stats;
@@ -66,6 +67,8 @@ pub struct Shared {
     pub guard: guard::StateGuard,
     /// SAVE, BGSAVE and the `save` schedule.
     pub snapshots: snapshot::Snapshots,
+    /// The primary this server follows, and its link's state.
+    pub replica: replica::ReplicaState,
     /// When (server ms) HTTP sent to the port was last logged: Redis logs
     /// it once a minute at most, so a flood does not flood the log.
     pub attack_logged_ms: AtomicU64,
@@ -93,7 +96,12 @@ impl Shared {
         let latency = latency::LatencyMonitor::default();
         latency.configure(&config);
         let guard = guard::StateGuard::default();
-        guard.configure(&config);
+        let replica = replica::ReplicaState::new(crate::util::random_hex(40));
+        let primary = crate::config::parse_primary(&config.replicaof)
+            .ok()
+            .flatten();
+        guard.set_replica(primary.is_some(), &config);
+        replica.follow(primary.map(|(host, port)| replica::Primary { host, port }));
         Shared {
             guard,
             acl: acl::Acl::new(commands, config.requirepass.as_deref()),
@@ -111,6 +119,7 @@ impl Shared {
             next_client_id: AtomicU64::new(1),
             started_ms,
             run_id: crate::util::random_hex(40),
+            replica,
             attack_logged_ms: AtomicU64::new(0),
             manual_clock: manual,
             faults: Default::default(),

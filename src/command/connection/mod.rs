@@ -124,7 +124,14 @@ pub fn hello(ctx: &mut Ctx) -> CmdResult<Reply> {
             Reply::bulk_str("mode"),
             Reply::bulk_str(crate::cluster::mode_name(ctx.shared.cluster.as_ref())),
         ),
-        (Reply::bulk_str("role"), Reply::bulk_str("master")),
+        (
+            Reply::bulk_str("role"),
+            Reply::bulk_str(if ctx.shared.replica.is_replica() {
+                "replica"
+            } else {
+                "master"
+            }),
+        ),
         (Reply::bulk_str("modules"), Reply::Array(Vec::new())),
     ]))
 }

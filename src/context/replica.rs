@@ -1,0 +1,200 @@
+//! Whom this server replicates from and how its link is doing: what
+//! REPLICAOF sets, the link (`crate::replication`) follows and reports
+//! into, and ROLE and INFO replication read.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+use tokio::sync::watch;
+
+/// A primary's address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Primary {
+    pub host: String,
+    pub port: u16,
+}
+
+/// Where a replica's link stands, as Redis's `repl_state` (named as ROLE
+/// names them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum LinkState {
+    /// To connect (again).
+    Connect,
+    Connecting,
+    /// PING, AUTH, REPLCONF, PSYNC under way.
+    Handshake,
+    /// Receiving the primary's snapshot.
+    Sync,
+    /// Following the primary's command stream.
+    Connected,
+}
+
+impl LinkState {
+    fn from_u8(n: u8) -> LinkState {
+        match n {
+            1 => LinkState::Connecting,
+            2 => LinkState::Handshake,
+            3 => LinkState::Sync,
+            4 => LinkState::Connected,
+            _ => LinkState::Connect,
+        }
+    }
+
+    /// ROLE's word for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            LinkState::Connect => "connect",
+            LinkState::Connecting => "connecting",
+            LinkState::Handshake => "handshake",
+            LinkState::Sync => "sync",
+            LinkState::Connected => "connected",
+        }
+    }
+}
+
+/// The replication id and offset of the history this server holds.
+#[derive(Debug, Clone)]
+pub struct History {
+    pub replid: String,
+    /// The id of the history before the last switch, and the offset it
+    /// held to (Redis's `replid2`, `second_repl_offset`), for partial
+    /// resyncs across a promotion.
+    pub replid2: String,
+    pub second_offset: i64,
+    /// Where the backlog's first byte sits: the offset the last full sync
+    /// started at, plus one.
+    pub backlog_first: i64,
+}
+
+/// No history before the last switch, as Redis prints it.
+const NO_REPLID: &str = "0000000000000000000000000000000000000000";
+
+pub struct ReplicaState {
+    /// The primary to follow; the link task watches it.
+    primary: watch::Sender<Option<Primary>>,
+    link: AtomicU8,
+    /// Bytes of the primary's stream applied, counted from its offset
+    /// (Redis's `master_repl_offset`).
+    offset: AtomicI64,
+    history: Mutex<History>,
+    /// Server ms of the last bytes from the primary; 0 before any.
+    last_io_ms: AtomicU64,
+    /// Server ms the link last went down; 0 if it never was up.
+    down_since_ms: AtomicU64,
+    /// Whether the link ever completed a sync (a replica that did has
+    /// data to serve while the link is down).
+    synced: AtomicBool,
+}
+
+impl ReplicaState {
+    pub fn new(replid: String) -> ReplicaState {
+        ReplicaState {
+            primary: watch::Sender::new(None),
+            link: AtomicU8::new(LinkState::Connect as u8),
+            offset: AtomicI64::new(0),
+            history: Mutex::new(History {
+                replid,
+                replid2: NO_REPLID.into(),
+                second_offset: -1,
+                backlog_first: 0,
+            }),
+            last_io_ms: AtomicU64::new(0),
+            down_since_ms: AtomicU64::new(0),
+            synced: AtomicBool::new(false),
+        }
+    }
+
+    pub fn primary(&self) -> Option<Primary> {
+        self.primary.borrow().clone()
+    }
+
+    pub fn is_replica(&self) -> bool {
+        self.primary.borrow().is_some()
+    }
+
+    /// For the link task: wakes on each REPLICAOF.
+    pub fn subscribe(&self) -> watch::Receiver<Option<Primary>> {
+        self.primary.subscribe()
+    }
+
+    /// REPLICAOF host port (`Some`) or NO ONE. Turning into a primary
+    /// starts a history of its own, keeping the old id as `replid2`, as
+    /// Redis's `shiftReplicationId` does.
+    pub fn follow(&self, primary: Option<Primary>) {
+        if primary.is_none() && self.is_replica() {
+            let offset = self.offset();
+            let mut history = self.history.lock();
+            history.replid2 = std::mem::replace(&mut history.replid, crate::util::random_hex(40));
+            history.second_offset = offset + 1;
+        }
+        self.set_link(LinkState::Connect);
+        self.primary.send_replace(primary);
+    }
+
+    pub fn link(&self) -> LinkState {
+        LinkState::from_u8(self.link.load(Ordering::Acquire))
+    }
+
+    pub fn set_link(&self, state: LinkState) {
+        let was = self.link.swap(state as u8, Ordering::AcqRel);
+        if was == LinkState::Connected as u8 && state != LinkState::Connected {
+            self.down_since_ms.store(
+                self.last_io_ms.load(Ordering::Relaxed).max(1),
+                Ordering::Relaxed,
+            );
+        }
+    }
+
+    pub fn offset(&self) -> i64 {
+        self.offset.load(Ordering::Acquire)
+    }
+
+    pub fn advance(&self, bytes: usize) {
+        self.offset.fetch_add(bytes as i64, Ordering::AcqRel);
+    }
+
+    pub fn history(&self) -> History {
+        self.history.lock().clone()
+    }
+
+    /// A full sync: the primary's history from `offset` on.
+    pub fn full_sync(&self, replid: String, offset: i64) {
+        let mut history = self.history.lock();
+        history.replid = replid;
+        history.replid2 = NO_REPLID.into();
+        history.second_offset = -1;
+        history.backlog_first = offset + 1;
+        self.offset.store(offset, Ordering::Release);
+        self.synced.store(true, Ordering::Release);
+    }
+
+    /// A partial resync that moved the primary's history to a new id:
+    /// the old one stays valid up to here.
+    pub fn new_history(&self, replid: String) {
+        let offset = self.offset();
+        let mut history = self.history.lock();
+        history.replid2 = std::mem::replace(&mut history.replid, replid);
+        history.second_offset = offset + 1;
+    }
+
+    /// The id and offset a partial resync asks for, once there is data
+    /// of a primary's history.
+    pub fn resume_point(&self) -> Option<(String, i64)> {
+        self.synced
+            .load(Ordering::Acquire)
+            .then(|| (self.history.lock().replid.clone(), self.offset() + 1))
+    }
+
+    pub fn heard_from_primary(&self, now_ms: u64) {
+        self.last_io_ms.store(now_ms, Ordering::Relaxed);
+    }
+
+    pub fn last_io_ms(&self) -> u64 {
+        self.last_io_ms.load(Ordering::Relaxed)
+    }
+
+    pub fn down_since_ms(&self) -> u64 {
+        self.down_since_ms.load(Ordering::Relaxed)
+    }
+}
