@@ -813,7 +813,7 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             "Stats"
         }
         "replication" => {
-            super::replication::info(shared, &mut line);
+            crate::context::replica::info(shared, &mut line);
             "Replication"
         }
         "cpu" => {

@@ -5,6 +5,8 @@
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
+
+use super::Shared;
 use tokio::sync::watch;
 
 /// A primary's address.
@@ -197,4 +199,68 @@ impl ReplicaState {
     pub fn down_since_ms(&self) -> u64 {
         self.down_since_ms.load(Ordering::Relaxed)
     }
+}
+
+/// INFO's replication section.
+pub fn info(shared: &Shared, line: &mut dyn FnMut(&str, &dyn std::fmt::Display)) {
+    let state = &shared.replica;
+    let history = state.history();
+    let offset = state.offset();
+    let synced = state.resume_point().is_some();
+    let now_s = (shared.now_ms() / 1000) as i64;
+    let secs_since = |ms: u64| {
+        if ms == 0 {
+            -1
+        } else {
+            now_s - (ms / 1000) as i64
+        }
+    };
+    if let Some(primary) = state.primary() {
+        let link = state.link();
+        let up = link == LinkState::Connected;
+        let config = shared.config.read();
+        line("role", &"slave");
+        line("master_host", &primary.host);
+        line("master_port", &primary.port);
+        line("master_link_status", &if up { "up" } else { "down" });
+        let last_io = if up {
+            secs_since(state.last_io_ms())
+        } else {
+            -1
+        };
+        line("master_last_io_seconds_ago", &last_io);
+        line(
+            "master_sync_in_progress",
+            &i32::from(link == LinkState::Sync),
+        );
+        let applied = if synced { offset } else { 1 };
+        line("slave_read_repl_offset", &applied);
+        line("slave_repl_offset", &applied);
+        if !up {
+            line(
+                "master_link_down_since_seconds",
+                &secs_since(state.down_since_ms()),
+            );
+        }
+        line("slave_priority", &config.replica_priority);
+        line("slave_read_only", &i32::from(config.replica_read_only));
+        line("replica_announced", &1);
+    } else {
+        line("role", &"master");
+    }
+    line("connected_slaves", &0);
+    line("master_failover_state", &"no-failover");
+    line("master_replid", &history.replid);
+    line("master_replid2", &history.replid2);
+    line("master_repl_offset", &offset);
+    line("second_repl_offset", &history.second_offset);
+    line("repl_backlog_active", &i32::from(synced));
+    line("repl_backlog_size", &shared.config.read().repl_backlog_size);
+    let (first, histlen) = if synced {
+        (history.backlog_first, offset - history.backlog_first + 1)
+    } else {
+        (0, 0)
+    };
+    line("repl_backlog_first_byte_offset", &first);
+    line("repl_backlog_histlen", &histlen);
 }
