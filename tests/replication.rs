@@ -391,3 +391,25 @@ fn role_and_info_replication_as_a_redis_replica_answers() {
     };
     assert_eq!(names(&ours_info), names(&theirs_info));
 }
+
+/// A replica does not expire keys itself: past its deadline a key reads
+/// as gone but stays stored (DBSIZE counts it, as on a Redis replica)
+/// until the primary's DEL arrives.
+#[test]
+fn a_replica_waits_for_the_primarys_del() {
+    let Some((server, mut p)) = primary("waits_for_the_del", None) else {
+        return;
+    };
+    q(&mut p, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    let port = server.port().to_string();
+    let (_r, mut r) = rlockd(&["--replicaof", "127.0.0.1", &port]);
+    q(&mut p, &["SET", "brief", "v", "PX", "100"]);
+    until_in_sync(&mut p, &mut r);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(q(&mut r, &["GET", "brief"]), Value::Nil);
+    assert_eq!(q(&mut r, &["DBSIZE"]), Value::Int(1), "still stored");
+    // The primary's own read expires it, and sends the DEL.
+    assert_eq!(q(&mut p, &["GET", "brief"]), Value::Nil);
+    until_in_sync(&mut p, &mut r);
+    assert_eq!(q(&mut r, &["DBSIZE"]), Value::Int(0));
+}

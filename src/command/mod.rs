@@ -175,6 +175,9 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
         Ok(locked) => locked,
         Err(e) => return reject(client, Some(id), e),
     };
+    if client.from_primary {
+        locked.find_past_deadlines();
+    }
     let reply = execute(shared, client, id, args, &mut locked);
     // CLIENT CACHING covers the next command, or the whole transaction.
     if !spec.has(flag::KEEPS_CACHING) && client.multi.is_none() {

@@ -6,7 +6,6 @@ use super::spec::acl::{self, DANGEROUS};
 use super::spec::flag::{ADMIN, FAST, LOADING, NO_ASYNC_LOADING, NOSCRIPT, STALE};
 use super::spec::{CommandSpec, Group};
 use crate::config::parse_primary;
-use crate::context::Shared;
 use crate::context::replica::{LinkState, Primary};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -36,20 +35,8 @@ pub fn replicaof(ctx: &mut Ctx) -> CmdResult<Reply> {
         }
         None => {}
     }
-    follow(ctx.shared, primary);
+    ctx.shared.follow(primary);
     Ok(Reply::OK)
-}
-
-/// Makes this server follow `primary` (or none): the config shows it,
-/// the guard refuses writes as `replica-read-only` says, the link follows.
-pub fn follow(shared: &Shared, primary: Option<Primary>) {
-    let mut config = shared.config.write();
-    config.replicaof = primary
-        .as_ref()
-        .map_or_else(String::new, |p| format!("{} {}", p.host, p.port));
-    shared.guard.set_replica(primary.is_some(), &config);
-    drop(config);
-    shared.replica.follow(primary);
 }
 
 /// ROLE: `master`, its offset and replicas (none), or `slave`, its

@@ -22,7 +22,7 @@ pub use stats::Stats;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
 use parking_lot::RwLock;
@@ -74,6 +74,10 @@ pub struct Shared {
     pub attack_logged_ms: AtomicU64,
 }
 
+/// A replica's hold on expiry: for as long as it is one (the hold is
+/// lifted when it stops being one).
+const REPLICA_EXPIRY_HOLD: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
 impl Shared {
     /// A server on `clock`, or on `manual` (which then is its clock), with
     /// statistics for `commands` commands and subcommands.
@@ -96,13 +100,12 @@ impl Shared {
         let latency = latency::LatencyMonitor::default();
         latency.configure(&config);
         let guard = guard::StateGuard::default();
-        let replica = replica::ReplicaState::new(crate::util::random_hex(40));
+        guard.configure(&config);
         let primary = crate::config::parse_primary(&config.replicaof)
             .ok()
-            .flatten();
-        guard.set_replica(primary.is_some(), &config);
-        replica.follow(primary.map(|(host, port)| replica::Primary { host, port }));
-        Shared {
+            .flatten()
+            .map(|(host, port)| replica::Primary { host, port });
+        let shared = Shared {
             guard,
             acl: acl::Acl::new(commands, config.requirepass.as_deref()),
             persistence: persistence::Persistence::default(),
@@ -119,13 +122,17 @@ impl Shared {
             next_client_id: AtomicU64::new(1),
             started_ms,
             run_id: crate::util::random_hex(40),
-            replica,
+            replica: replica::ReplicaState::new(crate::util::random_hex(40)),
             attack_logged_ms: AtomicU64::new(0),
             manual_clock: manual,
             faults: Default::default(),
             config_changes: tokio::sync::watch::Sender::new(0),
             shutdown: tokio::sync::watch::Sender::new(false),
+        };
+        if primary.is_some() {
+            shared.follow(primary);
         }
+        shared
     }
 
     /// Tells the part of the server `hook` names that CONFIG SET changed
@@ -172,13 +179,44 @@ impl Shared {
     /// (keys past their deadline read as gone but stay stored, as in Redis).
     pub fn pause(&self, duration: Duration, mode: PauseMode) {
         let until = self.faults.pause(duration, mode);
-        self.keyspace.hold_expiry(Some(until));
+        self.keyspace.hold_expiry(Some(self.expiry_hold(until)));
     }
 
     /// CLIENT UNPAUSE.
     pub fn unpause(&self) {
         self.faults.unpause();
-        self.keyspace.hold_expiry(None);
+        let held = self
+            .replica
+            .is_replica()
+            .then(|| self.expiry_hold(Instant::now()));
+        self.keyspace.hold_expiry(held);
+    }
+
+    /// Makes this server follow `primary` (or none): the config shows it,
+    /// the guard refuses writes as `replica-read-only` says, keys expire
+    /// only by the primary's DELs (past their deadline they read as gone,
+    /// as on a Redis replica), and the link follows.
+    pub fn follow(&self, primary: Option<replica::Primary>) {
+        let mut config = self.config.write();
+        config.replicaof = primary
+            .as_ref()
+            .map_or_else(String::new, |p| format!("{} {}", p.host, p.port));
+        self.guard.set_replica(primary.is_some(), &config);
+        drop(config);
+        let replica = primary.is_some();
+        self.replica.follow(primary);
+        let held = replica.then(|| self.expiry_hold(Instant::now()));
+        self.keyspace.hold_expiry(held);
+    }
+
+    /// Until when expiry is held for a pause until `paused_until`: for
+    /// good while a replica.
+    fn expiry_hold(&self, paused_until: Instant) -> Instant {
+        if self.replica.is_replica() {
+            Instant::now() + REPLICA_EXPIRY_HOLD
+        } else {
+            paused_until
+        }
     }
 
     /// Whether clients may move the clock (`RLOCKD.CLOCK`).
