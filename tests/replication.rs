@@ -281,6 +281,11 @@ fn diskless_sync_at_run_time_read_only_and_promotion() {
             Value::BulkString(format!("127.0.0.1 {port}").into_bytes()),
         ])
     );
+    let refused = q_err(&mut r, &["EVAL", "return redis.call('set','k','v')", "0"]);
+    assert!(
+        refused.starts_with("READONLY You can't write against a read only replica. script: "),
+        "{refused}"
+    );
     q(&mut r, &["CONFIG", "SET", "replica-read-only", "no"]);
     q(&mut r, &["SET", "local", "1"]);
     q(&mut r, &["CONFIG", "SET", "replica-read-only", "yes"]);
