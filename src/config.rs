@@ -939,6 +939,14 @@ directives! {
         parse: |v| parse_int(v, 0),
         change: Runtime,
     }
+    /// no: while its link is down, a replica answers only the commands
+    /// flagged `stale` (INFO, CONFIG…), the rest `-MASTERDOWN`.
+    "replica-serve-stale-data" | "slave-serve-stale-data" => replica_serve_stale_data: bool {
+        default: true,
+        parse: parse_yes_no,
+        change: Runtime,
+        reacts: [Guard],
+    }
     /// The address a replica tells its primary to list it under ("": the
     /// one the primary sees).
     "replica-announce-ip" | "slave-announce-ip" => replica_announce_ip: String {

@@ -418,3 +418,66 @@ fn a_replica_waits_for_the_primarys_del() {
     until_in_sync(&mut p, &mut r);
     assert_eq!(q(&mut r, &["DBSIZE"]), Value::Int(0));
 }
+
+/// A command's reply, or its error's text.
+fn reply_or_error(con: &mut Connection, args: &[&str]) -> String {
+    let mut c = redis::cmd(args[0]);
+    for a in &args[1..] {
+        c.arg(*a);
+    }
+    match c.query::<Value>(con) {
+        Ok(v) => format!("{v:?}"),
+        Err(e) => format!("{} {}", e.code().unwrap_or(""), e.detail().unwrap_or("")),
+    }
+}
+
+/// `replica-serve-stale-data no`: while the link is down, what is not
+/// flagged `stale` is refused with MASTERDOWN, as redis-server refuses it.
+#[test]
+fn no_stale_data_while_the_link_is_down() {
+    let Some(bin) = refserver::redis_server_path("no_stale_data") else {
+        return;
+    };
+    let reference = RedisServer::start(&bin);
+    let mut theirs = connect(reference.port());
+    let (_r, mut ours) = rlockd(&[]);
+    // A port nobody listens on.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = dead.local_addr().unwrap().port().to_string();
+    drop(dead);
+    let lines: &[&[&str]] = &[
+        &["SET", "k", "v"],
+        &["GET", "k"],
+        &["PING"],
+        &["DBSIZE"],
+        &["CONFIG", "GET", "replica-serve-stale-data"],
+        &["ECHO", "x"],
+        &["MULTI"],
+        &["DISCARD"],
+        &["ROLE"],
+    ];
+    for con in [&mut ours, &mut theirs] {
+        q(con, &["SET", "k", "v"]);
+        q(con, &["CONFIG", "SET", "replica-serve-stale-data", "no"]);
+        q(con, &["REPLICAOF", "127.0.0.1", &port]);
+    }
+    for line in lines {
+        let (mine, redis) = (
+            reply_or_error(&mut ours, line),
+            reply_or_error(&mut theirs, line),
+        );
+        // ROLE's link state may be caught between tries.
+        if line[0] != "ROLE" {
+            assert_eq!(mine, redis, "{line:?}");
+        }
+    }
+    assert!(reply_or_error(&mut ours, &["GET", "k"]).starts_with("MASTERDOWN"));
+    q(
+        &mut ours,
+        &["CONFIG", "SET", "replica-serve-stale-data", "yes"],
+    );
+    assert_eq!(
+        q(&mut ours, &["GET", "k"]),
+        Value::BulkString(b"v".to_vec())
+    );
+}

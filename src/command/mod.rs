@@ -195,7 +195,9 @@ fn may_grant(spec: &CommandSpec) -> bool {
 /// Redis's checks of the server's state before a command: over
 /// `maxmemory`, one that may grow the data is refused, and so is anything
 /// queued in MULTI (EXEC counts what it queued); without the replicas
-/// `min-replicas-to-write` asks for, a write is.
+/// `min-replicas-to-write` asks for, a write is, as on a read-only
+/// replica; and on a replica not serving stale data whose link is down,
+/// anything not flagged `stale`.
 fn state_allows(shared: &Shared, client: &Client, id: usize, args: &[Bytes]) -> CmdResult<()> {
     let spec = REGISTRY.specs[id];
     let flags = if spec.has(flag::EXEC) {
@@ -211,11 +213,18 @@ fn state_allows(shared: &Shared, client: &Client, id: usize, args: &[Bytes]) -> 
     if (queueing || flags & flag::DENYOOM != 0) && shared.guard.out_of_memory() {
         return Err(CmdError::other(crate::context::guard::OOM));
     }
+    if flags & flag::WRITE != 0 && shared.guard.replicas_missing() {
+        return Err(CmdError::other(crate::context::guard::NOREPLICAS));
+    }
+    // In Redis's order: NOREPLICAS, READONLY, then MASTERDOWN.
     if flags & flag::WRITE != 0 && shared.guard.read_only() && !client.from_primary {
         return Err(CmdError::other(crate::context::guard::READONLY));
     }
-    if flags & flag::WRITE != 0 && shared.guard.replicas_missing() {
-        return Err(CmdError::other(crate::context::guard::NOREPLICAS));
+    if flags & flag::STALE == 0
+        && shared.guard.no_stale()
+        && shared.replica.link() != crate::context::replica::LinkState::Connected
+    {
+        return Err(CmdError::other(crate::context::guard::MASTERDOWN));
     }
     Ok(())
 }

@@ -3,7 +3,8 @@
 //! (`-OOM`, for commands that may grow the data) and too few replicas for
 //! `min-replicas-to-write` (`-NOREPLICAS`, for writes; rlockd has none),
 //! and a read-only replica (`-READONLY`, for writes from anyone but its
-//! primary). Off by default, and then a command pays one relaxed load.
+//! primary) or one not serving stale data (`-MASTERDOWN` while its link
+//! is down). Off by default, and then a command pays one relaxed load.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -24,11 +25,16 @@ pub struct StateGuard {
     replica: AtomicBool,
     /// …and `replica-read-only` says clients may not write to it.
     read_only: AtomicBool,
+    /// …and `replica-serve-stale-data no` says it answers little while
+    /// its link is down.
+    no_stale: AtomicBool,
 }
 
 pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 pub const READONLY: &str = "READONLY You can't write against a read only replica.";
+pub const MASTERDOWN: &str =
+    "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
 
 impl StateGuard {
     pub fn configure(&self, config: &Config) {
@@ -38,18 +44,28 @@ impl StateGuard {
             0
         };
         let missing = config.min_replicas_to_write > 0 && config.min_replicas_max_lag > 0;
-        let read_only = config.replica_read_only && self.replica.load(Ordering::Relaxed);
+        let replica = self.replica.load(Ordering::Relaxed);
+        let read_only = config.replica_read_only && replica;
+        let no_stale = !config.replica_serve_stale_data && replica;
         self.memory_limit.store(limit, Ordering::Relaxed);
         self.replicas_missing.store(missing, Ordering::Relaxed);
         self.read_only.store(read_only, Ordering::Relaxed);
-        self.armed
-            .store(limit > 0 || missing || read_only, Ordering::Relaxed);
+        self.no_stale.store(no_stale, Ordering::Relaxed);
+        self.armed.store(
+            limit > 0 || missing || read_only || no_stale,
+            Ordering::Relaxed,
+        );
     }
 
     /// REPLICAOF: the server became a replica (or a primary again).
     pub fn set_replica(&self, on: bool, config: &Config) {
         self.replica.store(on, Ordering::Relaxed);
         self.configure(config);
+    }
+
+    /// Whether commands not flagged `stale` wait for the link.
+    pub fn no_stale(&self) -> bool {
+        self.no_stale.load(Ordering::Relaxed)
     }
 
     pub fn read_only(&self) -> bool {
