@@ -240,8 +240,15 @@ fn full_sync_from_disk_then_the_stream_then_a_partial_resync() {
     stream_writes(&mut p, "one");
     assert_same_data(&mut p, &mut r);
 
-    // The link drops; writes go on meanwhile; the replica continues.
+    // The link drops after a write to another database; writes go on
+    // meanwhile, the first of them in that database with no SELECT of
+    // its own in the stream; the replica continues.
+    q(&mut p, &["SELECT", "5"]);
+    q(&mut p, &["SET", "before-the-drop", "1"]);
+    until_in_sync(&mut p, &mut r);
     q(&mut p, &["CLIENT", "KILL", "TYPE", "replica"]);
+    q(&mut p, &["SET", "after-the-drop", "1"]);
+    q(&mut p, &["SELECT", "0"]);
     stream_writes(&mut p, "two");
     assert_same_data(&mut p, &mut r);
     assert_eq!(

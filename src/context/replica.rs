@@ -2,7 +2,7 @@
 //! REPLICAOF sets, the link (`crate::replication`) follows and reports
 //! into, and ROLE and INFO replication read.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 
@@ -87,6 +87,10 @@ pub struct ReplicaState {
     /// Whether the link ever completed a sync (a replica that did has
     /// data to serve while the link is down).
     synced: AtomicBool,
+    /// The database the primary's stream last selected: a partial resync
+    /// goes on in it (Redis keeps its primary's client, database and all,
+    /// across a dropped link).
+    stream_db: AtomicUsize,
 }
 
 impl ReplicaState {
@@ -104,6 +108,7 @@ impl ReplicaState {
             last_io_ms: AtomicU64::new(0),
             down_since_ms: AtomicU64::new(0),
             synced: AtomicBool::new(false),
+            stream_db: AtomicUsize::new(0),
         }
     }
 
@@ -169,6 +174,15 @@ impl ReplicaState {
         history.backlog_first = offset + 1;
         self.offset.store(offset, Ordering::Release);
         self.synced.store(true, Ordering::Release);
+        self.stream_db.store(0, Ordering::Relaxed);
+    }
+
+    pub fn stream_db(&self) -> usize {
+        self.stream_db.load(Ordering::Relaxed)
+    }
+
+    pub fn set_stream_db(&self, db: usize) {
+        self.stream_db.store(db, Ordering::Relaxed);
     }
 
     /// A partial resync that moved the primary's history to a new id:

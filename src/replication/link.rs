@@ -226,6 +226,7 @@ pub async fn follow(shared: &Arc<Shared>, primary: &Primary) -> LinkResult<()> {
     let mut client = Client::new(handle, shared.acl.default_user());
     client.authenticated = true;
     client.from_primary = true;
+    client.db = state.stream_db();
     let result = apply_stream(shared, &mut conn, &mut client, &registered.handle).await;
     crate::command::forget_transaction(shared, &mut client);
     result
@@ -380,6 +381,7 @@ async fn apply_stream(
                 conn.ack(state.offset()).await?;
             } else {
                 apply(shared, client, &args).await;
+                state.set_stream_db(client.db);
             }
             state.advance(before - conn.buf.len());
         }
