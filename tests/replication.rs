@@ -488,3 +488,34 @@ fn no_stale_data_while_the_link_is_down() {
         Value::BulkString(b"v".to_vec())
     );
 }
+
+/// After a failover: the replica follows the promoted one, which knows
+/// its history under its old id and continues it under its new one
+/// (`+CONTINUE <new id>`), without a full sync.
+#[test]
+fn following_a_promoted_replica_continues_under_its_new_id() {
+    let Some((server, mut p)) = primary("promoted_replica", None) else {
+        return;
+    };
+    fill(&mut p);
+    let bin = refserver::redis_server_path("promoted_replica").unwrap();
+    let other = RedisServer::start(&bin);
+    let mut o = connect(other.port());
+    let port = server.port().to_string();
+    q(&mut o, &["REPLICAOF", "127.0.0.1", &port]);
+    let (_r, mut r) = rlockd(&["--replicaof", "127.0.0.1", &port]);
+    stream_writes(&mut p, "one");
+    until_in_sync(&mut p, &mut o);
+    assert_same_data(&mut p, &mut r);
+
+    q(&mut o, &["REPLICAOF", "NO", "ONE"]);
+    let other_port = other.port().to_string();
+    q(&mut r, &["REPLICAOF", "127.0.0.1", &other_port]);
+    stream_writes(&mut o, "two");
+    assert_same_data(&mut o, &mut r);
+    assert_eq!(sync_counts(&mut o), (0, 1), "a partial resync only");
+    assert_eq!(
+        common::info_value(&info(&mut r), "master_replid"),
+        common::info_value(&info(&mut o), "master_replid")
+    );
+}
