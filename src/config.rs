@@ -932,6 +932,13 @@ directives! {
         change: Runtime,
         reacts: [Guard],
     }
+    /// Seconds of silence from its primary after which a replica drops
+    /// the link and connects again (the primary pings every 10).
+    "repl-timeout" => repl_timeout: i64 {
+        default: 60,
+        parse: |v| parse_int(v, 1),
+        change: Runtime,
+    }
     /// Where a replica stands in line for promotion (INFO's
     /// slave_priority; 0: never).
     "replica-priority" | "slave-priority" => replica_priority: i64 {
@@ -957,7 +964,7 @@ directives! {
     /// The port a replica tells its primary it listens on (0: its own).
     "replica-announce-port" | "slave-announce-port" => replica_announce_port: u16 {
         default: 0,
-        parse: |v: &str| v.parse().map_err(|_| "argument must be between 0 and 65535 inclusive".to_string()),
+        parse: |v| parse_int_in(v, 0, 65535).map(|n| n as u16),
         change: Runtime,
     }
     /// Redis's memory limit for all clients: kept and reported.

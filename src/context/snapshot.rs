@@ -511,6 +511,9 @@ fn load_bytes(
     let limits = shared.keyspace.limits();
     let databases = shared.keyspace.databases() as u64;
     let heap = shared.config.read().lua_heap_limit as usize;
+    // A replica keeps keys past their deadline, as Redis's does: they
+    // read as gone, and the primary's DELs remove them.
+    let keep_expired = shared.replica.is_replica();
     let (mut db, mut keys, mut expired, mut empty) = (0, 0, 0, 0);
     loop {
         let at = reader.decoder().pos();
@@ -559,7 +562,10 @@ fn load_bytes(
                     }
                     Err(e) => return Err(e.into()),
                 };
-                match shared.keyspace.load_key(db, &key, value, &meta) {
+                match shared
+                    .keyspace
+                    .load_key(db, &key, value, &meta, keep_expired)
+                {
                     Ok(true) => keys += 1,
                     Ok(false) => expired += 1,
                     Err(e) => return Err(LoadError::Key(e.to_string())),

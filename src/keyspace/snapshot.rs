@@ -167,18 +167,20 @@ impl Keyspace {
     }
 
     /// Loads one key read from a file into database `db`; a key already
-    /// past its deadline is skipped, as Redis skips it.
+    /// past its deadline is skipped, as Redis skips it, unless
+    /// `keep_expired` (a replica: the primary's DEL will come).
     pub(crate) fn load_key(
         &self,
         db: usize,
         key: &[u8],
         value: Value,
         meta: &KeyMeta,
+        keep_expired: bool,
     ) -> CmdResult<bool> {
         let mut locked = self.lock(&LockPlan::for_keys([key]))?;
         let now = locked.now();
         let ttl = match meta.expire_ms {
-            Some(at) if at < now as i64 => return Ok(false),
+            Some(at) if at < now as i64 && !keep_expired => return Ok(false),
             Some(at) => Ttl::At(at as u64),
             None => Ttl::Clear,
         };

@@ -17,9 +17,6 @@ use crate::protocol::{Reply, RequestParser};
 
 /// How often the offset is acknowledged (Redis: once a second).
 const ACK_EVERY: Duration = Duration::from_secs(1);
-/// Silence from the primary past this drops the link (`repl-timeout`'s
-/// default; the primary pings every 10 seconds).
-const TIMEOUT: Duration = Duration::from_secs(60);
 /// The mark that ends a diskless payload is this long.
 const EOF_MARK_LEN: usize = 40;
 
@@ -70,12 +67,14 @@ struct Conn {
     read: OwnedReadHalf,
     write: OwnedWriteHalf,
     buf: BytesMut,
+    /// Silence past this drops the link (`repl-timeout`).
+    timeout: Duration,
 }
 
 impl Conn {
     /// Reads more into the buffer, within the timeout.
     async fn fill(&mut self) -> LinkResult<()> {
-        match tokio::time::timeout(TIMEOUT, self.read.read_buf(&mut self.buf)).await {
+        match tokio::time::timeout(self.timeout, self.read.read_buf(&mut self.buf)).await {
             Err(_) => Err(LinkError::TimedOut),
             Ok(Ok(0)) => Err(LinkError::Closed),
             Ok(Ok(_)) => Ok(()),
@@ -175,8 +174,9 @@ pub async fn follow(shared: &Arc<Shared>, primary: &Primary) -> LinkResult<()> {
     let state = &shared.replica;
     state.set_link(LinkState::Connecting);
     tracing::info!("Connecting to MASTER {}:{}", primary.host, primary.port);
+    let timeout = Duration::from_secs(shared.config.read().repl_timeout as u64);
     let stream = tokio::time::timeout(
-        TIMEOUT,
+        timeout,
         TcpStream::connect((primary.host.as_str(), primary.port)),
     )
     .await
@@ -188,6 +188,7 @@ pub async fn follow(shared: &Arc<Shared>, primary: &Primary) -> LinkResult<()> {
         read,
         write,
         buf: BytesMut::with_capacity(16 * 1024),
+        timeout,
     };
     state.set_link(LinkState::Handshake);
     tracing::info!("MASTER <-> REPLICA sync started");
