@@ -93,6 +93,15 @@ fn generator() -> Vec<Vec<String>> {
         "XACK stream g1 2-0",
         "XGROUP CREATECONSUMER stream g1 carol",
         "XGROUP CREATE stream g2 $",
+        "XADD stream:groups 1-1 f v",
+        "XADD stream:groups 2-0 f w g x",
+        "XADD stream:groups 3-0 f v",
+        "XGROUP CREATE stream:groups readers 0",
+        "XREADGROUP GROUP readers alice COUNT 2 STREAMS stream:groups >",
+        "XREADGROUP GROUP readers bob COUNT 1 STREAMS stream:groups >",
+        "XCLAIM stream:groups readers bob 0 1-1",
+        "XGROUP CREATECONSUMER stream:groups readers carol",
+        "XGROUP CREATE stream:groups late 2-0 ENTRIESREAD 2",
         "XADD stream:emptied 1-1 f v",
         "XDEL stream:emptied 1-1",
     ] {
@@ -247,7 +256,11 @@ struct Pair {
 async fn pair(test: &str) -> Option<Pair> {
     let bin = refserver::redis_server_path(test)?;
     let redis_server = RedisServer::start(&bin);
-    let rlockd_server = common::start().await;
+    let rlockd_server = common::start_with(rlockd::Config {
+        enable_debug_command: rlockd::DebugCommand::Yes,
+        ..rlockd::Config::default()
+    })
+    .await;
     let redis = common::connect_url(format!("redis://{}", redis_server.addr)).await;
     let rlockd = connect(&rlockd_server).await;
     Some(Pair {
@@ -279,7 +292,8 @@ async fn rlockd_payloads_restore_on_redis_key_by_key() {
 }
 
 /// Keys whose Redis encoding is laid out the same whatever the history of
-/// the server (no hash table order, no node cut by a size estimate).
+/// the server (no hash table order; lists pushed at the tail only, whose
+/// nodes rlockd cuts where Redis does).
 /// LZF-compressed ones among them: rlockd compresses as liblzf does.
 const SAME_BYTES: &[&str] = &[
     "str:int",
@@ -294,11 +308,16 @@ const SAME_BYTES: &[&str] = &[
     "str:hll",
     "list:small",
     "list:big-item",
+    "list:nodes",
     "hash:small",
     "set:ints",
     "set:wide-ints",
     "zset:small",
     "zset:geo",
+    // Written from the highest score down, ties by member, as Redis walks
+    // its skiplist from the tail.
+    "zset:skiplist",
+    "zset:long-member",
     // Deleted entries stay in Redis's nodes, flagged, where rlockd keeps
     // none: only a stream never deleted from has the same bytes. Its
     // consumers' times would be each server's clock: it has no group.
@@ -318,6 +337,88 @@ async fn rlockd_writes_redis_bytes() {
             dump(&mut p.redis, key).await,
             "{key}"
         );
+        assert_eq!(
+            serialized(&mut p.rlockd, key).await,
+            serialized(&mut p.redis, key).await,
+            "{key}"
+        );
+    }
+}
+
+/// DEBUG OBJECT's sizes: `serializedlength`, and a list's `ql_` figures.
+async fn serialized(c: &mut MultiplexedConnection, key: &str) -> Vec<String> {
+    let line: String = cmd(c, &["DEBUG", "OBJECT", key]).await.unwrap();
+    line.split(' ')
+        .filter(|field| field.starts_with("serializedlength:") || field.starts_with("ql_"))
+        .map(String::from)
+        .collect()
+}
+
+/// Keys whose Redis payload holds what rlockd does not keep: deleted
+/// stream entries, flagged in their node.
+const HOLDS_TOMBSTONES: &[&str] = &["stream", "stream:nodes"];
+
+/// A Redis payload restored on rlockd dumps back to the same bytes: every
+/// key, groups, PEL and consumers included, hash tables in the order the
+/// payload gave.
+#[tokio::test]
+async fn redis_payloads_come_back_byte_for_byte() {
+    let Some(mut p) = pair("redis_payloads_come_back_byte_for_byte").await else {
+        return;
+    };
+    fill(&mut p.redis).await;
+    for key in keys() {
+        if HOLDS_TOMBSTONES.contains(&key.as_str()) {
+            continue;
+        }
+        let payload = dump(&mut p.redis, &key).await;
+        restore(&mut p.rlockd, &key, 0, &payload).await;
+        assert_eq!(dump(&mut p.rlockd, &key).await, payload, "{key}");
+    }
+}
+
+/// A packed hash or sorted set holding an item longer than the server's
+/// limit (written under a larger one) stays packed when restored: Redis
+/// converts what it loads packed by its length alone.
+#[tokio::test]
+async fn packed_values_convert_by_length_alone() {
+    let Some(mut p) = pair("packed_values_convert_by_length_alone").await else {
+        return;
+    };
+    let long = "m".repeat(100);
+    for c in [&mut p.redis, &mut p.rlockd] {
+        for line in ["CONFIG SET zset-max-listpack-value 128 hash-max-listpack-value 128"] {
+            run(c, &line.split(' ').map(String::from).collect::<Vec<_>>()).await;
+        }
+        let _: i64 = cmd(c, &["ZADD", "z", "1", &long]).await.unwrap();
+        let _: i64 = cmd(c, &["HSET", "h", "f", &long]).await.unwrap();
+        let _: i64 = cmd(c, &["ZADD", "z3", "1", &long, "2", "b", "3", "c"])
+            .await
+            .unwrap();
+    }
+    let payloads = [
+        dump(&mut p.redis, "z").await,
+        dump(&mut p.redis, "h").await,
+        dump(&mut p.redis, "z3").await,
+    ];
+    for c in [&mut p.redis, &mut p.rlockd] {
+        let line = "CONFIG SET zset-max-listpack-value 64 hash-max-listpack-value 64 zset-max-listpack-entries 2";
+        run(c, &line.split(' ').map(String::from).collect::<Vec<_>>()).await;
+        for (key, payload) in ["z:copy", "h:copy", "z3:copy"].iter().zip(&payloads) {
+            restore(c, key, 0, payload).await;
+        }
+    }
+    for (key, encoding) in [
+        ("z:copy", "listpack"),
+        ("h:copy", "listpack"),
+        ("z3:copy", "skiplist"),
+    ] {
+        let (there, here) = (
+            seen(&mut p.rlockd, key).await,
+            seen(&mut p.redis, key).await,
+        );
+        assert_eq!(there, here, "{key}");
+        assert_eq!(here[1], Value::BulkString(encoding.into()), "{key}");
     }
 }
 

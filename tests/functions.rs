@@ -1,5 +1,5 @@
 //! Function libraries beyond what the conformance cases compare: FUNCTION
-//! DUMP / RESTORE round trips (our own payload format), FUNCTION KILL and
+//! DUMP / RESTORE round trips (Redis's payload format), FUNCTION KILL and
 //! STATS on a running function, a library's load timeout, and a replaced
 //! library seen by every Lua state at once.
 

@@ -466,6 +466,20 @@ fn dataset(con: &mut Connection) -> Vec<String> {
                     con.zrange_withscores::<_, Vec<(String, String)>>(&key, 0, -1)
                         .unwrap()
                 ),
+                "stream" => {
+                    let entries: redis::Value = redis::cmd("XRANGE")
+                        .arg(&key)
+                        .arg("-")
+                        .arg("+")
+                        .query(con)
+                        .unwrap();
+                    let groups: redis::Value = redis::cmd("XINFO")
+                        .arg("GROUPS")
+                        .arg(&key)
+                        .query(con)
+                        .unwrap();
+                    format!("{entries:?} {groups:?}")
+                }
                 other => other.to_string(),
             };
             let pttl: i64 = con.pttl(&key).unwrap();
@@ -521,6 +535,19 @@ fn redis_reads_our_file() {
     let _: () = redis::cmd("SELECT").arg(0).query(&mut con).unwrap();
     let _: i64 = con.del("counter").unwrap();
     let _: i64 = con.incr("counter", 1).unwrap();
+    // A stream is logged as a RESTORE of its DUMP payload, Redis's own.
+    for line in [
+        "XADD s 1-1 f v",
+        "XADD s 2-0 f w g x",
+        "XGROUP CREATE s g 0",
+        "XREADGROUP GROUP g alice COUNT 1 STREAMS s >",
+    ] {
+        let words: Vec<&str> = line.split(' ').collect();
+        let _: redis::Value = redis::cmd(words[0])
+            .arg(&words[1..])
+            .query(&mut con)
+            .unwrap();
+    }
     let ours = dataset(&mut con);
     kill9(child);
 

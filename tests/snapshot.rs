@@ -335,6 +335,27 @@ fn check_rdb(test: &str, path: &Path) {
     }
 }
 
+/// redis-server started from `dir`'s snapshot holds `expected`.
+fn redis_loads(test: &str, dir: &TempDir, expected: &[String]) {
+    let Some(server) = refserver::redis_server_path(test) else {
+        return;
+    };
+    let rdb = dir.file("dump.rdb");
+    let redis = refserver::RedisServer::start_setup(
+        &server,
+        refserver::Setup {
+            rdb: Some(&rdb),
+            ..refserver::Setup::default()
+        },
+    );
+    let mut rcon = connect(redis.port());
+    assert_eq!(
+        keyspace(&mut rcon),
+        expected,
+        "redis-server loading rlockd's file"
+    );
+}
+
 #[test]
 fn redis_loads_our_snapshot_with_every_value() {
     let test = "redis_loads_our_snapshot_with_every_value";
@@ -353,23 +374,7 @@ fn redis_loads_our_snapshot_with_every_value() {
     assert_eq!(keyspace(&mut con), ours, "rlockd reloading its own file");
     drop(child);
 
-    let Some(server) = refserver::redis_server_path(test) else {
-        return;
-    };
-    let rdb = dir.file("dump.rdb");
-    let redis = refserver::RedisServer::start_setup(
-        &server,
-        refserver::Setup {
-            rdb: Some(&rdb),
-            ..refserver::Setup::default()
-        },
-    );
-    let mut rcon = connect(redis.port());
-    assert_eq!(
-        keyspace(&mut rcon),
-        ours,
-        "redis-server loading rlockd's file"
-    );
+    redis_loads(test, &dir, &ours);
 }
 
 #[test]
@@ -598,4 +603,111 @@ fn commands_answer_as_redis_does() {
     q(&mut con, &["DEBUG", "RELOAD", "NOSAVE"]);
     assert_eq!(text(&q(&mut con, &["EXISTS", "later"])), "0");
     drop(child);
+}
+
+/// A BGSAVE that cannot write its file (a folder stands where it goes):
+/// writes and PING are refused with Redis's MISCONF while
+/// `stop-writes-on-bgsave-error` and `save` points are set; a SAVE that
+/// works lifts it.
+#[test]
+fn a_failed_bgsave_refuses_writes() {
+    let dir = TempDir::new("misconf");
+    let (child, port) = start(&dir, &["--save", "3600 1"]);
+    std::fs::create_dir_all(dir.file("dump.rdb").join("occupied")).unwrap();
+    let mut con = connect(port);
+    q(&mut con, &["SET", "k", "v"]);
+    assert_eq!(text(&q(&mut con, &["BGSAVE"])), "Background saving started");
+    let info = wait_for_info(&mut con, "rdb_bgsave_in_progress:0");
+    assert!(info.contains("rdb_last_bgsave_status:err"), "{info}");
+    let misconf = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
+    assert_eq!(q_err(&mut con, &["SET", "k", "w"]), misconf);
+    assert_eq!(q_err(&mut con, &["PING"]), misconf);
+    assert_eq!(text(&q(&mut con, &["GET", "k"])), "v");
+    q(
+        &mut con,
+        &["CONFIG", "SET", "stop-writes-on-bgsave-error", "no"],
+    );
+    q(&mut con, &["SET", "k", "w"]);
+    q(
+        &mut con,
+        &["CONFIG", "SET", "stop-writes-on-bgsave-error", "yes"],
+    );
+    assert_eq!(q_err(&mut con, &["SET", "k", "x"]), misconf);
+    std::fs::remove_dir_all(dir.file("dump.rdb")).unwrap();
+    assert_eq!(text(&q(&mut con, &["SAVE"])), "OK");
+    q(&mut con, &["SET", "k", "x"]);
+    drop(child);
+}
+
+/// Clients that connect while a snapshot loads are told LOADING (INFO
+/// answering `loading:1`), then served the loaded data.
+#[test]
+fn clients_get_loading_while_the_snapshot_loads() {
+    let dir = TempDir::new("loading");
+    let (child, port) = start(&dir, &["--enable-debug-command", "yes"]);
+    let mut con = connect(port);
+    q(&mut con, &["DEBUG", "POPULATE", "300000", "k", "20"]);
+    q(&mut con, &["SAVE"]);
+    drop(child);
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let child = Rlockd(
+        Command::new(env!("CARGO_BIN_EXE_rlockd"))
+            .args(["--port", &port.to_string(), "--dir", dir.arg()])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let (mut loading, mut info_loading) = (false, false);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let value = loop {
+        assert!(Instant::now() < deadline, "never served");
+        let Ok(mut con) = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .unwrap()
+            .get_connection()
+        else {
+            std::thread::sleep(Duration::from_millis(5));
+            continue;
+        };
+        match redis::cmd("GET").arg("k:299999").query::<Value>(&mut con) {
+            Ok(v) => break text(&v),
+            Err(e) => {
+                assert_eq!(e.code(), Some("LOADING"), "{e}");
+                loading = true;
+                let info = text(&q(&mut con, &["INFO", "persistence"]));
+                info_loading |= info.contains("loading:1");
+            }
+        }
+    };
+    assert!(
+        loading,
+        "300000 keys load long enough to be asked meanwhile"
+    );
+    assert!(info_loading, "INFO says loading:1 meanwhile");
+    assert!(value.starts_with("value:299999"), "{value}");
+    drop(child);
+}
+
+/// `rdbcompression no` and `rdbchecksum no` write files redis-check-rdb
+/// and redis-server take as well (zeros for the checksum, no LZF).
+#[test]
+fn files_without_compression_or_checksum_load_too() {
+    let test = "files_without_compression_or_checksum_load_too";
+    let dir = TempDir::new("plain");
+    let (child, port) = start(&dir, &["--rdbcompression", "no", "--rdbchecksum", "no"]);
+    let mut con = connect(port);
+    fill(&mut con);
+    let ours = keyspace(&mut con);
+    q(&mut con, &["SAVE"]);
+    drop(child);
+    let bytes = std::fs::read(dir.file("dump.rdb")).unwrap();
+    assert!(
+        bytes.ends_with(&[0xff, 0, 0, 0, 0, 0, 0, 0, 0]),
+        "no checksum"
+    );
+    check_rdb(test, &dir.file("dump.rdb"));
+    redis_loads(test, &dir, &ours);
 }

@@ -17,7 +17,10 @@ use super::spec::{CommandSpec, Group};
 use super::values::encoding_name;
 use crate::config::DebugCommand;
 use crate::error::{CmdError, CmdResult};
-use crate::keyspace::{Entry, LockPlan, Ttl, Value, dump::dump};
+use crate::keyspace::{
+    Entry, LockPlan, Ttl, Value,
+    dump::{self, dump},
+};
 use crate::protocol::Reply;
 use crate::util::{glob_match, parse_i64};
 
@@ -260,15 +263,17 @@ fn object(ctx: &mut Ctx) -> CmdResult<Reply> {
     let mut line = format!(
         "Value at:0x{address:x} refcount:1 encoding:{} serializedlength:{} lru:{} lru_seconds_idle:{}",
         encoding_name(value),
-        dump(value).len(),
+        dump::serialized_len(value),
         clock.bits(),
         clock.idle_secs(now),
     );
     if let Value::List(items) = value {
-        let bytes: usize = items.iter().map(|i| i.len()).sum();
+        let nodes = dump::list_node_sizes(items);
         line.push_str(&format!(
-            " ql_nodes:1 ql_avg_node:{}.00 ql_listpack_max:-2 ql_compressed:0 ql_uncompressed_size:{bytes}",
-            items.len()
+            " ql_nodes:{} ql_avg_node:{:.2} ql_listpack_max:-2 ql_compressed:0 ql_uncompressed_size:{}",
+            nodes.len(),
+            items.len() as f64 / nodes.len() as f64,
+            nodes.iter().sum::<usize>(),
         ));
     }
     Ok(Reply::Status(line.into()))

@@ -213,11 +213,17 @@ fn state_allows(shared: &Shared, client: &Client, id: usize, args: &[Bytes]) -> 
     if (queueing || flags & flag::DENYOOM != 0) && shared.guard.out_of_memory() {
         return Err(CmdError::other(crate::context::guard::OOM));
     }
-    if flags & flag::WRITE != 0 && shared.guard.replicas_missing() {
+    let writes = flags & flag::WRITE != 0;
+    if (writes || REGISTRY.full_names[id] == "ping")
+        && shared.guard.disk_error(&shared.config.read())
+    {
+        return Err(CmdError::other(crate::context::guard::MISCONF));
+    }
+    if writes && shared.guard.replicas_missing() {
         return Err(CmdError::other(crate::context::guard::NOREPLICAS));
     }
     // In Redis's order: NOREPLICAS, READONLY, then MASTERDOWN.
-    if flags & flag::WRITE != 0 && shared.guard.read_only() && !client.from_primary {
+    if writes && shared.guard.read_only() && !client.from_primary {
         return Err(CmdError::other(crate::context::guard::READONLY));
     }
     if flags & flag::STALE == 0

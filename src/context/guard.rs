@@ -2,9 +2,11 @@
 //! arguments, as Redis does before running one: memory over `maxmemory`
 //! (`-OOM`, for commands that may grow the data) and too few replicas for
 //! `min-replicas-to-write` (`-NOREPLICAS`, for writes; rlockd has none),
-//! and a read-only replica (`-READONLY`, for writes from anyone but its
-//! primary) or one not serving stale data (`-MASTERDOWN` while its link
-//! is down). Off by default, and then a command pays one relaxed load.
+//! a failed background save under `stop-writes-on-bgsave-error` with
+//! `save` points (`-MISCONF`, for writes and PING), and a read-only
+//! replica (`-READONLY`, for writes from anyone but its primary) or one
+//! not serving stale data (`-MASTERDOWN` while its link is down). Off by
+//! default, and then a command pays one relaxed load.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -21,6 +23,9 @@ pub struct StateGuard {
     /// `min-replicas-to-write` asks for replicas within
     /// `min-replicas-max-lag`, and a lone server has none.
     replicas_missing: AtomicBool,
+    /// The last background save failed (whether that refuses writes is
+    /// the config's to say, read only then).
+    save_failed: AtomicBool,
     /// This server follows a primary…
     replica: AtomicBool,
     /// …and `replica-read-only` says clients may not write to it.
@@ -32,6 +37,7 @@ pub struct StateGuard {
 
 pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+pub const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
 pub const READONLY: &str = "READONLY You can't write against a read only replica.";
 pub const MASTERDOWN: &str =
     "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
@@ -45,16 +51,15 @@ impl StateGuard {
         };
         let missing = config.min_replicas_to_write > 0 && config.min_replicas_max_lag > 0;
         let replica = self.replica.load(Ordering::Relaxed);
-        let read_only = config.replica_read_only && replica;
-        let no_stale = !config.replica_serve_stale_data && replica;
         self.memory_limit.store(limit, Ordering::Relaxed);
         self.replicas_missing.store(missing, Ordering::Relaxed);
-        self.read_only.store(read_only, Ordering::Relaxed);
-        self.no_stale.store(no_stale, Ordering::Relaxed);
-        self.armed.store(
-            limit > 0 || missing || read_only || no_stale,
+        self.read_only
+            .store(config.replica_read_only && replica, Ordering::Relaxed);
+        self.no_stale.store(
+            !config.replica_serve_stale_data && replica,
             Ordering::Relaxed,
         );
+        self.rearm();
     }
 
     /// REPLICAOF: the server became a replica (or a primary again).
@@ -63,13 +68,35 @@ impl StateGuard {
         self.configure(config);
     }
 
+    pub fn read_only(&self) -> bool {
+        self.read_only.load(Ordering::Relaxed)
+    }
+
     /// Whether commands not flagged `stale` wait for the link.
     pub fn no_stale(&self) -> bool {
         self.no_stale.load(Ordering::Relaxed)
     }
 
-    pub fn read_only(&self) -> bool {
-        self.read_only.load(Ordering::Relaxed)
+    /// Notes how the last background save ended.
+    pub fn set_save_failed(&self, failed: bool) {
+        self.save_failed.store(failed, Ordering::Relaxed);
+        self.rearm();
+    }
+
+    /// Whether writes are refused for a failed save under `config`.
+    pub fn disk_error(&self, config: &Config) -> bool {
+        self.save_failed.load(Ordering::Relaxed)
+            && config.stop_writes_on_bgsave_error
+            && !config.save.is_empty()
+    }
+
+    fn rearm(&self) {
+        let armed = self.memory_limit.load(Ordering::Relaxed) > 0
+            || self.replicas_missing.load(Ordering::Relaxed)
+            || self.save_failed.load(Ordering::Relaxed)
+            || self.read_only.load(Ordering::Relaxed)
+            || self.no_stale.load(Ordering::Relaxed);
+        self.armed.store(armed, Ordering::Relaxed);
     }
 
     pub fn armed(&self) -> bool {

@@ -68,6 +68,11 @@ impl JobRecord {
         self.last_ok.load(Ordering::Relaxed)
     }
 
+    /// A job done another way (SAVE for BGSAVE) went well.
+    pub fn mark_ok(&self) {
+        self.last_ok.store(true, Ordering::Relaxed);
+    }
+
     pub fn last_secs(&self) -> i64 {
         self.last_secs.load(Ordering::Relaxed)
     }

@@ -16,7 +16,7 @@ use tokio::sync::Notify;
 use super::Shared;
 use super::persistence::JobRecord;
 use crate::config::{Config, save_points};
-use crate::keyspace::snapshot::{CaptureOptions, Clocks, DbImage};
+use crate::keyspace::snapshot::{CaptureOptions, Clocks, DbImage, LoadedKey};
 use crate::persist::rdb::{FileReader, FileWriter, Item, RdbError};
 
 /// How long a failed background save waits before the schedule tries
@@ -257,6 +257,9 @@ pub fn save(shared: &Shared) -> Result<(), SaveError> {
     match result {
         Ok(_) => {
             tracing::info!("DB saved on disk");
+            // As in Redis, a save that works clears a failed one's refusal.
+            shared.snapshots.job.mark_ok();
+            shared.guard.set_save_failed(false);
             Ok(())
         }
         Err(e) => {
@@ -307,11 +310,13 @@ pub fn finish_in_background(shared: &Arc<Shared>) {
                 Err(e) => tracing::warn!("Background saving error: {e}"),
             }
             state.job.end(result.is_ok());
+            worker.guard.set_save_failed(result.is_err());
             state.running.store(false, Ordering::Release);
         });
     if let Err(e) = spawned {
         tracing::warn!("Can't save in background: {e}");
         shared.snapshots.job.end(false);
+        shared.guard.set_save_failed(true);
         shared.snapshots.running.store(false, Ordering::Release);
     }
 }
@@ -492,6 +497,18 @@ pub fn load_data(shared: &Shared, data: &[u8], verify: bool, merge: bool) -> Res
     Ok(())
 }
 
+/// Keys loaded per hold of their shards.
+const LOAD_BATCH: usize = 1024;
+
+fn load_batch(shared: &Shared, batch: &mut Vec<LoadedKey>) -> Result<u64, LoadError> {
+    shared
+        .keyspace
+        // A replica keeps keys past their deadline, as Redis's does: they
+        // read as gone, and the primary's DELs remove them.
+        .load_keys(batch, shared.replica.is_replica())
+        .map_err(|e| LoadError::Key(e.to_string()))
+}
+
 /// What a load loaded and skipped.
 struct Counts {
     keys: u64,
@@ -511,10 +528,8 @@ fn load_bytes(
     let limits = shared.keyspace.limits();
     let databases = shared.keyspace.databases() as u64;
     let heap = shared.config.read().lua_heap_limit as usize;
-    // A replica keeps keys past their deadline, as Redis's does: they
-    // read as gone, and the primary's DELs remove them.
-    let keep_expired = shared.replica.is_replica();
-    let (mut db, mut keys, mut expired, mut empty) = (0, 0, 0, 0);
+    let (mut db, mut read, mut expired, mut empty) = (0, 0, 0, 0);
+    let mut batch = Vec::with_capacity(LOAD_BATCH);
     loop {
         let at = reader.decoder().pos();
         match reader.next()? {
@@ -562,21 +577,24 @@ fn load_bytes(
                     }
                     Err(e) => return Err(e.into()),
                 };
-                match shared
-                    .keyspace
-                    .load_key(db, &key, value, &meta, keep_expired)
-                {
-                    Ok(true) => keys += 1,
-                    Ok(false) => expired += 1,
-                    Err(e) => return Err(LoadError::Key(e.to_string())),
+                read += 1;
+                batch.push(LoadedKey {
+                    db,
+                    key: key.into_owned(),
+                    value,
+                    meta,
+                });
+                if batch.len() == LOAD_BATCH {
+                    expired += load_batch(shared, &mut batch)?;
                 }
             }
             Item::End => break,
         }
     }
+    expired += load_batch(shared, &mut batch)?;
     reader.finish(verify)?;
     Ok(Counts {
-        keys,
+        keys: read - expired,
         expired,
         empty,
     })

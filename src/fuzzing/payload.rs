@@ -1,9 +1,10 @@
 //! The DUMP and FUNCTION DUMP payload readers on arbitrary bytes: a
 //! damaged payload must be refused, never a panic, and a payload that is
 //! taken must be the value it says, so dumping that value again and
-//! reading it back gives the same bytes.
+//! reading it back gives the same bytes, and a stream read so holds
+//! together: deleting its entries one by one empties its nodes.
 
-use crate::keyspace::{EncodingLimits, dump};
+use crate::keyspace::{EncodingLimits, StreamId, Value, dump};
 use crate::persist::rdb;
 use crate::scripting::functions::undump;
 
@@ -28,6 +29,16 @@ pub fn restore(data: &[u8]) {
                 let again = dump::dump(&value);
                 let reread = dump::restore(&again, &limits).map(|v| dump::dump(&v));
                 assert_eq!(reread.as_ref(), Ok(&again), "{payload:?} read as {value:?}");
+                if let Value::Stream(mut stream) = value {
+                    let ids: Vec<StreamId> = stream
+                        .range(StreamId::ZERO, StreamId::MAX, false)
+                        .map(|(id, _)| id)
+                        .collect();
+                    for id in ids {
+                        assert!(stream.delete(id), "{payload:?}");
+                    }
+                    assert_eq!(stream.node_count(), 0, "{payload:?}");
+                }
             }
         }
         let _ = undump(&payload);

@@ -48,11 +48,24 @@ pub enum DumpError {
     BadFormat,
 }
 
+thread_local! {
+    /// One encoder per thread for DUMP: its LZF table (512 KB, made on
+    /// the first long string) is then made once, not once per payload.
+    static ENCODER: std::cell::RefCell<Encoder> = std::cell::RefCell::new(Encoder::new(true));
+}
+
+/// `value` in RDB form (type byte and body) from this thread's encoder.
+fn encoded(value: &Value) -> Vec<u8> {
+    ENCODER.with_borrow_mut(|enc| {
+        enc.out.clear();
+        write_value(enc, value);
+        std::mem::take(&mut enc.out)
+    })
+}
+
 /// The DUMP payload of `value`.
 pub fn dump(value: &Value) -> Vec<u8> {
-    let mut enc = Encoder::new(true);
-    write_value(&mut enc, value);
-    rdb::seal_payload(enc.out)
+    rdb::seal_payload(encoded(value))
 }
 
 /// The value in a DUMP payload, in the form Redis would load it under
@@ -142,13 +155,26 @@ pub fn write_value(enc: &mut Encoder, value: &Value) {
     }
 }
 
+/// DEBUG OBJECT's `serializedlength`: the bytes of the value's RDB body,
+/// its type byte not counted, as Redis's `rdbSavedObjectLen`.
+pub fn serialized_len(value: &Value) -> usize {
+    encoded(value).len() - 1
+}
+
+/// The size of each listpack a list is cut into (DEBUG OBJECT's
+/// `ql_nodes` and `ql_uncompressed_size`).
+pub fn list_node_sizes(items: &VecDeque<Bytes>) -> Vec<usize> {
+    quicklist_nodes(items).iter().map(Vec::len).collect()
+}
+
 /// A list cut into listpacks where Redis's default node size
-/// (`list-max-listpack-size -2`, 8 KB) cuts it.
+/// (`list-max-listpack-size -2`, 8 KB) cuts a list pushed at its tail.
 fn quicklist_nodes(items: &VecDeque<Bytes>) -> Vec<Vec<u8>> {
     let mut nodes = Vec::new();
     let mut node = listpack::Builder::default();
     for item in items {
-        let size = node.size() + item.len() + NODE_ELEMENT_OVERHEAD;
+        // Redis weighs the node's whole listpack, its end byte included.
+        let size = node.size() + 1 + item.len() + NODE_ELEMENT_OVERHEAD;
         if node.count() > 0 && size > LIST_NODE_BYTES as usize {
             nodes.push(std::mem::take(&mut node).finish());
         }
@@ -320,7 +346,13 @@ pub fn read_value(
                 };
                 pairs.push((item_bytes(member), score));
             }
-            zset_of(pairs, limits, at)?
+            // Redis converts a packed sorted set it loads by its length
+            // alone: a member longer than the limit stays packed.
+            let by_length = EncodingLimits {
+                zset_max_listpack_value: u64::MAX,
+                ..*limits
+            };
+            zset_of(pairs, &by_length, at)?
         }
         kind::HASH => {
             let n = dec.count(2)?;
@@ -340,7 +372,12 @@ pub fn read_value(
                 .into_iter()
                 .map(|(f, v)| (item_bytes(f), item_bytes(v)))
                 .collect();
-            hash_of(pairs.iter().map(|(f, v)| (&f[..], &v[..])), limits, at)?
+            // By its length alone, as a packed sorted set.
+            let by_length = EncodingLimits {
+                hash_max_listpack_value: u64::MAX,
+                ..*limits
+            };
+            hash_of(pairs.iter().map(|(f, v)| (&f[..], &v[..])), &by_length, at)?
         }
         kind::STREAM_LISTPACKS | kind::STREAM_LISTPACKS_2 => Value::Stream(Box::new(read_stream(
             kind == kind::STREAM_LISTPACKS_2,
@@ -403,13 +440,17 @@ fn duplicate(at: usize) -> RdbError {
 }
 
 /// A set as Redis loads one: an intset while every member is an integer
-/// and they are few, else a table.
+/// and they are few, else a table (from the start when they are many, so
+/// the members keep the payload's order).
 fn set_of<'m>(
-    members: impl Iterator<Item = &'m [u8]>,
+    members: impl ExactSizeIterator<Item = &'m [u8]>,
     limits: &EncodingLimits,
     at: usize,
 ) -> Result<Value, RdbError> {
-    let mut set = SetValue::empty_ints();
+    let mut set = match limits.intset_len_fits(members.len()) {
+        true => SetValue::empty_ints(),
+        false => SetValue::Table(Default::default()),
+    };
     for member in members {
         if !set.insert(member, limits) {
             return Err(duplicate(at));
@@ -487,10 +528,17 @@ fn read_id(dec: &mut Decoder<'_>) -> Result<StreamId, RdbError> {
     Ok(StreamId::new(dec.len()?, dec.len()?))
 }
 
+/// A stream id from its 128-bit big-endian form (`id_key`'s).
+fn id_from_key(key: &[u8]) -> Option<StreamId> {
+    let (ms, seq) = <&[u8; 16]>::try_from(key).ok()?.split_at(8);
+    Some(StreamId::new(
+        u64::from_be_bytes(ms.try_into().ok()?),
+        u64::from_be_bytes(seq.try_into().ok()?),
+    ))
+}
+
 fn read_raw_id(dec: &mut Decoder<'_>) -> Result<StreamId, RdbError> {
-    let raw = dec.take(16)?;
-    let half = |b: &[u8]| u64::from_be_bytes(b.try_into().expect("eight bytes"));
-    Ok(StreamId::new(half(&raw[..8]), half(&raw[8..])))
+    Ok(id_from_key(dec.take(16)?).expect("sixteen bytes"))
 }
 
 fn read_stream(v2: bool, dec: &mut Decoder<'_>) -> Result<Stream, RdbError> {
@@ -499,18 +547,14 @@ fn read_stream(v2: bool, dec: &mut Decoder<'_>) -> Result<Stream, RdbError> {
     let mut previous: Option<StreamId> = None;
     for _ in 0..nodes {
         let (key, at) = blob(dec)?;
-        let master = match <[u8; 16]>::try_from(&key[..]) {
-            Ok(_) => {
-                let mut key_dec = Decoder::new(&key);
-                read_raw_id(&mut key_dec)?
-            }
-            Err(_) => {
-                return Err(RdbError::Corrupt {
-                    at,
-                    what: "a stream node key that is not an id",
-                });
-            }
-        };
+        // A node starts past every entry before it: two nodes under one
+        // key, or overlapping, would not be one stream.
+        let master = id_from_key(&key)
+            .filter(|master| previous.is_none_or(|p| p < *master))
+            .ok_or(RdbError::Corrupt {
+                at,
+                what: "a stream node key that is not a new id",
+            })?;
         let (node, at) = blob(dec)?;
         let (entries, deleted) = read_stream_node(master, &node, at)?;
         for (id, _) in &entries {
@@ -915,6 +959,21 @@ mod tests {
             restore(&signed(&quicklist_v1), &LIMITS),
             Ok(as_list.clone())
         );
+        // Redis 7.0's plain node: one element as it is (what Redis does
+        // with elements of a gigabyte), beside a listpack node.
+        let mut plain_node = Encoder::new(false);
+        plain_node.byte(kind::LIST_QUICKLIST_2);
+        plain_node.len(2);
+        plain_node.len(CONTAINER_PLAIN);
+        plain_node.string(b"big");
+        plain_node.len(CONTAINER_PACKED);
+        let mut lp = listpack::Builder::default();
+        lp.push(b"small");
+        plain_node.string(&lp.finish());
+        assert_eq!(
+            restore(&signed(&plain_node.out), &LIMITS),
+            Ok(Value::List(["big", "small"].map(Bytes::from).into()))
+        );
         let mut plain_list = vec![kind::LIST, list.len() as u8];
         let mut enc = Encoder::new(false);
         list.iter().for_each(|i| enc.string(i));
@@ -962,6 +1021,75 @@ mod tests {
             restore(&signed(text_scores), &LIMITS),
             Ok(Value::ZSet(Box::new(zset)))
         );
+    }
+
+    /// A stream as Redis 6.2 wrote it (`STREAM_LISTPACKS`): no first id,
+    /// tombstone or `entries-added`, no group read counters. Those are
+    /// made up on load as Redis 7.0 makes them up.
+    #[test]
+    fn a_redis_6_stream_loads() {
+        let fields = [Bytes::from("f"), Bytes::from("v")];
+        let entries = [
+            (StreamId::new(1, 1), &fields[..]),
+            (StreamId::new(2, 0), &fields[..]),
+        ];
+        let mut enc = Encoder::new(false);
+        enc.byte(kind::STREAM_LISTPACKS);
+        enc.len(1);
+        enc.string(&id_key(StreamId::new(1, 1)));
+        enc.string(&stream_node(StreamId::new(1, 1), &entries));
+        enc.len(2);
+        write_id(&mut enc, StreamId::new(2, 0));
+        enc.len(1);
+        enc.string(b"g");
+        write_id(&mut enc, StreamId::new(1, 1));
+        enc.len(1);
+        enc.out.extend_from_slice(&id_key(StreamId::new(1, 1)));
+        enc.millis(500);
+        enc.len(3);
+        enc.len(1);
+        enc.string(b"alice");
+        enc.millis(400);
+        enc.len(1);
+        enc.out.extend_from_slice(&id_key(StreamId::new(1, 1)));
+        let Ok(Value::Stream(stream)) = restore(&signed_at(&enc.out, 9), &LIMITS) else {
+            panic!("a stream")
+        };
+        assert_eq!(stream.len(), 2);
+        assert_eq!(stream.entries_added, 2);
+        assert_eq!(stream.max_deleted, StreamId::ZERO);
+        let group = &stream.groups[&Bytes::from("g")];
+        assert_eq!(group.entries_read, 1);
+        assert_eq!(group.pending[&StreamId::new(1, 1)].delivery_count, 3);
+        assert_eq!(group.consumers[&Bytes::from("alice")].seen_time, 400);
+    }
+
+    /// Two nodes under one key would leave the stream's node sketch
+    /// without the first: refused.
+    #[test]
+    fn stream_nodes_must_follow_each_other() {
+        let fields = [Bytes::from("f"), Bytes::from("v")];
+        let body = |second_master: StreamId, second: StreamId| {
+            let mut enc = Encoder::new(false);
+            enc.byte(kind::STREAM_LISTPACKS_2);
+            enc.len(2);
+            enc.string(&id_key(StreamId::new(1, 0)));
+            let first = StreamId::new(1, 0);
+            enc.string(&stream_node(first, &[(first, &fields[..])]));
+            enc.string(&id_key(second_master));
+            enc.string(&stream_node(second_master, &[(second, &fields[..])]));
+            enc.len(2);
+            write_id(&mut enc, second);
+            write_id(&mut enc, StreamId::new(1, 0));
+            write_id(&mut enc, StreamId::ZERO);
+            enc.len(2);
+            enc.len(0);
+            signed(&enc.out)
+        };
+        let apart = body(StreamId::new(2, 0), StreamId::new(2, 0));
+        assert!(matches!(restore(&apart, &LIMITS), Ok(Value::Stream(_))));
+        let same_key = body(StreamId::new(1, 0), StreamId::new(2, 0));
+        assert_eq!(restore(&same_key, &LIMITS), Err(DumpError::BadFormat));
     }
 
     #[test]

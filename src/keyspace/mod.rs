@@ -23,7 +23,8 @@
 //! - `value`, `hash`, `set`, `zset`, `stream`, `compact`: stored values
 //!   and their forms; `limits`: when a value changes form.
 //! - `access`: each key's LRU/LFU access clock.
-//! - `dump`: DUMP and RESTORE payloads; `memory`: MEMORY USAGE.
+//! - `dump`: a value in Redis's RDB encoding, for DUMP and RESTORE
+//!   payloads and RDB files; `memory`: MEMORY USAGE.
 //! - `snapshot`: the keyspace at one point in time as RDB keys (BGSAVE),
 //!   taken while clients go on, and RDB keys loaded back.
 

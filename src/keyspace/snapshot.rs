@@ -94,17 +94,26 @@ impl Capture {
     }
 }
 
+/// A key read from a file, waiting to be loaded.
+pub(crate) struct LoadedKey {
+    pub db: usize,
+    pub key: Vec<u8>,
+    pub value: Value,
+    pub meta: KeyMeta,
+}
+
 /// One key as the file holds it: the opcodes before it, its type byte,
 /// its name, its value.
 fn write_key(enc: &mut Encoder, meta: &KeyMeta, key: &[u8], value: &Value) {
     key_prefix(enc, meta);
     // The value's encoding starts with its type byte, which the file
-    // wants before the key's name.
-    let start = enc.out.len();
+    // wants before the key's name: the name is written after the value,
+    // then turned in place to sit between them.
+    let body = enc.out.len() + 1;
     write_value(enc, value);
-    let body = enc.out.split_off(start + 1);
+    let name = enc.out.len();
     enc.string(key);
-    enc.out.extend_from_slice(&body);
+    enc.out[body..].rotate_left(name - body);
 }
 
 impl Keyspace {
@@ -166,34 +175,46 @@ impl Keyspace {
             .sum()
     }
 
-    /// Loads one key read from a file into database `db`; a key already
+    /// Loads keys read from a file, in one hold of their shards (loading
+    /// key by key spent most of its time taking locks). A key already
     /// past its deadline is skipped, as Redis skips it, unless
-    /// `keep_expired` (a replica: the primary's DEL will come).
-    pub(crate) fn load_key(
+    /// `keep_expired` (a replica: the primary's DEL will come); returns
+    /// how many were skipped.
+    pub(crate) fn load_keys(
         &self,
-        db: usize,
-        key: &[u8],
-        value: Value,
-        meta: &KeyMeta,
+        batch: &mut Vec<LoadedKey>,
         keep_expired: bool,
-    ) -> CmdResult<bool> {
-        let mut locked = self.lock(&LockPlan::for_keys([key]))?;
+    ) -> CmdResult<u64> {
+        let plan = LockPlan::for_keys(batch.iter().map(|k| &k.key[..]));
+        let mut locked = self.lock(&plan)?;
         let now = locked.now();
-        let ttl = match meta.expire_ms {
-            Some(at) if at < now as i64 && !keep_expired => return Ok(false),
-            Some(at) => Ttl::At(at as u64),
-            None => Ttl::Clear,
-        };
-        let mut db = locked.db(db);
-        db.insert(key, value, ttl)?;
-        let clock = match (meta.freq, meta.idle) {
-            (Some(freq), _) => Some(AccessClock::freq(freq, now)),
-            (None, Some(idle)) => Some(AccessClock::idle(idle, now)),
-            (None, None) => None,
-        };
-        if let Some(clock) = clock {
-            db.set_access(key, clock)?;
+        let mut expired = 0;
+        for LoadedKey {
+            db,
+            key,
+            value,
+            meta,
+        } in batch.drain(..)
+        {
+            let ttl = match meta.expire_ms {
+                Some(at) if at < now as i64 && !keep_expired => {
+                    expired += 1;
+                    continue;
+                }
+                Some(at) => Ttl::At(at as u64),
+                None => Ttl::Clear,
+            };
+            let mut db = locked.db(db);
+            db.insert(&key, value, ttl)?;
+            let clock = match (meta.freq, meta.idle) {
+                (Some(freq), _) => Some(AccessClock::freq(freq, now)),
+                (None, Some(idle)) => Some(AccessClock::idle(idle, now)),
+                (None, None) => None,
+            };
+            if let Some(clock) = clock {
+                db.set_access(&key, clock)?;
+            }
         }
-        Ok(true)
+        Ok(expired)
     }
 }
