@@ -194,10 +194,11 @@ fn may_grant(spec: &CommandSpec) -> bool {
 
 /// Redis's checks of the server's state before a command: over
 /// `maxmemory`, one that may grow the data is refused, and so is anything
-/// queued in MULTI (EXEC counts what it queued); without the replicas
-/// `min-replicas-to-write` asks for, a write is, as on a read-only
-/// replica; and on a replica not serving stale data whose link is down,
-/// anything not flagged `stale`.
+/// queued in MULTI (EXEC counts what it queued); after a failed
+/// background save (MISCONF), without the replicas `min-replicas-to-write`
+/// asks for, and on a read-only replica, a write is; and on a replica
+/// not serving stale data whose link is down, anything not flagged
+/// `stale`.
 fn state_allows(shared: &Shared, client: &Client, id: usize, args: &[Bytes]) -> CmdResult<()> {
     let spec = REGISTRY.specs[id];
     let flags = if spec.has(flag::EXEC) {
