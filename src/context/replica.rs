@@ -91,6 +91,10 @@ pub struct ReplicaState {
     /// goes on in it (Redis keeps its primary's client, database and all,
     /// across a dropped link).
     stream_db: AtomicUsize,
+    /// Held while a full sync replaces the data: a link given up during
+    /// its load (REPLICAOF elsewhere) leaves the load to finish on its
+    /// thread, and the next link's load waits for it.
+    pub loading: Mutex<()>,
 }
 
 impl ReplicaState {
@@ -109,6 +113,7 @@ impl ReplicaState {
             down_since_ms: AtomicU64::new(0),
             synced: AtomicBool::new(false),
             stream_db: AtomicUsize::new(0),
+            loading: Mutex::new(()),
         }
     }
 

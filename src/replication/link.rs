@@ -346,6 +346,7 @@ fn parse_psync(reply: &str) -> LinkResult<Sync> {
 async fn load(shared: &Arc<Shared>, data: Vec<u8>) -> LinkResult<()> {
     let worker = shared.clone();
     let loaded = tokio::task::spawn_blocking(move || {
+        let _one_at_a_time = worker.replica.loading.lock();
         let verify = worker.config.read().rdbchecksum;
         worker.snapshots.set_loading(true);
         empty_all(&worker);
