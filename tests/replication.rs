@@ -636,3 +636,38 @@ fn a_replica_keeps_expired_keys_of_the_snapshot() {
     assert_eq!(q(&mut r, &["DBSIZE"]), Value::Int(1));
     assert_eq!(q(&mut r, &["EXISTS", "brief"]), Value::Int(0));
 }
+
+/// While the primary's snapshot loads, clients are told LOADING, as
+/// Redis tells them; before it, they read the old data.
+#[test]
+fn clients_are_told_loading_during_a_full_sync() {
+    let Some((server, mut p)) = primary("loading_during_sync", None) else {
+        return;
+    };
+    q(&mut p, &["DEBUG", "POPULATE", "300000"]);
+    let (_r, mut r) = rlockd(&[]);
+    q(&mut r, &["SET", "old", "1"]);
+    let port = server.port().to_string();
+    q(&mut r, &["REPLICAOF", "127.0.0.1", &port]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = Vec::new();
+    loop {
+        let answer = reply_or_error(&mut r, &["DBSIZE"]);
+        if seen.last() != Some(&answer) {
+            seen.push(answer.clone());
+        }
+        if answer == "int(300000)" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{seen:?}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(
+        seen,
+        [
+            "int(1)",
+            "LOADING Redis is loading the dataset in memory",
+            "int(300000)"
+        ]
+    );
+}
