@@ -240,6 +240,8 @@ fn full_sync_from_disk_then_the_stream_then_a_partial_resync() {
     stream_writes(&mut p, "one");
     assert_same_data(&mut p, &mut r);
 
+    let clients = text(q(&mut r, &["CLIENT", "LIST", "TYPE", "master"]));
+    assert!(clients.contains(" flags=M "), "{clients}");
     // The link drops after a write to another database; writes go on
     // meanwhile, the first of them in that database with no SELECT of
     // its own in the stream; the replica continues.
@@ -256,6 +258,15 @@ fn full_sync_from_disk_then_the_stream_then_a_partial_resync() {
         (1, 1),
         "one partial resync, no new full one"
     );
+
+    // Dropped from this side, as Redis's CLIENT KILL TYPE master drops it.
+    assert_eq!(
+        q(&mut r, &["CLIENT", "KILL", "TYPE", "master"]),
+        Value::Int(1)
+    );
+    stream_writes(&mut p, "three");
+    assert_same_data(&mut p, &mut r);
+    assert_eq!(sync_counts(&mut p), (1, 2));
 }
 
 #[test]

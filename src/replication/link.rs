@@ -223,6 +223,7 @@ pub async fn follow(shared: &Arc<Shared>, primary: &Primary) -> LinkResult<()> {
         local,
         shared.now_ms(),
     ));
+    handle.info.lock().primary = true;
     let registered = Registered::new(shared, handle.clone());
     let mut client = Client::new(handle, shared.acl.default_user());
     client.authenticated = true;

@@ -234,12 +234,15 @@ pub fn client_no_evict(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::OK)
 }
 
-/// CLIENT LIST / KILL `TYPE`: rlockd clients are normal or pubsub.
+/// CLIENT LIST / KILL `TYPE`: rlockd's clients are normal, pubsub, or
+/// (on a replica) its primary's link; it serves no replicas.
 fn has_type(handle: &ClientHandle, kind: &[u8]) -> bool {
-    let pubsub = is_pubsub(&handle.info.lock());
+    let info = handle.info.lock();
+    let pubsub = is_pubsub(&info);
     match kind {
-        b"normal" => !pubsub,
+        b"normal" => !pubsub && !info.primary,
         b"pubsub" => pubsub,
+        b"master" => info.primary,
         _ => false,
     }
 }
