@@ -288,6 +288,12 @@ fn diskless_sync_at_run_time_read_only_and_promotion() {
     stream_writes(&mut p, "one");
     assert_same_data(&mut p, &mut r);
 
+    // WAIT is answered within 100 ms each time: the primary's GETACK is
+    // answered at once (the ACKs of every second alone would not do).
+    for i in 0..5 {
+        q(&mut p, &["SET", "acked", &i.to_string()]);
+        assert_eq!(q(&mut p, &["WAIT", "1", "100"]), Value::Int(1), "write {i}");
+    }
     assert_eq!(
         q_err(&mut r, &["SET", "k", "v"]),
         "READONLY You can't write against a read only replica."
