@@ -39,6 +39,8 @@ pub struct ClientInfo {
     pub readonly: bool,
     /// In MONITOR mode.
     pub monitor: bool,
+    /// The link to this replica's primary (the `M` flag, TYPE master).
+    pub primary: bool,
     /// Channel, pattern and shard channel subscriptions.
     pub sub: usize,
     pub psub: usize,

@@ -22,6 +22,8 @@
 //!   daemonize, the pid file, systemd's readiness; `server/syslog.rs`).
 //!   `fuzzing`: entry points for the fuzz targets.
 //! - `connection`: one client's loop of reading requests and writing replies.
+//!   Beside it, `replication`: the link to the primary when this server is
+//!   a replica (handshake, full sync, the command stream it applies).
 //! - `command`: one file or folder per command family (`strings.rs`,
 //!   `hashes.rs`, `streams/`…), each declaring its commands' specs beside
 //!   their handlers; `command/mod.rs` lists the families and dispatches,
@@ -66,9 +68,9 @@
 //! and `persist/` writes and reads the files. Snapshots (`dump.rdb`) take
 //! three: `context/snapshot.rs` runs SAVE, BGSAVE, the schedule and the
 //! load at start, `keyspace/snapshot.rs` takes the point-in-time copy and
-//! loads keys, and `persist/rdb` frames the file. Replication is not built yet;
-//! it will get a module of its own, placed in this order and in
-//! `tests/layers.rs`.
+//! loads keys, and `persist/rdb` frames the file. Replication as a replica
+//! takes two: `replication` runs the link, `context/replica.rs` holds
+//! whom it follows and how far (REPLICAOF, ROLE and INFO read it there).
 
 pub(crate) mod client_handle;
 pub mod clock;
@@ -85,6 +87,7 @@ pub mod keyspace;
 pub(crate) mod persist;
 pub mod protocol;
 pub mod pubsub;
+pub(crate) mod replication;
 pub mod scripting;
 pub mod server;
 pub mod tls;

@@ -12,7 +12,7 @@ use std::path::Path;
 /// each other.
 const LAYERS: &[&[&str]] = &[
     &["server", "fuzzing"],
-    &["connection"],
+    &["connection", "replication"],
     &["command"],
     &["context"],
     &["scripting", "pubsub", "tls"],

@@ -8,6 +8,8 @@
 mod common;
 mod refserver;
 
+use common::blocking::{connect, q, q_err};
+
 use common::TempDir;
 
 use std::path::Path;
@@ -41,35 +43,6 @@ fn start(dir: &TempDir, extra: &[&str]) -> (Rlockd, u16) {
     args.extend_from_slice(extra);
     let (child, port) = common::spawn_binary(&args);
     (Rlockd(child), port)
-}
-
-fn connect(port: u16) -> Connection {
-    redis::Client::open(format!("redis://127.0.0.1:{port}/"))
-        .unwrap()
-        .get_connection()
-        .unwrap()
-}
-
-fn q(con: &mut Connection, args: &[&str]) -> Value {
-    let mut c = redis::cmd(args[0]);
-    for a in &args[1..] {
-        c.arg(*a);
-    }
-    c.query(con)
-        .unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
-}
-
-fn q_err(con: &mut Connection, args: &[&str]) -> String {
-    let mut c = redis::cmd(args[0]);
-    for a in &args[1..] {
-        c.arg(*a);
-    }
-    match c.query::<Value>(con) {
-        Ok(v) => panic!("{args:?} should fail, got {v:?}"),
-        Err(e) => format!("{} {}", e.code().unwrap_or(""), e.detail().unwrap_or(""))
-            .trim()
-            .to_string(),
-    }
 }
 
 fn text(v: &Value) -> String {

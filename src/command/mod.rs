@@ -26,6 +26,7 @@ mod permissions;
 mod presets;
 pub mod pubsub;
 mod registry;
+mod replication;
 mod reply;
 mod rlockd;
 mod scripting;
@@ -61,6 +62,7 @@ static FAMILIES: &[&[CommandSpec]] = &[
     connection::COMMANDS,
     cluster::COMMANDS,
     server::COMMANDS,
+    replication::COMMANDS,
     monitoring::COMMANDS,
     debug::COMMANDS,
     acl::COMMANDS,
@@ -173,6 +175,9 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
         Ok(locked) => locked,
         Err(e) => return reject(client, Some(id), e),
     };
+    if client.from_primary {
+        locked.find_past_deadlines();
+    }
     let reply = execute(shared, client, id, args, &mut locked);
     // CLIENT CACHING covers the next command, or the whole transaction.
     if !spec.has(flag::KEEPS_CACHING) && client.multi.is_none() {
@@ -189,8 +194,11 @@ fn may_grant(spec: &CommandSpec) -> bool {
 
 /// Redis's checks of the server's state before a command: over
 /// `maxmemory`, one that may grow the data is refused, and so is anything
-/// queued in MULTI (EXEC counts what it queued); without the replicas
-/// `min-replicas-to-write` asks for, a write is.
+/// queued in MULTI (EXEC counts what it queued); after a failed
+/// background save (MISCONF), without the replicas `min-replicas-to-write`
+/// asks for, and on a read-only replica, a write is; and on a replica
+/// not serving stale data whose link is down, anything not flagged
+/// `stale`.
 fn state_allows(shared: &Shared, client: &Client, id: usize, args: &[Bytes]) -> CmdResult<()> {
     let spec = REGISTRY.specs[id];
     let flags = if spec.has(flag::EXEC) {
@@ -214,6 +222,16 @@ fn state_allows(shared: &Shared, client: &Client, id: usize, args: &[Bytes]) -> 
     }
     if writes && shared.guard.replicas_missing() {
         return Err(CmdError::other(crate::context::guard::NOREPLICAS));
+    }
+    // In Redis's order: NOREPLICAS, READONLY, then MASTERDOWN.
+    if writes && shared.guard.read_only() && !client.from_primary {
+        return Err(CmdError::other(crate::context::guard::READONLY));
+    }
+    if flags & flag::STALE == 0
+        && shared.guard.no_stale()
+        && shared.replica.link() != crate::context::replica::LinkState::Connected
+    {
+        return Err(CmdError::other(crate::context::guard::MASTERDOWN));
     }
     Ok(())
 }

@@ -45,6 +45,9 @@ pub(super) fn client_line(shared: &Shared, handle: &ClientHandle, qbuf: usize) -
     if info.monitor {
         flags.push('O');
     }
+    if info.primary {
+        flags.push('M');
+    }
     if is_pubsub(&info) {
         flags.push('P');
     }

@@ -854,20 +854,7 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             "Stats"
         }
         "replication" => {
-            line("role", &"master");
-            line("connected_slaves", &0);
-            line("master_failover_state", &"no-failover");
-            line("master_replid", &shared.run_id);
-            line(
-                "master_replid2",
-                &"0000000000000000000000000000000000000000",
-            );
-            line("master_repl_offset", &0);
-            line("second_repl_offset", &-1);
-            line("repl_backlog_active", &0);
-            line("repl_backlog_size", &1048576);
-            line("repl_backlog_first_byte_offset", &0);
-            line("repl_backlog_histlen", &0);
+            crate::context::replica::info(shared, &mut line);
             "Replication"
         }
         "cpu" => {

@@ -13,7 +13,7 @@
 pub use file::ConfigFileError;
 pub use kept::Kept;
 pub(crate) use parse::parse_memory;
-pub use table::{Config, save_points};
+pub use table::{Config, parse_primary, save_points};
 pub use values::{DebugCommand, FileMode};
 
 use crate::util::glob_match;

@@ -410,6 +410,72 @@ directives! {
         parse: |v| bare_name(v, "appendfilename can't be a path, just a filename"),
         change: Never,
     }
+    // Replication, as a replica (`src/replication/`).
+    /// The primary to replicate from at start, `<host> <port>` ("": none);
+    /// REPLICAOF changes it at run time, as CONFIG GET then shows.
+    "replicaof" | "slaveof" => replicaof: String {
+        default: String::new(),
+        parse: |v: &str| {
+            parse_primary(v).map(|p| p.map_or_else(String::new, |(h, port)| format!("{h} {port}")))
+        },
+        change: Never,
+        multiword: true,
+    }
+    /// The password a replica gives its primary's AUTH ("": none).
+    "masterauth" => masterauth: String {
+        default: String::new(),
+        parse: text,
+        change: Runtime,
+    }
+    /// The user a replica authenticates as with `masterauth` ("": the
+    /// default user, AUTH with the password alone).
+    "masteruser" => masteruser: String {
+        default: String::new(),
+        parse: text,
+        change: Runtime,
+    }
+    /// A replica refuses clients' writes (`-READONLY`).
+    "replica-read-only" | "slave-read-only" => replica_read_only: bool {
+        default: true,
+        parse: parse_yes_no,
+        change: Runtime,
+        reacts: [Guard],
+    }
+    /// Seconds of silence from its primary after which a replica drops
+    /// the link and connects again (the primary pings every 10).
+    "repl-timeout" => repl_timeout: i64 {
+        default: 60,
+        parse: |v| parse_int(v, 1),
+        change: Runtime,
+    }
+    /// Where a replica stands in line for promotion (INFO's
+    /// slave_priority; 0: never).
+    "replica-priority" | "slave-priority" => replica_priority: i64 {
+        default: 100,
+        parse: |v| parse_int(v, 0),
+        change: Runtime,
+    }
+    /// no: while its link is down, a replica answers only the commands
+    /// flagged `stale` (INFO, CONFIG…), the rest `-MASTERDOWN`.
+    "replica-serve-stale-data" | "slave-serve-stale-data" => replica_serve_stale_data: bool {
+        default: true,
+        parse: parse_yes_no,
+        change: Runtime,
+        reacts: [Guard],
+    }
+    /// The address a replica tells its primary to list it under ("": the
+    /// one the primary sees).
+    "replica-announce-ip" | "slave-announce-ip" => replica_announce_ip: String {
+        default: String::new(),
+        parse: text,
+        change: Runtime,
+    }
+    /// The port a replica tells its primary it listens on (0: its own).
+    "replica-announce-port" | "slave-announce-port" => replica_announce_port: u16 {
+        default: 0,
+        parse: |v| parse_int_in(v, 0, 65535).map(|n| n as u16),
+        change: Runtime,
+    }
     // Snapshots (`dump.rdb`): one block, kept together for merges.
     /// The snapshot schedule: pairs of `<seconds> <changes>`, each a point
     /// at which BGSAVE runs when that many writes happened in that many
@@ -786,4 +852,18 @@ pub fn save_points(v: &str) -> Result<Vec<SavePoint>, String> {
             })
         })
         .collect()
+}
+
+/// `replicaof`'s value: `<host> <port>`, or nothing for "" and `no one`.
+pub fn parse_primary(v: &str) -> Result<Option<(String, u16)>, String> {
+    let words: Vec<&str> = v.split_whitespace().collect();
+    match words[..] {
+        [] => Ok(None),
+        [no, one] if no.eq_ignore_ascii_case("no") && one.eq_ignore_ascii_case("one") => Ok(None),
+        [host, port] => match port.parse::<u16>() {
+            Ok(port) => Ok(Some((host.to_string(), port))),
+            _ => Err("Invalid master port".into()),
+        },
+        _ => Err("wrong number of arguments".into()),
+    }
 }

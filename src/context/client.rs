@@ -53,6 +53,9 @@ pub struct Client {
     /// read, itself included: CLIENT LIST's `qbuf` for the client itself,
     /// since Redis trims its query buffer only after running a batch.
     pub query_bytes: usize,
+    /// The link to this replica's primary: its writes pass
+    /// `replica-read-only`, and nobody reads its replies.
+    pub from_primary: bool,
 }
 
 impl Client {
@@ -93,6 +96,7 @@ impl Client {
             for_script: false,
             in_exec: false,
             query_bytes: 0,
+            from_primary: false,
             blocked: None,
             retry_deadline: None,
             pubsub: Subscriptions::default(),

@@ -2,8 +2,11 @@
 //! arguments, as Redis does before running one: memory over `maxmemory`
 //! (`-OOM`, for commands that may grow the data) and too few replicas for
 //! `min-replicas-to-write` (`-NOREPLICAS`, for writes; rlockd has none),
-//! and a failed background save under `stop-writes-on-bgsave-error` with
-//! `save` points (`-MISCONF`, for writes and PING). Off by default, and then a command pays one relaxed load.
+//! a failed background save under `stop-writes-on-bgsave-error` with
+//! `save` points (`-MISCONF`, for writes and PING), and a read-only
+//! replica (`-READONLY`, for writes from anyone but its primary) or one
+//! not serving stale data (`-MASTERDOWN` while its link is down). Off by
+//! default, and then a command pays one relaxed load.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -23,11 +26,21 @@ pub struct StateGuard {
     /// The last background save failed (whether that refuses writes is
     /// the config's to say, read only then).
     save_failed: AtomicBool,
+    /// This server follows a primary…
+    replica: AtomicBool,
+    /// …and `replica-read-only` says clients may not write to it.
+    read_only: AtomicBool,
+    /// …and `replica-serve-stale-data no` says it answers little while
+    /// its link is down.
+    no_stale: AtomicBool,
 }
 
 pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 pub const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
+pub const READONLY: &str = "READONLY You can't write against a read only replica.";
+pub const MASTERDOWN: &str =
+    "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
 
 impl StateGuard {
     pub fn configure(&self, config: &Config) {
@@ -37,9 +50,31 @@ impl StateGuard {
             0
         };
         let missing = config.min_replicas_to_write > 0 && config.min_replicas_max_lag > 0;
+        let replica = self.replica.load(Ordering::Relaxed);
         self.memory_limit.store(limit, Ordering::Relaxed);
         self.replicas_missing.store(missing, Ordering::Relaxed);
+        self.read_only
+            .store(config.replica_read_only && replica, Ordering::Relaxed);
+        self.no_stale.store(
+            !config.replica_serve_stale_data && replica,
+            Ordering::Relaxed,
+        );
         self.rearm();
+    }
+
+    /// REPLICAOF: the server became a replica (or a primary again).
+    pub fn set_replica(&self, on: bool, config: &Config) {
+        self.replica.store(on, Ordering::Relaxed);
+        self.configure(config);
+    }
+
+    pub fn read_only(&self) -> bool {
+        self.read_only.load(Ordering::Relaxed)
+    }
+
+    /// Whether commands not flagged `stale` wait for the link.
+    pub fn no_stale(&self) -> bool {
+        self.no_stale.load(Ordering::Relaxed)
     }
 
     /// Notes how the last background save ended.
@@ -58,7 +93,9 @@ impl StateGuard {
     fn rearm(&self) {
         let armed = self.memory_limit.load(Ordering::Relaxed) > 0
             || self.replicas_missing.load(Ordering::Relaxed)
-            || self.save_failed.load(Ordering::Relaxed);
+            || self.save_failed.load(Ordering::Relaxed)
+            || self.read_only.load(Ordering::Relaxed)
+            || self.no_stale.load(Ordering::Relaxed);
         self.armed.store(armed, Ordering::Relaxed);
     }
 

@@ -11,6 +11,7 @@ pub mod introspect;
 pub mod latency;
 pub mod persistence;
 pub mod renames;
+pub mod replica;
 pub mod slowlog;
 pub mod snapshot;
 pub mod stats;
@@ -22,7 +23,7 @@ pub use stats::Stats;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
 use parking_lot::RwLock;
@@ -67,6 +68,8 @@ pub struct Shared {
     pub guard: guard::StateGuard,
     /// SAVE, BGSAVE and the `save` schedule.
     pub snapshots: snapshot::Snapshots,
+    /// The primary this server follows, and its link's state.
+    pub replica: replica::ReplicaState,
     /// When (server ms) HTTP sent to the port was last logged: Redis logs
     /// it once a minute at most, so a flood does not flood the log.
     pub attack_logged_ms: AtomicU64,
@@ -75,6 +78,10 @@ pub struct Shared {
     /// The TLS port's certificates and settings, reloaded by CONFIG SET.
     pub tls: crate::tls::Tls,
 }
+
+/// A replica's hold on expiry: for as long as it is one (the hold is
+/// lifted when it stops being one).
+const REPLICA_EXPIRY_HOLD: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 impl Shared {
     /// A server on `clock`, or on `manual` (which then is its clock), with
@@ -100,7 +107,11 @@ impl Shared {
         latency.configure(&config);
         let guard = guard::StateGuard::default();
         guard.configure(&config);
-        Shared {
+        let primary = crate::config::parse_primary(&config.replicaof)
+            .ok()
+            .flatten()
+            .map(|(host, port)| replica::Primary { host, port });
+        let shared = Shared {
             guard,
             acl: acl::Acl::new(commands, config.requirepass.as_deref()),
             persistence: persistence::Persistence::default(),
@@ -117,6 +128,7 @@ impl Shared {
             next_client_id: AtomicU64::new(1),
             started_ms,
             run_id: crate::util::random_hex(40),
+            replica: replica::ReplicaState::new(crate::util::random_hex(40)),
             attack_logged_ms: AtomicU64::new(0),
             command_names,
             tls: Default::default(),
@@ -124,7 +136,11 @@ impl Shared {
             faults: Default::default(),
             config_changes: tokio::sync::watch::Sender::new(0),
             shutdown: tokio::sync::watch::Sender::new(false),
+        };
+        if primary.is_some() {
+            shared.follow(primary);
         }
+        shared
     }
 
     /// Tells the part of the server `hook` names that CONFIG SET changed
@@ -183,13 +199,44 @@ impl Shared {
     /// (keys past their deadline read as gone but stay stored, as in Redis).
     pub fn pause(&self, duration: Duration, mode: PauseMode) {
         let until = self.faults.pause(duration, mode);
-        self.keyspace.hold_expiry(Some(until));
+        self.keyspace.hold_expiry(Some(self.expiry_hold(until)));
     }
 
     /// CLIENT UNPAUSE.
     pub fn unpause(&self) {
         self.faults.unpause();
-        self.keyspace.hold_expiry(None);
+        let held = self
+            .replica
+            .is_replica()
+            .then(|| self.expiry_hold(Instant::now()));
+        self.keyspace.hold_expiry(held);
+    }
+
+    /// Makes this server follow `primary` (or none): the config shows it,
+    /// the guard refuses writes as `replica-read-only` says, keys expire
+    /// only by the primary's DELs (past their deadline they read as gone,
+    /// as on a Redis replica), and the link follows.
+    pub fn follow(&self, primary: Option<replica::Primary>) {
+        let mut config = self.config.write();
+        config.replicaof = primary
+            .as_ref()
+            .map_or_else(String::new, |p| format!("{} {}", p.host, p.port));
+        self.guard.set_replica(primary.is_some(), &config);
+        drop(config);
+        let replica = primary.is_some();
+        self.replica.follow(primary);
+        let held = replica.then(|| self.expiry_hold(Instant::now()));
+        self.keyspace.hold_expiry(held);
+    }
+
+    /// Until when expiry is held for a pause until `paused_until`: for
+    /// good while a replica.
+    fn expiry_hold(&self, paused_until: Instant) -> Instant {
+        if self.replica.is_replica() {
+            Instant::now() + REPLICA_EXPIRY_HOLD
+        } else {
+            paused_until
+        }
     }
 
     /// Whether clients may move the clock (`RLOCKD.CLOCK`).

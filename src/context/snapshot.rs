@@ -481,16 +481,23 @@ pub fn load_file(shared: &Shared, merge: bool) -> Result<bool, LoadError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(LoadError::Io(e)),
     };
+    load_data(shared, &data, verify, merge)?;
+    Ok(true)
+}
+
+/// Loads a whole file's bytes (from disk, or a primary's full sync),
+/// logging as Redis does.
+pub fn load_data(shared: &Shared, data: &[u8], verify: bool, merge: bool) -> Result<(), LoadError> {
     let started = Instant::now();
     shared.keyspace.set_loading(true);
-    let loaded = load_bytes(shared, &data, verify, merge);
+    let loaded = load_bytes(shared, data, verify, merge);
     shared.keyspace.set_loading(false);
     loaded?.log();
     tracing::info!(
         "DB loaded from disk: {:.3} seconds",
         started.elapsed().as_secs_f64()
     );
-    Ok(true)
+    Ok(())
 }
 
 /// Keys loaded per hold of their shards.
@@ -499,7 +506,9 @@ const LOAD_BATCH: usize = 1024;
 fn load_batch(shared: &Shared, batch: &mut Vec<LoadedKey>) -> Result<u64, LoadError> {
     shared
         .keyspace
-        .load_keys(batch)
+        // A replica keeps keys past their deadline, as Redis's does: they
+        // read as gone, and the primary's DELs remove them.
+        .load_keys(batch, shared.replica.is_replica())
         .map_err(|e| LoadError::Key(e.to_string()))
 }
 
@@ -625,6 +634,22 @@ fn load_bytes(
     })
 }
 
+/// Empties the keyspace and the function libraries, before a load that
+/// replaces them.
+pub fn empty_all(shared: &Shared) {
+    let mut locked = loop {
+        // Only a script past the busy threshold refuses; it ends or is
+        // killed, so asking again is waiting for it.
+        match shared.keyspace.lock(&crate::keyspace::LockPlan::All) {
+            Ok(locked) => break locked,
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(5)),
+        }
+    };
+    crate::keyspace::flush_all(&mut locked);
+    drop(locked);
+    shared.scripts.libraries.write().clear();
+}
+
 /// DEBUG RELOAD: saves (unless `save` is off), empties the keyspace and
 /// the libraries (unless `flush` is off), and loads the file back.
 pub fn reload(shared: &Shared, save_first: bool, flush: bool, merge: bool) -> Result<(), String> {
@@ -632,15 +657,7 @@ pub fn reload(shared: &Shared, save_first: bool, flush: bool, merge: bool) -> Re
         save(shared).map_err(|_| "Error trying to save the DB".to_string())?;
     }
     if flush {
-        let mut locked = loop {
-            match shared.keyspace.lock(&crate::keyspace::LockPlan::All) {
-                Ok(locked) => break locked,
-                Err(_) => std::thread::sleep(std::time::Duration::from_millis(5)),
-            }
-        };
-        crate::keyspace::flush_all(&mut locked);
-        drop(locked);
-        shared.scripts.libraries.write().clear();
+        empty_all(shared);
     }
     match load_file(shared, merge) {
         Ok(_) => {

@@ -113,6 +113,7 @@ impl Db<'_, '_> {
     /// once when it is there.
     fn locate(&mut self, key: &[u8], count: bool, touch: bool) -> CmdResult<Option<Found>> {
         let (now, db, ks) = (self.locked.now, self.index, self.locked.ks);
+        let deadlines_at = self.locked.deadline_clock();
         self.locked.record(db, key)?;
         let shard_index = key_shard(key);
         let shard = self.locked.shard(shard_index)?;
@@ -122,9 +123,9 @@ impl Db<'_, '_> {
             Some(place)
                 if shard.dbs[db]
                     .node_at(place)
-                    .is_some_and(|n| n.is_expired(now)) =>
+                    .is_some_and(|n| n.is_expired(deadlines_at)) =>
             {
-                if reclaim_if_expired(shard, db, key, now, ks) {
+                if reclaim_if_expired(shard, db, key, deadlines_at, ks) {
                     // Group readers blocked on the stream learn it is gone
                     // once the command is done (it may make a new one
                     // meanwhile).
@@ -196,7 +197,7 @@ impl Db<'_, '_> {
     /// statistics, no lazy expiry, no journal (a run that decides how to
     /// proceed before it changes anything).
     pub fn peek(&mut self, key: &[u8]) -> CmdResult<Option<&Value>> {
-        let (now, db) = (self.locked.now, self.index);
+        let (now, db) = (self.locked.deadline_clock(), self.index);
         let shard = self.locked.shard(key_shard(key))?;
         let hash = shard.dbs[db].hash(key);
         // Unpacked like a key about to change: a lock script looks at the

@@ -30,6 +30,10 @@ pub struct Locked<'a> {
     /// What this command changed, for the append-only file (only while it
     /// is on).
     pub(super) changes: Option<aof::Changes>,
+    /// Keys past their deadline are still found: the primary's commands
+    /// on a replica, which keeps such keys for the primary's DEL (as
+    /// Redis's master client sees them).
+    pub(super) past_deadlines_found: bool,
 }
 
 impl Drop for Locked<'_> {
@@ -62,6 +66,7 @@ impl Keyspace {
                 .logging
                 .load(Ordering::Acquire)
                 .then(aof::Changes::default),
+            past_deadlines_found: false,
         };
         locked.acquire(plan)?;
         Ok(locked)
@@ -71,6 +76,21 @@ impl Keyspace {
 impl<'a> Locked<'a> {
     pub fn now(&self) -> u64 {
         self.now
+    }
+
+    /// Lookups find keys past their deadline (see `past_deadlines_found`).
+    pub fn find_past_deadlines(&mut self) {
+        self.past_deadlines_found = true;
+    }
+
+    /// The time lookups judge deadlines by: never past any for the
+    /// primary's commands on a replica.
+    pub(super) fn deadline_clock(&self) -> u64 {
+        if self.past_deadlines_found {
+            0
+        } else {
+            self.now
+        }
     }
 
     pub fn holds_all(&self) -> bool {

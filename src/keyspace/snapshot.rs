@@ -177,8 +177,14 @@ impl Keyspace {
 
     /// Loads keys read from a file, in one hold of their shards (loading
     /// key by key spent most of its time taking locks). A key already
-    /// past its deadline is skipped, as Redis skips it; returns how many.
-    pub(crate) fn load_keys(&self, batch: &mut Vec<LoadedKey>) -> CmdResult<u64> {
+    /// past its deadline is skipped, as Redis skips it, unless
+    /// `keep_expired` (a replica: the primary's DEL will come); returns
+    /// how many were skipped.
+    pub(crate) fn load_keys(
+        &self,
+        batch: &mut Vec<LoadedKey>,
+        keep_expired: bool,
+    ) -> CmdResult<u64> {
         let plan = LockPlan::for_keys(batch.iter().map(|k| &k.key[..]));
         let mut locked = self.lock(&plan)?;
         let now = locked.now();
@@ -191,7 +197,7 @@ impl Keyspace {
         } in batch.drain(..)
         {
             let ttl = match meta.expire_ms {
-                Some(at) if at < now as i64 => {
+                Some(at) if at < now as i64 && !keep_expired => {
                     expired += 1;
                     continue;
                 }

@@ -375,6 +375,7 @@ impl ServerBuilder {
         if let Some(listener) = metrics {
             tasks.spawn(metrics::serve(shared.clone(), listener, stop_rx.clone()));
         }
+        tasks.spawn(crate::replication::run(shared.clone(), stop_rx.clone()));
         tasks.spawn(housekeeping(shared.clone(), stop_rx));
         Ok(ServerHandle {
             shared,

@@ -1,6 +1,7 @@
 //! Shared test helpers: a real rlockd on an ephemeral port, real clients.
 #![allow(dead_code)]
 
+pub mod blocking;
 pub mod resp;
 
 use std::io::{BufRead, BufReader};

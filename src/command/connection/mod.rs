@@ -124,7 +124,14 @@ pub fn hello(ctx: &mut Ctx) -> CmdResult<Reply> {
             Reply::bulk_str("mode"),
             Reply::bulk_str(crate::cluster::mode_name(ctx.shared.cluster.as_ref())),
         ),
-        (Reply::bulk_str("role"), Reply::bulk_str("master")),
+        (
+            Reply::bulk_str("role"),
+            Reply::bulk_str(if ctx.shared.replica.is_replica() {
+                "replica"
+            } else {
+                "master"
+            }),
+        ),
         (Reply::bulk_str("modules"), Reply::Array(Vec::new())),
     ]))
 }
@@ -227,12 +234,15 @@ pub fn client_no_evict(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::OK)
 }
 
-/// CLIENT LIST / KILL `TYPE`: rlockd clients are normal or pubsub.
+/// CLIENT LIST / KILL `TYPE`: rlockd's clients are normal, pubsub, or
+/// (on a replica) its primary's link; it serves no replicas.
 fn has_type(handle: &ClientHandle, kind: &[u8]) -> bool {
-    let pubsub = is_pubsub(&handle.info.lock());
+    let info = handle.info.lock();
+    let pubsub = is_pubsub(&info);
     match kind {
-        b"normal" => !pubsub,
+        b"normal" => !pubsub && !info.primary,
         b"pubsub" => pubsub,
+        b"master" => info.primary,
         _ => false,
     }
 }

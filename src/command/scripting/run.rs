@@ -228,14 +228,17 @@ impl LastCommand {
 }
 
 impl ScriptCalls<'_, '_, '_> {
-    /// Redis's checks of the server's state for one call: a write without
-    /// the replicas `min-replicas-to-write` asks for, and until the script
+    /// Redis's checks of the server's state for one call: a write on a
+    /// read-only replica, a write without the replicas `min-replicas-to-write` asks for, and until the script
     /// first writes, over `maxmemory`, a command that may grow the data
     /// (unless the script is `allow-oom`).
     fn state_refusal(&self, spec: &CommandSpec, run: &RunState) -> Option<CmdError> {
         let guard = &self.ctx.shared.guard;
         if !guard.armed() {
             return None;
+        }
+        if spec.has(flag::WRITE) && guard.read_only() && !self.ctx.client.from_primary {
+            return Some(CmdError::other(guard::READONLY));
         }
         if spec.has(flag::WRITE) && guard.replicas_missing() {
             return Some(CmdError::other(guard::NOREPLICAS));

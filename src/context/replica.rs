@@ -1,0 +1,285 @@
+//! Whom this server replicates from and how its link is doing: what
+//! REPLICAOF sets, the link (`crate::replication`) follows and reports
+//! into, and ROLE and INFO replication read.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+
+use parking_lot::Mutex;
+
+use super::Shared;
+use tokio::sync::watch;
+
+/// A primary's address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Primary {
+    pub host: String,
+    pub port: u16,
+}
+
+/// Where a replica's link stands, as Redis's `repl_state` (named as ROLE
+/// names them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum LinkState {
+    /// To connect (again).
+    Connect,
+    Connecting,
+    /// PING, AUTH, REPLCONF, PSYNC under way.
+    Handshake,
+    /// Receiving the primary's snapshot.
+    Sync,
+    /// Following the primary's command stream.
+    Connected,
+}
+
+impl LinkState {
+    fn from_u8(n: u8) -> LinkState {
+        match n {
+            1 => LinkState::Connecting,
+            2 => LinkState::Handshake,
+            3 => LinkState::Sync,
+            4 => LinkState::Connected,
+            _ => LinkState::Connect,
+        }
+    }
+
+    /// ROLE's word for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            LinkState::Connect => "connect",
+            LinkState::Connecting => "connecting",
+            LinkState::Handshake => "handshake",
+            LinkState::Sync => "sync",
+            LinkState::Connected => "connected",
+        }
+    }
+}
+
+/// The replication id and offset of the history this server holds.
+#[derive(Debug, Clone)]
+pub struct History {
+    pub replid: String,
+    /// The id of the history before the last switch, and the offset it
+    /// held to (Redis's `replid2`, `second_repl_offset`), for partial
+    /// resyncs across a promotion.
+    pub replid2: String,
+    pub second_offset: i64,
+    /// Where the backlog's first byte sits: the offset the last full sync
+    /// started at, plus one.
+    pub backlog_first: i64,
+}
+
+/// No history before the last switch, as Redis prints it.
+const NO_REPLID: &str = "0000000000000000000000000000000000000000";
+
+pub struct ReplicaState {
+    /// The primary to follow; the link task watches it.
+    primary: watch::Sender<Option<Primary>>,
+    link: AtomicU8,
+    /// Bytes of the primary's stream applied, counted from its offset
+    /// (Redis's `master_repl_offset`).
+    offset: AtomicI64,
+    history: Mutex<History>,
+    /// Server ms of the last bytes from the primary; 0 before any.
+    last_io_ms: AtomicU64,
+    /// Server ms the link last went down; 0 if it never was up.
+    down_since_ms: AtomicU64,
+    /// Whether the link ever completed a sync (a replica that did has
+    /// data to serve while the link is down).
+    synced: AtomicBool,
+    /// The database the primary's stream last selected: a partial resync
+    /// goes on in it (Redis keeps its primary's client, database and all,
+    /// across a dropped link).
+    stream_db: AtomicUsize,
+    /// Held while a full sync replaces the data: a link given up during
+    /// its load (REPLICAOF elsewhere) leaves the load to finish on its
+    /// thread, and the next link's load waits for it.
+    pub loading: Mutex<()>,
+}
+
+impl ReplicaState {
+    pub fn new(replid: String) -> ReplicaState {
+        ReplicaState {
+            primary: watch::Sender::new(None),
+            link: AtomicU8::new(LinkState::Connect as u8),
+            offset: AtomicI64::new(0),
+            history: Mutex::new(History {
+                replid,
+                replid2: NO_REPLID.into(),
+                second_offset: -1,
+                backlog_first: 0,
+            }),
+            last_io_ms: AtomicU64::new(0),
+            down_since_ms: AtomicU64::new(0),
+            synced: AtomicBool::new(false),
+            stream_db: AtomicUsize::new(0),
+            loading: Mutex::new(()),
+        }
+    }
+
+    pub fn primary(&self) -> Option<Primary> {
+        self.primary.borrow().clone()
+    }
+
+    pub fn is_replica(&self) -> bool {
+        self.primary.borrow().is_some()
+    }
+
+    /// For the link task: wakes on each REPLICAOF.
+    pub fn subscribe(&self) -> watch::Receiver<Option<Primary>> {
+        self.primary.subscribe()
+    }
+
+    /// REPLICAOF host port (`Some`) or NO ONE. Turning into a primary
+    /// starts a history of its own, keeping the old id as `replid2`, as
+    /// Redis's `shiftReplicationId` does.
+    pub fn follow(&self, primary: Option<Primary>) {
+        if primary.is_none() && self.is_replica() {
+            let offset = self.offset();
+            let mut history = self.history.lock();
+            history.replid2 = std::mem::replace(&mut history.replid, crate::util::random_hex(40));
+            history.second_offset = offset + 1;
+        }
+        self.set_link(LinkState::Connect);
+        self.primary.send_replace(primary);
+    }
+
+    pub fn link(&self) -> LinkState {
+        LinkState::from_u8(self.link.load(Ordering::Acquire))
+    }
+
+    pub fn set_link(&self, state: LinkState) {
+        let was = self.link.swap(state as u8, Ordering::AcqRel);
+        if was == LinkState::Connected as u8 && state != LinkState::Connected {
+            self.down_since_ms.store(
+                self.last_io_ms.load(Ordering::Relaxed).max(1),
+                Ordering::Relaxed,
+            );
+        }
+    }
+
+    pub fn offset(&self) -> i64 {
+        self.offset.load(Ordering::Acquire)
+    }
+
+    pub fn advance(&self, bytes: usize) {
+        self.offset.fetch_add(bytes as i64, Ordering::AcqRel);
+    }
+
+    pub fn history(&self) -> History {
+        self.history.lock().clone()
+    }
+
+    /// A full sync: the primary's history from `offset` on.
+    pub fn full_sync(&self, replid: String, offset: i64) {
+        let mut history = self.history.lock();
+        history.replid = replid;
+        history.replid2 = NO_REPLID.into();
+        history.second_offset = -1;
+        history.backlog_first = offset + 1;
+        self.offset.store(offset, Ordering::Release);
+        self.synced.store(true, Ordering::Release);
+        self.stream_db.store(0, Ordering::Relaxed);
+    }
+
+    pub fn stream_db(&self) -> usize {
+        self.stream_db.load(Ordering::Relaxed)
+    }
+
+    pub fn set_stream_db(&self, db: usize) {
+        self.stream_db.store(db, Ordering::Relaxed);
+    }
+
+    /// A partial resync that moved the primary's history to a new id:
+    /// the old one stays valid up to here.
+    pub fn new_history(&self, replid: String) {
+        let offset = self.offset();
+        let mut history = self.history.lock();
+        history.replid2 = std::mem::replace(&mut history.replid, replid);
+        history.second_offset = offset + 1;
+    }
+
+    /// The id and offset a partial resync asks for, once there is data
+    /// of a primary's history.
+    pub fn resume_point(&self) -> Option<(String, i64)> {
+        self.synced
+            .load(Ordering::Acquire)
+            .then(|| (self.history.lock().replid.clone(), self.offset() + 1))
+    }
+
+    pub fn heard_from_primary(&self, now_ms: u64) {
+        self.last_io_ms.store(now_ms, Ordering::Relaxed);
+    }
+
+    pub fn last_io_ms(&self) -> u64 {
+        self.last_io_ms.load(Ordering::Relaxed)
+    }
+
+    pub fn down_since_ms(&self) -> u64 {
+        self.down_since_ms.load(Ordering::Relaxed)
+    }
+}
+
+/// INFO's replication section.
+pub fn info(shared: &Shared, line: &mut dyn FnMut(&str, &dyn std::fmt::Display)) {
+    let state = &shared.replica;
+    let history = state.history();
+    let offset = state.offset();
+    let synced = state.resume_point().is_some();
+    let now_s = (shared.now_ms() / 1000) as i64;
+    let secs_since = |ms: u64| {
+        if ms == 0 {
+            -1
+        } else {
+            now_s - (ms / 1000) as i64
+        }
+    };
+    if let Some(primary) = state.primary() {
+        let link = state.link();
+        let up = link == LinkState::Connected;
+        let config = shared.config.read();
+        line("role", &"slave");
+        line("master_host", &primary.host);
+        line("master_port", &primary.port);
+        line("master_link_status", &if up { "up" } else { "down" });
+        let last_io = if up {
+            secs_since(state.last_io_ms())
+        } else {
+            -1
+        };
+        line("master_last_io_seconds_ago", &last_io);
+        line(
+            "master_sync_in_progress",
+            &i32::from(link == LinkState::Sync),
+        );
+        let applied = if synced { offset } else { 1 };
+        line("slave_read_repl_offset", &applied);
+        line("slave_repl_offset", &applied);
+        if !up {
+            line(
+                "master_link_down_since_seconds",
+                &secs_since(state.down_since_ms()),
+            );
+        }
+        line("slave_priority", &config.replica_priority);
+        line("slave_read_only", &i32::from(config.replica_read_only));
+        line("replica_announced", &1);
+    } else {
+        line("role", &"master");
+    }
+    line("connected_slaves", &0);
+    line("master_failover_state", &"no-failover");
+    line("master_replid", &history.replid);
+    line("master_replid2", &history.replid2);
+    line("master_repl_offset", &offset);
+    line("second_repl_offset", &history.second_offset);
+    line("repl_backlog_active", &i32::from(synced));
+    line("repl_backlog_size", &shared.config.read().repl_backlog_size);
+    let (first, histlen) = if synced {
+        (history.backlog_first, offset - history.backlog_first + 1)
+    } else {
+        (0, 0)
+    };
+    line("repl_backlog_first_byte_offset", &first);
+    line("repl_backlog_histlen", &histlen);
+}

@@ -1,0 +1,55 @@
+//! Blocking clients for tests that drive servers step by step: a
+//! connection, a command that must succeed, one that must fail.
+
+use redis::{Connection, Value};
+
+pub fn connect(port: u16) -> Connection {
+    redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+        .unwrap()
+        .get_connection()
+        .unwrap()
+}
+
+/// Runs `args`, failing the test if it errs.
+pub fn q(con: &mut Connection, args: &[&str]) -> Value {
+    let mut c = redis::cmd(args[0]);
+    for a in &args[1..] {
+        c.arg(*a);
+    }
+    c.query(con)
+        .unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
+}
+
+/// The error `args` answers, as `CODE detail`; fails the test if it
+/// succeeds.
+pub fn q_err(con: &mut Connection, args: &[&str]) -> String {
+    let mut c = redis::cmd(args[0]);
+    for a in &args[1..] {
+        c.arg(*a);
+    }
+    match c.query::<Value>(con) {
+        Ok(v) => panic!("{args:?} should fail, got {v:?}"),
+        Err(e) => format!("{} {}", e.code().unwrap_or(""), e.detail().unwrap_or(""))
+            .trim()
+            .to_string(),
+    }
+}
+
+/// A server process, killed when dropped (a failing test included).
+pub struct Running(pub std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The `rlockd` binary on a free port with `extra` arguments, and a
+/// connection to it.
+pub fn rlockd(extra: &[&str]) -> (Running, Connection) {
+    let mut args = vec!["--port", "0"];
+    args.extend_from_slice(extra);
+    let (child, port) = super::spawn_binary(&args);
+    (Running(child), connect(port))
+}

@@ -1,0 +1,690 @@
+//! rlockd as a replica of a real redis-server 7.0.15 (issue #30, item 1):
+//! a full sync from a disk-backed and from a diskless payload carries
+//! every type, then the primary's stream (scripts, EXPIRE, SELECT,
+//! transactions) is applied in order; keys compare equal by DUMP payload
+//! and deadline. A dropped link resumes with a partial resync. REPLICAOF
+//! at run time and in the config, `masterauth`, `-READONLY`, ROLE and
+//! INFO replication as a redis-server replica of the same primary answers.
+
+mod common;
+mod refserver;
+
+use common::blocking::{connect, q, q_err, rlockd};
+
+use std::time::{Duration, Instant};
+
+use redis::{Connection, Value};
+use refserver::RedisServer;
+
+fn text(v: Value) -> String {
+    match v {
+        Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
+        Value::SimpleString(s) => s,
+        Value::Okay => "OK".into(),
+        other => format!("{other:?}"),
+    }
+}
+
+fn info(con: &mut Connection) -> String {
+    text(q(con, &["INFO", "replication"]))
+}
+
+/// The primary, or `None` (and the test skipped) without redis-server.
+fn primary(test: &str, password: Option<&str>) -> Option<(RedisServer, Connection)> {
+    let bin = refserver::redis_server_path(test)?;
+    let server = RedisServer::start_with(&bin, password);
+    let mut con = connect(server.port());
+    if let Some(p) = password {
+        q(&mut con, &["AUTH", p]);
+    }
+    q(
+        &mut con,
+        &["CONFIG", "SET", "repl-diskless-sync-delay", "0"],
+    );
+    Some((server, con))
+}
+
+/// Every type, in the encodings small and large values take, with and
+/// without deadlines, over two databases, and a function library.
+fn fill(con: &mut Connection) {
+    let big: String = "x".repeat(100);
+    let many: Vec<String> = (0..200).map(|i| format!("m{i}")).collect();
+    let mut cmds: Vec<Vec<String>> = vec![
+        vec!["SET".into(), "str".into(), "hello".into()],
+        vec!["SET".into(), "int".into(), "12345".into()],
+        vec!["SET".into(), "raw".into(), big.clone()],
+        vec!["SET".into(), "ttl".into(), "v".into(), "PX".into(), "500000".into()],
+        vec!["RPUSH".into(), "list".into(), "a".into(), "b".into(), "3".into()],
+        vec!["HSET".into(), "hash".into(), "f".into(), "v".into(), "n".into(), "1".into()],
+        vec!["SADD".into(), "ints".into(), "1".into(), "2".into(), "3".into()],
+        vec!["SADD".into(), "set".into(), "a".into(), "b".into()],
+        vec!["ZADD".into(), "zset".into(), "1".into(), "a".into(), "2.5".into(), "b".into()],
+        vec!["PFADD".into(), "hll".into(), "a".into(), "b".into(), "c".into()],
+        vec!["XADD".into(), "stream".into(), "1-1".into(), "f".into(), "v".into()],
+        vec!["XADD".into(), "stream".into(), "2-1".into(), "g".into(), "w".into()],
+        vec!["XGROUP".into(), "CREATE".into(), "stream".into(), "grp".into(), "0".into()],
+        vec!["XREADGROUP".into(), "GROUP".into(), "grp".into(), "c1".into(), "COUNT".into(), "1".into(), "STREAMS".into(), "stream".into(), ">".into()],
+        vec!["SELECT".into(), "2".into()],
+        vec!["SET".into(), "other-db".into(), "2".into()],
+        vec!["EXPIRE".into(), "other-db".into(), "1000".into()],
+        vec!["SELECT".into(), "0".into()],
+        vec!["FUNCTION".into(), "LOAD".into(), "#!lua name=lib\nredis.register_function('f', function(keys) return redis.call('incr', keys[1]) end)".into()],
+    ];
+    for (key, kind) in [("biglist", "RPUSH"), ("bigset", "SADD")] {
+        let mut c = vec![kind.to_string(), key.to_string()];
+        c.extend(many.iter().cloned());
+        cmds.push(c);
+    }
+    let mut hash = vec!["HSET".to_string(), "bighash".to_string()];
+    let mut zset = vec!["ZADD".to_string(), "bigzset".to_string()];
+    for (i, m) in many.iter().enumerate() {
+        hash.extend([m.clone(), big.clone()]);
+        zset.extend([i.to_string(), m.clone()]);
+    }
+    cmds.extend([hash, zset]);
+    for c in cmds {
+        let args: Vec<&str> = c.iter().map(String::as_str).collect();
+        q(con, &args);
+    }
+}
+
+/// Writes as a stream carries them: a script, deadlines, another
+/// database, a transaction, deletions.
+fn stream_writes(con: &mut Connection, round: &str) {
+    let key = format!("s-{round}");
+    q(con, &["SET", &key, round]);
+    q(
+        con,
+        &[
+            "EVAL",
+            "redis.call('rpush', KEYS[1], ARGV[1]); return redis.call('incr', KEYS[2])",
+            "2",
+            "list",
+            "counter",
+            round,
+        ],
+    );
+    q(con, &["FCALL", "f", "1", "fcounter"]);
+    q(con, &["EXPIRE", "str", "777"]);
+    q(con, &["PEXPIRE", &key, "900000"]);
+    q(con, &["SELECT", "5"]);
+    q(con, &["HSET", "in5", round, "1"]);
+    q(con, &["SELECT", "0"]);
+    q(con, &["MULTI"]);
+    q(con, &["INCR", "counter"]);
+    q(con, &["ZINCRBY", "zset", "1", "a"]);
+    q(con, &["EXEC"]);
+    q(con, &["DEL", "raw"]);
+    q(con, &["XADD", "stream", "*", "r", round]);
+    q(con, &["SPOP", "bigset"]);
+}
+
+/// Every key of every database: its DUMP payload and absolute deadline.
+fn keyspace(con: &mut Connection) -> Vec<String> {
+    let mut out = Vec::new();
+    for db in 0..16 {
+        q(con, &["SELECT", &db.to_string()]);
+        let Value::Array(keys) = q(con, &["KEYS", "*"]) else {
+            panic!("KEYS answers an array")
+        };
+        let mut keys: Vec<String> = keys.into_iter().map(text).collect();
+        keys.sort();
+        for key in keys {
+            let encoding = text(q(con, &["OBJECT", "ENCODING", &key]));
+            let deadline = q(con, &["PEXPIRETIME", &key]);
+            let value = value(con, &key, &encoding);
+            // Encodings show in the payloads; a string's differs from
+            // Redis's own replica no more than it does (embstr once loaded).
+            out.push(format!("{db} {key} {deadline:?} {value}"));
+        }
+    }
+    q(con, &["SELECT", "0"]);
+    out
+}
+
+/// A key's value: its DUMP payload, except for hash tables, whose
+/// payloads follow their own iteration order; those are compared sorted.
+fn value(con: &mut Connection, key: &str, encoding: &str) -> String {
+    if encoding != "hashtable" {
+        return format!("{:?}", q(con, &["DUMP", key]));
+    }
+    let command = match text(q(con, &["TYPE", key])).as_str() {
+        "hash" => "HGETALL",
+        _ => "SMEMBERS",
+    };
+    let Value::Array(items) = q(con, &[command, key]) else {
+        panic!("{command} answers an array")
+    };
+    let mut items: Vec<String> = items.into_iter().map(text).collect();
+    if command == "HGETALL" {
+        let mut pairs: Vec<String> = items.chunks(2).map(|p| p.join("=")).collect();
+        pairs.sort();
+        return format!("hashtable {}", pairs.join(" "));
+    }
+    items.sort();
+    format!("hashtable {}", items.join(" "))
+}
+
+/// Fails with the entries that differ, not the whole keyspace.
+fn assert_same_keys(got: &[String], want: &[String]) {
+    let short = |s: &String| s.chars().take(300).collect::<String>();
+    let missing: Vec<String> = want
+        .iter()
+        .filter(|w| !got.contains(w))
+        .map(short)
+        .collect();
+    let extra: Vec<String> = got
+        .iter()
+        .filter(|g| !want.contains(g))
+        .map(short)
+        .collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "the replica lacks {missing:#?}\nand has instead {extra:#?}"
+    );
+}
+
+fn functions(con: &mut Connection) -> String {
+    format!("{:?}", q(con, &["FUNCTION", "LIST", "WITHCODE"]))
+}
+
+/// Waits until the replica applied all the primary wrote, and its link
+/// is up.
+fn until_in_sync(primary: &mut Connection, replica: &mut Connection) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let p = info(primary);
+        let r = info(replica);
+        let offset = common::info_value(&p, "master_repl_offset");
+        if common::info_value(&r, "master_link_status") == "up"
+            && common::info_value(&r, "master_repl_offset") == offset
+        {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the replica did not catch up:\n{p}\n{r}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn assert_same_data(primary: &mut Connection, replica: &mut Connection) {
+    until_in_sync(primary, replica);
+    let (want, got) = (keyspace(primary), keyspace(replica));
+    assert!(want.len() > 10, "the primary holds the data set");
+    assert_same_keys(&got, &want);
+    assert_eq!(functions(replica), functions(primary));
+}
+
+fn sync_counts(primary: &mut Connection) -> (u64, u64) {
+    let stats = text(q(primary, &["INFO", "stats"]));
+    (
+        common::info_number(&stats, "sync_full"),
+        common::info_number(&stats, "sync_partial_ok"),
+    )
+}
+
+#[test]
+fn full_sync_from_disk_then_the_stream_then_a_partial_resync() {
+    let Some((server, mut p)) = primary("full_sync_from_disk", None) else {
+        return;
+    };
+    q(&mut p, &["CONFIG", "SET", "repl-diskless-sync", "no"]);
+    fill(&mut p);
+    let port = server.port().to_string();
+    let (_r, mut r) = rlockd(&["--replicaof", "127.0.0.1", &port]);
+    assert_same_data(&mut p, &mut r);
+    assert_eq!(sync_counts(&mut p), (1, 0));
+
+    stream_writes(&mut p, "one");
+    assert_same_data(&mut p, &mut r);
+
+    let clients = text(q(&mut r, &["CLIENT", "LIST", "TYPE", "master"]));
+    assert!(clients.contains(" flags=M "), "{clients}");
+    // The link drops after a write to another database; writes go on
+    // meanwhile, the first of them in that database with no SELECT of
+    // its own in the stream; the replica continues.
+    q(&mut p, &["SELECT", "5"]);
+    q(&mut p, &["SET", "before-the-drop", "1"]);
+    until_in_sync(&mut p, &mut r);
+    q(&mut p, &["CLIENT", "KILL", "TYPE", "replica"]);
+    q(&mut p, &["SET", "after-the-drop", "1"]);
+    q(&mut p, &["SELECT", "0"]);
+    stream_writes(&mut p, "two");
+    assert_same_data(&mut p, &mut r);
+    assert_eq!(
+        sync_counts(&mut p),
+        (1, 1),
+        "one partial resync, no new full one"
+    );
+
+    // Dropped from this side, as Redis's CLIENT KILL TYPE master drops it.
+    assert_eq!(
+        q(&mut r, &["CLIENT", "KILL", "TYPE", "master"]),
+        Value::Int(1)
+    );
+    stream_writes(&mut p, "three");
+    assert_same_data(&mut p, &mut r);
+    assert_eq!(sync_counts(&mut p), (1, 2));
+}
+
+#[test]
+fn diskless_sync_at_run_time_read_only_and_promotion() {
+    let Some((server, mut p)) = primary("diskless_sync_at_run_time", None) else {
+        return;
+    };
+    q(&mut p, &["CONFIG", "SET", "repl-diskless-sync", "yes"]);
+    fill(&mut p);
+    let (_r, mut r) = rlockd(&[]);
+    q(&mut r, &["SET", "mine", "gone after the sync"]);
+    let port = server.port().to_string();
+    assert_eq!(text(q(&mut r, &["REPLICAOF", "127.0.0.1", &port])), "OK");
+    assert_eq!(
+        text(q(&mut r, &["REPLICAOF", "127.0.0.1", &port])),
+        "OK Already connected to specified master"
+    );
+    assert_same_data(&mut p, &mut r);
+    stream_writes(&mut p, "one");
+    assert_same_data(&mut p, &mut r);
+
+    // WAIT is answered within 100 ms each time: the primary's GETACK is
+    // answered at once (the ACKs of every second alone would not do).
+    for i in 0..5 {
+        q(&mut p, &["SET", "acked", &i.to_string()]);
+        assert_eq!(q(&mut p, &["WAIT", "1", "100"]), Value::Int(1), "write {i}");
+    }
+    assert_eq!(
+        q_err(&mut r, &["SET", "k", "v"]),
+        "READONLY You can't write against a read only replica."
+    );
+    assert_eq!(
+        q(&mut r, &["CONFIG", "GET", "replicaof"]),
+        Value::Array(vec![
+            Value::BulkString(b"replicaof".to_vec()),
+            Value::BulkString(format!("127.0.0.1 {port}").into_bytes()),
+        ])
+    );
+    let refused = q_err(&mut r, &["EVAL", "return redis.call('set','k','v')", "0"]);
+    assert!(
+        refused.starts_with("READONLY You can't write against a read only replica. script: "),
+        "{refused}"
+    );
+    q(&mut r, &["CONFIG", "SET", "replica-read-only", "no"]);
+    q(&mut r, &["SET", "local", "1"]);
+    q(&mut r, &["CONFIG", "SET", "replica-read-only", "yes"]);
+    q_err(&mut r, &["DEL", "local"]);
+
+    let before = info(&mut r);
+    assert_eq!(text(q(&mut r, &["REPLICAOF", "NO", "ONE"])), "OK");
+    let after = info(&mut r);
+    assert_eq!(common::info_value(&after, "role"), "master");
+    assert_eq!(
+        common::info_value(&after, "master_replid2"),
+        common::info_value(&before, "master_replid")
+    );
+    assert_eq!(text(q(&mut r, &["SET", "k", "v"])), "OK");
+    assert_eq!(text(q(&mut r, &["GET", "str"])), "hello");
+    q(&mut p, &["SET", "after-promotion", "1"]);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(q(&mut r, &["EXISTS", "after-promotion"]), Value::Int(0));
+}
+
+#[test]
+fn masterauth_authenticates_to_the_primary() {
+    let Some((server, mut p)) = primary("masterauth", Some("s3cret")) else {
+        return;
+    };
+    fill(&mut p);
+    let port = server.port().to_string();
+    let (_r, mut r) = rlockd(&["--replicaof", "127.0.0.1", &port, "--masterauth", "s3cret"]);
+    assert_same_data(&mut p, &mut r);
+}
+
+/// The shape of ROLE and INFO replication: names in order, with the
+/// values that do not depend on timing or ids.
+fn replication_shape(con: &mut Connection) -> (Vec<String>, String) {
+    let info = info(con);
+    let names = info
+        .lines()
+        .filter_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            Some(match name {
+                "master_port"
+                | "master_repl_offset"
+                | "slave_repl_offset"
+                | "slave_read_repl_offset"
+                | "repl_backlog_first_byte_offset"
+                | "repl_backlog_histlen"
+                | "master_last_io_seconds_ago" => name.to_string(),
+                _ => format!("{name}:{value}"),
+            })
+        })
+        .collect();
+    let role = match q(con, &["ROLE"]) {
+        Value::Array(items) => items
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| match (i, v) {
+                (2 | 4, _) => "n".to_string(),
+                (_, v) => text(v),
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        other => panic!("ROLE answered {other:?}"),
+    };
+    (names, role)
+}
+
+#[test]
+fn role_and_info_replication_as_a_redis_replica_answers() {
+    let Some((server, mut p)) = primary("role_and_info", None) else {
+        return;
+    };
+    let bin = refserver::redis_server_path("role_and_info").unwrap();
+    let reference = RedisServer::start(&bin);
+    let mut theirs = connect(reference.port());
+    let (_r, mut ours) = rlockd(&[]);
+    assert_eq!(
+        replication_shape(&mut ours).1,
+        replication_shape(&mut theirs).1
+    );
+    let port = server.port().to_string();
+    for con in [&mut ours, &mut theirs] {
+        q(con, &["REPLICAOF", "127.0.0.1", &port]);
+    }
+    q(&mut p, &["SET", "k", "v"]);
+    until_in_sync(&mut p, &mut ours);
+    until_in_sync(&mut p, &mut theirs);
+    assert_eq!(replication_shape(&mut ours), replication_shape(&mut theirs));
+    // The primary goes away: both say the link is down.
+    drop(server);
+    for con in [&mut ours, &mut theirs] {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while common::info_value(&info(con), "master_link_status") != "down" {
+            assert!(Instant::now() < deadline, "the link stays up");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let (ours_info, ours_role) = replication_shape(&mut ours);
+    let (theirs_info, _) = replication_shape(&mut theirs);
+    // Both retry once a second: between tries, or connecting.
+    let words: Vec<&str> = ours_role.split(' ').collect();
+    assert_eq!(words[..2], ["slave", "127.0.0.1"]);
+    assert!(["connect", "connecting"].contains(&words[3]), "{ours_role}");
+    let names = |lines: &[String]| -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| l.split(':').next().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names(&ours_info), names(&theirs_info));
+}
+
+/// A replica does not expire keys itself: past its deadline a key reads
+/// as gone but stays stored (DBSIZE counts it, as on a Redis replica)
+/// until the primary's DEL arrives.
+#[test]
+fn a_replica_waits_for_the_primarys_del() {
+    let Some((server, mut p)) = primary("waits_for_the_del", None) else {
+        return;
+    };
+    q(&mut p, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    let port = server.port().to_string();
+    let (_r, mut r) = rlockd(&["--replicaof", "127.0.0.1", &port]);
+    q(&mut p, &["SET", "brief", "v", "PX", "100"]);
+    until_in_sync(&mut p, &mut r);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(q(&mut r, &["GET", "brief"]), Value::Nil);
+    assert_eq!(q(&mut r, &["DBSIZE"]), Value::Int(1), "still stored");
+    // The primary's own read expires it, and sends the DEL.
+    assert_eq!(q(&mut p, &["GET", "brief"]), Value::Nil);
+    until_in_sync(&mut p, &mut r);
+    assert_eq!(q(&mut r, &["DBSIZE"]), Value::Int(0));
+}
+
+/// A command's reply, or its error's text.
+fn reply_or_error(con: &mut Connection, args: &[&str]) -> String {
+    let mut c = redis::cmd(args[0]);
+    for a in &args[1..] {
+        c.arg(*a);
+    }
+    match c.query::<Value>(con) {
+        Ok(v) => format!("{v:?}"),
+        Err(e) => format!("{} {}", e.code().unwrap_or(""), e.detail().unwrap_or("")),
+    }
+}
+
+/// `replica-serve-stale-data no`: while the link is down, what is not
+/// flagged `stale` is refused with MASTERDOWN, as redis-server refuses it.
+#[test]
+fn no_stale_data_while_the_link_is_down() {
+    let Some(bin) = refserver::redis_server_path("no_stale_data") else {
+        return;
+    };
+    let reference = RedisServer::start(&bin);
+    let mut theirs = connect(reference.port());
+    let (_r, mut ours) = rlockd(&[]);
+    // A port nobody listens on.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = dead.local_addr().unwrap().port().to_string();
+    drop(dead);
+    let lines: &[&[&str]] = &[
+        &["SET", "k", "v"],
+        &["GET", "k"],
+        &["PING"],
+        &["DBSIZE"],
+        &["CONFIG", "GET", "replica-serve-stale-data"],
+        &["ECHO", "x"],
+        &["MULTI"],
+        &["DISCARD"],
+        &["ROLE"],
+    ];
+    for con in [&mut ours, &mut theirs] {
+        q(con, &["SET", "k", "v"]);
+        q(con, &["CONFIG", "SET", "replica-serve-stale-data", "no"]);
+        q(con, &["REPLICAOF", "127.0.0.1", &port]);
+    }
+    for line in lines {
+        let (mine, redis) = (
+            reply_or_error(&mut ours, line),
+            reply_or_error(&mut theirs, line),
+        );
+        // ROLE's link state may be caught between tries.
+        if line[0] != "ROLE" {
+            assert_eq!(mine, redis, "{line:?}");
+        }
+    }
+    assert!(reply_or_error(&mut ours, &["GET", "k"]).starts_with("MASTERDOWN"));
+    q(
+        &mut ours,
+        &["CONFIG", "SET", "replica-serve-stale-data", "yes"],
+    );
+    assert_eq!(
+        q(&mut ours, &["GET", "k"]),
+        Value::BulkString(b"v".to_vec())
+    );
+}
+
+/// After a failover: the replica follows the promoted one, which knows
+/// its history under its old id and continues it under its new one
+/// (`+CONTINUE <new id>`), without a full sync.
+#[test]
+fn following_a_promoted_replica_continues_under_its_new_id() {
+    let Some((server, mut p)) = primary("promoted_replica", None) else {
+        return;
+    };
+    fill(&mut p);
+    let bin = refserver::redis_server_path("promoted_replica").unwrap();
+    let other = RedisServer::start(&bin);
+    let mut o = connect(other.port());
+    let port = server.port().to_string();
+    q(&mut o, &["REPLICAOF", "127.0.0.1", &port]);
+    let (_r, mut r) = rlockd(&["--replicaof", "127.0.0.1", &port]);
+    stream_writes(&mut p, "one");
+    until_in_sync(&mut p, &mut o);
+    assert_same_data(&mut p, &mut r);
+
+    q(&mut o, &["REPLICAOF", "NO", "ONE"]);
+    let other_port = other.port().to_string();
+    q(&mut r, &["REPLICAOF", "127.0.0.1", &other_port]);
+    stream_writes(&mut o, "two");
+    assert_same_data(&mut o, &mut r);
+    assert_eq!(sync_counts(&mut o), (0, 1), "a partial resync only");
+    assert_eq!(
+        common::info_value(&info(&mut r), "master_replid"),
+        common::info_value(&info(&mut o), "master_replid")
+    );
+}
+
+/// One RESP command off the front of `buf`, if it is all there.
+fn take_command(buf: &mut Vec<u8>) -> Option<Vec<String>> {
+    fn line(buf: &[u8], at: usize) -> Option<(String, usize)> {
+        let end = buf[at..].windows(2).position(|w| w == b"\r\n")? + at;
+        Some((String::from_utf8_lossy(&buf[at..end]).into_owned(), end + 2))
+    }
+    let (count, mut at) = line(buf, 0)?;
+    let count: usize = count.strip_prefix('*')?.parse().ok()?;
+    let mut args = Vec::new();
+    for _ in 0..count {
+        let (len, next) = line(buf, at)?;
+        let len: usize = len.strip_prefix('$')?.parse().ok()?;
+        if buf.len() < next + len + 2 {
+            return None;
+        }
+        args.push(String::from_utf8_lossy(&buf[next..next + len]).into_owned());
+        at = next + len + 2;
+    }
+    buf.drain(..at);
+    Some(args)
+}
+
+/// What a replica sends a primary that says yes to everything, up to its
+/// PSYNC (answered with a full resync that never comes), and the
+/// connection, kept open.
+fn handshake_seen(listener: &std::net::TcpListener) -> (std::net::TcpStream, Vec<Vec<String>>) {
+    use std::io::{Read, Write};
+    let (mut s, _) = listener.accept().unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let (mut buf, mut seen) = (Vec::new(), Vec::new());
+    loop {
+        while let Some(cmd) = take_command(&mut buf) {
+            let reply: &[u8] = match cmd[0].as_str() {
+                "PING" => b"+PONG\r\n",
+                "PSYNC" => b"+FULLRESYNC 0123456789012345678901234567890123456789 0\r\n",
+                _ => b"+OK\r\n",
+            };
+            s.write_all(reply).unwrap();
+            let done = cmd[0] == "PSYNC";
+            seen.push(cmd);
+            if done {
+                return (s, seen);
+            }
+        }
+        let mut chunk = [0u8; 1024];
+        let n = s.read(&mut chunk).unwrap();
+        assert!(n > 0, "the replica hung up: {seen:?}");
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// The handshake of a Redis 7.0 replica, with `masteruser`/`masterauth`
+/// and the announced address; a primary silent past `repl-timeout` is
+/// dropped and connected to again.
+#[test]
+fn the_handshake_and_repl_timeout() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+    let (_r, mut r) = rlockd(&[
+        "--masteruser",
+        "repl",
+        "--masterauth",
+        "pw",
+        "--replica-announce-ip",
+        "10.1.2.3",
+        "--replica-announce-port",
+        "7777",
+        "--repl-timeout",
+        "1",
+    ]);
+    q(&mut r, &["REPLICAOF", "127.0.0.1", &port]);
+    let expected: Vec<Vec<String>> = [
+        &["PING"][..],
+        &["AUTH", "repl", "pw"],
+        &["REPLCONF", "listening-port", "7777"],
+        &["REPLCONF", "ip-address", "10.1.2.3"],
+        &["REPLCONF", "capa", "eof", "capa", "psync2"],
+        &["PSYNC", "?", "-1"],
+    ]
+    .iter()
+    .map(|c| c.iter().map(|s| s.to_string()).collect())
+    .collect();
+    let started = Instant::now();
+    let (_first, seen) = handshake_seen(&listener);
+    assert_eq!(seen, expected);
+    // The full resync was taken: the replica waits for the payload.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while common::info_value(&info(&mut r), "master_sync_in_progress") != "1" {
+        assert!(
+            Instant::now() < deadline,
+            "no sync in progress: {}",
+            info(&mut r)
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Silent for a second: the link is dropped, and made again.
+    assert_eq!(handshake_seen(&listener).1, expected);
+    assert!(started.elapsed() >= Duration::from_secs(1));
+}
+
+/// A key past its deadline in the primary's snapshot is loaded all the
+/// same (DBSIZE counts it, as on a Redis replica), for the primary's DEL.
+#[test]
+fn a_replica_keeps_expired_keys_of_the_snapshot() {
+    let Some((server, mut p)) = primary("keeps_expired_keys", None) else {
+        return;
+    };
+    q(&mut p, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    q(&mut p, &["SET", "brief", "v", "PX", "1"]);
+    std::thread::sleep(Duration::from_millis(20));
+    let port = server.port().to_string();
+    let (_r, mut r) = rlockd(&["--replicaof", "127.0.0.1", &port]);
+    until_in_sync(&mut p, &mut r);
+    assert_eq!(q(&mut r, &["DBSIZE"]), Value::Int(1));
+    assert_eq!(q(&mut r, &["EXISTS", "brief"]), Value::Int(0));
+}
+
+/// While the primary's snapshot loads, clients are told LOADING, as
+/// Redis tells them; before it, they read the old data.
+#[test]
+fn clients_are_told_loading_during_a_full_sync() {
+    let Some((server, mut p)) = primary("loading_during_sync", None) else {
+        return;
+    };
+    q(&mut p, &["DEBUG", "POPULATE", "300000"]);
+    let (_r, mut r) = rlockd(&[]);
+    q(&mut r, &["SET", "old", "1"]);
+    let port = server.port().to_string();
+    q(&mut r, &["REPLICAOF", "127.0.0.1", &port]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = Vec::new();
+    loop {
+        let answer = reply_or_error(&mut r, &["DBSIZE"]);
+        if seen.last() != Some(&answer) {
+            seen.push(answer.clone());
+        }
+        if answer == "int(300000)" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{seen:?}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(
+        seen,
+        [
+            "int(1)",
+            "LOADING Redis is loading the dataset in memory",
+            "int(300000)"
+        ]
+    );
+}
