@@ -569,7 +569,12 @@ fn the_save_schedule_saves_after_enough_changes() {
 #[test]
 fn commands_answer_as_redis_does() {
     let dir = TempDir::new("replies");
-    let (child, port) = start(&dir, &["--save", "3600 1"]);
+    // dbfilename is a protected config: open to CONFIG SET here, so its
+    // value's own check answers.
+    let (child, port) = start(
+        &dir,
+        &["--save", "3600 1", "--enable-protected-configs", "yes"],
+    );
     let mut con = connect(port);
     assert_eq!(q_err(&mut con, &["BGSAVE", "NOW"]), "ERR syntax error");
     assert_eq!(
