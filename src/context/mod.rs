@@ -8,6 +8,7 @@ pub mod client;
 mod fault;
 pub mod guard;
 pub mod introspect;
+mod job;
 pub mod latency;
 pub mod persistence;
 pub mod renames;

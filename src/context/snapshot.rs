@@ -14,7 +14,7 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 use super::Shared;
-use super::persistence::JobRecord;
+use super::job::JobRecord;
 use crate::config::{Config, save_points};
 use crate::keyspace::snapshot::{CaptureOptions, Clocks, DbImage, LoadedKey};
 use crate::persist::rdb::{FileReader, FileWriter, Item, RdbError};
