@@ -27,8 +27,8 @@ kept! {
     "ignore-warnings" = "", Runtime, TEXT;
     /// No effect: every io thread reads and runs its clients' commands.
     "io-threads-do-reads" = "no", Never, YES_NO;
-    /// No effect: SIGINT shuts down, writing out the append-only file; no
-    /// snapshots and no replicas make Redis's choices the same.
+    /// No effect: SIGINT shuts down as Redis's `default` does (a snapshot
+    /// when `save` has points; the append-only file written out).
     "shutdown-on-sigint" = "default", Runtime, Check::words(shutdown_on_signal);
     /// No effect: as shutdown-on-sigint, for SIGTERM.
     "shutdown-on-sigterm" = "default", Runtime, Check::words(shutdown_on_signal);
