@@ -147,15 +147,6 @@ fn pytest_redis_fixtures() {
             ),
         );
     }
-    // pytest-redis always passes --rdbcompression and --rdbchecksum, which
-    // the snapshot work of issue #29 adds.
-    let help = stdout_of(Command::new(RLOCKD).arg("--help"));
-    if !help.contains("--rdbcompression") || !help.contains("--rdbchecksum") {
-        refserver::loud(&format!(
-            "\n=== SKIP {test}: rlockd lacks --rdbcompression/--rdbchecksum (#29's snapshot directives), which pytest-redis passes ===\n"
-        ));
-        return;
-    }
     let base = TempDir::new("fixtures");
     against_both(test, |bin, name| {
         let mut command = Command::new(&python);
