@@ -598,7 +598,7 @@ directives! {
     "ready-file" => ready_file: String {
         default: String::new(),
         parse: text,
-        change: Never,
+        change: Startup,
     }
     /// yes: detach into the background once listening (writing pidfile,
     /// /var/run/redis.pid unless another is named).
