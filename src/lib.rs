@@ -60,7 +60,8 @@
 //! the fuzz targets use: `Server`, its builder and handle (in `server`,
 //! with the types its methods take and give), `Config`, `clock`, and a
 //! few pieces of `keyspace`, `protocol`, `pubsub`, `scripting`, `tls` (the
-//! health check's session), `util` and `fuzzing`; the rest is `pub(crate)`, so the compiler finds dead code.
+//! health check's session), `util` and `fuzzing`; the rest is
+//! `pub(crate)`, so the compiler finds dead code.
 //!
 //! Persistence is the append-only file, in four places from the top down:
 //! `server/aof.rs` loads it at start, `context/persistence.rs` switches it
