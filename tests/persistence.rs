@@ -911,8 +911,10 @@ fn the_restart_grace_refuses_writes_until_it_ends() {
         .unwrap();
     let waited = started.elapsed();
     assert_eq!(taken.as_deref(), Some("OK"));
+    // The server counts the grace in whole milliseconds of its clock, so
+    // it may end up to one millisecond before this test's own count.
     assert!(
-        waited >= Duration::from_millis(GRACE_MS),
+        waited >= Duration::from_millis(GRACE_MS - 1),
         "granted after {waited:?}"
     );
     assert_eq!(info_field(&mut con, "loading"), "0");
