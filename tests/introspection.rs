@@ -63,6 +63,11 @@ async fn locks_show_owners_holds_and_leases() {
         .await
         .unwrap();
     cmd::<()>(&mut c, &["SET", "plain", "v"]).await.unwrap();
+    // Redisson's unlock latch has a lease but no holder.
+    let latch = "redisson_unlock_latch:{order:1}:0123456789abcdef0123456789abcdef";
+    cmd::<()>(&mut c, &["SET", latch, "1", "PX", "10000"])
+        .await
+        .unwrap();
     cmd::<()>(&mut c, &["HSET", "profile", "name", "ann"])
         .await
         .unwrap();

@@ -13,6 +13,10 @@ use crate::util::{glob_match, parse_i64};
 /// The field Redisson's read-write lock keeps its mode in, beside the owners.
 const MODE_FIELD: &[u8] = b"mode";
 
+/// Redisson's unlock latch: a string with a lease, like a lock, but it
+/// records an unlock's outcome for the client's retry, so nobody holds it.
+const REDISSON_UNLOCK_LATCH: &[u8] = b"redisson_unlock_latch:";
+
 /// How a lock is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LockKind {
@@ -99,6 +103,7 @@ pub fn held_locks(
                     .expire_at()
                     .map(|at| Duration::from_millis(at.saturating_sub(now)));
                 let (kind, owners) = match &entry.entry().value {
+                    Value::Str(..) if key.starts_with(REDISSON_UNLOCK_LATCH) => continue,
                     Value::Str(owner, _) if ttl.is_some() => (
                         LockKind::String,
                         vec![LockOwner {
