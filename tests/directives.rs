@@ -534,6 +534,39 @@ impl Drop for Stopper {
     }
 }
 
+/// The state letter of `pid` in /proc (`T`: stopped).
+fn process_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name's closing parenthesis: " <state> ...".
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+/// `supervised upstart` with UPSTART_JOB set: the server stops itself
+/// (SIGSTOP) once it serves, as upstart's `expect stop` waits for, and
+/// serves on when continued.
+#[test]
+fn supervised_upstart_stops_itself_when_ready() {
+    let port = free_port();
+    let child = Command::new(RLOCKD)
+        .args(["--supervised", "upstart", "--port", &port.to_string()])
+        .env("UPSTART_JOB", "rlockd")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let running = Running(child);
+    let pid = running.0.id();
+    let deadline = Instant::now() + common::WAIT;
+    while process_state(pid) != Some('T') {
+        assert!(Instant::now() < deadline, "never stopped itself");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = Command::new("kill")
+        .args(["-CONT", &pid.to_string()])
+        .status();
+    assert!(refserver::ping(loopback(port)), "serves once continued");
+}
+
 /// `supervised systemd`: READY=1 on NOTIFY_SOCKET once the server serves,
 /// STOPPING=1 when it stops.
 #[test]

@@ -640,8 +640,9 @@ directives! {
         change: Never,
     }
     /// How a supervisor hears that the server is ready: no, systemd
-    /// (sd_notify over NOTIFY_SOCKET), auto (systemd when NOTIFY_SOCKET is
-    /// set); upstart is accepted, with a warning that it is not signalled.
+    /// (sd_notify over NOTIFY_SOCKET), upstart (the server stops itself
+    /// with SIGSTOP when UPSTART_JOB is set), auto (whichever of the two
+    /// variables is set).
     "supervised" => supervised: String {
         default: "no".into(),
         parse: |v| parse_enum(v, &["upstart", "systemd", "auto", "no"]),

@@ -74,8 +74,8 @@ pub enum Supervisor {
     None,
     /// sd_notify's `READY=1` to `NOTIFY_SOCKET`.
     Systemd,
-    /// Upstart's `expect stop`: rlockd does not stop itself for it
-    /// (upstart is gone from current distributions), and says so.
+    /// Upstart's `expect stop`: the server stops itself (SIGSTOP) once
+    /// ready, and upstart continues it.
     Upstart,
 }
 
@@ -101,9 +101,21 @@ impl Supervisor {
                 sd_notify::NotifyState::Status(status),
                 sd_notify::NotifyState::Ready,
             ]),
-            Supervisor::Upstart => Err(io::Error::other(
-                "supervised upstart: rlockd does not stop itself to signal readiness",
-            )),
+            // Without the job's variable nobody would continue a stopped
+            // server: Redis then warns and serves on, and so do we.
+            Supervisor::Upstart if std::env::var_os("UPSTART_JOB").is_none() => Err(
+                io::Error::other("upstart supervision requested, but UPSTART_JOB not found!"),
+            ),
+            Supervisor::Upstart => {
+                tracing::info!("supervised by upstart, will stop to signal readiness.");
+                // SAFETY: raise only sends a signal to this process; no
+                // memory is involved.
+                let raised = unsafe { libc::raise(libc::SIGSTOP) };
+                match raised {
+                    0 => Ok(()),
+                    _ => Err(io::Error::last_os_error()),
+                }
+            }
         }
     }
 
