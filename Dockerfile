@@ -30,7 +30,7 @@ RUN case "${TARGETARCH:-amd64}" in \
 # it reachable from other containers, as the official Redis image is; the
 # server and the health check both read it and RLOCKD_PASSWORD. Flags after
 # the image name follow the file (`docker run rlockd --appendonly yes`);
-# README, "Deployment", has TLS and passwords.
+# docs/operations.md, "Deployment", has TLS and passwords.
 FROM scratch
 COPY --from=build /src/target/image/rlockd /usr/local/bin/rlockd
 COPY --from=build --chown=65532:65532 /src/target/image/data /data

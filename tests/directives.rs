@@ -113,8 +113,8 @@ const UNSWEPT: &[&str] = &[
     "appendfilename",
 ];
 
-/// Where rlockd answers otherwise on purpose (README, "Differences from
-/// Redis 7.0"): values it cannot honour, which Redis takes.
+/// Where rlockd answers otherwise on purpose (docs/compatibility.md,
+/// "Differences from Redis 7.0"): values it cannot honour, which Redis takes.
 const DIFFERENT: &[(&str, &str)] = &[
     ("proto-max-bulk-len", "1mb"),
     ("proto-max-bulk-len", "2147483648"),
@@ -597,16 +597,16 @@ fn supervised_systemd_notifies_readiness() {
     assert!(running.0.wait().unwrap().success());
 }
 
-/// README's table under "Configuration directives" has a row for every
-/// setting rlockd lists.
+/// The directives' table in `docs/configuration.md` ("Every directive") has
+/// a row for every setting rlockd lists.
 #[test]
-fn readme_table_lists_every_directive() {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let start = readme
-        .find("## Configuration directives")
-        .expect("README has the section");
-    let section = &readme[start..];
+fn docs_table_lists_every_directive() {
+    let page = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/configuration.md");
+    let page = std::fs::read_to_string(page).unwrap();
+    let start = page
+        .find("## Every directive")
+        .expect("docs/configuration.md has the section");
+    let section = &page[start..];
     let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
     let listed: Vec<&str> = section
         .lines()
@@ -617,11 +617,11 @@ fn readme_table_lists_every_directive() {
         .map(|p| p.name)
         .filter(|name| !listed.contains(name))
         .collect();
-    assert!(missing.is_empty(), "README's table lacks {missing:?}");
+    assert!(missing.is_empty(), "the table lacks {missing:?}");
     for file_only in ["include", "rename-command", "user"] {
         assert!(
             listed.contains(&file_only),
-            "README's table lacks {file_only}"
+            "the table lacks {file_only}"
         );
     }
 }

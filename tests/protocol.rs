@@ -286,7 +286,7 @@ fn raw_protocol_matches_redis() {
     refserver::finish(&what, started, diffs);
 }
 
-/// rlockd's documented difference (README): a request with more than
+/// rlockd's documented difference (docs/compatibility.md): a request with more than
 /// 1,048,576 arguments is refused, where Redis 7.0 waits for them.
 #[test]
 fn multibulk_over_one_million_is_refused() {
@@ -310,7 +310,7 @@ fn multibulk_over_one_million_is_refused() {
 /// ages, allocator sizes), as `name=value`, in order: the running client's
 /// `qbuf` counts its request and whatever was pipelined behind it, as in
 /// Redis, whose query buffer is trimmed only after the batch has run.
-/// `lib-name`/`lib-ver` (CLIENT SETINFO, Redis 7.2, README "Differences")
+/// `lib-name`/`lib-ver` (CLIENT SETINFO, Redis 7.2, docs/compatibility.md)
 /// are left out.
 fn stable_client_fields(reply: &[u8]) -> Vec<String> {
     const VARYING: &[&str] = &[

@@ -17,7 +17,7 @@ pub struct StateGuard {
     /// Either check is on: the only thing read when neither is.
     armed: AtomicBool,
     /// `maxmemory` under the `noeviction` policy, else 0. rlockd evicts no
-    /// key; under the evicting policies it keeps taking writes (README), as
+    /// key; under the evicting policies it keeps taking writes (docs/compatibility.md), as
     /// Redis does while eviction makes room.
     memory_limit: AtomicU64,
     /// `min-replicas-to-write` asks for replicas within
