@@ -4,6 +4,9 @@
 //! repository under the target folder, then `mvn test` of `examples/java`
 //! (Redisson's locks through the extension) resolving the extension from
 //! that repository only, with no `$RLOCKD_BINARY`: the jar's own binary.
+//! The example's session-wide server (`@RlockdSession`) leaves its process
+//! id behind, and must be gone once Maven is done: the end of the run
+//! stopped it.
 //!
 //! The repository is kept between runs, so Maven downloads Redisson, JUnit
 //! and its plugins once; only the extension is removed before each install.
@@ -126,6 +129,8 @@ fn java_extension_example_suite() {
         "the jar's {BUNDLED} is this build's rlockd"
     );
 
+    let session_pid = repo().join("examples/java/target/rlockd-session.pid");
+    let _ = std::fs::remove_file(&session_pid);
     let started = Instant::now();
     let output = run(
         &mut maven("examples/java", "test"),
@@ -137,4 +142,10 @@ fn java_extension_example_suite() {
         assert_all_passed("examples/java", &output),
         started.elapsed().as_secs_f64()
     ));
+    let pid = std::fs::read_to_string(&session_pid).expect("the session server's process id");
+    let pid: u32 = pid.trim().parse().expect("a process id");
+    assert!(
+        !Path::new("/proc").join(pid.to_string()).exists(),
+        "the session's rlockd (pid {pid}) was stopped at the end of the run"
+    );
 }

@@ -3,6 +3,7 @@ package rlockd.junit;
 import java.util.Optional;
 import org.junit.jupiter.api.extension.ExtensionContext;
 import org.junit.jupiter.api.extension.ParameterContext;
+import org.junit.jupiter.api.extension.ParameterResolutionException;
 import org.junit.jupiter.api.extension.ParameterResolver;
 import org.junit.platform.commons.support.AnnotationSupport;
 
@@ -11,7 +12,8 @@ import org.junit.platform.commons.support.AnnotationSupport;
  * {@code @BeforeEach}/{@code @AfterEach}'s) server is its own, started at first use and
  * stopped after the test; a {@code @BeforeAll}/{@code @AfterAll} parameter gets the class's.
  * Options come from the nearest {@link Rlockd @Rlockd}: the method's, its class's, an
- * enclosing class's.
+ * enclosing class's. A parameter marked {@link RlockdSession @RlockdSession} is the run's one
+ * server instead, kept in the root context's store, which closes it when the run ends.
  */
 public final class RlockdExtension implements ParameterResolver {
     private static final ExtensionContext.Namespace NAMESPACE =
@@ -25,6 +27,9 @@ public final class RlockdExtension implements ParameterResolver {
 
     @Override
     public Object resolveParameter(ParameterContext parameter, ExtensionContext context) {
+        if (parameter.isAnnotated(RlockdSession.class)) {
+            return session(parameter, context);
+        }
         // Stores look up their parents' values: keyed by the context, a test does not
         // get its class's server.
         ExtensionContext.Store store = context.getStore(NAMESPACE.append(context.getUniqueId()));
@@ -37,6 +42,18 @@ public final class RlockdExtension implements ParameterResolver {
             return servers;
         }
         return store.getOrComputeIfAbsent(RlockdServer.class, k -> servers.start(), RlockdServer.class);
+    }
+
+    /** The run's server, started by whichever test asks first. */
+    private static RlockdServer session(ParameterContext parameter, ExtensionContext context) {
+        if (parameter.getParameter().getType() != RlockdServer.class) {
+            throw new ParameterResolutionException(
+                    "@RlockdSession marks an RlockdServer parameter, not " + parameter.getParameter());
+        }
+        return context.getRoot()
+                .getStore(NAMESPACE)
+                .getOrComputeIfAbsent(
+                        RlockdSession.class, k -> RlockdServer.start(RlockdOptions.defaults()), RlockdServer.class);
     }
 
     /** The nearest {@code @Rlockd}'s options, else the defaults. */

@@ -2,6 +2,7 @@ package rlockd.junit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -25,6 +26,8 @@ class ExtensionTest {
     private static RlockdServer classServer;
     /** Every test server's port, which must refuse connections once the class is done. */
     private static final List<Integer> testPorts = new ArrayList<>();
+    /** The session's server as each test that asked got it. */
+    private static final List<RlockdServer> sessionServers = new ArrayList<>();
 
     @BeforeAll
     static void startTheClassServer(RlockdServer server) {
@@ -41,6 +44,24 @@ class ExtensionTest {
                 }
             }, "port " + port + " is closed");
         }
+        assertEquals(2, sessionServers.size());
+        assertSame(sessionServers.get(0), sessionServers.get(1), "one server for the run");
+        assertEquals("PONG", sessionServers.get(0).execute("PING"), "it outlives the class");
+    }
+
+    @Test
+    void theSessionServerIsNotTheTestsOwn(@RlockdSession RlockdServer session, RlockdServer own) {
+        testPorts.add(own.port());
+        sessionServers.add(session);
+        assertNotEquals(own.port(), session.port());
+        assertNotEquals(classServer.port(), session.port());
+    }
+
+    @Test
+    void theSessionServerTakesNoClassOptions(@RlockdSession RlockdServer session) {
+        sessionServers.add(session);
+        assertEquals(List.of("databases", "16"), session.execute("CONFIG", "GET", "databases"));
+        assertTrue(session.clock().now() > 0, "on the manual clock, as the defaults say");
     }
 
     @Test
