@@ -619,9 +619,6 @@ fn docs_table_lists_every_directive() {
         .collect();
     assert!(missing.is_empty(), "the table lacks {missing:?}");
     for file_only in ["include", "rename-command", "user"] {
-        assert!(
-            listed.contains(&file_only),
-            "the table lacks {file_only}"
-        );
+        assert!(listed.contains(&file_only), "the table lacks {file_only}");
     }
 }
