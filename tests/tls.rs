@@ -887,6 +887,12 @@ fn observe_moves(bin: &Path, redis_cli: &Path, pki: &Pki) -> Observed {
     seen.push(ask(&["CONFIG", "SET", "bind", "127.0.0.2"]));
     seen.extend([plain("127.0.0.2", p3), plain("127.0.0.1", p3)]);
     seen.push(ask(&["CONFIG", "GET", "bind"]));
+    let seventeen = vec!["127.0.0.1"; 17].join(" ");
+    seen.push(ask(&["CONFIG", "SET", "bind", &seventeen]));
+    // No address at all: no TCP listener.
+    seen.push(ask(&["CONFIG", "SET", "bind", ""]));
+    seen.push(ask(&["CONFIG", "GET", "bind"]));
+    seen.push(plain("127.0.0.2", p3));
     seen.push(ask(&["CONFIG", "SET", "bind", "127.0.0.1"]));
     // A TLS port opened at run time, first with files that do not load.
     let tls_port = tls.to_string();

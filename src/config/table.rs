@@ -36,8 +36,7 @@ directives! {
     /// Addresses to listen on (CONFIG SET moves the TCP and TLS listeners).
     "bind" => bind: Vec<String> {
         default: vec!["127.0.0.1".into()],
-        // Values arrive joined by spaces, from a file line or the flag's words.
-        parse: |v: &str| text(v).map(|v| v.split(' ').map(String::from).collect()),
+        parse: bind_list,
         change: Runtime,
         reacts: [Listeners],
         multiword: true,

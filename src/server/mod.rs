@@ -310,7 +310,9 @@ impl ServerBuilder {
         };
         let metrics = match self.config.metrics_port {
             Some(port) => {
-                let host = bind_address(&self.config.bind[0]).0;
+                // With no bind address (`bind ""`), loopback.
+                let first = self.config.bind.first().map_or("127.0.0.1", String::as_str);
+                let host = bind_address(first).0;
                 Some(listen(host, port, self.config.tcp_backlog, METRICS)?)
             }
             None => None,
