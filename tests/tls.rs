@@ -929,3 +929,37 @@ fn observe_moves(bin: &Path, redis_cli: &Path, pki: &Pki) -> Observed {
 fn listeners_move_with_config_set_as_redis_moves_them() {
     same_as_redis(observe_moves, 6, &["+PONG\r\n", "PONG\n", "tcp_port:P3"]);
 }
+
+/// The embedding API on a single-threaded runtime (as `#[tokio::test]`
+/// gives): CONFIG SET moves the port from inside a command, a client of
+/// the old port is still served, and the server still shuts down with
+/// that client connected and no TCP listener left.
+#[tokio::test]
+async fn an_embedded_server_moves_its_port_and_keeps_its_clients() {
+    let server = common::start().await;
+    let mut early = Conn::open(server.addr()).await;
+    let moved = free_port();
+    let port = moved.to_string();
+    assert_eq!(
+        early.cmd(&["CONFIG", "SET", "port", &port]).await,
+        F::Simple("OK".into())
+    );
+    let mut late = Conn::open(([127, 0, 0, 1], moved).into()).await;
+    assert_eq!(late.cmd(&["PING"]).await, F::Simple("PONG".into()));
+    assert_eq!(early.cmd(&["PING"]).await, F::Simple("PONG".into()));
+    assert!(tokio::net::TcpStream::connect(server.addr()).await.is_err());
+    assert_eq!(
+        late.cmd(&["CONFIG", "SET", "port", "0"]).await,
+        F::Simple("OK".into())
+    );
+    assert!(
+        tokio::net::TcpStream::connect(("127.0.0.1", moved))
+            .await
+            .is_err()
+    );
+    assert_eq!(early.cmd(&["PING"]).await, F::Simple("PONG".into()));
+    tokio::time::timeout(WAIT, server.shutdown())
+        .await
+        .expect("a shutdown with clients of closed listeners");
+    assert_eq!(early.read_within(WAIT).await, None);
+}

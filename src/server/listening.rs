@@ -157,9 +157,12 @@ impl Listening {
     /// it and nothing stays bound.
     fn open(&self, open: &mut Open, kind: Kind, config: &Config) -> Result<(), ()> {
         let port = kind.port(config);
-        let Some(shared) = self.shared.upgrade().filter(|_| port != 0) else {
+        let Some(shared) = self.shared.upgrade() else {
             return Ok(());
         };
+        if port == 0 {
+            return Ok(());
+        }
         let bound = listen_all(config, port, kind.wrap()).map_err(|e| {
             tracing::warn!("Warning: {e}");
         })?;
@@ -201,20 +204,20 @@ impl Relisten for Listening {
         }
         let mut open = self.open.lock();
         // A new bind list moves both kinds, to the ports `new` gives.
-        let (kinds, why): (Vec<Kind>, _) = if old.bind != new.bind {
-            (vec![Kind::Tcp, Kind::Tls], BIND_FAILED)
-        } else {
-            let moved = [Kind::Tcp, Kind::Tls]
-                .into_iter()
-                .filter(|kind| kind.port(old) != kind.port(new));
-            (moved.collect(), PORT_FAILED)
-        };
+        let rebind = old.bind != new.bind;
+        let kinds: Vec<Kind> = [Kind::Tcp, Kind::Tls]
+            .into_iter()
+            .filter(|kind| rebind || kind.port(old) != kind.port(new))
+            .collect();
         if kinds.is_empty() || self.reopen(&mut open, &kinds, new).is_ok() {
             return Ok(());
         }
-        if why == BIND_FAILED {
+        let why = if rebind {
             tracing::warn!("Failed to bind");
-        }
+            BIND_FAILED
+        } else {
+            PORT_FAILED
+        };
         if self.reopen(&mut open, &kinds, old).is_err() {
             tracing::warn!("Failed applying restored failed CONFIG SET command: {why}");
         }
