@@ -654,8 +654,7 @@ fn start_rewrite_if_asked(shared: &Arc<Shared>) {
 /// ```
 pub struct ServerHandle {
     shared: Arc<Shared>,
-    /// Empty with port 0 and a unix socket or a TLS port. Those of the
-    /// start: CONFIG SET of `port` or `bind` does not change them.
+    /// Empty with port 0 and a unix socket or a TLS port.
     addrs: Vec<SocketAddr>,
     /// The TLS port's addresses, if it has one.
     tls_addrs: Vec<SocketAddr>,
@@ -729,7 +728,9 @@ impl ClockControl<'_> {
 }
 
 impl ServerHandle {
-    /// The first bound address.
+    /// The first bound address. This and the other addresses below are
+    /// those the server started on: a later CONFIG SET of `port`, `bind`
+    /// or `tls-port` moves the listeners, not these.
     ///
     /// # Panics
     /// If the server has no plain TCP port (port 0 with
