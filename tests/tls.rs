@@ -8,7 +8,10 @@
 //!   client (tokio-rustls) against the embedding API;
 //! - hostile clients of the TLS port (plain text, a stalled or torn
 //!   handshake, an untrusted certificate): each logged and closed while
-//!   other clients are served.
+//!   other clients are served;
+//! - CONFIG SET of `port`, `bind` and `tls-port` moving the listeners at
+//!   run time, the binary beside redis-server (replies, who connects, the
+//!   log lines of addresses that do not bind), and in an embedded server.
 //!
 //! Skips the comparisons without redis-server/redis-cli (and the
 //! encrypted-key case without the `openssl` tool) unless
