@@ -17,7 +17,9 @@
 //! up goes through a trait the lower module defines.
 //!
 //! - `server`: starting and stopping an instance, its listeners (TCP, unix
-//!   socket, TLS: `server/listener.rs`), the expiry driver, metrics, and the
+//!   socket, TLS: `server/listener.rs`; those in force, which CONFIG SET of
+//!   `port`, `tls-port` and `bind` moves through `context/listening.rs`'s
+//!   trait: `server/listening.rs`), the expiry driver, metrics, and the
 //!   process around it that the binary manages (`server/process.rs`:
 //!   daemonize, the pid file, systemd's readiness; `server/syslog.rs`).
 //!   `fuzzing`: entry points for the fuzz targets.

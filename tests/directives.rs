@@ -125,10 +125,6 @@ const DIFFERENT: &[(&str, &str)] = &[
     ("hll-sparse-max-bytes", "2147483648"),
     ("hll-sparse-max-bytes", "1mb"),
     ("hll-sparse-max-bytes", ""),
-    // The TLS port is fixed at start: rlockd refuses another as immutable
-    // where Redis tries, and fails for want of certificates.
-    ("tls-port", "1"),
-    ("tls-port", "101"),
 ];
 
 /// Every setting both list, set to a spread of good and bad values on

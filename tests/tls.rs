@@ -8,7 +8,10 @@
 //!   client (tokio-rustls) against the embedding API;
 //! - hostile clients of the TLS port (plain text, a stalled or torn
 //!   handshake, an untrusted certificate): each logged and closed while
-//!   other clients are served.
+//!   other clients are served;
+//! - CONFIG SET of `port`, `bind` and `tls-port` moving the listeners at
+//!   run time, the binary beside redis-server (replies, who connects, the
+//!   log lines of addresses that do not bind), and in an embedded server.
 //!
 //! Skips the comparisons without redis-server/redis-cli (and the
 //! encrypted-key case without the `openssl` tool) unless
@@ -446,7 +449,7 @@ fn cli(cli: &Path, pki: &Pki, port: u16, args: &[&str]) -> String {
 
 /// What one server says to `redis-cli --tls`, its port written as PORT
 /// and the client's own as CPORT so that two servers' answers compare.
-fn observe(bin: &Path, redis_cli: &Path, pki: &Pki) -> (Vec<String>, Vec<String>) {
+fn observe(bin: &Path, redis_cli: &Path, pki: &Pki) -> Observed {
     let port = free_port();
     let mut args = pki.flags(port);
     args.extend(["--save", ""].map(String::from));
@@ -521,8 +524,13 @@ fn observe(bin: &Path, redis_cli: &Path, pki: &Pki) -> (Vec<String>, Vec<String>
     (seen, log)
 }
 
-#[test]
-fn redis_cli_sees_what_it_sees_of_redis() {
+/// What one server answers (in order) and logs, driven by redis-cli.
+type Observed = (Vec<String>, Vec<String>);
+
+/// Runs `observe` against redis-server and the binary: the same answers
+/// and log lines, `logged` of them, and each of `expected` among the
+/// answers.
+fn same_as_redis(observe: fn(&Path, &Path, &Pki) -> Observed, logged: usize, expected: &[&str]) {
     let (Some(redis), Some(redis_cli)) = (
         refserver::redis_server_path("tls"),
         refserver::redis_cli_path("tls"),
@@ -534,18 +542,27 @@ fn redis_cli_sees_what_it_sees_of_redis() {
     let (rlockd_saw, rlockd_logged) = observe(&rlockd_bin(), &redis_cli, &pki);
     assert_eq!(rlockd_saw, redis_saw);
     assert_eq!(rlockd_logged, redis_logged);
-    assert_eq!(redis_logged.len(), 3, "{redis_logged:?}");
-    for expected in [
-        "PONG\n",
-        "c1:7\n1\n",
-        "tcp_port:PORT",
-        "laddr=127.0.0.1:PORT",
-    ] {
+    assert_eq!(redis_logged.len(), logged, "{redis_logged:?}");
+    for expected in expected {
         assert!(
             redis_saw.iter().any(|l| l == expected),
             "{expected}: {redis_saw:?}"
         );
     }
+}
+
+#[test]
+fn redis_cli_sees_what_it_sees_of_redis() {
+    same_as_redis(
+        observe,
+        3,
+        &[
+            "PONG\n",
+            "c1:7\n1\n",
+            "tcp_port:PORT",
+            "laddr=127.0.0.1:PORT",
+        ],
+    );
 }
 
 /// redis-cli refuses a server whose certificate its CA did not sign, and
@@ -779,4 +796,173 @@ async fn client_cas_from_a_directory() {
     assert!(TRUSTED.served(&pki, tls_addr(&server)).await);
     assert!(!ROGUE_CERT.served(&pki, tls_addr(&server)).await);
     server.shutdown().await;
+}
+
+/// What `redis-cli -h HOST -p PORT PING` gets, over TLS or plain.
+fn ping(redis_cli: &Path, pki: Option<&Pki>, host: &str, port: u16) -> String {
+    let mut command = Command::new(redis_cli);
+    if let Some(pki) = pki {
+        command.args(["--tls", "--cacert", &pki.path("ca.pem")]);
+        command.args(["--cert", &pki.path("client.pem")]);
+        command.args(["--key", &pki.path("client.key")]);
+    }
+    let out = command
+        .args(["-h", host, "-p", &port.to_string(), "PING"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+/// What one server answers and logs as CONFIG SET moves its listeners
+/// (`port`, `bind`, `tls-port`), asked over its unix socket, with every
+/// port written by its name so that two servers' answers compare.
+fn observe_moves(bin: &Path, redis_cli: &Path, pki: &Pki) -> Observed {
+    let dir = refserver::TempDir::new("listeners");
+    let socket = dir.path("s.sock");
+    let [p1, p2, p3, tls] = [(); 4].map(|()| free_port());
+    // A port someone else holds.
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = held.local_addr().unwrap().port();
+    let mut args: Vec<String> = ["--port", &p1.to_string(), "--bind", "127.0.0.1"]
+        .map(String::from)
+        .to_vec();
+    args.extend(["--unixsocket", socket.to_str().unwrap(), "--save", ""].map(String::from));
+    // The TLS files without a TLS port: CONFIG SET opens one later.
+    args.extend(pki.flags(tls).into_iter().skip(4));
+    let process = Process::start(bin, &args, p1);
+    let names = [
+        (p1, "P1"),
+        (p2, "P2"),
+        (p3, "P3"),
+        (tls, "TLS"),
+        (taken, "TAKEN"),
+    ];
+    let named = |text: String| {
+        names.iter().fold(text, |text, (port, name)| {
+            text.replace(&port.to_string(), name)
+        })
+    };
+    let mut control = redis::Client::open(format!("unix://{}", socket.display()))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let mut ask = |args: &[&str]| -> String {
+        let mut cmd = redis::cmd(args[0]);
+        for arg in &args[1..] {
+            cmd.arg(*arg);
+        }
+        named(match cmd.query::<redis::Value>(&mut control) {
+            Ok(redis::Value::BulkString(text)) => {
+                format!("{args:?}: {}", String::from_utf8_lossy(&text))
+            }
+            Ok(value) => format!("{args:?}: {value:?}"),
+            Err(e) => format!("{args:?}: {}", e.detail().unwrap_or_default()),
+        })
+    };
+    let plain = |host: &str, port: u16| named(ping(redis_cli, None, host, port));
+    let mut seen = vec![ask(&["CONFIG", "SET", "port", &p2.to_string()])];
+    seen.extend([plain("127.0.0.1", p1), plain("127.0.0.1", p2)]);
+    // A client of the old port (served once, so surely accepted) stays
+    // when the port moves.
+    let mut early = TcpStream::connect(("127.0.0.1", p2)).unwrap();
+    let mut early_ping = || {
+        early.write_all(b"PING\r\n").unwrap();
+        let mut pong = [0u8; 7];
+        early.read_exact(&mut pong).unwrap();
+        String::from_utf8_lossy(&pong).into_owned()
+    };
+    early_ping();
+    seen.push(ask(&["CONFIG", "SET", "port", &p3.to_string()]));
+    seen.push(early_ping());
+    seen.extend([plain("127.0.0.1", p2), plain("127.0.0.1", p3)]);
+    seen.push(ask(&["CONFIG", "GET", "port"]));
+    let info = ask(&["INFO", "server"]);
+    seen.push(format!(
+        "tcp_port:{}",
+        common::info_value(&info, "tcp_port")
+    ));
+    // Ports and addresses that do not bind: refused, the old ones kept.
+    seen.push(ask(&["CONFIG", "SET", "port", &taken.to_string()]));
+    seen.push(plain("127.0.0.1", p3));
+    seen.push(ask(&["CONFIG", "SET", "bind", "192.0.2.1"]));
+    seen.push(plain("127.0.0.1", p3));
+    seen.push(ask(&["CONFIG", "SET", "bind", "127.0.0.2"]));
+    seen.extend([plain("127.0.0.2", p3), plain("127.0.0.1", p3)]);
+    seen.push(ask(&["CONFIG", "GET", "bind"]));
+    let seventeen = vec!["127.0.0.1"; 17].join(" ");
+    seen.push(ask(&["CONFIG", "SET", "bind", &seventeen]));
+    // No address at all: no TCP listener.
+    seen.push(ask(&["CONFIG", "SET", "bind", ""]));
+    seen.push(ask(&["CONFIG", "GET", "bind"]));
+    seen.push(plain("127.0.0.2", p3));
+    seen.push(ask(&["CONFIG", "SET", "bind", "127.0.0.1"]));
+    // A TLS port opened at run time, first with files that do not load.
+    let tls_port = tls.to_string();
+    let bad_cert = ["CONFIG", "SET", "tls-cert-file", "/nonexistent/cert.pem"];
+    seen.push(ask(&[&bad_cert[..], &["tls-port", &tls_port]].concat()));
+    seen.push(ask(&["CONFIG", "SET", "tls-port", &tls_port]));
+    seen.push(named(ping(redis_cli, Some(pki), "127.0.0.1", tls)));
+    seen.push(ask(&["CONFIG", "GET", "tls-port"]));
+    seen.push(ask(&["CONFIG", "SET", "tls-port", "0"]));
+    seen.push(named(ping(redis_cli, Some(pki), "127.0.0.1", tls)));
+    seen.push(ask(&["CONFIG", "SET", "port", "0"]));
+    seen.push(plain("127.0.0.1", p3));
+    seen.push(ask(&["PING"]));
+    let log: Vec<String> = [
+        format!("Could not create server TCP listening socket 127.0.0.1:{taken}: bind: Address already in use"),
+        "Failed applying new configuration. Possibly related to new port setting. Restoring previous settings.".into(),
+        format!("Could not create server TCP listening socket 192.0.2.1:{p3}: bind: Cannot assign requested address"),
+        "Failed to bind".into(),
+        "Failed applying new configuration. Possibly related to new bind setting. Restoring previous settings.".into(),
+        "Failed applying new configuration. Possibly related to new tls-cert-file setting. Restoring previous settings.".into(),
+    ]
+    .into_iter()
+    .filter(|line| process.logged(line))
+    .map(named)
+    .collect();
+    drop(held);
+    (seen, log)
+}
+
+/// CONFIG SET of `port`, `bind` and `tls-port` moves the listeners as
+/// Redis 7.0 moves them: the same replies, the same clients served or
+/// refused, the same log lines when an address does not bind.
+#[test]
+fn listeners_move_with_config_set_as_redis_moves_them() {
+    same_as_redis(observe_moves, 6, &["+PONG\r\n", "PONG\n", "tcp_port:P3"]);
+}
+
+/// The embedding API on a single-threaded runtime (as `#[tokio::test]`
+/// gives): CONFIG SET moves the port from inside a command, a client of
+/// the old port is still served, and the server still shuts down with
+/// that client connected and no TCP listener left.
+#[tokio::test]
+async fn an_embedded_server_moves_its_port_and_keeps_its_clients() {
+    let server = common::start().await;
+    let mut early = Conn::open(server.addr()).await;
+    let moved = free_port();
+    let port = moved.to_string();
+    assert_eq!(
+        early.cmd(&["CONFIG", "SET", "port", &port]).await,
+        F::Simple("OK".into())
+    );
+    let mut late = Conn::open(([127, 0, 0, 1], moved).into()).await;
+    assert_eq!(late.cmd(&["PING"]).await, F::Simple("PONG".into()));
+    assert_eq!(early.cmd(&["PING"]).await, F::Simple("PONG".into()));
+    assert!(tokio::net::TcpStream::connect(server.addr()).await.is_err());
+    assert_eq!(
+        late.cmd(&["CONFIG", "SET", "port", "0"]).await,
+        F::Simple("OK".into())
+    );
+    assert!(
+        tokio::net::TcpStream::connect(("127.0.0.1", moved))
+            .await
+            .is_err()
+    );
+    assert_eq!(early.cmd(&["PING"]).await, F::Simple("PONG".into()));
+    tokio::time::timeout(WAIT, server.shutdown())
+        .await
+        .expect("a shutdown with clients of closed listeners");
+    assert_eq!(early.read_within(WAIT).await, None);
 }

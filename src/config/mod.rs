@@ -63,8 +63,8 @@ pub(crate) enum Change {
     /// Fixed at startup, in Redis too: CONFIG SET refuses it.
     Never,
     /// Redis changes it at run time, rlockd keeps its startup value (its
-    /// listeners, its own startup settings): CONFIG SET accepts that value
-    /// unchanged, as Redis does, and refuses any other as immutable.
+    /// own startup settings): CONFIG SET accepts that value unchanged, as
+    /// Redis does, and refuses any other as immutable.
     Startup,
     /// CONFIG SET changes it as the config file does.
     Runtime,
@@ -92,6 +92,9 @@ pub(crate) enum Hook {
     /// The TLS certificates and settings: rebuilt, and refused whole when
     /// they do not load.
     Tls,
+    /// The TCP and TLS listeners (`port`, `tls-port`, `bind`): closed and
+    /// bound anew, the change refused when an address does not bind.
+    Listeners,
 }
 
 /// The entry's own expression (its getter, parser…) where it gives one,

@@ -125,6 +125,22 @@ pub(super) fn text(v: &str) -> Result<String, String> {
     Ok(v.to_string())
 }
 
+/// Most `bind` addresses Redis takes (its `CONFIG_BINDADDR_MAX`).
+const MAX_BIND_ADDRS: usize = 16;
+
+/// `bind`'s addresses, space-separated as a file line or the flag's words
+/// arrive joined; "" is none (no TCP listener), as in Redis.
+pub(super) fn bind_list(v: &str) -> Result<Vec<String>, String> {
+    if v.is_empty() {
+        return Ok(Vec::new());
+    }
+    let addrs: Vec<String> = v.split(' ').map(String::from).collect();
+    if addrs.len() > MAX_BIND_ADDRS {
+        return Err("Too many bind addresses specified.".into());
+    }
+    Ok(addrs)
+}
+
 /// A file or folder name in `dir`, never a path, as Redis takes one.
 pub(super) fn bare_name(v: &str, refusal: &str) -> Result<String, String> {
     if v.is_empty() || v.contains('/') {

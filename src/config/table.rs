@@ -33,19 +33,21 @@ const POLICIES: &[&str] = &[
 const DEFAULT_LIMITS: EncodingLimits = EncodingLimits::DEFAULT;
 
 directives! {
-    /// Addresses to listen on.
+    /// Addresses to listen on (CONFIG SET moves the TCP and TLS listeners).
     "bind" => bind: Vec<String> {
         default: vec!["127.0.0.1".into()],
-        // Values arrive joined by spaces, from a file line or the flag's words.
-        parse: |v: &str| text(v).map(|v| v.split(' ').map(String::from).collect()),
-        change: Startup,
+        parse: bind_list,
+        change: Runtime,
+        reacts: [Listeners],
         multiword: true,
     }
-    /// TCP port to listen on (0 picks a free port).
+    /// TCP port to listen on (0 picks a free port at start; CONFIG SET
+    /// moves the listeners, and 0 there closes them, as in Redis).
     "port" => port: u16 {
         default: 6379,
         parse: |v: &str| v.parse().map_err(|_| "the port must be a number from 0 to 65535".to_string()),
-        change: Startup,
+        change: Runtime,
+        reacts: [Listeners],
     }
     /// A unix socket's path to listen on beside TCP ("": none); with
     /// port 0, on it alone. A socket file already there is replaced.
@@ -62,13 +64,14 @@ directives! {
     }
     // ---- TLS, as Redis 7.0 configures it (src/tls.rs applies these).
     /// A port to serve TLS on beside TCP (0: none); with port 0, TLS
-    /// alone.
+    /// alone. CONFIG SET opens, moves or closes it.
     "tls-port" => tls_port: Option<u16> {
         default: None,
         parse: |v: &str| {
             parse_int_in(v, 0, u16::MAX.into()).map(|n| (n != 0).then_some(n as u16))
         },
-        change: Startup,
+        change: Runtime,
+        reacts: [Listeners],
     }
     /// The server's certificate chain, PEM (read again by every CONFIG SET
     /// of a tls-* setting, so renewed files are taken up).

@@ -10,6 +10,7 @@ pub mod guard;
 pub mod introspect;
 mod job;
 pub mod latency;
+pub mod listening;
 pub mod persistence;
 pub mod renames;
 pub mod replica;
@@ -22,8 +23,8 @@ pub use fault::{Faults, PauseMode};
 pub use introspect::{HeldLock, LockKind, LockOwner, Waiters};
 pub use stats::Stats;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
@@ -78,6 +79,9 @@ pub struct Shared {
     pub command_names: renames::CommandNames,
     /// The TLS port's certificates and settings, reloaded by CONFIG SET.
     pub tls: crate::tls::Tls,
+    /// The listeners, for CONFIG SET to move; set by the server once it
+    /// listens (an instance without one, as in unit tests, moves none).
+    pub listening: OnceLock<Arc<dyn listening::Relisten>>,
 }
 
 /// A replica's hold on expiry: for as long as it is one (the hold is
@@ -133,6 +137,7 @@ impl Shared {
             attack_logged_ms: AtomicU64::new(0),
             command_names,
             tls: Default::default(),
+            listening: OnceLock::new(),
             manual_clock: manual,
             faults: Default::default(),
             config_changes: tokio::sync::watch::Sender::new(0),
@@ -150,6 +155,7 @@ impl Shared {
     pub fn reconfigure(&self, hook: Hook, old: &Config, new: &Config) -> Result<(), &'static str> {
         match hook {
             Hook::Tls => return self.reload_tls(new),
+            Hook::Listeners => return self.relisten(old, new),
             Hook::PubSub => self.pubsub.configure(new),
             Hook::SlowLog => self.slowlog.configure(new),
             Hook::Encodings => self.keyspace.set_limits(new.encoding()),
@@ -173,6 +179,18 @@ impl Shared {
             tracing::warn!("{e}");
             "Unable to update TLS configuration. Check server logs."
         })
+    }
+
+    /// Moves the listeners as `port`, `tls-port` and `bind` changed; a TLS
+    /// port opened where TLS was off builds the TLS settings first, as
+    /// Redis does.
+    fn relisten(&self, old: &Config, new: &Config) -> Result<(), &'static str> {
+        if new.tls_port.is_some() && self.tls.acceptor().is_none() {
+            self.reload_tls(new)?;
+        }
+        self.listening
+            .get()
+            .map_or(Ok(()), |listening| listening.relisten(old, new))
     }
 
     /// Stops the server: scripts in progress are stopped and rolled back

@@ -6,9 +6,10 @@ use std::io;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpSocket, TcpStream, UnixListener, UnixStream};
 use tokio_rustls::TlsAcceptor;
@@ -34,31 +35,75 @@ pub(super) struct Accepted {
 }
 
 impl Listener {
-    pub async fn accept(&self) -> io::Result<Accepted> {
+    fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<Accepted>> {
         match self {
             Listener::Tcp(listener) | Listener::Tls(listener) => {
-                let (stream, peer) = listener.accept().await?;
+                let (stream, peer) = std::task::ready!(listener.poll_accept(cx))?;
                 // Replies go out as soon as they are written, not batched
                 // with the next.
                 let _ = stream.set_nodelay(true);
                 let local = stream.local_addr().unwrap_or(peer);
-                Ok(Accepted {
+                Poll::Ready(Ok(Accepted {
                     stream: Stream::Tcp(stream),
                     peer: peer.into(),
                     local: local.into(),
                     tls: matches!(self, Listener::Tls(_)),
-                })
+                }))
             }
             Listener::Unix(socket) => {
-                let (stream, _) = socket.listener.accept().await?;
+                let (stream, _) = std::task::ready!(socket.listener.poll_accept(cx))?;
                 let at = ClientAddr::Unix(socket.path.clone());
-                Ok(Accepted {
+                Poll::Ready(Ok(Accepted {
                     stream: Stream::Unix(stream),
                     peer: at.clone(),
                     local: at,
                     tls: false,
-                })
+                }))
             }
+        }
+    }
+}
+
+/// A listener its accept loop waits on, which CONFIG SET may close from
+/// elsewhere: closing drops the socket at once (so its address can be
+/// bound again straight after) and wakes the loop.
+pub(super) struct Slot(Mutex<SlotState>);
+
+struct SlotState {
+    listener: Option<Listener>,
+    /// The accept loop's, while it waits for a client.
+    waiting: Option<Waker>,
+}
+
+impl Slot {
+    pub fn new(listener: Listener) -> Arc<Slot> {
+        Arc::new(Slot(Mutex::new(SlotState {
+            listener: Some(listener),
+            waiting: None,
+        })))
+    }
+
+    /// The next client; none once the listener is closed.
+    pub async fn accept(&self) -> Option<io::Result<Accepted>> {
+        std::future::poll_fn(|cx| {
+            let mut state = self.0.lock();
+            let Some(listener) = &state.listener else {
+                return Poll::Ready(None);
+            };
+            let polled = listener.poll_accept(cx).map(Some);
+            if polled.is_pending() {
+                state.waiting = Some(cx.waker().clone());
+            }
+            polled
+        })
+        .await
+    }
+
+    pub fn close(&self) {
+        let mut state = self.0.lock();
+        state.listener = None;
+        if let Some(waker) = state.waiting.take() {
+            waker.wake();
         }
     }
 }
@@ -123,8 +168,10 @@ impl From<ListenFailure> for io::Error {
 
 /// Listens on the first address `host` resolves to that binds, with room
 /// for `backlog` connections not yet accepted (`tcp-backlog`; tokio's own
-/// `bind` fixes it at 1024, and the kernel caps it at `somaxconn`).
-pub(super) async fn listen(
+/// `bind` fixes it at 1024, and the kernel caps it at `somaxconn`). A
+/// name is resolved on the spot, as Redis does: CONFIG SET of `bind`
+/// waits for it.
+pub(super) fn listen(
     host: &str,
     port: u16,
     backlog: u32,
@@ -138,9 +185,8 @@ pub(super) async fn listen(
         error,
     };
     let mut last = None;
-    let addrs = tokio::net::lookup_host((host, port))
-        .await
-        .map_err(|e| failed("", e))?;
+    let addrs =
+        std::net::ToSocketAddrs::to_socket_addrs(&(host, port)).map_err(|e| failed("", e))?;
     for addr in addrs {
         let socket = if addr.is_ipv4() {
             TcpSocket::new_v4()

@@ -3,6 +3,7 @@
 
 mod aof;
 mod listener;
+mod listening;
 mod metrics;
 #[cfg(feature = "cli")]
 pub mod process;
@@ -26,7 +27,8 @@ use crate::context::Shared;
 use crate::context::renames::CommandNames;
 use crate::context::snapshot;
 pub use crate::context::{HeldLock, LockKind, LockOwner, PauseMode, Waiters};
-use listener::{Accepted, Listener, METRICS, SERVER, Stream, UnixSocket, listen};
+use listener::{Accepted, Listener, METRICS, Stream, UnixSocket, listen};
+use listening::{Listening, listen_all};
 
 /// The entry point: `Server::builder()…start()`.
 pub struct Server;
@@ -264,7 +266,11 @@ impl ServerBuilder {
         // rlockd picks a free port.
         let (addrs, port) = match self.config.port {
             0 if !socket.is_empty() || self.config.tls_port.is_some() => (Vec::new(), 0),
-            port => listen_all(&self.config, port, Listener::Tcp, &mut listeners).await?,
+            port => {
+                let bound = listen_all(&self.config, port, Listener::Tcp)?;
+                listeners.extend(bound.listeners);
+                (bound.addrs, bound.port)
+            }
         };
         let tls = crate::tls::Tls::default();
         tls.configure(&self.config).map_err(|e| {
@@ -274,7 +280,11 @@ impl ServerBuilder {
             )
         })?;
         let (tls_addrs, tls_port) = match self.config.tls_port {
-            Some(port) => listen_all(&self.config, port, Listener::Tls, &mut listeners).await?,
+            Some(port) => {
+                let bound = listen_all(&self.config, port, Listener::Tls)?;
+                listeners.extend(bound.listeners);
+                (bound.addrs, bound.port)
+            }
             None => (Vec::new(), 0),
         };
         if addrs.is_empty() && tls_addrs.is_empty() && socket.is_empty() {
@@ -300,8 +310,10 @@ impl ServerBuilder {
         };
         let metrics = match self.config.metrics_port {
             Some(port) => {
-                let host = bind_address(&self.config.bind[0]).0;
-                Some(listen(host, port, self.config.tcp_backlog, METRICS).await?)
+                // With no bind address (`bind ""`), loopback.
+                let first = self.config.bind.first().map_or("127.0.0.1", String::as_str);
+                let host = bind_address(first).0;
+                Some(listen(host, port, self.config.tcp_backlog, METRICS)?)
             }
             None => None,
         };
@@ -358,9 +370,8 @@ impl ServerBuilder {
         }
         let stop_rx = shared.shutdown.subscribe();
         let mut tasks = JoinSet::new();
-        for listener in listeners {
-            tasks.spawn(accept_loop(shared.clone(), listener, stop_rx.clone()));
-        }
+        let listening = Listening::start(&shared, listeners);
+        let _ = shared.listening.set(listening.clone());
         if from_snapshot {
             let loaded = snapshot::load_file(&shared, false);
             shared.snapshots.set_loading(false);
@@ -384,6 +395,7 @@ impl ServerBuilder {
             unix_socket,
             metrics_addr,
             tasks,
+            listening,
         })
     }
 }
@@ -494,67 +506,6 @@ pub fn bind_address(spec: &str) -> (&str, bool) {
         host => host,
     };
     (host, optional)
-}
-
-/// Listens on `port` at every bind address, each a listener of `kind`;
-/// port 0 picks a free port once, and every address shares it. Returns
-/// the addresses and the port.
-async fn listen_all(
-    config: &Config,
-    mut port: u16,
-    kind: fn(tokio::net::TcpListener) -> Listener,
-    listeners: &mut Vec<Listener>,
-) -> io::Result<(Vec<SocketAddr>, u16)> {
-    let mut addrs = Vec::new();
-    for entry in &config.bind {
-        // `-addr` is Redis's optional address: one the host lacks is
-        // passed over.
-        let (host, optional) = bind_address(entry);
-        let listener = match listen(host, port, config.tcp_backlog, SERVER).await {
-            Ok(listener) => listener,
-            Err(failed) if failed.passed_over(optional) => {
-                tracing::warn!("Warning: {failed}");
-                continue;
-            }
-            Err(failed) => return Err(failed.into()),
-        };
-        let addr = listener.local_addr()?;
-        port = addr.port();
-        addrs.push(addr);
-        listeners.push(kind(listener));
-    }
-    Ok((addrs, port))
-}
-
-async fn accept_loop(shared: Arc<Shared>, listener: Listener, mut stop: watch::Receiver<bool>) {
-    let mut connections = JoinSet::new();
-    loop {
-        let accepted = tokio::select! {
-            a = listener.accept() => a,
-            _ = stop.changed() => break,
-        };
-        let accepted = match accepted {
-            Ok(accepted) => accepted,
-            Err(e) => {
-                tracing::warn!("accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(10)).await;
-                continue;
-            }
-        };
-        shared
-            .stats
-            .connections_received
-            .fetch_add(1, Ordering::Relaxed);
-        // Each client is admitted in its own task: a TLS handshake that
-        // stalls holds up no one else.
-        connections.spawn(admit(shared.clone(), accepted, stop.clone()));
-        // Reap finished connections so the set does not grow without bound.
-        while connections.try_join_next().is_some() {}
-    }
-    for client in shared.clients.iter() {
-        client.kill();
-    }
-    while connections.join_next().await.is_some() {}
 }
 
 /// Serves a client just accepted, once its TLS handshake (on the TLS
@@ -710,6 +661,8 @@ pub struct ServerHandle {
     unix_socket: Option<PathBuf>,
     metrics_addr: Option<SocketAddr>,
     tasks: JoinSet<()>,
+    /// The accept loops, and the clients they serve.
+    listening: Arc<Listening>,
 }
 
 /// One client's pub/sub output backlog ([`ServerHandle::backlogs`]).
@@ -775,7 +728,9 @@ impl ClockControl<'_> {
 }
 
 impl ServerHandle {
-    /// The first bound address.
+    /// The first bound address. This and the other addresses below are
+    /// those the server started on: a later CONFIG SET of `port`, `bind`
+    /// or `tls-port` moves the listeners, not these.
     ///
     /// # Panics
     /// If the server has no plain TCP port (port 0 with
@@ -1013,6 +968,7 @@ impl ServerHandle {
     /// The append-only file is written out and fsynced last.
     pub async fn wait(&mut self) {
         while self.tasks.join_next().await.is_some() {}
+        self.listening.wait().await;
         snapshot::save_on_shutdown(&self.shared, None);
         if let Some(aof) = self.shared.keyspace.log() {
             aof.close();
@@ -1028,6 +984,7 @@ impl ServerHandle {
         }
         self.shared.stop();
         while self.tasks.join_next().await.is_some() {}
+        self.listening.wait().await;
     }
 }
 
