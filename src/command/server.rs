@@ -184,6 +184,7 @@ pub fn config_set(ctx: &mut Ctx) -> CmdResult<Reply> {
     }
     // All or nothing: changes apply to a copy that replaces the original
     // only once every value is accepted.
+    let _one_at_a_time = ctx.shared.config_set.lock();
     let old = ctx.shared.config.read().clone();
     let mut updated = old.clone();
     // Each hook once, named after the first setting that calls for it.

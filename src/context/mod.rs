@@ -28,7 +28,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 
 use crate::client_handle::ClientHandle;
 use crate::clock::{Clock, ManualClock};
@@ -46,6 +46,10 @@ pub struct Shared {
     /// events here too.
     pub pubsub: Arc<PubSub>,
     pub config: RwLock<Config>,
+    /// Held by a CONFIG SET from reading the settings to storing them, so
+    /// two at once cannot leave the listeners (or any hook) following one
+    /// and the settings saying the other.
+    pub config_set: Mutex<()>,
     pub clients: DashMap<u64, Arc<ClientHandle>>,
     pub stats: Stats,
     pub slowlog: slowlog::SlowLog,
@@ -128,6 +132,7 @@ impl Shared {
             pubsub,
             scripts: Default::default(),
             config: RwLock::new(config),
+            config_set: Mutex::new(()),
             clients: DashMap::new(),
             stats: Stats::new(commands),
             next_client_id: AtomicU64::new(1),
