@@ -3,12 +3,13 @@
 //! side by side: once with rlockd where the test puts it, once with a
 //! redis-server there, and what Sentinel makes of the two must agree.
 //!
-//! - A redis-server primary with one replica: the sentinels find the
-//!   replica (the primary's INFO, then the replica's own INFO, PING and
-//!   hellos), and after a `kill -9` of the primary promote it with their
-//!   MULTI / SLAVEOF NO ONE / CONFIG REWRITE / CLIENT KILL TYPE normal,
-//!   pubsub / EXEC, which rewrites the replica's config file and drops its
-//!   clients; the old primary, restarted, is told to follow it.
+//! - A redis-server primary with two replicas: the sentinels find them
+//!   (the primary's INFO, then each replica's own INFO, PING and hellos),
+//!   and after a `kill -9` of the primary promote the first in line with
+//!   their MULTI / SLAVEOF NO ONE / CONFIG REWRITE / CLIENT KILL TYPE
+//!   normal, pubsub / EXEC, which rewrites its config file and drops its
+//!   clients; the other replica, and the old primary restarted, are told
+//!   to follow it.
 //! - That transaction sent by hand to both kinds of replica answers the
 //!   same bytes.
 //! - A primary with no replicas: SENTINEL MASTER's fields, its hellos, and
@@ -111,8 +112,15 @@ impl Server {
         (self.port, self.conf.clone())
     }
 
-    fn info(&self, section: &str) -> String {
-        text(q(&mut connect(self.port), &["INFO", section]))
+    /// Its INFO `section`; `None` when the connection fails: a sentinel
+    /// reconfiguring a server drops its clients (`CLIENT KILL TYPE
+    /// normal`), a poll's included.
+    fn info(&self, section: &str) -> Option<String> {
+        let mut con = redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
+            .ok()?
+            .get_connection()
+            .ok()?;
+        redis::cmd("INFO").arg(section).query(&mut con).ok()
     }
 }
 
@@ -306,6 +314,8 @@ struct Failover {
     pubsub_closed: bool,
     /// SENTINEL MASTER afterwards: flags, role-reported, num-slaves.
     master: Vec<String>,
+    /// The other replica was told to follow the promoted one.
+    other_follows: bool,
     /// The old primary, restarted, was told to follow the replica.
     old_primary_follows: bool,
 }
@@ -317,7 +327,7 @@ fn failover(tools: &Tools, kind: Kind) -> Failover {
         Kind::Redis,
         &dir,
         "primary",
-        "save \"\"\nrepl-diskless-sync-delay 0\n",
+        "save \"\"\nrepl-diskless-sync-delay 0\nreplica-priority 0\n",
     );
     let replica = Server::start(
         tools,
@@ -329,21 +339,39 @@ fn failover(tools: &Tools, kind: Kind) -> Failover {
             primary.port
         ),
     );
-    wait_for("the replica's link to come up", SLOW, || {
-        common::info_value(&replica.info("replication"), "master_link_status")
-            .eq("up")
-            .then_some(())
-    });
+    // Never promoted (nor is the old primary once it follows), so a loaded
+    // machine's stall that looks like a second failure to the sentinels
+    // cannot move the primary on again.
+    let other = Server::start(
+        tools,
+        kind,
+        &dir,
+        "other",
+        &format!("replicaof 127.0.0.1 {}\nreplica-priority 0\n", primary.port),
+    );
+    for server in [&replica, &other] {
+        wait_for("a replica's link to come up", SLOW, || {
+            common::info_value(&server.info("replication")?, "master_link_status")
+                .eq("up")
+                .then_some(())
+        });
+    }
     let sentinels = sentinels(tools, &dir, primary.port, 3);
     let ports: Vec<u16> = sentinels.iter().map(|s| s.1).collect();
-    let listed = wait_for("the sentinels to find the replica", SLOW, || {
+    let listed = wait_for("the sentinels to find the replicas", SLOW, || {
         let all: Vec<_> = ports
             .iter()
-            .map(|&s| listed_replica(s, replica.port))
+            .flat_map(|&s| {
+                [
+                    listed_replica(s, replica.port),
+                    listed_replica(s, other.port),
+                ]
+            })
             .collect::<Option<_>>()?;
-        let first: Vec<(String, String)> = all.into_iter().next()?;
-        (field(&first, "master-link-status") == "ok" && field(&first, "runid").len() == 40)
-            .then_some(first)
+        let ready = |f: &Vec<(String, String)>| {
+            field(f, "master-link-status") == "ok" && field(f, "runid").len() == 40
+        };
+        all.iter().all(ready).then(|| all[0].clone())
     });
     let other_sentinels = wait_for("the sentinels to hear of each other", SLOW, || {
         let counts: Vec<usize> = ports
@@ -367,7 +395,9 @@ fn failover(tools: &Tools, kind: Kind) -> Failover {
         let port = text(addr.get(1)?.clone());
         (port != old_port.to_string()).then_some(port == replica.port.to_string())
     });
-    let role = common::info_value(&replica.info("replication"), "role").to_string();
+    let role = wait_for("the promoted replica's INFO", SLOW, || {
+        Some(common::info_value(&replica.info("replication")?, "role").to_string())
+    });
     // Just after the switch the sentinel may not have connected to the new
     // primary yet (`master,disconnected`).
     let master = wait_for("the sentinel to connect to the new primary", SLOW, || {
@@ -375,11 +405,20 @@ fn failover(tools: &Tools, kind: Kind) -> Failover {
         (field(&f, "flags") == "master" && field(&f, "role-reported") == "master").then_some(f)
     });
 
+    // The other replica is told to follow it (an rlockd primary does not
+    // serve a sync yet: then its link stays down, and Sentinel ends the
+    // failover at failover-timeout).
+    let other_follows = wait_for("the other replica to be told to follow", SLOW, || {
+        let info = other.info("replication")?;
+        (common::info_value(&info, "master_port") == replica.port.to_string())
+            .then(|| common::info_value(&info, "role") == "slave")
+    });
+
     // Restarted, the old primary learns from the sentinels whom it follows
     // now (rlockd does not serve a sync yet, so its link may stay down).
     let old = Server::run(tools, Kind::Redis, old_port, old_conf);
     let old_primary_follows = wait_for("the old primary to be made a replica", SLOW, || {
-        let info = old.info("replication");
+        let info = old.info("replication")?;
         (common::info_value(&info, "role") == "slave")
             .then(|| common::info_value(&info, "master_port") == replica.port.to_string())
     });
@@ -402,6 +441,7 @@ fn failover(tools: &Tools, kind: Kind) -> Failover {
         normal_closed: closed(normal),
         pubsub_closed: closed(pubsub),
         master: picked(&master, &["flags", "role-reported", "num-slaves"]),
+        other_follows,
         old_primary_follows,
     }
 }
@@ -421,7 +461,8 @@ fn sentinel_fails_over_to_an_rlockd_replica_as_to_a_redis_one() {
         replicaof_in_file: false,
         normal_closed: true,
         pubsub_closed: true,
-        master: ["master", "master", "1"].map(String::from).to_vec(),
+        master: ["master", "master", "2"].map(String::from).to_vec(),
+        other_follows: true,
         old_primary_follows: true,
     };
     assert_eq!(redis, expected, "redis-server as the replica");
