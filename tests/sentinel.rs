@@ -12,6 +12,8 @@
 //!   to follow it.
 //! - That transaction sent by hand to both kinds of replica answers the
 //!   same bytes.
+//! - redis-py's `Sentinel` client keeps taking a lock through that
+//!   failover: on the old primary before, on the promoted replica after.
 //! - A primary with no replicas: SENTINEL MASTER's fields, its hellos, and
 //!   SENTINEL FAILOVER's refusal.
 //!
@@ -42,6 +44,8 @@ const NAME: &str = "m";
 struct Tools {
     server: PathBuf,
     sentinel: PathBuf,
+    /// The Python with redis-py, for the tests that run it.
+    python: Option<PathBuf>,
 }
 
 fn tools(test: &str) -> Option<Tools> {
@@ -54,7 +58,69 @@ fn tools(test: &str) -> Option<Tools> {
         );
         return None;
     };
-    Some(Tools { server, sentinel })
+    Some(Tools {
+        server,
+        sentinel,
+        python: None,
+    })
+}
+
+/// The Python with the client packages, or `None` after a SKIP (a failure
+/// with `RLOCKD_REQUIRE_CLIENTS=1`, as `.ci/run` sets).
+fn client_python(test: &str) -> Option<PathBuf> {
+    refserver::client_python()
+        .map_err(|why| refserver::skip_unless_required(test, &why, "RLOCKD_REQUIRE_CLIENTS"))
+        .ok()
+}
+
+/// `tests/clients/redis_py_sentinel.py`: redis-py's `Sentinel` taking and
+/// releasing a lock on whichever primary the sentinels name, round after
+/// round, each round that held it a `locked PORT` line.
+struct LockClient {
+    _process: Running,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl LockClient {
+    fn start(python: &Path, sentinels: &[u16]) -> LockClient {
+        let program =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/redis_py_sentinel.py");
+        let mut child = Command::new(python)
+            .arg(program)
+            .arg(NAME)
+            .args(sentinels.iter().map(u16::to_string))
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python starts");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        LockClient {
+            _process: Running(child),
+            lines,
+        }
+    }
+
+    /// Waits for a round that held the lock on the server at `port`.
+    fn locked_on(&self, port: u16) -> bool {
+        let want = format!("locked {port}");
+        wait_for(&format!("redis-py to lock on {port}"), SLOW, || match self
+            .lines
+            .recv_timeout(Duration::from_millis(100))
+        {
+            Ok(line) => (line == want).then_some(true),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
+            Err(e) => panic!("the client program ended: {e}"),
+        })
+    }
 }
 
 /// Which server plays the part under test.
@@ -316,6 +382,9 @@ struct Failover {
     master: Vec<String>,
     /// The other replica was told to follow the promoted one.
     other_follows: bool,
+    /// redis-py's `Sentinel` held a lock on the primary before the kill,
+    /// and on the promoted replica after (`None`: no redis-py here).
+    locked: Option<(bool, bool)>,
     /// The old primary, restarted, was told to follow the replica.
     old_primary_follows: bool,
 }
@@ -385,6 +454,11 @@ fn failover(tools: &Tools, kind: Kind) -> Failover {
     });
     let normal = raw_client(replica.port, b"PING\r\n");
     let pubsub = raw_client(replica.port, b"SUBSCRIBE news\r\n");
+    let client = tools
+        .python
+        .as_deref()
+        .map(|py| LockClient::start(py, &ports));
+    let locked_before = client.as_ref().map(|c| c.locked_on(primary.port));
 
     let (old_port, old_conf) = primary.kill();
     let at = ports[0];
@@ -405,6 +479,7 @@ fn failover(tools: &Tools, kind: Kind) -> Failover {
         (field(&f, "flags") == "master" && field(&f, "role-reported") == "master").then_some(f)
     });
 
+    let locked_after = client.as_ref().map(|c| c.locked_on(replica.port));
     // The other replica is told to follow it (an rlockd primary does not
     // serve a sync yet: then its link stays down, and Sentinel ends the
     // failover at failover-timeout).
@@ -442,15 +517,18 @@ fn failover(tools: &Tools, kind: Kind) -> Failover {
         pubsub_closed: closed(pubsub),
         master: picked(&master, &["flags", "role-reported", "num-slaves"]),
         other_follows,
+        locked: locked_before.zip(locked_after),
         old_primary_follows,
     }
 }
 
 #[test]
 fn sentinel_fails_over_to_an_rlockd_replica_as_to_a_redis_one() {
-    let Some(tools) = tools("sentinel_fails_over_to_an_rlockd_replica_as_to_a_redis_one") else {
+    let test = "sentinel_fails_over_to_an_rlockd_replica_as_to_a_redis_one";
+    let Some(mut tools) = tools(test) else {
         return;
     };
+    tools.python = client_python(test);
     let (rlockd, redis) = both(&tools, failover);
     let expected = Failover {
         listed: ["slave", "slave", "ok", "50"].map(String::from).to_vec(),
@@ -463,6 +541,7 @@ fn sentinel_fails_over_to_an_rlockd_replica_as_to_a_redis_one() {
         pubsub_closed: true,
         master: ["master", "master", "2"].map(String::from).to_vec(),
         other_follows: true,
+        locked: tools.python.as_ref().map(|_| (true, true)),
         old_primary_follows: true,
     };
     assert_eq!(redis, expected, "redis-server as the replica");
