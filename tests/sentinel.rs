@@ -14,6 +14,8 @@
 //!   same bytes.
 //! - redis-py's `Sentinel` client keeps taking a lock through that
 //!   failover: on the old primary before, on the promoted replica after.
+//! - SENTINEL FAILOVER, a manual switch, promotes a replica of a live
+//!   primary and makes the primary follow it.
 //! - A primary with no replicas: SENTINEL MASTER's fields, its hellos, and
 //!   SENTINEL FAILOVER's refusal.
 //!
@@ -358,6 +360,52 @@ fn has_replicaof_line(conf: &Path) -> bool {
         .any(|l| l.starts_with("replicaof") || l.starts_with("slaveof"))
 }
 
+/// Waits until sentinel `at` names a primary other than the one at
+/// `port`, and gives its port.
+fn primary_moved(at: u16, port: u16) -> u16 {
+    wait_for("the sentinels to promote a replica", SLOW, || {
+        let Value::Array(addr) = sentinel(at, &["GET-MASTER-ADDR-BY-NAME", NAME]) else {
+            return None;
+        };
+        let now: u16 = text(addr.get(1)?.clone()).parse().ok()?;
+        (now != port).then_some(now)
+    })
+}
+
+/// Whether `server`, once a sentinel made it a replica, follows `port`.
+fn told_to_follow(server: &Server, port: u16) -> bool {
+    wait_for("a server to be made a replica", SLOW, || {
+        let info = server.info("replication")?;
+        (common::info_value(&info, "role") == "slave")
+            .then(|| common::info_value(&info, "master_port") == port.to_string())
+    })
+}
+
+/// A redis-server primary, and a `kind` replica of it first in line for
+/// promotion. The primary is never promoted back once it follows (priority
+/// 0), so a loaded machine's stall that looks like a failure to the
+/// sentinels cannot move the primary on again.
+fn primary_and_replica(tools: &Tools, kind: Kind, dir: &common::TempDir) -> (Server, Server) {
+    let primary = Server::start(
+        tools,
+        Kind::Redis,
+        dir,
+        "primary",
+        "save \"\"\nrepl-diskless-sync-delay 0\nreplica-priority 0\n",
+    );
+    let replica = Server::start(
+        tools,
+        kind,
+        dir,
+        "replica",
+        &format!(
+            "replicaof 127.0.0.1 {}\nreplica-priority 50\n",
+            primary.port
+        ),
+    );
+    (primary, replica)
+}
+
 /// What the sentinels made of one run of the failover topology; both
 /// kinds of replica must give the same.
 #[derive(Debug, PartialEq, Eq)]
@@ -391,26 +439,8 @@ struct Failover {
 
 fn failover(tools: &Tools, kind: Kind) -> Failover {
     let dir = common::TempDir::new(&format!("failover-{kind:?}"));
-    let primary = Server::start(
-        tools,
-        Kind::Redis,
-        &dir,
-        "primary",
-        "save \"\"\nrepl-diskless-sync-delay 0\nreplica-priority 0\n",
-    );
-    let replica = Server::start(
-        tools,
-        kind,
-        &dir,
-        "replica",
-        &format!(
-            "replicaof 127.0.0.1 {}\nreplica-priority 50\n",
-            primary.port
-        ),
-    );
-    // Never promoted (nor is the old primary once it follows), so a loaded
-    // machine's stall that looks like a second failure to the sentinels
-    // cannot move the primary on again.
+    let (primary, replica) = primary_and_replica(tools, kind, &dir);
+    // Never promoted either.
     let other = Server::start(
         tools,
         kind,
@@ -462,13 +492,7 @@ fn failover(tools: &Tools, kind: Kind) -> Failover {
 
     let (old_port, old_conf) = primary.kill();
     let at = ports[0];
-    let promoted = wait_for("the sentinels to promote the replica", SLOW, || {
-        let Value::Array(addr) = sentinel(at, &["GET-MASTER-ADDR-BY-NAME", NAME]) else {
-            return None;
-        };
-        let port = text(addr.get(1)?.clone());
-        (port != old_port.to_string()).then_some(port == replica.port.to_string())
-    });
+    let promoted = primary_moved(at, old_port) == replica.port;
     let role = wait_for("the promoted replica's INFO", SLOW, || {
         Some(common::info_value(&replica.info("replication")?, "role").to_string())
     });
@@ -483,20 +507,12 @@ fn failover(tools: &Tools, kind: Kind) -> Failover {
     // The other replica is told to follow it (an rlockd primary does not
     // serve a sync yet: then its link stays down, and Sentinel ends the
     // failover at failover-timeout).
-    let other_follows = wait_for("the other replica to be told to follow", SLOW, || {
-        let info = other.info("replication")?;
-        (common::info_value(&info, "master_port") == replica.port.to_string())
-            .then(|| common::info_value(&info, "role") == "slave")
-    });
+    let other_follows = told_to_follow(&other, replica.port);
 
     // Restarted, the old primary learns from the sentinels whom it follows
     // now (rlockd does not serve a sync yet, so its link may stay down).
     let old = Server::run(tools, Kind::Redis, old_port, old_conf);
-    let old_primary_follows = wait_for("the old primary to be made a replica", SLOW, || {
-        let info = old.info("replication")?;
-        (common::info_value(&info, "role") == "slave")
-            .then(|| common::info_value(&info, "master_port") == replica.port.to_string())
-    });
+    let old_primary_follows = told_to_follow(&old, replica.port);
     drop(sentinels);
     Failover {
         listed: [
@@ -701,4 +717,50 @@ fn a_primary_alone_under_sentinel_answers_as_redis() {
     assert_eq!(redis.master, ["master", "master", "0"]);
     assert!(redis.hello_heard);
     assert_eq!(redis.failover, "NOGOODSLAVE No suitable replica to promote");
+}
+
+/// What SENTINEL FAILOVER, a manual switch, made of a live primary and its
+/// replica.
+#[derive(Debug, PartialEq, Eq)]
+struct Manual {
+    answer: String,
+    promoted: bool,
+    replicaof_in_file: bool,
+    /// The primary, still up, was told to follow its former replica.
+    primary_follows: bool,
+}
+
+fn manual(tools: &Tools, kind: Kind) -> Manual {
+    let dir = common::TempDir::new(&format!("manual-{kind:?}"));
+    let (primary, replica) = primary_and_replica(tools, kind, &dir);
+    let sentinels = sentinels(tools, &dir, primary.port, 1);
+    let at = sentinels[0].1;
+    wait_for("the sentinel to find the replica in sync", SLOW, || {
+        let f = listed_replica(at, replica.port)?;
+        (field(&f, "master-link-status") == "ok").then_some(())
+    });
+    let answer = text(sentinel(at, &["FAILOVER", NAME]));
+    let promoted = primary_moved(at, primary.port) == replica.port;
+    Manual {
+        answer,
+        promoted,
+        replicaof_in_file: has_replicaof_line(&replica.conf),
+        primary_follows: told_to_follow(&primary, replica.port),
+    }
+}
+
+#[test]
+fn a_manual_failover_promotes_an_rlockd_replica_as_a_redis_one() {
+    let Some(tools) = tools("a_manual_failover_promotes_an_rlockd_replica_as_a_redis_one") else {
+        return;
+    };
+    let (rlockd, redis) = both(&tools, manual);
+    let expected = Manual {
+        answer: "OK".into(),
+        promoted: true,
+        replicaof_in_file: false,
+        primary_follows: true,
+    };
+    assert_eq!(redis, expected, "redis-server as the replica");
+    assert_eq!(rlockd, expected, "rlockd as the replica");
 }
