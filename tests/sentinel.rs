@@ -764,3 +764,55 @@ fn a_manual_failover_promotes_an_rlockd_replica_as_a_redis_one() {
     assert_eq!(redis, expected, "redis-server as the replica");
     assert_eq!(rlockd, expected, "rlockd as the replica");
 }
+
+/// INFO replication's `master_sync_*` lines, the seconds since the last
+/// bytes left out (they tick).
+fn sync_lines(info: &str) -> Vec<String> {
+    info.lines()
+        .filter(|l| l.starts_with("master_sync_") && !l.starts_with("master_sync_last_io"))
+        .map(String::from)
+        .collect()
+}
+
+/// While a full sync's payload comes in (before its header, part way
+/// through a `$<len>` one, part way through a diskless one), INFO
+/// replication's `master_sync_*` fields read as a Redis replica's do.
+#[test]
+fn info_while_a_sync_transfers_answers_as_redis() {
+    let Some(tools) = tools("info_while_a_sync_transfers_answers_as_redis") else {
+        return;
+    };
+    let mark = "m".repeat(40);
+    let payloads = [
+        String::new(),
+        "$100\r\n0123456789".to_string(),
+        format!("$EOF:{mark}\r\n0123456789"),
+    ];
+    for (i, payload) in payloads.iter().enumerate() {
+        let dir = common::TempDir::new(&format!("transfer-{i}"));
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let follow = format!(
+            "replicaof 127.0.0.1 {}\n",
+            listener.local_addr().unwrap().port()
+        );
+        let mut seen = Vec::new();
+        let mut links = Vec::new();
+        let mut servers = Vec::new();
+        for kind in [Kind::Rlockd, Kind::Redis] {
+            let server = Server::start(&tools, kind, &dir, &format!("{kind:?}"), &follow);
+            let (mut link, _) = common::fake_primary::handshake_seen(&listener);
+            link.write_all(payload.as_bytes()).unwrap();
+            let read = if payload.is_empty() { "0" } else { "10" };
+            let lines = wait_for("the replica to read the payload", SLOW, || {
+                let lines = sync_lines(&server.info("replication")?);
+                lines
+                    .contains(&format!("master_sync_read_bytes:{read}"))
+                    .then_some(lines)
+            });
+            seen.push(lines);
+            links.push(link);
+            servers.push(server);
+        }
+        assert_eq!(seen[0], seen[1], "payload {payload:?}");
+    }
+}

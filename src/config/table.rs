@@ -455,6 +455,13 @@ directives! {
         parse: |v| parse_int(v, 0),
         change: Runtime,
     }
+    /// no: a replica says so in INFO (`replica_announced:0`), and Sentinel
+    /// leaves it out of what it tells clients (SENTINEL REPLICAS).
+    "replica-announced" => replica_announced: bool {
+        default: true,
+        parse: parse_yes_no,
+        change: Runtime,
+    }
     /// no: while its link is down, a replica answers only the commands
     /// flagged `stale` (INFO, CONFIG…), the rest `-MASTERDOWN`.
     "replica-serve-stale-data" | "slave-serve-stale-data" => replica_serve_stale_data: bool {

@@ -117,7 +117,9 @@ impl Conn {
 
     /// The snapshot's bytes: `$<len>` and that many, or `$EOF:<mark>` and
     /// everything up to the mark.
-    async fn payload(&mut self) -> LinkResult<Vec<u8>> {
+    /// Its progress goes to `shared`'s replica state, for INFO.
+    async fn payload(&mut self, shared: &Shared) -> LinkResult<Vec<u8>> {
+        let state = &shared.replica;
         let header = self.line().await?;
         if let Some(err) = header.strip_prefix('-') {
             return Err(LinkError::Refused {
@@ -133,8 +135,13 @@ impl Conn {
             if mark.len() != EOF_MARK_LEN {
                 return Err(LinkError::Protocol(header));
             }
+            state.transfer_size(0);
             // Nothing follows the mark until this replica's first ACK.
-            while !self.buf.ends_with(mark) {
+            loop {
+                state.transfer_read(self.buf.len() as i64, shared.now_ms());
+                if self.buf.ends_with(mark) {
+                    break;
+                }
                 self.fill().await?;
             }
             let mut data = std::mem::take(&mut self.buf).to_vec();
@@ -144,7 +151,12 @@ impl Conn {
         let len: usize = size
             .parse()
             .map_err(|_| LinkError::Protocol(header.clone()))?;
-        while self.buf.len() < len {
+        state.transfer_size(len as i64);
+        loop {
+            state.transfer_read(self.buf.len().min(len) as i64, shared.now_ms());
+            if self.buf.len() >= len {
+                break;
+            }
             self.fill().await?;
         }
         Ok(self.buf.split_to(len).to_vec())
@@ -196,7 +208,8 @@ pub async fn follow(shared: &Arc<Shared>, primary: &Primary) -> LinkResult<()> {
         Sync::Full { replid, offset } => {
             tracing::info!("Full resync from master: {replid}:{offset}");
             state.set_link(LinkState::Sync);
-            let data = conn.payload().await?;
+            state.transfer_started(shared.now_ms());
+            let data = conn.payload(shared).await?;
             tracing::info!(
                 "MASTER <-> REPLICA sync: receiving {} bytes from master",
                 data.len()

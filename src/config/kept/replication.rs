@@ -22,8 +22,6 @@ kept! {
     "repl-ping-replica-period" | "repl-ping-slave-period" = "10", Runtime,
         Check::new(|v| int_from(v, 1));
     /// No effect: not yet built into rlockd's replication.
-    "replica-announced" = "yes", Runtime, YES_NO;
-    /// No effect: not yet built into rlockd's replication.
     "replica-ignore-disk-write-errors" = "no", Runtime, YES_NO;
     /// No effect: not yet built into rlockd's replication.
     "replica-ignore-maxmemory" | "slave-ignore-maxmemory" = "yes", Runtime, YES_NO;
