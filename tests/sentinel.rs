@@ -723,6 +723,8 @@ fn a_primary_alone_under_sentinel_answers_as_redis() {
 /// replica.
 #[derive(Debug, PartialEq, Eq)]
 struct Manual {
+    /// SENTINEL REPLICAS left it out while it said `replica_announced:0`.
+    unannounced_hidden: bool,
     answer: String,
     promoted: bool,
     replicaof_in_file: bool,
@@ -739,9 +741,25 @@ fn manual(tools: &Tools, kind: Kind) -> Manual {
         let f = listed_replica(at, replica.port)?;
         (field(&f, "master-link-status") == "ok").then_some(())
     });
+    // `replica-announced no` hides it from what Sentinel tells clients.
+    let announce = |yes: &str| {
+        q(
+            &mut connect(replica.port),
+            &["CONFIG", "SET", "replica-announced", yes],
+        )
+    };
+    announce("no");
+    let unannounced_hidden = wait_for("the sentinel to hide the replica", SLOW, || {
+        listed_replica(at, replica.port).is_none().then_some(true)
+    });
+    announce("yes");
+    wait_for("the sentinel to list the replica again", SLOW, || {
+        listed_replica(at, replica.port)
+    });
     let answer = text(sentinel(at, &["FAILOVER", NAME]));
     let promoted = primary_moved(at, primary.port) == replica.port;
     Manual {
+        unannounced_hidden,
         answer,
         promoted,
         replicaof_in_file: has_replicaof_line(&replica.conf),
@@ -756,6 +774,7 @@ fn a_manual_failover_promotes_an_rlockd_replica_as_a_redis_one() {
     };
     let (rlockd, redis) = both(&tools, manual);
     let expected = Manual {
+        unannounced_hidden: true,
         answer: "OK".into(),
         promoted: true,
         replicaof_in_file: false,
