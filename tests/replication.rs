@@ -637,3 +637,56 @@ fn clients_are_told_loading_during_a_full_sync() {
         ]
     );
 }
+
+/// `repl-diskless-load` and `rdb-del-sync-files` as a Redis 7.0 replica
+/// takes them (issue #30): `disabled`, and `on-empty-db` over keys of the
+/// replica's own, leave the primary's snapshot as the replica's
+/// `dump.rdb`, which `rdb-del-sync-files yes` removes once loaded (the
+/// replica saving nothing itself); `on-empty-db` on an empty replica and
+/// `swapdb` load it from the link and write no file.
+#[test]
+fn diskless_load_and_the_sync_file_as_a_redis_replica() {
+    let Some((server, mut p)) = primary("diskless_load", None) else {
+        return;
+    };
+    q(&mut p, &["SET", "k", "v"]);
+    let port = server.port().to_string();
+    let bin = refserver::redis_server_path("diskless_load").unwrap();
+    let cases = [
+        ("disabled", "no", false),
+        ("on-empty-db", "no", false),
+        ("on-empty-db", "no", true),
+        ("swapdb", "no", true),
+        ("disabled", "yes", false),
+    ];
+    for (load, delete, own_keys) in cases {
+        let case =
+            format!("repl-diskless-load {load}, rdb-del-sync-files {delete}, keys {own_keys}");
+        let reference = RedisServer::start(&bin);
+        let dir = common::TempDir::new(&format!("load-{load}-{delete}-{own_keys}"));
+        let (_r, mut ours) = rlockd(&["--dir", dir.arg()]);
+        let mut theirs = connect(reference.port());
+        let mut files = Vec::new();
+        for (con, dir) in [
+            (&mut ours, std::path::Path::new(dir.arg())),
+            (&mut theirs, reference.dir()),
+        ] {
+            q(con, &["CONFIG", "SET", "repl-diskless-load", load]);
+            q(con, &["CONFIG", "SET", "rdb-del-sync-files", delete]);
+            if own_keys {
+                q(con, &["SET", "mine", "1"]);
+            }
+            q(con, &["REPLICAOF", "127.0.0.1", &port]);
+            until_in_sync(&mut p, con);
+            assert_eq!(text(q(con, &["GET", "k"])), "v", "{case}");
+            assert_eq!(q(con, &["EXISTS", "mine"]), Value::Int(0), "{case}");
+            files.push(dir.join("dump.rdb").exists());
+        }
+        let written = (load == "disabled" || own_keys && load == "on-empty-db") && delete == "no";
+        assert_eq!(
+            files,
+            [written, written],
+            "{case}: dump.rdb (rlockd's, redis-server's)"
+        );
+    }
+}

@@ -106,7 +106,7 @@ impl LockClient {
             }
         });
         LockClient {
-            _process: Running(child),
+            _process: Running::new(child),
             lines,
         }
     }
@@ -145,16 +145,15 @@ impl Server {
     fn start(tools: &Tools, kind: Kind, dir: &common::TempDir, name: &str, lines: &str) -> Server {
         let port = refserver::free_port();
         let conf = dir.file(&format!("{name}.conf"));
-        let mut text = format!("port {port}\nbind 127.0.0.1\n{lines}");
+        // Its snapshots (a full sync's) in a directory of its own.
+        let own = dir.file(name);
+        std::fs::create_dir_all(&own).unwrap();
+        let mut text = format!(
+            "port {port}\nbind 127.0.0.1\ndir {}\n{lines}",
+            own.display()
+        );
         if kind == Kind::Redis {
-            // Its snapshots (a full sync's) in the test's directory.
-            let own = dir.file(name);
-            std::fs::create_dir_all(&own).unwrap();
-            text += &format!(
-                "dir {}\nlogfile {}\n",
-                own.display(),
-                own.join("log").display()
-            );
+            text += &format!("logfile {}\n", own.join("log").display());
         }
         std::fs::write(&conf, text).unwrap();
         Server::run(tools, kind, port, conf)
@@ -163,7 +162,7 @@ impl Server {
     /// Starts it (again) from its config file.
     fn run(tools: &Tools, kind: Kind, port: u16, conf: PathBuf) -> Server {
         let process = match kind {
-            Kind::Rlockd => Running(common::spawn_binary(&[conf.to_str().unwrap()]).0),
+            Kind::Rlockd => Running::new(common::spawn_binary(&[conf.to_str().unwrap()]).0),
             Kind::Redis => spawn(&tools.server, &conf, port),
         };
         Server {
@@ -195,7 +194,7 @@ impl Server {
 /// Runs one of Redis's programs on its config file, once it answers
 /// PING on `port`.
 fn spawn(program: &Path, conf: &Path, port: u16) -> Running {
-    let process = Running(
+    let process = Running::new(
         Command::new(program)
             .arg(conf)
             .stdout(Stdio::null())

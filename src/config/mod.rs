@@ -15,7 +15,7 @@ pub use kept::Kept;
 pub(crate) use parse::parse_memory;
 pub(crate) use rewrite::{RewriteError, rewrite_file};
 pub use table::{Config, parse_primary, save_points};
-pub use values::{DebugCommand, FileMode};
+pub use values::{DebugCommand, DisklessLoad, FileMode};
 
 use crate::util::glob_match;
 
