@@ -12,8 +12,9 @@
 //!   to follow it.
 //! - That transaction sent by hand to both kinds of replica answers the
 //!   same bytes.
-//! - redis-py's `Sentinel` client keeps taking a lock through that
-//!   failover: on the old primary before, on the promoted replica after.
+//! - redis-py's `Sentinel` and go-redis's `NewFailoverClient` keep taking
+//!   a lock through that failover: on the old primary before, on the
+//!   promoted replica after.
 //! - SENTINEL FAILOVER, a manual switch, promotes a replica of a live
 //!   primary and makes the primary follow it.
 //! - A primary with no replicas: SENTINEL MASTER's fields, its hellos, and
@@ -46,8 +47,8 @@ const NAME: &str = "m";
 struct Tools {
     server: PathBuf,
     sentinel: PathBuf,
-    /// The Python with redis-py, for the tests that run it.
-    python: Option<PathBuf>,
+    /// The Sentinel-mode lock clients the failover test runs.
+    clients: Vec<LockProgram>,
 }
 
 fn tools(test: &str) -> Option<Tools> {
@@ -63,37 +64,113 @@ fn tools(test: &str) -> Option<Tools> {
     Some(Tools {
         server,
         sentinel,
-        python: None,
+        clients: Vec::new(),
     })
 }
 
-/// The Python with the client packages, or `None` after a SKIP (a failure
-/// with `RLOCKD_REQUIRE_CLIENTS=1`, as `.ci/run` sets).
-fn client_python(test: &str) -> Option<PathBuf> {
-    refserver::client_python()
-        .map_err(|why| refserver::skip_unless_required(test, &why, "RLOCKD_REQUIRE_CLIENTS"))
-        .ok()
+/// Env var that turns a missing client interpreter or package into a
+/// failure, as for `tests/real_clients.rs`.
+const REQUIRE_CLIENTS_ENV: &str = "RLOCKD_REQUIRE_CLIENTS";
+
+/// A lock client in Sentinel mode that takes and releases a lock on
+/// whichever primary the sentinels name, round after round, printing
+/// `locked PORT` for each round that held it on the server at PORT.
+enum LockProgram {
+    /// `tests/clients/redis_py_sentinel.py`, run by this Python.
+    RedisPy(PathBuf),
+    /// `TestSentinelLockLoop` of `tests/clients/go`, compiled to this
+    /// test binary: go-redis's `NewFailoverClient` with redislock.
+    GoRedis(PathBuf),
 }
 
-/// `tests/clients/redis_py_sentinel.py`: redis-py's `Sentinel` taking and
-/// releasing a lock on whichever primary the sentinels name, round after
-/// round, each round that held it a `locked PORT` line.
+impl LockProgram {
+    /// Every client this machine has, each missing one a SKIP (a failure
+    /// with `RLOCKD_REQUIRE_CLIENTS=1`, as `.ci/run` sets).
+    fn available(test: &str) -> Vec<LockProgram> {
+        let skip = |why: &str| refserver::skip_unless_required(test, why, REQUIRE_CLIENTS_ENV);
+        let mut found = Vec::new();
+        match refserver::client_python() {
+            Ok(python) => found.push(LockProgram::RedisPy(python)),
+            Err(why) => skip(&why),
+        }
+        match go_test_binary() {
+            Ok(binary) => found.push(LockProgram::GoRedis(binary)),
+            Err(why) => skip(&why),
+        }
+        found
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            LockProgram::RedisPy(_) => "redis-py",
+            LockProgram::GoRedis(_) => "go-redis",
+        }
+    }
+
+    fn command(&self, sentinels: &[u16]) -> Command {
+        let ports: Vec<String> = sentinels.iter().map(u16::to_string).collect();
+        match self {
+            LockProgram::RedisPy(python) => {
+                let mut command = Command::new(python);
+                command
+                    .arg(clients_dir().join("redis_py_sentinel.py"))
+                    .arg(NAME)
+                    .args(ports);
+                command
+            }
+            LockProgram::GoRedis(binary) => {
+                let mut command = Command::new(binary);
+                command
+                    .args(["-test.run", "^TestSentinelLockLoop$"])
+                    .env("RLOCKD_SENTINELS", ports.join(","))
+                    .env("RLOCKD_MASTER", NAME);
+                command
+            }
+        }
+    }
+}
+
+fn clients_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients")
+}
+
+/// Compiles the Go clients' tests (modules from the Go proxy as go.sum
+/// pins them) into a binary under the target directory.
+fn go_test_binary() -> Result<PathBuf, String> {
+    let go = refserver::find_tool("go", "RLOCKD_GO")
+        .ok_or("no `go` on PATH (or $RLOCKD_GO): install Go 1.26+ (go.dev/dl)")?;
+    let binary = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sentinel-go.test");
+    let built = Command::new(go)
+        .args(["test", "-c", "-o"])
+        .arg(&binary)
+        .arg(".")
+        .current_dir(clients_dir().join("go"))
+        .output()
+        .map_err(|e| format!("go does not run: {e}"))?;
+    if !built.status.success() {
+        return Err(format!(
+            "go test -c failed: {}",
+            String::from_utf8_lossy(&built.stderr).trim()
+        ));
+    }
+    Ok(binary)
+}
+
+/// One lock client running, its `locked PORT` lines read as they come.
 struct LockClient {
     _process: Running,
     lines: std::sync::mpsc::Receiver<String>,
 }
 
 impl LockClient {
-    fn start(python: &Path, sentinels: &[u16]) -> LockClient {
-        let program =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/redis_py_sentinel.py");
-        let mut child = Command::new(python)
-            .arg(program)
-            .arg(NAME)
-            .args(sentinels.iter().map(u16::to_string))
+    /// Runs it; its standard input stays open while it runs (the Go client
+    /// ends when it closes).
+    fn start(mut command: Command) -> LockClient {
+        let mut child = command
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
-            .expect("python starts");
+            .expect("the client program starts");
         let stdout = child.stdout.take().unwrap();
         let (tx, lines) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -429,9 +506,9 @@ struct Failover {
     master: Vec<String>,
     /// The other replica was told to follow the promoted one.
     other_follows: bool,
-    /// redis-py's `Sentinel` held a lock on the primary before the kill,
-    /// and on the promoted replica after (`None`: no redis-py here).
-    locked: Option<(bool, bool)>,
+    /// Each Sentinel-mode client held a lock on the primary before the
+    /// kill, and on the promoted replica after.
+    locked: Vec<(&'static str, bool, bool)>,
     /// The old primary, restarted, was told to follow the replica.
     old_primary_follows: bool,
 }
@@ -483,11 +560,15 @@ fn failover(tools: &Tools, kind: Kind) -> Failover {
     });
     let normal = raw_client(replica.port, b"PING\r\n");
     let pubsub = raw_client(replica.port, b"SUBSCRIBE news\r\n");
-    let client = tools
-        .python
-        .as_deref()
-        .map(|py| LockClient::start(py, &ports));
-    let locked_before = client.as_ref().map(|c| c.locked_on(primary.port));
+    let clients: Vec<(&str, LockClient)> = tools
+        .clients
+        .iter()
+        .map(|p| (p.name(), LockClient::start(p.command(&ports))))
+        .collect();
+    let locked_before: Vec<bool> = clients
+        .iter()
+        .map(|c| c.1.locked_on(primary.port))
+        .collect();
 
     let (old_port, old_conf) = primary.kill();
     let at = ports[0];
@@ -502,7 +583,7 @@ fn failover(tools: &Tools, kind: Kind) -> Failover {
         (field(&f, "flags") == "master" && field(&f, "role-reported") == "master").then_some(f)
     });
 
-    let locked_after = client.as_ref().map(|c| c.locked_on(replica.port));
+    let locked_after = clients.iter().map(|c| c.1.locked_on(replica.port));
     // The other replica is told to follow it (an rlockd primary does not
     // serve a sync yet: then its link stays down, and Sentinel ends the
     // failover at failover-timeout).
@@ -532,7 +613,12 @@ fn failover(tools: &Tools, kind: Kind) -> Failover {
         pubsub_closed: closed(pubsub),
         master: picked(&master, &["flags", "role-reported", "num-slaves"]),
         other_follows,
-        locked: locked_before.zip(locked_after),
+        locked: clients
+            .iter()
+            .map(|c| c.0)
+            .zip(locked_before.into_iter().zip(locked_after))
+            .map(|(name, (before, after))| (name, before, after))
+            .collect(),
         old_primary_follows,
     }
 }
@@ -543,7 +629,7 @@ fn sentinel_fails_over_to_an_rlockd_replica_as_to_a_redis_one() {
     let Some(mut tools) = tools(test) else {
         return;
     };
-    tools.python = client_python(test);
+    tools.clients = LockProgram::available(test);
     let (rlockd, redis) = both(&tools, failover);
     let expected = Failover {
         listed: ["slave", "slave", "ok", "50"].map(String::from).to_vec(),
@@ -556,7 +642,11 @@ fn sentinel_fails_over_to_an_rlockd_replica_as_to_a_redis_one() {
         pubsub_closed: true,
         master: ["master", "master", "2"].map(String::from).to_vec(),
         other_follows: true,
-        locked: tools.python.as_ref().map(|_| (true, true)),
+        locked: tools
+            .clients
+            .iter()
+            .map(|c| (c.name(), true, true))
+            .collect(),
         old_primary_follows: true,
     };
     assert_eq!(redis, expected, "redis-server as the replica");
