@@ -12,9 +12,9 @@
 //!   to follow it.
 //! - That transaction sent by hand to both kinds of replica answers the
 //!   same bytes.
-//! - redis-py's `Sentinel` and go-redis's `NewFailoverClient` keep taking
-//!   a lock through that failover: on the old primary before, on the
-//!   promoted replica after.
+//! - redis-py's `Sentinel`, go-redis's `NewFailoverClient` and Redisson's
+//!   `useSentinelServers` keep taking a lock through that failover: on the
+//!   old primary before, on the promoted replica after.
 //! - SENTINEL FAILOVER, a manual switch, promotes a replica of a live
 //!   primary and makes the primary follow it.
 //! - A primary with no replicas: SENTINEL MASTER's fields, its hellos, and
@@ -81,6 +81,9 @@ enum LockProgram {
     /// `TestSentinelLockLoop` of `tests/clients/go`, compiled to this
     /// test binary: go-redis's `NewFailoverClient` with redislock.
     GoRedis(PathBuf),
+    /// `rlockd.clients.SentinelLockLoop` of `tests/clients/java`: Redisson's
+    /// `useSentinelServers`, run by this `java` on this classpath.
+    Redisson { java: PathBuf, classpath: String },
 }
 
 impl LockProgram {
@@ -97,6 +100,15 @@ impl LockProgram {
             Ok(binary) => found.push(LockProgram::GoRedis(binary)),
             Err(why) => skip(&why),
         }
+        let java = refserver::find_tool("java", "RLOCKD_JAVA");
+        match (refserver::java_classpath(), java) {
+            (Ok(classpath), Some(java)) => found.push(LockProgram::Redisson {
+                java,
+                classpath: classpath.clone(),
+            }),
+            (Err(why), _) => skip(why),
+            (_, None) => skip("no `java` on PATH (or $RLOCKD_JAVA)"),
+        }
         found
     }
 
@@ -104,6 +116,7 @@ impl LockProgram {
         match self {
             LockProgram::RedisPy(_) => "redis-py",
             LockProgram::GoRedis(_) => "go-redis",
+            LockProgram::Redisson { .. } => "redisson",
         }
     }
 
@@ -124,6 +137,13 @@ impl LockProgram {
                     .args(["-test.run", "^TestSentinelLockLoop$"])
                     .env("RLOCKD_SENTINELS", ports.join(","))
                     .env("RLOCKD_MASTER", NAME);
+                command
+            }
+            LockProgram::Redisson { java, classpath } => {
+                let mut command = Command::new(java);
+                command
+                    .args(["-cp", classpath, "rlockd.clients.SentinelLockLoop", NAME])
+                    .args(ports);
                 command
             }
         }
