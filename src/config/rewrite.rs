@@ -255,6 +255,17 @@ mod tests {
     }
 
     #[test]
+    fn every_setting_reads_back_as_written() {
+        let c = Config::default();
+        let text: String = params().map(|p| line_of(p, &(p.get)(&c)) + "\n").collect();
+        // Compared as CONFIG GET shows them: a kept setting given its
+        // default is stored where an absent one is not.
+        let shown = |c: &Config| params().map(|p| (p.name, (p.get)(c))).collect::<Vec<_>>();
+        assert_eq!(shown(&config_of(&text)), shown(&c));
+        assert_eq!(shown(&config_of(&rewrite(&c, &text))), shown(&c));
+    }
+
+    #[test]
     fn a_setting_at_its_default_is_not_added() {
         let c = Config::default();
         assert_eq!(rewrite(&c, "# nothing\n"), "# nothing\n");
