@@ -346,6 +346,11 @@ fn load_config(line: CommandLine) -> Result<rlockd::Config, ConfigError> {
         config
             .apply_file(&text)
             .map_err(|e| ConfigError::BadLine(path.clone(), e))?;
+        // CONFIG REWRITE writes it back wherever the server's directory
+        // later is; standard input has no file to write.
+        if path.to_str() != Some("-") {
+            config.config_file = std::path::absolute(path).ok();
+        }
     }
     let from_env = std::env::var(PASSWORD_ENV)
         .ok()

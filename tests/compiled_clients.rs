@@ -190,40 +190,6 @@ fn collect(out: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
 
 // ---------------------------------------------------------------- Java
 
-/// The classpath of the built Java module (`mvn test-compile`, once per
-/// test binary), or why there is none.
-fn java_classpath() -> &'static Result<String, String> {
-    static CLASSPATH: OnceLock<Result<String, String>> = OnceLock::new();
-    CLASSPATH.get_or_init(|| {
-        let mvn = find_tool("mvn", "RLOCKD_MVN")
-            .ok_or("no `mvn` on PATH (or $RLOCKD_MVN): apt-get install maven")?;
-        find_tool("java", "RLOCKD_JAVA").ok_or(
-            "no `java` on PATH (or $RLOCKD_JAVA): apt-get install openjdk-17-jdk-headless maven",
-        )?;
-        let module = clients_dir().join("java");
-        let built = Command::new(mvn)
-            .args(["-q", "-B", "test-compile"])
-            .current_dir(&module)
-            .output()
-            .map_err(|e| format!("cannot run mvn: {e}"))?;
-        if !built.status.success() {
-            return Err(format!(
-                "mvn test-compile failed in {}:\n{}{}",
-                module.display(),
-                String::from_utf8_lossy(&built.stdout),
-                String::from_utf8_lossy(&built.stderr)
-            ));
-        }
-        let deps = std::fs::read_to_string(module.join("target/test-classpath.txt"))
-            .map_err(|e| format!("no classpath file after mvn: {e}"))?;
-        Ok(format!(
-            "{}:{}",
-            module.join("target/test-classes").display(),
-            deps.trim()
-        ))
-    })
-}
-
 /// The count on one of the JUnit console launcher's summary lines, such as
 /// `[        11 tests successful      ]`.
 fn junit_count(output: &str, what: &str) -> Option<u64> {
@@ -262,7 +228,7 @@ fn judge_junit(target: &Target, output: &str) -> Result<String, String> {
 /// Runs one JUnit class of `tests/clients/java` against `count` servers
 /// set up as `setup`.
 fn redisson(test: &str, class: &str, setup: Setup, count: usize) {
-    let classpath = match java_classpath() {
+    let classpath = match refserver::java_classpath() {
         Ok(cp) => cp,
         Err(why) => return skip(test, why),
     };
@@ -298,7 +264,7 @@ fn redisson(test: &str, class: &str, setup: Setup, count: usize) {
 #[test]
 fn java_embedded_redis_style_launcher() {
     let test = "java_embedded_redis_style_launcher";
-    let classpath = match java_classpath() {
+    let classpath = match refserver::java_classpath() {
         Ok(cp) => cp,
         Err(why) => return skip(test, why),
     };

@@ -537,57 +537,6 @@ fn following_a_promoted_replica_continues_under_its_new_id() {
     );
 }
 
-/// One RESP command off the front of `buf`, if it is all there.
-fn take_command(buf: &mut Vec<u8>) -> Option<Vec<String>> {
-    fn line(buf: &[u8], at: usize) -> Option<(String, usize)> {
-        let end = buf[at..].windows(2).position(|w| w == b"\r\n")? + at;
-        Some((String::from_utf8_lossy(&buf[at..end]).into_owned(), end + 2))
-    }
-    let (count, mut at) = line(buf, 0)?;
-    let count: usize = count.strip_prefix('*')?.parse().ok()?;
-    let mut args = Vec::new();
-    for _ in 0..count {
-        let (len, next) = line(buf, at)?;
-        let len: usize = len.strip_prefix('$')?.parse().ok()?;
-        if buf.len() < next + len + 2 {
-            return None;
-        }
-        args.push(String::from_utf8_lossy(&buf[next..next + len]).into_owned());
-        at = next + len + 2;
-    }
-    buf.drain(..at);
-    Some(args)
-}
-
-/// What a replica sends a primary that says yes to everything, up to its
-/// PSYNC (answered with a full resync that never comes), and the
-/// connection, kept open.
-fn handshake_seen(listener: &std::net::TcpListener) -> (std::net::TcpStream, Vec<Vec<String>>) {
-    use std::io::{Read, Write};
-    let (mut s, _) = listener.accept().unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let (mut buf, mut seen) = (Vec::new(), Vec::new());
-    loop {
-        while let Some(cmd) = take_command(&mut buf) {
-            let reply: &[u8] = match cmd[0].as_str() {
-                "PING" => b"+PONG\r\n",
-                "PSYNC" => b"+FULLRESYNC 0123456789012345678901234567890123456789 0\r\n",
-                _ => b"+OK\r\n",
-            };
-            s.write_all(reply).unwrap();
-            let done = cmd[0] == "PSYNC";
-            seen.push(cmd);
-            if done {
-                return (s, seen);
-            }
-        }
-        let mut chunk = [0u8; 1024];
-        let n = s.read(&mut chunk).unwrap();
-        assert!(n > 0, "the replica hung up: {seen:?}");
-        buf.extend_from_slice(&chunk[..n]);
-    }
-}
-
 /// The handshake of a Redis 7.0 replica, with `masteruser`/`masterauth`
 /// and the announced address; a primary silent past `repl-timeout` is
 /// dropped and connected to again.
@@ -620,7 +569,7 @@ fn the_handshake_and_repl_timeout() {
     .map(|c| c.iter().map(|s| s.to_string()).collect())
     .collect();
     let started = Instant::now();
-    let (_first, seen) = handshake_seen(&listener);
+    let (_first, seen) = common::fake_primary::handshake_seen(&listener);
     assert_eq!(seen, expected);
     // The full resync was taken: the replica waits for the payload.
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -633,7 +582,7 @@ fn the_handshake_and_repl_timeout() {
         std::thread::sleep(Duration::from_millis(10));
     }
     // Silent for a second: the link is dropped, and made again.
-    assert_eq!(handshake_seen(&listener).1, expected);
+    assert_eq!(common::fake_primary::handshake_seen(&listener).1, expected);
     assert!(started.elapsed() >= Duration::from_secs(1));
 }
 
@@ -687,4 +636,57 @@ fn clients_are_told_loading_during_a_full_sync() {
             "int(300000)"
         ]
     );
+}
+
+/// `repl-diskless-load` and `rdb-del-sync-files` as a Redis 7.0 replica
+/// takes them (issue #30): `disabled`, and `on-empty-db` over keys of the
+/// replica's own, leave the primary's snapshot as the replica's
+/// `dump.rdb`, which `rdb-del-sync-files yes` removes once loaded (the
+/// replica saving nothing itself); `on-empty-db` on an empty replica and
+/// `swapdb` load it from the link and write no file.
+#[test]
+fn diskless_load_and_the_sync_file_as_a_redis_replica() {
+    let Some((server, mut p)) = primary("diskless_load", None) else {
+        return;
+    };
+    q(&mut p, &["SET", "k", "v"]);
+    let port = server.port().to_string();
+    let bin = refserver::redis_server_path("diskless_load").unwrap();
+    let cases = [
+        ("disabled", "no", false),
+        ("on-empty-db", "no", false),
+        ("on-empty-db", "no", true),
+        ("swapdb", "no", true),
+        ("disabled", "yes", false),
+    ];
+    for (load, delete, own_keys) in cases {
+        let case =
+            format!("repl-diskless-load {load}, rdb-del-sync-files {delete}, keys {own_keys}");
+        let reference = RedisServer::start(&bin);
+        let dir = common::TempDir::new(&format!("load-{load}-{delete}-{own_keys}"));
+        let (_r, mut ours) = rlockd(&["--dir", dir.arg()]);
+        let mut theirs = connect(reference.port());
+        let mut files = Vec::new();
+        for (con, dir) in [
+            (&mut ours, std::path::Path::new(dir.arg())),
+            (&mut theirs, reference.dir()),
+        ] {
+            q(con, &["CONFIG", "SET", "repl-diskless-load", load]);
+            q(con, &["CONFIG", "SET", "rdb-del-sync-files", delete]);
+            if own_keys {
+                q(con, &["SET", "mine", "1"]);
+            }
+            q(con, &["REPLICAOF", "127.0.0.1", &port]);
+            until_in_sync(&mut p, con);
+            assert_eq!(text(q(con, &["GET", "k"])), "v", "{case}");
+            assert_eq!(q(con, &["EXISTS", "mine"]), Value::Int(0), "{case}");
+            files.push(dir.join("dump.rdb").exists());
+        }
+        let written = (load == "disabled" || own_keys && load == "on-empty-db") && delete == "no";
+        assert_eq!(
+            files,
+            [written, written],
+            "{case}: dump.rdb (rlockd's, redis-server's)"
+        );
+    }
 }

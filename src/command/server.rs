@@ -235,10 +235,20 @@ pub fn config_resetstat(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::OK)
 }
 
-pub fn config_rewrite(_ctx: &mut Ctx) -> CmdResult<Reply> {
-    Err(CmdError::other(
-        "ERR The server is running without a config file",
-    ))
+pub fn config_rewrite(ctx: &mut Ctx) -> CmdResult<Reply> {
+    let config = ctx.shared.config.read().clone();
+    match crate::config::rewrite_file(&config) {
+        Ok(()) => {
+            tracing::warn!("CONFIG REWRITE executed with success.");
+            Ok(Reply::OK)
+        }
+        Err(e) => {
+            if let crate::config::RewriteError::Io(_) = e {
+                tracing::warn!("CONFIG REWRITE failed: {e}");
+            }
+            Err(CmdError::other(format!("ERR {e}")))
+        }
+    }
 }
 
 pub fn config_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
@@ -252,7 +262,7 @@ pub fn config_help(_ctx: &mut Ctx) -> CmdResult<Reply> {
             "RESETSTAT",
             "    Reset statistics reported by the INFO command.",
             "REWRITE",
-            "    Not available: rlockd has no config file to rewrite.",
+            "    Rewrite the configuration file.",
         ],
     ))
 }
@@ -708,7 +718,11 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             line("hz", &config.hz);
             line("configured_hz", &config.hz);
             line("executable", &"rlockd");
-            line("config_file", &"");
+            let file = config.config_file.as_deref().map(std::path::Path::display);
+            line(
+                "config_file",
+                &file.map_or(String::new(), |f| f.to_string()),
+            );
             line("io_threads_active", &0);
             line("rlockd_version", &env!("CARGO_PKG_VERSION"));
             "Server"

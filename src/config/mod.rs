@@ -13,8 +13,9 @@
 pub use file::ConfigFileError;
 pub use kept::Kept;
 pub(crate) use parse::parse_memory;
+pub(crate) use rewrite::{RewriteError, rewrite_file};
 pub use table::{Config, parse_primary, save_points};
-pub use values::{DebugCommand, FileMode};
+pub use values::{DebugCommand, DisklessLoad, FileMode};
 
 use crate::util::glob_match;
 
@@ -142,6 +143,9 @@ macro_rules! directives {
             pub renamed_commands: Vec<(String, String)>,
             /// `user NAME rules...` lines: each user's name and ACL rules.
             pub users: Vec<Vec<String>>,
+            /// The config file the server started from, as an absolute
+            /// path: what CONFIG REWRITE writes and INFO names.
+            pub config_file: Option<std::path::PathBuf>,
         }
 
         impl Default for Config {
@@ -151,6 +155,7 @@ macro_rules! directives {
                     kept: Kept::default(),
                     renamed_commands: Vec::new(),
                     users: Vec::new(),
+                    config_file: None,
                 }
             }
         }
@@ -183,6 +188,7 @@ macro_rules! directives {
 mod file;
 mod kept;
 mod parse;
+mod rewrite;
 mod table;
 mod values;
 

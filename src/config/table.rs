@@ -1,7 +1,7 @@
 //! The directives, one entry each.
 
 use super::parse::*;
-use super::values::{DebugCommand, FileMode, Value};
+use super::values::{DebugCommand, DisklessLoad, FileMode, Value};
 use super::{Change, Hook, Kept, Param};
 use crate::keyspace::EncodingLimits;
 
@@ -456,6 +456,29 @@ directives! {
     "replica-priority" | "slave-priority" => replica_priority: i64 {
         default: 100,
         parse: |v| parse_int(v, 0),
+        change: Runtime,
+    }
+    /// How a replica takes a full sync's snapshot: `disabled` writes it to
+    /// the snapshot file (`dir/dbfilename`) and loads it from there;
+    /// `on-empty-db` loads it straight from the link when the replica
+    /// holds no keys (else as `disabled`); `swapdb` always does.
+    "repl-diskless-load" => repl_diskless_load: DisklessLoad {
+        default: DisklessLoad::Disabled,
+        parse: DisklessLoad::parse,
+        change: Runtime,
+    }
+    /// yes: a replica without persistence (no `save` points, `appendonly
+    /// no`) deletes the snapshot file a full sync wrote once it is loaded.
+    "rdb-del-sync-files" => rdb_del_sync_files: bool {
+        default: false,
+        parse: parse_yes_no,
+        change: Runtime,
+    }
+    /// no: a replica says so in INFO (`replica_announced:0`), and Sentinel
+    /// leaves it out of what it tells clients (SENTINEL REPLICAS).
+    "replica-announced" => replica_announced: bool {
+        default: true,
+        parse: parse_yes_no,
         change: Runtime,
     }
     /// no: while its link is down, a replica answers only the commands

@@ -1,7 +1,7 @@
 //! How a directive's field reads back and looks as a flag, and the
 //! setting types of rlockd's own.
 
-use super::parse::out_of_range;
+use super::parse::{not_one_of, out_of_range};
 
 /// `enable-debug-command`: nobody (Redis's default), everybody, or
 /// clients on the loopback interface.
@@ -27,6 +27,42 @@ impl DebugCommand {
             .into_iter()
             .find(|d| v.eq_ignore_ascii_case(d.name()))
             .ok_or_else(|| "argument(s) must be one of the following: no, yes, local".into())
+    }
+}
+
+/// `repl-diskless-load`: how a replica takes a full sync's snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DisklessLoad {
+    /// Written to the snapshot file (`dir/dbfilename`), then loaded.
+    #[default]
+    Disabled,
+    /// Loaded straight from the link when the replica holds no keys, else
+    /// as `Disabled`.
+    OnEmptyDb,
+    /// Loaded straight from the link, whatever the replica holds.
+    Swapdb,
+}
+
+impl DisklessLoad {
+    const ALL: [DisklessLoad; 3] = [
+        DisklessLoad::Disabled,
+        DisklessLoad::OnEmptyDb,
+        DisklessLoad::Swapdb,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            DisklessLoad::Disabled => "disabled",
+            DisklessLoad::OnEmptyDb => "on-empty-db",
+            DisklessLoad::Swapdb => "swapdb",
+        }
+    }
+
+    pub(super) fn parse(v: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|d| v.eq_ignore_ascii_case(d.name()))
+            .ok_or_else(|| not_one_of(&Self::ALL.map(DisklessLoad::name)))
     }
 }
 
@@ -117,6 +153,13 @@ impl Value for FileMode {
     const SHAPE: &'static str = "OCTAL";
     fn show(&self) -> String {
         format!("{:o}", self.0)
+    }
+}
+
+impl Value for DisklessLoad {
+    const SHAPE: &'static str = "disabled|on-empty-db|swapdb";
+    fn show(&self) -> String {
+        self.name().into()
     }
 }
 

@@ -72,6 +72,17 @@ pub struct History {
 /// No history before the last switch, as Redis prints it.
 const NO_REPLID: &str = "0000000000000000000000000000000000000000";
 
+/// A full sync's transfer, as INFO's `master_sync_*` report it (Redis's
+/// `repl_transfer_*`).
+struct Transfer {
+    /// The payload's size: -1 before its header, 0 for a diskless one
+    /// (its end is a mark, not a length).
+    size: AtomicI64,
+    read: AtomicI64,
+    /// Server ms of its last bytes.
+    last_io_ms: AtomicU64,
+}
+
 pub struct ReplicaState {
     /// The primary to follow; the link task watches it.
     primary: watch::Sender<Option<Primary>>,
@@ -91,6 +102,7 @@ pub struct ReplicaState {
     /// goes on in it (Redis keeps its primary's client, database and all,
     /// across a dropped link).
     stream_db: AtomicUsize,
+    transfer: Transfer,
     /// Held while a full sync replaces the data: a link given up during
     /// its load (REPLICAOF elsewhere) leaves the load to finish on its
     /// thread, and the next link's load waits for it.
@@ -113,6 +125,11 @@ impl ReplicaState {
             down_since_ms: AtomicU64::new(0),
             synced: AtomicBool::new(false),
             stream_db: AtomicUsize::new(0),
+            transfer: Transfer {
+                size: AtomicI64::new(-1),
+                read: AtomicI64::new(0),
+                last_io_ms: AtomicU64::new(0),
+            },
             loading: Mutex::new(()),
         }
     }
@@ -207,6 +224,24 @@ impl ReplicaState {
             .then(|| (self.history.lock().replid.clone(), self.offset() + 1))
     }
 
+    /// A full sync's payload is coming: its size is not known yet.
+    pub fn transfer_started(&self, now_ms: u64) {
+        self.transfer.size.store(-1, Ordering::Relaxed);
+        self.transfer.read.store(0, Ordering::Relaxed);
+        self.transfer.last_io_ms.store(now_ms, Ordering::Relaxed);
+    }
+
+    /// The payload's header: its length, or 0 for a diskless payload.
+    pub fn transfer_size(&self, size: i64) {
+        self.transfer.size.store(size, Ordering::Relaxed);
+    }
+
+    /// So many of the payload's bytes are in.
+    pub fn transfer_read(&self, read: i64, now_ms: u64) {
+        self.transfer.read.store(read, Ordering::Relaxed);
+        self.transfer.last_io_ms.store(now_ms, Ordering::Relaxed);
+    }
+
     pub fn heard_from_primary(&self, now_ms: u64) {
         self.last_io_ms.store(now_ms, Ordering::Relaxed);
     }
@@ -255,6 +290,23 @@ pub fn info(shared: &Shared, line: &mut dyn FnMut(&str, &dyn std::fmt::Display))
         let applied = if synced { offset } else { 1 };
         line("slave_read_repl_offset", &applied);
         line("slave_repl_offset", &applied);
+        if link == LinkState::Sync {
+            let transfer = &state.transfer;
+            let size = transfer.size.load(Ordering::Relaxed);
+            let read = transfer.read.load(Ordering::Relaxed);
+            // Redis divides by a size of -1 too, into `-0.00`.
+            let perc = if size == 0 {
+                0.0
+            } else {
+                read as f64 / size as f64 * 100.0
+            };
+            line("master_sync_total_bytes", &size);
+            line("master_sync_read_bytes", &read);
+            line("master_sync_left_bytes", &(size - read));
+            line("master_sync_perc", &format!("{perc:.2}"));
+            let last_io = transfer.last_io_ms.load(Ordering::Relaxed);
+            line("master_sync_last_io_seconds_ago", &secs_since(last_io));
+        }
         if !up {
             line(
                 "master_link_down_since_seconds",
@@ -263,7 +315,7 @@ pub fn info(shared: &Shared, line: &mut dyn FnMut(&str, &dyn std::fmt::Display))
         }
         line("slave_priority", &config.replica_priority);
         line("slave_read_only", &i32::from(config.replica_read_only));
-        line("replica_announced", &1);
+        line("replica_announced", &i32::from(config.replica_announced));
     } else {
         line("role", &"master");
     }

@@ -637,17 +637,30 @@ fn load_bytes(
 /// Empties the keyspace and the function libraries, before a load that
 /// replaces them.
 pub fn empty_all(shared: &Shared) {
-    let mut locked = loop {
-        // Only a script past the busy threshold refuses; it ends or is
-        // killed, so asking again is waiting for it.
-        match shared.keyspace.lock(&crate::keyspace::LockPlan::All) {
-            Ok(locked) => break locked,
-            Err(_) => std::thread::sleep(std::time::Duration::from_millis(5)),
-        }
-    };
+    let mut locked = lock_all(shared);
     crate::keyspace::flush_all(&mut locked);
     drop(locked);
     shared.scripts.libraries.write().clear();
+}
+
+/// Every shard, once no busy script holds one (a script past the busy
+/// threshold refuses; it ends or is killed, so asking again is waiting
+/// for it).
+fn lock_all(shared: &Shared) -> crate::keyspace::Locked<'_> {
+    loop {
+        match shared.keyspace.lock(&crate::keyspace::LockPlan::All) {
+            Ok(locked) => return locked,
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(5)),
+        }
+    }
+}
+
+/// Whether any database holds a key.
+pub fn holds_keys(shared: &Shared) -> bool {
+    let databases = shared.config.read().databases;
+    lock_all(shared)
+        .shards()
+        .any(|shard| (0..databases).any(|db| shard.db_len(db) > 0))
 }
 
 /// DEBUG RELOAD: saves (unless `save` is off), empties the keyspace and

@@ -84,7 +84,7 @@ fn line(db: usize, origin: Origin, args: &[Bytes]) -> Bytes {
         if secret(i) {
             out.extend_from_slice(b"\"(redacted)\"");
         } else {
-            quote(&mut out, arg);
+            crate::util::quote(&mut out, arg);
         }
     }
     out.extend_from_slice(b"\r\n");
@@ -113,25 +113,6 @@ pub fn secret_args(args: &[Bytes]) -> impl Fn(usize) -> bool + use<> {
         }
     }
     move |i| hidden.contains(&i)
-}
-
-/// Redis's quoting of an argument: in double quotes, with `\` and `"`
-/// escaped, the usual C escapes, and `\xhh` for what is not printable.
-fn quote(out: &mut Vec<u8>, arg: &[u8]) {
-    out.push(b'"');
-    for &b in arg {
-        match b {
-            b'\\' | b'"' => out.extend_from_slice(&[b'\\', b]),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            0x07 => out.extend_from_slice(b"\\a"),
-            0x08 => out.extend_from_slice(b"\\b"),
-            0x20..=0x7e => out.push(b),
-            _ => out.extend_from_slice(format!("\\x{b:02x}").as_bytes()),
-        }
-    }
-    out.push(b'"');
 }
 
 #[cfg(test)]

@@ -10,8 +10,9 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 
 use crate::client_handle::ClientHandle;
 use crate::command::dispatch;
+use crate::config::DisklessLoad;
 use crate::context::replica::{LinkState, Primary};
-use crate::context::snapshot::{LoadError, empty_all, load_data};
+use crate::context::snapshot::{LoadError, empty_all, holds_keys, load_data, rdb_path};
 use crate::context::{Client, Shared};
 use crate::protocol::{Reply, RequestParser};
 
@@ -33,6 +34,9 @@ pub enum LinkError {
     },
     /// Its reply made no sense.
     Protocol(String),
+    /// The snapshot file could not be written (`repl-diskless-load
+    /// disabled`).
+    SyncFile(std::io::Error),
     Load(LoadError),
 }
 
@@ -46,6 +50,11 @@ impl std::fmt::Display for LinkError {
                 write!(f, "Master refused {step}: {reply}")
             }
             LinkError::Protocol(e) => write!(f, "Bad reply from master: {e}"),
+            LinkError::SyncFile(e) => write!(
+                f,
+                "Failed trying to write the temp DB to disk in MASTER <-> REPLICA synchronization: {}",
+                crate::util::os_reason(e)
+            ),
             LinkError::Load(e) => write!(
                 f,
                 "Failed trying to load the MASTER synchronization DB: {e}"
@@ -117,7 +126,9 @@ impl Conn {
 
     /// The snapshot's bytes: `$<len>` and that many, or `$EOF:<mark>` and
     /// everything up to the mark.
-    async fn payload(&mut self) -> LinkResult<Vec<u8>> {
+    /// Its progress goes to `shared`'s replica state, for INFO.
+    async fn payload(&mut self, shared: &Shared) -> LinkResult<Vec<u8>> {
+        let state = &shared.replica;
         let header = self.line().await?;
         if let Some(err) = header.strip_prefix('-') {
             return Err(LinkError::Refused {
@@ -133,8 +144,13 @@ impl Conn {
             if mark.len() != EOF_MARK_LEN {
                 return Err(LinkError::Protocol(header));
             }
+            state.transfer_size(0);
             // Nothing follows the mark until this replica's first ACK.
-            while !self.buf.ends_with(mark) {
+            loop {
+                state.transfer_read(self.buf.len() as i64, shared.now_ms());
+                if self.buf.ends_with(mark) {
+                    break;
+                }
                 self.fill().await?;
             }
             let mut data = std::mem::take(&mut self.buf).to_vec();
@@ -144,7 +160,12 @@ impl Conn {
         let len: usize = size
             .parse()
             .map_err(|_| LinkError::Protocol(header.clone()))?;
-        while self.buf.len() < len {
+        state.transfer_size(len as i64);
+        loop {
+            state.transfer_read(self.buf.len().min(len) as i64, shared.now_ms());
+            if self.buf.len() >= len {
+                break;
+            }
             self.fill().await?;
         }
         Ok(self.buf.split_to(len).to_vec())
@@ -196,7 +217,8 @@ pub async fn follow(shared: &Arc<Shared>, primary: &Primary) -> LinkResult<()> {
         Sync::Full { replid, offset } => {
             tracing::info!("Full resync from master: {replid}:{offset}");
             state.set_link(LinkState::Sync);
-            let data = conn.payload().await?;
+            state.transfer_started(shared.now_ms());
+            let data = conn.payload(shared).await?;
             tracing::info!(
                 "MASTER <-> REPLICA sync: receiving {} bytes from master",
                 data.len()
@@ -343,21 +365,39 @@ fn parse_psync(reply: &str) -> LinkResult<Sync> {
 }
 
 /// Replaces the data with the snapshot's, off the async threads: clients
-/// are told LOADING meanwhile, as Redis tells them.
+/// are told LOADING meanwhile, as Redis tells them. As `repl-diskless-load`
+/// says, the snapshot is first written to the snapshot file, as a Redis
+/// replica loads it from there (the file is then the replica's own
+/// snapshot, unless `rdb-del-sync-files` removes it).
 async fn load(shared: &Arc<Shared>, data: Vec<u8>) -> LinkResult<()> {
     let worker = shared.clone();
-    let loaded = tokio::task::spawn_blocking(move || {
+    tokio::task::spawn_blocking(move || {
         let _one_at_a_time = worker.replica.loading.lock();
-        let verify = worker.config.read().rdbchecksum;
+        let config = worker.config.read().clone();
+        let to_file = match config.repl_diskless_load {
+            DisklessLoad::Disabled => true,
+            DisklessLoad::OnEmptyDb => holds_keys(&worker),
+            DisklessLoad::Swapdb => false,
+        };
+        let file = rdb_path(&config);
+        if to_file {
+            crate::persist::write_atomically(&file, &data).map_err(LinkError::SyncFile)?;
+        }
         worker.snapshots.set_loading(true);
         empty_all(&worker);
-        let loaded = load_data(&worker, &data, verify, false);
+        let loaded = load_data(&worker, &data, config.rdbchecksum, false);
         worker.snapshots.set_loading(false);
-        loaded
+        let persistent = !config.save.is_empty() || config.appendonly;
+        if to_file && config.rdb_del_sync_files && !persistent {
+            tracing::info!(
+                "Removing the RDB file obtained from the master. This replica has persistence disabled"
+            );
+            let _ = std::fs::remove_file(&file);
+        }
+        loaded.map_err(LinkError::Load)
     })
     .await
-    .map_err(|e| LinkError::Protocol(e.to_string()))?;
-    loaded.map_err(LinkError::Load)
+    .map_err(|e| LinkError::Protocol(e.to_string()))?
 }
 
 /// Applies the primary's commands in order, counting their bytes into

@@ -21,6 +21,25 @@ pub fn os_reason(e: &std::io::Error) -> String {
     }
 }
 
+/// Redis's quoting of an argument: in double quotes, with `\` and `"`
+/// escaped, the usual C escapes, and `\xhh` for what is not printable.
+pub(crate) fn quote(out: &mut Vec<u8>, arg: &[u8]) {
+    out.push(b'"');
+    for &b in arg {
+        match b {
+            b'\\' | b'"' => out.extend_from_slice(&[b'\\', b]),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x07 => out.extend_from_slice(b"\\a"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x20..=0x7e => out.push(b),
+            _ => out.extend_from_slice(format!("\\x{b:02x}").as_bytes()),
+        }
+    }
+    out.push(b'"');
+}
+
 /// Parses a signed 64-bit integer as Redis's `string2ll` does: no sign but
 /// `-`, no leading zeros, no spaces.
 pub(crate) fn parse_i64(s: &[u8]) -> Option<i64> {

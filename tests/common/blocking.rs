@@ -35,8 +35,15 @@ pub fn q_err(con: &mut Connection, args: &[&str]) -> String {
     }
 }
 
-/// A server process, killed when dropped (a failing test included).
-pub struct Running(pub std::process::Child);
+/// A server process, killed when dropped (a failing test included), and
+/// the directory it works in, if it has one of its own (removed after).
+pub struct Running(pub std::process::Child, Option<super::TempDir>);
+
+impl Running {
+    pub fn new(child: std::process::Child) -> Running {
+        Running(child, None)
+    }
+}
 
 impl Drop for Running {
     fn drop(&mut self) {
@@ -45,11 +52,15 @@ impl Drop for Running {
     }
 }
 
-/// The `rlockd` binary on a free port with `extra` arguments, and a
-/// connection to it.
+/// The `rlockd` binary on a free port with `extra` arguments, in a
+/// directory of its own (a replica writes the snapshot of a full sync
+/// there), and a connection to it.
 pub fn rlockd(extra: &[&str]) -> (Running, Connection) {
-    let mut args = vec!["--port", "0"];
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = super::TempDir::new(&format!("rlockd-{n}"));
+    let mut args = vec!["--port", "0", "--dir", dir.arg()];
     args.extend_from_slice(extra);
     let (child, port) = super::spawn_binary(&args);
-    (Running(child), connect(port))
+    (Running(child, Some(dir)), connect(port))
 }

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod blocking;
+pub mod fake_primary;
 pub mod resp;
 
 use std::io::{BufRead, BufReader};

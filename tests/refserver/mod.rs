@@ -167,6 +167,40 @@ pub fn client_python() -> Result<PathBuf, String> {
         })
 }
 
+/// The classpath of the built Java module (`mvn test-compile`, once per
+/// test binary), or why there is none.
+pub fn java_classpath() -> &'static Result<String, String> {
+    static CLASSPATH: std::sync::OnceLock<Result<String, String>> = std::sync::OnceLock::new();
+    CLASSPATH.get_or_init(|| {
+        let mvn = find_tool("mvn", "RLOCKD_MVN")
+            .ok_or("no `mvn` on PATH (or $RLOCKD_MVN): apt-get install maven")?;
+        find_tool("java", "RLOCKD_JAVA").ok_or(
+            "no `java` on PATH (or $RLOCKD_JAVA): apt-get install openjdk-17-jdk-headless maven",
+        )?;
+        let module = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/java");
+        let built = Command::new(mvn)
+            .args(["-q", "-B", "test-compile"])
+            .current_dir(&module)
+            .output()
+            .map_err(|e| format!("cannot run mvn: {e}"))?;
+        if !built.status.success() {
+            return Err(format!(
+                "mvn test-compile failed in {}:\n{}{}",
+                module.display(),
+                String::from_utf8_lossy(&built.stdout),
+                String::from_utf8_lossy(&built.stderr)
+            ));
+        }
+        let deps = std::fs::read_to_string(module.join("target/test-classpath.txt"))
+            .map_err(|e| format!("no classpath file after mvn: {e}"))?;
+        Ok(format!(
+            "{}:{}",
+            module.join("target/test-classes").display(),
+            deps.trim()
+        ))
+    })
+}
+
 pub fn redis_server_path(test: &str) -> Option<PathBuf> {
     require_tool(test, "redis-server", "REDIS_SERVER")
 }

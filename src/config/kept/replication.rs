@@ -10,9 +10,6 @@ kept! {
     /// No effect: not yet built into rlockd's replication.
     "repl-disable-tcp-nodelay" = "no", Runtime, YES_NO;
     /// No effect: not yet built into rlockd's replication.
-    "repl-diskless-load" = "disabled", Runtime,
-        Check::new(|v| parse_enum(v, &["disabled", "on-empty-db", "swapdb"]));
-    /// No effect: not yet built into rlockd's replication.
     "repl-diskless-sync" = "yes", Runtime, YES_NO;
     /// No effect: not yet built into rlockd's replication.
     "repl-diskless-sync-delay" = "5", Runtime, Check::new(|v| int_from(v, 0));
@@ -21,8 +18,6 @@ kept! {
     /// No effect: not yet built into rlockd's replication.
     "repl-ping-replica-period" | "repl-ping-slave-period" = "10", Runtime,
         Check::new(|v| int_from(v, 1));
-    /// No effect: not yet built into rlockd's replication.
-    "replica-announced" = "yes", Runtime, YES_NO;
     /// No effect: not yet built into rlockd's replication.
     "replica-ignore-disk-write-errors" = "no", Runtime, YES_NO;
     /// No effect: not yet built into rlockd's replication.
