@@ -36,7 +36,8 @@ kept! {
     "shutdown-timeout" = "10", Runtime, Check::new(|v| int_from(v, 0));
     /// No effect: sockets are not marked.
     "socket-mark-id" = "0", Never, Check::new(|v| int_text(v, 0, u32::MAX.into()));
-    /// No effect: rlockd makes no outgoing connections.
+    /// No effect: a replica's link to its primary (and MIGRATE) leaves from
+    /// the address the system picks.
     "bind-source-addr" = "", Runtime, TEXT;
     /// No effect: no per-command latency histograms.
     "latency-tracking" = "yes", Runtime, YES_NO;
