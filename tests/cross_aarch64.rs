@@ -66,7 +66,7 @@ fn aarch64_binary_under_qemu() {
     }
     let binary = cross::binary();
     if !binary.is_file() {
-        skip(&format!("no {} (`{}`)", binary.display(), cross::BUILD));
+        skip(&cross::not_built());
         return;
     }
     assert_eq!(

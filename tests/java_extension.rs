@@ -102,9 +102,9 @@ fn java_extension_example_suite() {
         refserver::skip_unless_required(
             AARCH64_TEST,
             &format!(
-                "no {} (`{}`): the jar carries linux-x86_64 only",
-                aarch64.display(),
-                cross::BUILD
+                "{}: the jar carries linux-x86_64 only ({})",
+                cross::not_built(),
+                cross::INSTALL
             ),
             REQUIRE_CLIENTS_ENV,
         );

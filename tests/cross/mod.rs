@@ -27,3 +27,8 @@ pub fn binary() -> PathBuf {
         .expect("the binary lies in TARGET_DIR/PROFILE/");
     target_dir.join(TARGET).join(PROFILE).join("rlockd")
 }
+
+/// Why a test that needs the binary goes without: `binary()` is not built.
+pub fn not_built() -> String {
+    format!("no {} (`{BUILD}`)", binary().display())
+}
