@@ -8,6 +8,10 @@
 //! id behind, and must be gone once Maven is done: the end of the run
 //! stopped it.
 //!
+//! The jar carries the aarch64 binary too where it is built (`.ci/run`
+//! cross-builds it; see `tests/cross_aarch64.rs`), and the extension's own
+//! tests check that each carried binary is built for its platform.
+//!
 //! The repository is kept between runs, so Maven downloads Redisson, JUnit
 //! and its plugins once; only the extension is removed before each install.
 //! It needs `mvn`, `java` and, on the first run, Maven Central: without
@@ -15,6 +19,7 @@
 //! `RLOCKD_REQUIRE_CLIENTS=1` (as `.ci/run` sets, where it runs as a step
 //! of its own after `cargo test --release`).
 
+mod cross;
 mod refserver;
 mod steps;
 
@@ -31,6 +36,10 @@ const REQUIRE_CLIENTS_ENV: &str = "RLOCKD_REQUIRE_CLIENTS";
 const GROUP_DIR: &str = "rlockd/rlockd-junit5";
 /// Where the jar carries the binary for this platform.
 const BUNDLED: &str = "native/linux-x86_64/rlockd";
+/// And the cross-built one.
+const BUNDLED_AARCH64: &str = "native/linux-aarch64/rlockd";
+/// What a run without the aarch64 binary leaves untested.
+const AARCH64_TEST: &str = "java_extension_carries_aarch64";
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -43,6 +52,21 @@ fn surefire_summary(output: &str) -> &str {
         .lines()
         .rfind(|line| line.contains("Tests run: ") && !line.contains(" -- in "))
         .unwrap_or_else(|| panic!("no Surefire summary in:\n{output}"))
+}
+
+/// Asserts that the jar's `listing` (`jar tvf`) has `entry` of `binary`'s size.
+fn assert_carries(listing: &str, entry: &str, binary: &Path) {
+    let size = std::fs::metadata(binary).expect("the binary").len();
+    let line = listing
+        .lines()
+        .find(|line| line.ends_with(entry))
+        .unwrap_or_else(|| panic!("the jar has no {entry}:\n{listing}"));
+    assert_eq!(
+        line.split_whitespace().next(),
+        Some(size.to_string().as_str()),
+        "the jar's {entry} is {}",
+        binary.display()
+    );
 }
 
 fn assert_all_passed(suite: &str, output: &str) -> String {
@@ -73,6 +97,18 @@ fn java_extension_example_suite() {
     let _ = std::fs::remove_dir_all(&installed);
     std::fs::create_dir_all(&work).expect("a work folder");
     let binary = Path::new(env!("CARGO_BIN_EXE_rlockd"));
+    let aarch64 = cross::binary();
+    if !aarch64.is_file() {
+        refserver::skip_unless_required(
+            AARCH64_TEST,
+            &format!(
+                "{}: the jar carries linux-x86_64 only ({})",
+                cross::not_built(),
+                cross::INSTALL
+            ),
+            REQUIRE_CLIENTS_ENV,
+        );
+    }
     let maven = |project: &str, goal: &str| {
         let mut command = Command::new(&mvn);
         command
@@ -85,10 +121,15 @@ fn java_extension_example_suite() {
 
     let started = Instant::now();
     let mut install = maven("packages/java", "install");
-    install.arg(format!(
-        "-Drlockd.binary.dir={}",
-        binary.parent().expect("the binary's folder").display()
-    ));
+    install
+        .arg(format!(
+            "-Drlockd.binary.dir={}",
+            binary.parent().expect("the binary's folder").display()
+        ))
+        .arg(format!(
+            "-Drlockd.aarch64.binary.dir={}",
+            aarch64.parent().expect("the binary's folder").display()
+        ));
     let step = run(&mut install, &work.join("install.log"));
     if !step.status.success() && step.output.contains("Could not transfer") {
         refserver::skip_unless_required(
@@ -110,7 +151,7 @@ fn java_extension_example_suite() {
         started.elapsed().as_secs_f64()
     ));
 
-    // The jar carries this very binary.
+    // The jar carries this very binary, and the aarch64 one when built.
     let version = env!("CARGO_PKG_VERSION");
     let jar = installed.join(format!("{version}/rlockd-junit5-{version}.jar"));
     let listing = run(
@@ -118,16 +159,15 @@ fn java_extension_example_suite() {
         &work.join("jar.log"),
     )
     .expect_success("jar tvf");
-    let size = std::fs::metadata(binary).expect("the binary").len();
-    let entry = listing
-        .lines()
-        .find(|line| line.ends_with(BUNDLED))
-        .unwrap_or_else(|| panic!("{} has no {BUNDLED}:\n{listing}", jar.display()));
-    assert_eq!(
-        entry.split_whitespace().next(),
-        Some(size.to_string().as_str()),
-        "the jar's {BUNDLED} is this build's rlockd"
-    );
+    assert_carries(&listing, BUNDLED, binary);
+    if aarch64.is_file() {
+        assert_carries(&listing, BUNDLED_AARCH64, &aarch64);
+    } else {
+        assert!(
+            !listing.contains(BUNDLED_AARCH64),
+            "no aarch64 binary, none in the jar (one left in packages/java/target? mvn clean):\n{listing}"
+        );
+    }
 
     let session_pid = repo().join("examples/java/target/rlockd-session.pid");
     let _ = std::fs::remove_file(&session_pid);

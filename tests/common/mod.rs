@@ -152,11 +152,19 @@ pub fn ready_port(line: &str) -> Option<u16> {
 /// the ready line; returns what follows the marker in it. Each line must
 /// come within `WAIT`.
 pub fn spawn_binary_logging(args: &[&str], marker: Option<&str>) -> (Child, u16, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rlockd"))
-        .args(args)
+    spawn_logging(
+        Command::new(env!("CARGO_BIN_EXE_rlockd")).args(args),
+        marker,
+    )
+}
+
+/// `spawn_binary_logging` for an rlockd that `command` starts (another
+/// build, or this one under an emulator).
+pub fn spawn_logging(command: &mut Command, marker: Option<&str>) -> (Child, u16, String) {
+    let mut child = command
         .stdout(Stdio::piped())
         .spawn()
-        .expect("rlockd starts");
+        .unwrap_or_else(|e| panic!("{command:?} starts: {e}"));
     let stdout = child.stdout.take().expect("stdout");
     let (tx, lines) = std::sync::mpsc::channel();
     // Reads to the end, so the server never blocks on a full pipe; the
@@ -169,7 +177,7 @@ pub fn spawn_binary_logging(args: &[&str], marker: Option<&str>) -> (Child, u16,
     let next_line = || {
         lines
             .recv_timeout(WAIT)
-            .unwrap_or_else(|e| panic!("rlockd {args:?}: no line in {WAIT:?}: {e}"))
+            .unwrap_or_else(|e| panic!("{command:?}: no line in {WAIT:?}: {e}"))
     };
     let port = loop {
         if let Some(port) = ready_port(&next_line()) {

@@ -5,6 +5,7 @@ import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
 
@@ -43,33 +44,55 @@ public final class Binary {
         return Optional.ofNullable(value).filter(v -> !v.isEmpty()).map(Path::of);
     }
 
-    /** {@code native/OS-ARCH/rlockd} in the jar, as Java names this platform. */
-    static String resourceName() {
-        String os = System.getProperty("os.name").toLowerCase(Locale.ROOT).replace(' ', '-');
+    /**
+     * The platforms a jar may carry a binary for, as its {@code native/} folders name them
+     * ({@code .ci/run} builds both).
+     */
+    static final List<String> PLATFORMS = List.of("linux-x86_64", "linux-aarch64");
+
+    /** This JVM's platform, as {@code native/} names it. */
+    static String platform() {
+        return platform(System.getProperty("os.name"), System.getProperty("os.arch"));
+    }
+
+    /** {@code os.name} and {@code os.arch} as {@code native/} names them: Java says amd64. */
+    static String platform(String osName, String osArch) {
+        String os = osName.toLowerCase(Locale.ROOT).replace(' ', '-');
         String arch =
-                switch (System.getProperty("os.arch")) {
+                switch (osArch) {
                     case "amd64", "x86_64" -> "x86_64";
                     case "aarch64", "arm64" -> "aarch64";
-                    default -> System.getProperty("os.arch");
+                    default -> osArch;
                 };
-        return "native/" + os + "-" + arch + "/rlockd";
+        return os + "-" + arch;
+    }
+
+    private static String resource(String platform) {
+        return "native/" + platform + "/rlockd";
     }
 
     private static synchronized Path bundled() {
-        if (extracted != null) {
-            return extracted;
+        if (extracted == null) {
+            extracted = extract(platform());
         }
-        String resource = resourceName();
+        return extracted;
+    }
+
+    /** The jar's binary for {@code platform}, copied to a new executable temp file. */
+    static Path extract(String platform) {
+        String resource = resource(platform);
         try (InputStream in = Binary.class.getClassLoader().getResourceAsStream(resource)) {
             if (in == null) {
                 throw new RlockdException(
-                        "this jar has no rlockd for this platform ("
-                                + resource
+                        "this jar has no rlockd for "
+                                + platform
+                                + " (it carries: "
+                                + String.join(", ", carried())
                                 + "): set -D"
                                 + PROPERTY
                                 + " or $"
                                 + ENV
-                                + " to a built one (cargo build --release)");
+                                + " to one built for it (cargo build --release)");
             }
             Path file = Files.createTempFile("rlockd-", "");
             file.toFile().deleteOnExit();
@@ -77,10 +100,16 @@ public final class Binary {
             if (!file.toFile().setExecutable(true, true)) {
                 throw new RlockdException("cannot make " + file + " executable");
             }
-            extracted = file;
             return file;
         } catch (IOException e) {
             throw new RlockdException("cannot extract " + resource + " from the jar", e);
         }
+    }
+
+    /** The platforms of {@link #PLATFORMS} this jar has a binary for. */
+    static List<String> carried() {
+        return PLATFORMS.stream()
+                .filter(p -> Binary.class.getClassLoader().getResource(resource(p)) != null)
+                .toList();
     }
 }

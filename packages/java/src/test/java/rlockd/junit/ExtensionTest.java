@@ -10,10 +10,13 @@ import java.io.IOException;
 import java.net.ConnectException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
@@ -148,6 +151,44 @@ class ExtensionTest {
         assertTrue(Files.isExecutable(first));
         assertEquals(first, Binary.find(Optional.empty()));
         assertEquals(first, classServer.binary(), "no $RLOCKD_BINARY here: the jar's own");
+    }
+
+    @Test
+    void javasArchitectureNamesPickTheBinary() {
+        assertEquals("linux-x86_64", Binary.platform("Linux", "amd64"));
+        assertEquals("linux-x86_64", Binary.platform("Linux", "x86_64"));
+        assertEquals("linux-aarch64", Binary.platform("Linux", "aarch64"));
+        assertEquals("mac-os-x-aarch64", Binary.platform("Mac OS X", "aarch64"));
+    }
+
+    @Test
+    void aPlatformWithoutABinaryIsNamed() {
+        RlockdException e = assertThrows(RlockdException.class, () -> Binary.extract("linux-riscv64"));
+        assertEquals(
+                "this jar has no rlockd for linux-riscv64 (it carries: "
+                        + String.join(", ", Binary.carried())
+                        + "): set -Drlockd.binary or $RLOCKD_BINARY to one built for it"
+                        + " (cargo build --release)",
+                e.getMessage());
+        assertTrue(Binary.carried().contains("linux-x86_64"), Binary.carried().toString());
+    }
+
+    /** ELF's e_machine for each platform's processor. */
+    private static final Map<String, Integer> ELF_MACHINES = Map.of("linux-x86_64", 62, "linux-aarch64", 183);
+
+    @Test
+    void eachCarriedBinaryIsBuiltForItsPlatform() throws IOException {
+        for (String platform : Binary.carried()) {
+            Path file = Binary.extract(platform);
+            try {
+                assertTrue(Files.isExecutable(file), file.toString());
+                ByteBuffer header = ByteBuffer.wrap(Files.readAllBytes(file)).order(ByteOrder.LITTLE_ENDIAN);
+                assertEquals(0x464c457f, header.getInt(0), platform + ": an ELF file");
+                assertEquals(ELF_MACHINES.get(platform), (int) header.getShort(18), platform + "'s machine");
+            } finally {
+                Files.delete(file);
+            }
+        }
     }
 
     private static List<Path> tempFolders() throws IOException {
