@@ -251,7 +251,7 @@ fn plan(shared: &Shared) -> Plan {
 
 /// A capture begun: the keyspace's part, the libraries and change count
 /// as of the same moment.
-pub struct Begun {
+struct Begun {
     capture: Arc<Capture>,
     functions: Vec<Bytes>,
     plan: Plan,
@@ -264,7 +264,7 @@ fn library_codes(shared: &Shared) -> Vec<Bytes> {
 
 /// Takes the point in time a snapshot holds; `write_rdb` writes it out,
 /// and must be called, as one capture runs at a time.
-pub fn begin(shared: &Shared) -> Begun {
+fn begin(shared: &Shared) -> Begun {
     let plan = plan(shared);
     // Read first: a library loaded between these two lines is in the
     // next save, never half in this one.
@@ -281,9 +281,10 @@ pub fn begin(shared: &Shared) -> Begun {
 /// Writes the RDB `begun` captured to `sink` as it is encoded, a few
 /// dozen keys at a time (see `keyspace::snapshot`), and ends the capture
 /// (`aof_base`: as the base of an AOF, which says so in an aux field).
-/// Every snapshot leaves the server this way: `dump.rdb`, an AOF's base,
-/// a replica's full sync. Gives the sink back, flushed.
-pub fn write_rdb<W: Write>(
+/// Every snapshot leaves the server this way: `dump.rdb` (SAVE, BGSAVE),
+/// and through `rdb_now` an AOF's base or a replica's full sync. Gives
+/// the sink back, flushed.
+fn write_rdb<W: Write>(
     shared: &Shared,
     begun: &Begun,
     sink: W,
@@ -353,24 +354,21 @@ fn finish(shared: &Shared, begun: Begun) -> std::io::Result<bool> {
     Ok(written)
 }
 
-/// An AOF rewrite's base (`aof-use-rdb-preamble yes`): the dataset as of
-/// now, as an RDB, written to `sink`. Waits for a save under way, as one
-/// capture runs at a time.
-pub fn aof_base<W: Write>(shared: &Shared, sink: W) -> std::io::Result<W> {
-    while !shared.snapshots.claim() {
-        shared
-            .snapshots
-            .rewrite_waits
-            .store(true, Ordering::Release);
+/// The dataset as of now, as an RDB streamed to `sink` while clients go
+/// on: an AOF rewrite's base (`aof_base`, with `aof-use-rdb-preamble
+/// yes`), or a replica's full sync. Waits for a save under way, as one
+/// capture runs at a time. Gives the sink back, flushed.
+pub fn rdb_now<W: Write>(shared: &Shared, sink: W, aof_base: bool) -> std::io::Result<W> {
+    let state = &shared.snapshots;
+    while !state.claim() {
+        // A rewrite behind a BGSAVE is scheduled, in INFO's words.
+        state.rewrite_waits.store(aof_base, Ordering::Release);
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    shared
-        .snapshots
-        .rewrite_waits
-        .store(false, Ordering::Release);
+    state.rewrite_waits.store(false, Ordering::Release);
     let begun = begin(shared);
-    let written = write_rdb(shared, &begun, sink, true);
-    shared.snapshots.running.store(false, Ordering::Release);
+    let written = write_rdb(shared, &begun, sink, aof_base);
+    state.running.store(false, Ordering::Release);
     written
 }
 
@@ -445,6 +443,9 @@ pub fn finish_in_background(shared: &Arc<Shared>) {
         });
     if let Err(e) = spawned {
         tracing::warn!("Can't save in background: {e}");
+        // The capture will not be written: its maps go back to normal.
+        shared.keyspace.abandon_capture();
+        *shared.snapshots.current.lock() = None;
         shared.snapshots.job.end(false);
         shared.guard.set_save_failed(true);
         shared.snapshots.running.store(false, Ordering::Release);

@@ -761,20 +761,21 @@ impl DbMap {
 
     /// Saves on from where the last step stopped: hands `save` the keys,
     /// as they were at the capture, of the next buckets, up to `budget`
-    /// keys (or sixteen times as many buckets). A step is short, so a
-    /// command waiting for the shard waits little.
-    pub fn save_step(&mut self, budget: usize, mut save: impl FnMut(&Node)) -> SaveStep {
+    /// keys (or sixteen times as many buckets), or until `save` answers
+    /// false. A step is short, so a command waiting for the shard waits
+    /// little.
+    pub fn save_step(&mut self, budget: usize, mut save: impl FnMut(&Node) -> bool) -> SaveStep {
         let Some(frozen) = self.frozen.as_deref_mut() else {
             return SaveStep::Done(Vec::new());
         };
         let end = self.table.num_buckets();
         let last = end.min(frozen.cursor.saturating_add(budget * 16));
-        let (mut index, mut saved) = (frozen.cursor, 0);
-        while index < last && saved < budget {
+        let (mut index, mut saved, mut go_on) = (frozen.cursor, 0, true);
+        while index < last && saved < budget && go_on {
             if let Some(node) = self.table.get_bucket(index)
                 && !frozen.holds(&self.hasher, node.key())
             {
-                save(node);
+                go_on = save(node);
                 saved += 1;
             }
             index += 1;
@@ -913,7 +914,8 @@ mod tests {
         let mut saved = Vec::new();
         loop {
             let step = map.save_step(8, |n| {
-                saved.push((n.key().to_vec(), n.entry().into_owned()))
+                saved.push((n.key().to_vec(), n.entry().into_owned()));
+                true
             });
             match step {
                 SaveStep::More => steps(map),

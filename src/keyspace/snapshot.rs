@@ -25,6 +25,9 @@
 use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::MutexGuard;
 
 use super::access::AccessClock;
 use super::dbmap::{Node, SaveStep};
@@ -51,10 +54,11 @@ pub(crate) struct CaptureOptions {
     pub clocks: Clocks,
 }
 
-/// Keys saved per hold of a shard: at about a microsecond a key (a lock's,
-/// encoded), a command finding the saver in its shard waits tens of
-/// microseconds at most, not the shard's whole encoding.
+/// Keys saved per hold of a shard, at most, and how long a hold may go on
+/// taking more: a command finding the saver in its shard waits about that
+/// long (plus one key's encoding), not the shard's whole encoding.
 const STEP_KEYS: usize = 32;
+const STEP_TIME: Duration = Duration::from_micros(10);
 
 /// A database's sizes at the capture, for RESIZEDB.
 #[derive(Debug, Default, Clone, Copy)]
@@ -207,15 +211,30 @@ impl Keyspace {
             let mut saved = 0;
             let step = {
                 let mut shard = self.wait_shard(idx);
+                let started = Instant::now();
                 // SWAPDB moves maps: the one frozen as `db` is the one.
                 let Some(map) = shard.dbs.iter_mut().find(|m| m.frozen_as() == Some(db)) else {
                     return Ok(());
                 };
-                map.save_step(STEP_KEYS, |node| {
+                let step = map.save_step(STEP_KEYS, |node| {
                     capture.write_node(enc, node);
                     saved += 1;
-                })
+                    started.elapsed() < STEP_TIME
+                });
+                // Handed straight to a command waiting for the shard: let
+                // go plainly, the saver's next step took it back before a
+                // woken waiter could, and a write waited out the shard.
+                MutexGuard::unlock_fair(shard);
+                step
             };
+            // The saver shares cores with the threads serving clients,
+            // and a scheduler lets a thread run for milliseconds before a
+            // woken one preempts it: between steps it steps aside, so a
+            // write during a save waits microseconds, not a time slice
+            // (p99 0.04-0.06 ms against 0.09-0.46 ms without, on a loaded
+            // machine).
+            // On a busy machine the save takes longer for it.
+            std::thread::yield_now();
             file.keys(&enc.out)?;
             enc.out.clear();
             capture.saved.fetch_add(saved, Ordering::Relaxed);
