@@ -507,6 +507,50 @@ fn bgsave_saves_one_point_in_time_while_writes_go_on() {
     drop(child);
 }
 
+/// SWAPDB and FLUSHDB during a BGSAVE change nothing in its file: each
+/// database is saved as it was when BGSAVE answered.
+#[test]
+fn swapdb_and_flushdb_during_bgsave_leave_its_point_in_time_alone() {
+    let dir = TempDir::new("swapdb");
+    let (child, port) = start(&dir, &["--enable-debug-command", "yes"]);
+    let mut con = connect(port);
+    q(&mut con, &["DEBUG", "POPULATE", "100000", "zero"]);
+    q(&mut con, &["SELECT", "1"]);
+    q(&mut con, &["DEBUG", "POPULATE", "50000", "one"]);
+    q(&mut con, &["SELECT", "2"]);
+    q(&mut con, &["DEBUG", "POPULATE", "20000", "two"]);
+    assert_eq!(text(&q(&mut con, &["BGSAVE"])), "Background saving started");
+    q(&mut con, &["SWAPDB", "0", "1"]);
+    q(&mut con, &["FLUSHDB"]);
+    q(&mut con, &["SET", "two:new", "x"]);
+    let info = text(&q(&mut con, &["INFO", "persistence"]));
+    assert!(
+        info.contains("rdb_bgsave_in_progress:1"),
+        "the save ended before the changes: {info}"
+    );
+    let info = wait_for_info(&mut con, "rdb_bgsave_in_progress:0");
+    assert!(info.contains("rdb_last_bgsave_status:ok"), "{info}");
+    drop(child);
+
+    let (child, port) = start(&dir, &[]);
+    let mut con = connect(port);
+    for (db, size, prefix) in [
+        ("0", "100000", "zero"),
+        ("1", "50000", "one"),
+        ("2", "20000", "two"),
+    ] {
+        q(&mut con, &["SELECT", db]);
+        assert_eq!(text(&q(&mut con, &["DBSIZE"])), size, "db {db}");
+        assert_eq!(
+            text(&q(&mut con, &["GET", &format!("{prefix}:7")])),
+            "value:7",
+            "db {db}"
+        );
+    }
+    assert_eq!(text(&q(&mut con, &["EXISTS", "two:new"])), "0");
+    drop(child);
+}
+
 /// INFO persistence's field names, in order.
 fn persistence_fields(con: &mut Connection) -> Vec<String> {
     text(&q(con, &["INFO", "persistence"]))
