@@ -70,7 +70,10 @@ fn aof_size(dir: &TempDir) -> u64 {
 
 fn wait_rewrite(con: &mut Connection) {
     let started = Instant::now();
-    while info_field(con, "aof_rewrite_in_progress") != "0" {
+    // A rewrite behind a BGSAVE is scheduled first, as in Redis.
+    while info_field(con, "aof_rewrite_in_progress") != "0"
+        || info_field(con, "aof_rewrite_scheduled") != "0"
+    {
         assert!(started.elapsed() < Duration::from_secs(20), "rewrite hangs");
         std::thread::sleep(Duration::from_millis(20));
     }

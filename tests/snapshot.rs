@@ -483,6 +483,9 @@ fn bgsave_saves_one_point_in_time_while_writes_go_on() {
     assert_eq!(text(&q(&mut con, &["BGSAVE"])), "Background saving started");
     let info = wait_for_info(&mut con, "rdb_bgsave_in_progress:0");
     assert!(info.contains("rdb_last_bgsave_status:ok"), "{info}");
+    // The counters changed before the saver reached them were set aside.
+    let aside: u64 = info_field(&info, "rdb_last_cow_size").parse().unwrap();
+    assert!(aside > 0, "{info}");
     stop.store(true, Ordering::Relaxed);
     let rounds = writer.join().unwrap();
     assert!(rounds > 0);
@@ -501,6 +504,111 @@ fn bgsave_saves_one_point_in_time_while_writes_go_on() {
         "counters from different moments: {values:?}"
     );
     assert_eq!(text(&q(&mut con, &["DBSIZE"])), (200_000 + 64).to_string());
+    drop(child);
+}
+
+/// SWAPDB and FLUSHDB during a BGSAVE change nothing in its file: each
+/// database is saved as it was when BGSAVE answered.
+#[test]
+fn swapdb_and_flushdb_during_bgsave_leave_its_point_in_time_alone() {
+    let dir = TempDir::new("swapdb");
+    let (child, port) = start(&dir, &["--enable-debug-command", "yes"]);
+    let mut con = connect(port);
+    q(&mut con, &["DEBUG", "POPULATE", "100000", "zero"]);
+    q(&mut con, &["SELECT", "1"]);
+    q(&mut con, &["DEBUG", "POPULATE", "50000", "one"]);
+    q(&mut con, &["SELECT", "2"]);
+    q(&mut con, &["DEBUG", "POPULATE", "20000", "two"]);
+    assert_eq!(text(&q(&mut con, &["BGSAVE"])), "Background saving started");
+    q(&mut con, &["SWAPDB", "0", "1"]);
+    q(&mut con, &["FLUSHDB"]);
+    q(&mut con, &["SET", "two:new", "x"]);
+    let info = text(&q(&mut con, &["INFO", "persistence"]));
+    assert!(
+        info.contains("rdb_bgsave_in_progress:1"),
+        "the save ended before the changes: {info}"
+    );
+    let info = wait_for_info(&mut con, "rdb_bgsave_in_progress:0");
+    assert!(info.contains("rdb_last_bgsave_status:ok"), "{info}");
+    drop(child);
+
+    let (child, port) = start(&dir, &[]);
+    let mut con = connect(port);
+    for (db, size, prefix) in [
+        ("0", "100000", "zero"),
+        ("1", "50000", "one"),
+        ("2", "20000", "two"),
+    ] {
+        q(&mut con, &["SELECT", db]);
+        assert_eq!(text(&q(&mut con, &["DBSIZE"])), size, "db {db}");
+        assert_eq!(
+            text(&q(&mut con, &["GET", &format!("{prefix}:7")])),
+            "value:7",
+            "db {db}"
+        );
+    }
+    assert_eq!(text(&q(&mut con, &["EXISTS", "two:new"])), "0");
+    drop(child);
+}
+
+/// INFO persistence's field names, in order.
+fn persistence_fields(con: &mut Connection) -> Vec<String> {
+    text(&q(con, &["INFO", "persistence"]))
+        .lines()
+        .filter_map(|l| l.split_once(':').map(|(name, _)| name.to_string()))
+        .collect()
+}
+
+fn info_field(info: &str, name: &str) -> String {
+    info.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .unwrap_or_else(|| panic!("no {name} in {info}"))
+        .to_string()
+}
+
+/// INFO persistence has redis-server's fields in its order, and those
+/// about saves say what Redis's say: saves counted, a save's keys
+/// processed out of its total while it runs, the keys the last load
+/// loaded.
+#[test]
+fn info_persistence_reports_saves_as_redis_does() {
+    let dir = TempDir::new("info");
+    let (child, port) = start(&dir, &["--enable-debug-command", "yes"]);
+    let mut con = connect(port);
+    if let Some(server) =
+        refserver::redis_server_path("info_persistence_reports_saves_as_redis_does")
+    {
+        let redis = refserver::RedisServer::start_setup(&server, refserver::Setup::default());
+        let mut rcon = connect(redis.port());
+        assert_eq!(persistence_fields(&mut con), persistence_fields(&mut rcon));
+    }
+    q(&mut con, &["DEBUG", "POPULATE", "200000"]);
+    q(&mut con, &["SAVE"]);
+    assert_eq!(text(&q(&mut con, &["BGSAVE"])), "Background saving started");
+    let during = text(&q(&mut con, &["INFO", "persistence"]));
+    assert_eq!(
+        info_field(&during, "rdb_bgsave_in_progress"),
+        "1",
+        "{during}"
+    );
+    assert_eq!(info_field(&during, "current_save_keys_total"), "200000");
+    let saved: u64 = info_field(&during, "current_save_keys_processed")
+        .parse()
+        .unwrap();
+    assert!(saved <= 200_000, "{during}");
+    let after = wait_for_info(&mut con, "rdb_bgsave_in_progress:0");
+    assert_eq!(info_field(&after, "rdb_saves"), "2");
+    assert_eq!(info_field(&after, "current_save_keys_total"), "0");
+    assert_eq!(info_field(&after, "current_fork_perc"), "0.00");
+    // Nothing changed during the save: nothing was set aside.
+    assert_eq!(info_field(&after, "rdb_last_cow_size"), "0");
+    drop(child);
+    let (child, port) = start(&dir, &[]);
+    let mut con = connect(port);
+    let info = text(&q(&mut con, &["INFO", "persistence"]));
+    assert_eq!(info_field(&info, "rdb_last_load_keys_loaded"), "200000");
+    assert_eq!(info_field(&info, "rdb_last_load_keys_expired"), "0");
+    assert_eq!(info_field(&info, "rdb_saves"), "0");
     drop(child);
 }
 

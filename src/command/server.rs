@@ -83,7 +83,11 @@ fn save_in_progress() -> CmdError {
 /// SAVE: the snapshot written before the reply (clients other than the
 /// caller go on meanwhile; see `Keyspace::begin_capture`).
 pub fn save(ctx: &mut Ctx) -> CmdResult<Reply> {
-    match snapshot::save(ctx.shared) {
+    let saved = snapshot::save(ctx.shared);
+    if !matches!(saved, Err(snapshot::SaveError::InProgress)) {
+        ctx.shared.snapshots.count_save();
+    }
+    match saved {
         Ok(()) => Ok(Reply::OK),
         Err(snapshot::SaveError::InProgress) => Err(save_in_progress()),
         Err(snapshot::SaveError::Io(_)) => Err(CmdError::other("ERR")),
@@ -780,6 +784,19 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             line("loading", &u8::from(loading));
             line("async_loading", &0);
             let snapshots = &shared.snapshots;
+            // A capture's keys set aside stand for a fork's copied pages;
+            // the figure only grows during a save, so its peak is itself.
+            let progress = snapshots.progress();
+            line("current_cow_peak", &progress.aside_bytes);
+            line("current_cow_size", &progress.aside_bytes);
+            line("current_cow_size_age", &0);
+            let perc = match progress.keys_total {
+                0 => 0.0,
+                total => progress.keys_saved as f64 * 100.0 / total as f64,
+            };
+            line("current_fork_perc", &format!("{perc:.2}"));
+            line("current_save_keys_processed", &progress.keys_saved);
+            line("current_save_keys_total", &progress.keys_total);
             line(
                 "rdb_changes_since_last_save",
                 &snapshots.changes_since(facts.totals.dirty),
@@ -791,13 +808,21 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             line("rdb_last_bgsave_status", &ok(saves.last_ok()));
             line("rdb_last_bgsave_time_sec", &saves.last_secs());
             line("rdb_current_bgsave_time_sec", &saves.current_secs());
-            line("rdb_last_cow_size", &0);
+            line("rdb_saves", &snapshots.saves_started());
+            let (rdb_aside, aof_aside) = snapshots.last_aside();
+            line("rdb_last_cow_size", &rdb_aside);
+            let (loaded, expired) = snapshots.last_load();
+            line("rdb_last_load_keys_expired", &expired);
+            line("rdb_last_load_keys_loaded", &loaded);
             line("aof_enabled", &u8::from(aof.is_some()));
+            // A rewrite waiting for a BGSAVE to end is scheduled, as
+            // Redis's waits for its child.
+            let scheduled = snapshots.rewrite_waits();
             line(
                 "aof_rewrite_in_progress",
-                &u8::from(state.rewrite_in_progress()),
+                &u8::from(state.rewrite_in_progress() && !scheduled),
             );
-            line("aof_rewrite_scheduled", &0);
+            line("aof_rewrite_scheduled", &u8::from(scheduled));
             let rewrites = state.rewrites();
             line("aof_last_rewrite_time_sec", &rewrites.last_secs());
             line("aof_current_rewrite_time_sec", &rewrites.current_secs());
@@ -811,14 +836,14 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
                 "aof_last_write_status",
                 &ok(aof.as_ref().is_none_or(|a| a.last_write_ok())),
             );
-            line("aof_last_cow_size", &0);
+            line("aof_last_cow_size", &aof_aside);
             line("module_fork_in_progress", &0);
             line("module_fork_last_cow_size", &0);
             if let Some(aof) = &aof {
                 let (current, base) = aof.sizes();
                 line("aof_current_size", &current);
                 line("aof_base_size", &base);
-                line("aof_pending_rewrite", &0);
+                line("aof_pending_rewrite", &u8::from(scheduled));
                 line("aof_buffer_length", &0);
                 line("aof_pending_bio_fsync", &0);
                 line("aof_delayed_fsync", &0);

@@ -3,7 +3,7 @@
 //! file when `appendonly` is switched on at run time), and the grace
 //! period after a restart without persistence (`lock-restart-grace-ms`).
 
-use std::io::{BufWriter, Write};
+use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -55,9 +55,10 @@ pub fn write_base(shared: &Shared, dir: &Path) -> std::io::Result<(PathBuf, Base
     let rdb = shared.config.read().aof_use_rdb_preamble;
     let (file, tmp) = crate::persist::rewrite_temp(dir)?;
     let written = if rdb {
-        let bytes = super::snapshot::aof_base(shared);
-        let mut file = file;
-        file.write_all(&bytes).and_then(|()| file.sync_all())
+        super::snapshot::rdb_now(shared, BufWriter::new(file), true).and_then(|out| {
+            let file = out.into_inner().map_err(|e| e.into_error())?;
+            file.sync_all()
+        })
     } else {
         let mut out = BufWriter::new(file);
         shared.keyspace.snapshot(&mut out).and_then(|()| {

@@ -4,6 +4,7 @@
 //! the point-in-time copy (`Keyspace::begin_capture`, whose doc says why
 //! it is consistent while clients write); `persist::rdb` frames the file.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -16,7 +17,7 @@ use tokio::sync::Notify;
 use super::Shared;
 use super::job::JobRecord;
 use crate::config::{Config, save_points};
-use crate::keyspace::snapshot::{CaptureOptions, Clocks, DbImage, LoadedKey};
+use crate::keyspace::snapshot::{Capture, CaptureOptions, Clocks, LoadedKey};
 use crate::persist::rdb::{FileReader, FileWriter, Item, RdbError};
 
 /// How long a failed background save waits before the schedule tries
@@ -55,6 +56,31 @@ pub struct Snapshots {
     /// FLUSHALL while a BGSAVE runs: its file, older than the flush, is
     /// not written (Redis kills the child).
     cancelled: AtomicBool,
+    /// The capture being written, for INFO's progress figures.
+    current: Mutex<Option<Arc<Capture>>>,
+    /// SAVEs and background saves started (`rdb_saves`).
+    started: AtomicU64,
+    /// Bytes commands set aside during the last BGSAVE and the last AOF
+    /// rewrite's base (`rdb_last_cow_size`, `aof_last_cow_size`).
+    last_aside: AtomicU64,
+    aof_last_aside: AtomicU64,
+    /// Set while an AOF rewrite waits for a save to end before it takes
+    /// its own capture (`aof_rewrite_scheduled`).
+    rewrite_waits: AtomicBool,
+    /// What the last load loaded and skipped as expired.
+    last_load_loaded: AtomicU64,
+    last_load_expired: AtomicU64,
+}
+
+/// INFO persistence's figures of the save under way, as Redis reports its
+/// child's.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SaveProgress {
+    pub keys_saved: u64,
+    pub keys_total: u64,
+    /// Bytes set aside by commands so far: what a fork's copy-on-write
+    /// would have copied.
+    pub aside_bytes: u64,
 }
 
 impl Snapshots {
@@ -71,7 +97,57 @@ impl Snapshots {
             asked: Notify::new(),
             cancelled: AtomicBool::new(false),
             loading: AtomicBool::new(false),
+            current: Mutex::new(None),
+            started: AtomicU64::new(0),
+            last_aside: AtomicU64::new(0),
+            aof_last_aside: AtomicU64::new(0),
+            rewrite_waits: AtomicBool::new(false),
+            last_load_loaded: AtomicU64::new(0),
+            last_load_expired: AtomicU64::new(0),
         }
+    }
+
+    /// The save under way's progress; zeros when none runs.
+    pub fn progress(&self) -> SaveProgress {
+        self.current
+            .lock()
+            .as_ref()
+            .map_or_else(SaveProgress::default, |c| SaveProgress {
+                keys_saved: c.keys_saved(),
+                keys_total: c.keys_total(),
+                aside_bytes: c.aside_bytes(),
+            })
+    }
+
+    /// SAVE and BGSAVE run (`rdb_saves`).
+    pub fn saves_started(&self) -> u64 {
+        self.started.load(Ordering::Relaxed)
+    }
+
+    /// Counts a SAVE command's save, as Redis counts it.
+    pub fn count_save(&self) {
+        self.started.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `rdb_last_cow_size` and `aof_last_cow_size` (see `last_aside`).
+    pub fn last_aside(&self) -> (u64, u64) {
+        (
+            self.last_aside.load(Ordering::Relaxed),
+            self.aof_last_aside.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Whether an AOF rewrite waits for the save under way.
+    pub fn rewrite_waits(&self) -> bool {
+        self.rewrite_waits.load(Ordering::Acquire)
+    }
+
+    /// `rdb_last_load_keys_loaded` and `rdb_last_load_keys_expired`.
+    pub fn last_load(&self) -> (u64, u64) {
+        (
+            self.last_load_loaded.load(Ordering::Relaxed),
+            self.last_load_expired.load(Ordering::Relaxed),
+        )
     }
 
     pub fn in_progress(&self) -> bool {
@@ -176,7 +252,7 @@ fn plan(shared: &Shared) -> Plan {
 /// A capture begun: the keyspace's part, the libraries and change count
 /// as of the same moment.
 struct Begun {
-    capture: Arc<crate::keyspace::snapshot::Capture>,
+    capture: Arc<Capture>,
     functions: Vec<Bytes>,
     plan: Plan,
 }
@@ -186,12 +262,15 @@ fn library_codes(shared: &Shared) -> Vec<Bytes> {
     libraries.libraries().map(|l| l.code.clone()).collect()
 }
 
+/// Takes the point in time a snapshot holds; `write_rdb` writes it out,
+/// and must be called, as one capture runs at a time.
 fn begin(shared: &Shared) -> Begun {
     let plan = plan(shared);
     // Read first: a library loaded between these two lines is in the
     // next save, never half in this one.
     let functions = library_codes(shared);
     let capture = shared.keyspace.begin_capture(plan.options);
+    *shared.snapshots.current.lock() = Some(capture.clone());
     Begun {
         capture,
         functions,
@@ -199,64 +278,98 @@ fn begin(shared: &Shared) -> Begun {
     }
 }
 
-/// Encodes what `begun` owes and writes the file; false if a FLUSHALL
-/// meanwhile made it stale.
-fn finish(shared: &Shared, begun: Begun) -> std::io::Result<bool> {
-    let images = shared.keyspace.end_capture(&begun.capture);
-    if shared.snapshots.cancelled.swap(false, Ordering::AcqRel) {
-        return Ok(false);
-    }
-    let bytes = frame(&begun.plan, &begun.functions, images, false);
-    crate::persist::write_atomically(&begun.plan.path, &bytes)?;
+/// Writes the RDB `begun` captured to `sink` as it is encoded, a few
+/// dozen keys at a time (see `keyspace::snapshot`), and ends the capture
+/// (`aof_base`: as the base of an AOF, which says so in an aux field).
+/// Every snapshot leaves the server this way: `dump.rdb` (SAVE, BGSAVE),
+/// and through `rdb_now` an AOF's base or a replica's full sync. Gives
+/// the sink back, flushed.
+fn write_rdb<W: Write>(
+    shared: &Shared,
+    begun: &Begun,
+    sink: W,
+    aof_base: bool,
+) -> std::io::Result<W> {
+    let written = match open_file(&begun.plan, &begun.functions, sink, aof_base) {
+        Ok(mut file) => shared
+            .keyspace
+            .end_capture(&begun.capture, &mut file)
+            .and_then(|()| file.finish(begun.plan.checksum)),
+        Err(e) => {
+            shared.keyspace.abandon_capture();
+            Err(e)
+        }
+    };
+    *shared.snapshots.current.lock() = None;
     let state = &shared.snapshots;
-    state
-        .last_save
-        .store((shared.now_ms() / 1000) as i64, Ordering::Relaxed);
-    state
-        .dirty_at_save
-        .store(begun.capture.dirty, Ordering::Relaxed);
-    Ok(true)
+    let last = if aof_base {
+        &state.aof_last_aside
+    } else {
+        &state.last_aside
+    };
+    last.store(begun.capture.aside_bytes(), Ordering::Relaxed);
+    written
 }
 
-/// A whole file from the databases' keys, as Redis 7.0 lays it out
-/// (`aof_base`: as the base of an AOF, which says so in an aux field).
-fn frame(plan: &Plan, functions: &[Bytes], images: Vec<DbImage>, aof_base: bool) -> Vec<u8> {
-    let mut file = FileWriter::new(plan.options.compress);
-    file.aux("redis-ver", crate::protocol::REDIS_VERSION.as_bytes());
-    file.aux("redis-bits", b"64");
+/// A file's header as Redis 7.0 writes it, up to its first database.
+fn open_file<W: Write>(
+    plan: &Plan,
+    functions: &[Bytes],
+    sink: W,
+    aof_base: bool,
+) -> std::io::Result<FileWriter<W>> {
+    let mut file = FileWriter::new(sink, plan.options.compress)?;
+    file.aux("redis-ver", crate::protocol::REDIS_VERSION.as_bytes())?;
+    file.aux("redis-bits", b"64")?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    file.aux("ctime", now.to_string().as_bytes());
+    file.aux("ctime", now.to_string().as_bytes())?;
     let used = crate::util::alloc::memory_now().used;
-    file.aux("used-mem", used.to_string().as_bytes());
-    file.aux("aof-base", if aof_base { b"1" } else { b"0" });
+    file.aux("used-mem", used.to_string().as_bytes())?;
+    file.aux("aof-base", if aof_base { b"1" } else { b"0" })?;
     for code in functions {
-        file.function(code);
+        file.function(code)?;
     }
-    for (db, image) in images.into_iter().enumerate() {
-        if image.keys == 0 {
-            continue;
-        }
-        file.select_db(db as u64, image.keys, image.expires);
-        for part in &image.parts {
-            file.keys(part);
-        }
-    }
-    file.finish(plan.checksum)
+    Ok(file)
 }
 
-/// An AOF rewrite's base (`aof-use-rdb-preamble yes`): the dataset as of
-/// now, as an RDB. Waits for a save under way, as one capture runs at a
-/// time; the file is the caller's to write.
-pub fn aof_base(shared: &Shared) -> Vec<u8> {
-    while !shared.snapshots.claim() {
+/// Writes what `begun` captured as `dump.rdb`; false if a FLUSHALL
+/// meanwhile made it stale.
+fn finish(shared: &Shared, begun: Begun) -> std::io::Result<bool> {
+    let path = begun.plan.path.clone();
+    let written = crate::persist::write_atomically(&path, |out| {
+        write_rdb(shared, &begun, out, false)?;
+        Ok(!shared.snapshots.cancelled.swap(false, Ordering::AcqRel))
+    })?;
+    if written {
+        let state = &shared.snapshots;
+        state
+            .last_save
+            .store((shared.now_ms() / 1000) as i64, Ordering::Relaxed);
+        state
+            .dirty_at_save
+            .store(begun.capture.dirty, Ordering::Relaxed);
+    }
+    Ok(written)
+}
+
+/// The dataset as of now, as an RDB streamed to `sink` while clients go
+/// on: an AOF rewrite's base (`aof_base`, with `aof-use-rdb-preamble
+/// yes`), or a replica's full sync. Waits for a save under way, as one
+/// capture runs at a time. Gives the sink back, flushed.
+pub fn rdb_now<W: Write>(shared: &Shared, sink: W, aof_base: bool) -> std::io::Result<W> {
+    let state = &shared.snapshots;
+    while !state.claim() {
+        // A rewrite behind a BGSAVE is scheduled, in INFO's words.
+        state.rewrite_waits.store(aof_base, Ordering::Release);
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
+    state.rewrite_waits.store(false, Ordering::Release);
     let begun = begin(shared);
-    let images = shared.keyspace.end_capture(&begun.capture);
-    shared.snapshots.running.store(false, Ordering::Release);
-    frame(&begun.plan, &begun.functions, images, true)
+    let written = write_rdb(shared, &begun, sink, aof_base);
+    state.running.store(false, Ordering::Release);
+    written
 }
 
 /// SAVE (and the save at shutdown): the file written before it returns.
@@ -297,6 +410,7 @@ pub fn background_save(shared: &Shared) -> Result<(), SaveError> {
         .last_try
         .store((shared.now_ms() / 1000) as i64, Ordering::Relaxed);
     state.job.start();
+    state.started.fetch_add(1, Ordering::Relaxed);
     let begun = begin(shared);
     *state.pending.lock() = Some(begun);
     state.asked.notify_one();
@@ -329,6 +443,9 @@ pub fn finish_in_background(shared: &Arc<Shared>) {
         });
     if let Err(e) = spawned {
         tracing::warn!("Can't save in background: {e}");
+        // The capture will not be written: its maps go back to normal.
+        shared.keyspace.abandon_capture();
+        *shared.snapshots.current.lock() = None;
         shared.snapshots.job.end(false);
         shared.guard.set_save_failed(true);
         shared.snapshots.running.store(false, Ordering::Release);
@@ -345,8 +462,10 @@ pub fn save_flushed(shared: &Shared, dirty: u64) -> std::io::Result<()> {
     state.cancelled.store(true, Ordering::Release);
     let plan = plan(shared);
     let functions = library_codes(shared);
-    let bytes = frame(&plan, &functions, Vec::new(), false);
-    crate::persist::write_atomically(&plan.path, &bytes)?;
+    crate::persist::write_atomically(&plan.path, |out| {
+        open_file(&plan, &functions, out, false)?.finish(plan.checksum)?;
+        Ok(true)
+    })?;
     state
         .last_save
         .store((shared.now_ms() / 1000) as i64, Ordering::Relaxed);
@@ -492,7 +611,7 @@ pub fn load_data(shared: &Shared, data: &[u8], verify: bool, merge: bool) -> Res
     shared.keyspace.set_loading(true);
     let loaded = load_bytes(shared, data, verify, merge);
     shared.keyspace.set_loading(false);
-    loaded?.log();
+    loaded?.log(&shared.snapshots);
     tracing::info!(
         "DB loaded from disk: {:.3} seconds",
         started.elapsed().as_secs_f64()
@@ -523,13 +642,16 @@ struct Counts {
 }
 
 impl Counts {
-    fn log(&self) {
+    /// Logs the load as Redis does, and keeps its figures for INFO.
+    fn log(&self, state: &Snapshots) {
         let Counts {
             keys,
             expired,
             empty,
             ..
         } = self;
+        state.last_load_loaded.store(*keys, Ordering::Relaxed);
+        state.last_load_expired.store(*expired, Ordering::Relaxed);
         if *empty > 0 {
             tracing::info!(
                 "Done loading RDB, keys loaded: {keys}, keys expired: {expired}, empty keys skipped: {empty}."
@@ -545,7 +667,7 @@ impl Counts {
 pub fn load_aof_preamble(shared: &Shared, data: &[u8]) -> Result<usize, LoadError> {
     let verify = shared.config.read().rdbchecksum;
     let counts = load_bytes(shared, data, verify, false)?;
-    counts.log();
+    counts.log(&shared.snapshots);
     Ok(counts.length)
 }
 

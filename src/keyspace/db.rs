@@ -300,8 +300,10 @@ impl Db<'_, '_> {
         let previous = entry.set_expire_at(at);
         let db = self.index;
         self.locked.note_change(db, key);
+        let shard = self.locked.shard(key_shard(key))?;
+        shard.dbs[db].deadline_changed(previous.is_some(), at.is_some());
         if let Some(at) = at.filter(|at| Some(*at) != previous) {
-            self.locked.shard(key_shard(key))?.schedule(db, key, at);
+            shard.schedule(db, key, at);
         }
         Ok(true)
     }

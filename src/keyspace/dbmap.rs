@@ -311,6 +311,13 @@ impl Node {
         }
     }
 
+    /// A copy, packed if it allows.
+    fn duplicate(&self) -> Node {
+        let mut copy = Node::new(self.key(), self.entry().into_owned(), self.clock());
+        copy.pack();
+        copy
+    }
+
     fn into_entry(self) -> Entry {
         if self.is_packed() {
             return self.entry().into_owned();
@@ -367,6 +374,84 @@ pub struct DbMap {
     /// The hash of the key last handed out for change or stored whole,
     /// packed when another key is (see `unsettle`).
     unsettled: Option<u64>,
+    /// How many keys have a deadline (RESIZEDB's and INFO's `expires`).
+    expiring: usize,
+    /// A capture's hold on the map, while it saves the map (see `Frozen`).
+    frozen: Option<Box<Frozen>>,
+}
+
+/// A capture's hold on one map (see `keyspace::snapshot`). The saver
+/// walks the table's buckets in order, a few at a time, and a key about
+/// to change in a bucket it has not reached yet is first set aside as it
+/// was. While a map is frozen its table is never rehashed or shrunk
+/// (a growth that would rehash it sets the rest aside first), so a key
+/// stays in its bucket and "not reached yet" keeps its meaning.
+struct Frozen {
+    /// The database the map was at the capture: SWAPDB moves maps.
+    db: usize,
+    /// Buckets below this one are saved; `usize::MAX` once every key
+    /// left is set aside.
+    cursor: usize,
+    /// Whether the file keeps access clocks, so a read that sets one
+    /// changes what is saved.
+    clocks: bool,
+    /// Keys changed since the capture and not saved yet.
+    aside: HashTable<Aside>,
+}
+
+/// A key changed since the capture, in a bucket the saver had not reached.
+enum Aside {
+    /// Created since: the saver passes it by.
+    Absent(Box<[u8]>),
+    /// As it was at the capture: saved from here, not from the table.
+    Was(Node),
+}
+
+impl Aside {
+    fn key(&self) -> &[u8] {
+        match self {
+            Aside::Absent(key) => key,
+            Aside::Was(node) => node.key(),
+        }
+    }
+}
+
+impl Frozen {
+    fn holds(&self, hasher: &KeyHasher, key: &[u8]) -> bool {
+        !self.aside.is_empty()
+            && self
+                .aside
+                .find(hasher.hash(key), |a| a.key() == key)
+                .is_some()
+    }
+
+    /// Sets `key` aside as `was` makes it, unless it is aside already.
+    /// `leaving`: the key is about to go, so a mark that it was created
+    /// since is dropped (a lock taken and released during a save leaves
+    /// nothing behind).
+    fn keep(&mut self, hasher: &KeyHasher, key: &[u8], leaving: bool, was: impl FnOnce() -> Aside) {
+        let hash = hasher.hash(key);
+        match self.aside.find_entry(hash, |a| a.key() == key) {
+            Ok(slot) => {
+                if leaving && matches!(slot.get(), Aside::Absent(_)) {
+                    slot.remove();
+                }
+            }
+            Err(absent) => {
+                absent
+                    .into_table()
+                    .insert_unique(hash, was(), |a| hasher.hash(a.key()));
+            }
+        }
+    }
+}
+
+/// Where a capture's walk of a map stands after `DbMap::save_step`.
+pub enum SaveStep {
+    More,
+    /// The walk is through; these keys, set aside by changes, are left to
+    /// save, and the map is free of the capture.
+    Done(Vec<Node>),
 }
 
 impl DbMap {
@@ -378,6 +463,8 @@ impl DbMap {
             hasher: Default::default(),
             wheel: TimerWheel::new(now),
             unsettled: None,
+            expiring: 0,
+            frozen: None,
         }
     }
     /// The hash the table finds `key` by.
@@ -389,8 +476,32 @@ impl DbMap {
         self.table.len()
     }
 
+    /// Keys with a deadline.
+    pub fn expiring(&self) -> usize {
+        self.expiring
+    }
+
+    /// A key's deadline was set or cleared in place (`Entry::set_expire_at`).
+    pub fn deadline_changed(&mut self, had: bool, has: bool) {
+        self.expiring = (self.expiring + usize::from(has)).saturating_sub(usize::from(had));
+    }
+
     pub fn clear(&mut self, now: u64) {
-        self.table = HashTable::new();
+        let table = std::mem::take(&mut self.table);
+        if let Some(frozen) = self.frozen.as_deref_mut() {
+            // The keys a capture still needs move aside whole; those
+            // created since go.
+            let mut table = table;
+            for index in frozen.cursor..table.num_buckets() {
+                if let Ok(slot) = table.get_bucket_entry(index) {
+                    let node = slot.remove().0;
+                    let key: Box<[u8]> = node.key().into();
+                    frozen.keep(&self.hasher, &key, true, || Aside::Was(node));
+                }
+            }
+            frozen.cursor = usize::MAX;
+        }
+        self.expiring = 0;
         self.wheel = TimerWheel::new(now);
         self.unsettled = None;
     }
@@ -491,6 +602,7 @@ impl DbMap {
     /// inserted or removed since; a packed key stays packed.
     #[inline]
     pub fn set_clock_at(&mut self, place: Place, clock: AccessClock) {
+        self.preserve_clock(place.0);
         if let Some(node) = self.table.get_bucket_mut(place.0) {
             node.set_clock(clock);
         }
@@ -498,6 +610,7 @@ impl DbMap {
 
     /// Counts a use of a key `find_hashed` found in its LFU clock.
     pub fn count_use_at(&mut self, place: Place, now: u64) {
+        self.preserve_clock(place.0);
         if let Some(node) = self.table.get_bucket_mut(place.0) {
             node.set_clock(node.clock().counted(now));
         }
@@ -506,8 +619,8 @@ impl DbMap {
     /// Sets the access clock of `key`, if it is there.
     pub fn set_clock(&mut self, key: &[u8], clock: AccessClock) {
         let hash = self.hash(key);
-        if let Some(node) = self.table.find_mut(hash, |n| n.key() == key) {
-            node.set_clock(clock);
+        if let Some(index) = self.table.find_bucket_index(hash, |n| n.key() == key) {
+            self.set_clock_at(Place(index), clock);
         }
     }
 
@@ -515,11 +628,16 @@ impl DbMap {
     /// inserted or removed since (packing moves no key).
     pub fn entry_at(&mut self, hash: u64, place: Place) -> Option<&mut Entry> {
         self.unsettle(hash);
+        self.preserve(place.0, false);
         self.table.get_bucket_mut(place.0).map(Node::entry_mut)
     }
 
     /// The entry for change, whole until the next `settle`.
     pub fn get_mut_hashed(&mut self, hash: u64, key: &[u8]) -> Option<&mut Entry> {
+        if self.frozen.is_some() {
+            let index = self.table.find_bucket_index(hash, |n| n.key() == key)?;
+            return self.entry_at(hash, Place(index));
+        }
         self.unsettle(hash);
         self.table
             .find_mut(hash, |n| n.key() == key)
@@ -536,29 +654,157 @@ impl DbMap {
     ) {
         let hash = self.hash(key);
         self.unsettle(hash);
+        if self.frozen.is_some() {
+            self.freeze_insert(hash, key);
+        }
+        let has_deadline = entry.expire_at().is_some();
         let hasher = &self.hasher;
-        match self
+        let created = match self
             .table
             .entry(hash, |n| n.key() == key, |n| hasher.hash(n.key()))
         {
             Slot::Occupied(mut slot) => {
                 let clock = stamp(Some(slot.get().clock()));
-                slot.get_mut().replace_entry(entry, clock);
+                let node = slot.get_mut();
+                self.expiring = self
+                    .expiring
+                    .saturating_sub(usize::from(node.expire_at().is_some()));
+                node.replace_entry(entry, clock);
+                None
             }
-            Slot::Vacant(slot) => {
-                slot.insert(Node::new(key, entry, stamp(None)));
+            Slot::Vacant(slot) => Some(
+                slot.insert(Node::new(key, entry, stamp(None)))
+                    .bucket_index(),
+            ),
+        };
+        self.expiring += usize::from(has_deadline);
+        if let (Some(index), Some(frozen)) = (created, self.frozen.as_deref_mut())
+            && index >= frozen.cursor
+        {
+            frozen.keep(&self.hasher, key, false, || Aside::Absent(key.into()));
+        }
+    }
+
+    /// Before `key` (of `hash`) is stored in a frozen map: the table's
+    /// growth would move keys, so the capture first sets aside every key
+    /// it still needs (a cost paid once per doubling during a save); a
+    /// key there is set aside as it is.
+    #[cold]
+    fn freeze_insert(&mut self, hash: u64, key: &[u8]) {
+        if self.table.len() == self.table.capacity() {
+            self.set_aside_rest();
+        }
+        if let Some(index) = self.table.find_bucket_index(hash, |n| n.key() == key) {
+            self.preserve(index, false);
+        }
+    }
+
+    /// Sets aside every key the capture has not reached, so the table may
+    /// move them.
+    fn set_aside_rest(&mut self) {
+        let Some(frozen) = self.frozen.as_deref_mut() else {
+            return;
+        };
+        for index in frozen.cursor..self.table.num_buckets() {
+            if let Some(node) = self.table.get_bucket(index) {
+                frozen.keep(&self.hasher, node.key(), false, || {
+                    Aside::Was(node.duplicate())
+                });
             }
         }
+        frozen.cursor = usize::MAX;
+    }
+
+    /// Called before the key in bucket `index` changes (`leaving`: goes):
+    /// a capture that has not saved it yet sets it aside as it is.
+    #[inline]
+    fn preserve(&mut self, index: usize, leaving: bool) {
+        if let Some(frozen) = self.frozen.as_deref_mut()
+            && index >= frozen.cursor
+            && let Some(node) = self.table.get_bucket(index)
+        {
+            frozen.keep(&self.hasher, node.key(), leaving, || {
+                Aside::Was(node.duplicate())
+            });
+        }
+    }
+
+    /// `preserve` before a key's access clock changes, which matters only
+    /// to a file that keeps clocks.
+    #[inline]
+    fn preserve_clock(&mut self, index: usize) {
+        if self.frozen.as_ref().is_some_and(|f| f.clocks) {
+            self.preserve(index, false);
+        }
+    }
+
+    /// Holds the map as it is now for a capture saving it as database
+    /// `db` (`clocks`: with access clocks), until `save_step` is through.
+    pub fn freeze(&mut self, db: usize, clocks: bool) {
+        self.frozen = Some(Box::new(Frozen {
+            db,
+            cursor: 0,
+            clocks,
+            aside: HashTable::new(),
+        }));
+    }
+
+    /// Lets go of a capture given up half way.
+    pub fn thaw(&mut self) {
+        self.frozen = None;
+    }
+
+    /// The database a capture froze this map as, while it saves it.
+    pub fn frozen_as(&self) -> Option<usize> {
+        self.frozen.as_ref().map(|f| f.db)
+    }
+
+    /// Saves on from where the last step stopped: hands `save` the keys,
+    /// as they were at the capture, of the next buckets, up to `budget`
+    /// keys (or sixteen times as many buckets), or until `save` answers
+    /// false. A step is short, so a command waiting for the shard waits
+    /// little.
+    pub fn save_step(&mut self, budget: usize, mut save: impl FnMut(&Node) -> bool) -> SaveStep {
+        let Some(frozen) = self.frozen.as_deref_mut() else {
+            return SaveStep::Done(Vec::new());
+        };
+        let end = self.table.num_buckets();
+        let last = end.min(frozen.cursor.saturating_add(budget * 16));
+        let (mut index, mut saved, mut go_on) = (frozen.cursor, 0, true);
+        while index < last && saved < budget && go_on {
+            if let Some(node) = self.table.get_bucket(index)
+                && !frozen.holds(&self.hasher, node.key())
+            {
+                go_on = save(node);
+                saved += 1;
+            }
+            index += 1;
+        }
+        frozen.cursor = frozen.cursor.max(index);
+        if frozen.cursor < end {
+            return SaveStep::More;
+        }
+        let frozen = self.frozen.take().expect("frozen above");
+        SaveStep::Done(
+            frozen
+                .aside
+                .into_iter()
+                .filter_map(|a| match a {
+                    Aside::Was(node) => Some(node),
+                    Aside::Absent(_) => None,
+                })
+                .collect(),
+        )
     }
 
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
         let hash = self.hash(key);
-        let node = self
-            .table
-            .find_entry(hash, |n| n.key() == key)
-            .ok()?
-            .remove()
-            .0;
+        let index = self.table.find_bucket_index(hash, |n| n.key() == key)?;
+        self.preserve(index, true);
+        let node = self.table.get_bucket_entry(index).ok()?.remove().0;
+        self.expiring = self
+            .expiring
+            .saturating_sub(usize::from(node.expire_at().is_some()));
         // A lock released by the command that took it leaves nothing to
         // pack.
         if self.unsettled == Some(hash) {
@@ -572,13 +818,16 @@ impl DbMap {
     /// `now` (the wheel fired for one of them; the others are due too).
     fn take_expired(&mut self, hash: u64, now: u64) -> Vec<Node> {
         let mut taken = Vec::new();
-        let hasher = &self.hasher;
-        while let Ok(slot) = self
-            .table
-            .find_entry(hash, |n| n.is_expired(now) && hasher.hash(n.key()) == hash)
-        {
+        while let Some(index) = self.table.find_bucket_index(hash, |n| {
+            n.is_expired(now) && self.hasher.hash(n.key()) == hash
+        }) {
+            self.preserve(index, true);
+            let Ok(slot) = self.table.get_bucket_entry(index) else {
+                break;
+            };
             taken.push(slot.remove().0);
         }
+        self.expiring = self.expiring.saturating_sub(taken.len());
         if !taken.is_empty() {
             self.shrink_if_sparse();
         }
@@ -593,7 +842,8 @@ impl DbMap {
     /// table never shrinks and grows back over a few keys.
     fn shrink_if_sparse(&mut self) {
         let capacity = self.table.capacity();
-        if capacity > SHRINK_FLOOR && self.table.len() * 4 < capacity {
+        // A frozen table keeps its buckets (see `Frozen`).
+        if capacity > SHRINK_FLOOR && self.frozen.is_none() && self.table.len() * 4 < capacity {
             let hasher = &self.hasher;
             self.table
                 .shrink_to(self.table.len() * 2, |n| hasher.hash(n.key()));
@@ -655,6 +905,126 @@ mod tests {
         Entry::new(Value::string(Bytes::from_static(b"v")), at)
     }
 
+    fn text(s: &str) -> Entry {
+        Entry::new(Value::string(Bytes::copy_from_slice(s.as_bytes())), None)
+    }
+
+    /// Runs a capture's walk to its end: every key it saves, in order.
+    fn walk_out(map: &mut DbMap, steps: &mut impl FnMut(&mut DbMap)) -> Vec<(Vec<u8>, Entry)> {
+        let mut saved = Vec::new();
+        loop {
+            let step = map.save_step(8, |n| {
+                saved.push((n.key().to_vec(), n.entry().into_owned()));
+                true
+            });
+            match step {
+                SaveStep::More => steps(map),
+                SaveStep::Done(aside) => {
+                    saved.extend(
+                        aside
+                            .iter()
+                            .map(|n| (n.key().to_vec(), n.entry().into_owned())),
+                    );
+                    return saved;
+                }
+            }
+        }
+    }
+
+    fn as_frozen(keys: usize) -> (DbMap, Vec<(Vec<u8>, Entry)>) {
+        let mut map = DbMap::new(0);
+        let mut was: Vec<_> = (0..keys)
+            .map(|i| (format!("k{i}").into_bytes(), text(&format!("v{i}"))))
+            .collect();
+        for (k, e) in &was {
+            map.put(k, e.clone());
+        }
+        map.freeze(0, false);
+        was.sort_by(|a, b| a.0.cmp(&b.0));
+        (map, was)
+    }
+
+    fn sorted(mut saved: Vec<(Vec<u8>, Entry)>) -> Vec<(Vec<u8>, Entry)> {
+        saved.sort_by(|a, b| a.0.cmp(&b.0));
+        saved
+    }
+
+    #[test]
+    fn a_frozen_map_saves_every_key_once_as_it_was_whatever_changes_meanwhile() {
+        let (mut map, was) = as_frozen(300);
+        let mut round = 0;
+        let saved = walk_out(&mut map, &mut |map| {
+            round += 1;
+            // Changes, deletions and new keys, in buckets saved and not;
+            // the new keys make the table grow, which moves keys.
+            for i in (round % 7..300).step_by(7) {
+                let key = format!("k{i}");
+                let hash = map.hash(key.as_bytes());
+                if let Some(e) = map.get_mut_hashed(hash, key.as_bytes()) {
+                    *e = text("changed");
+                }
+                map.remove(format!("k{}", (i + 3) % 300).as_bytes());
+                map.put(format!("new{round}:{i}").as_bytes(), text("new"));
+                map.put(format!("k{}", (i + 5) % 300).as_bytes(), text("replaced"));
+            }
+        });
+        assert!(round > 3, "the walk took steps");
+        assert_eq!(sorted(saved), was);
+        assert!(map.frozen.is_none(), "free once through");
+    }
+
+    #[test]
+    fn a_flush_during_a_walk_keeps_what_the_walk_needs() {
+        let (mut map, was) = as_frozen(100);
+        let mut flushed = false;
+        let saved = walk_out(&mut map, &mut |map| {
+            if !flushed {
+                map.put(b"created", text("since"));
+                map.clear(0);
+                map.put(b"after", text("flush"));
+                flushed = true;
+            }
+        });
+        assert_eq!(sorted(saved), was);
+        assert_eq!(map.len(), 1);
+    }
+
+    #[test]
+    fn counts_the_keys_with_a_deadline() {
+        let mut map = DbMap::new(0);
+        let put = |map: &mut DbMap, key: &[u8], at: Option<u64>| {
+            map.put(key, entry(at));
+            if let Some(at) = at {
+                map.schedule(key, at);
+            }
+        };
+        for i in 0..10u64 {
+            put(
+                &mut map,
+                format!("k{i}").as_bytes(),
+                (i % 2 == 0).then_some(100 + i),
+            );
+        }
+        assert_eq!(map.expiring(), 5);
+        put(&mut map, b"k0", None);
+        put(&mut map, b"k1", Some(7));
+        map.remove(b"k2");
+        let hash = map.hash(b"k3");
+        let had = map
+            .get_mut_hashed(hash, b"k3")
+            .unwrap()
+            .set_expire_at(Some(9));
+        map.deadline_changed(had.is_some(), true);
+        map.schedule(b"k3", 9);
+        assert_eq!(map.expiring(), 5, "k1, k3, k4, k6, k8");
+        assert_eq!(map.expire_due(1_000).len(), 5);
+        assert_eq!(map.expiring(), 0);
+        put(&mut map, b"k0", Some(5_000));
+        assert_eq!(map.expiring(), 1);
+        map.clear(0);
+        assert_eq!(map.expiring(), 0);
+    }
+
     #[test]
     fn finds_expired_keys_by_hash_and_shrinks_when_emptied() {
         let mut map = DbMap::new(0);
@@ -691,6 +1061,7 @@ mod tests {
         map.get_mut_hashed(map.hash(b""), b"")
             .expect("present")
             .set_expire_at(Some(3));
+        map.deadline_changed(false, true);
         assert_eq!(map.take_expired(map.hash(b""), 4).len(), 1);
         assert_eq!(map.len(), 1);
     }

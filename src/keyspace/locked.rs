@@ -292,9 +292,7 @@ impl<'a> Locked<'a> {
                 let guard = if pos == self.guards.len() {
                     self.ks.lock_shard(idx)?
                 } else {
-                    let guard = mutex.try_lock().ok_or(CmdError::ShardBusy)?;
-                    self.ks.settle(idx, &guard);
-                    guard
+                    mutex.try_lock().ok_or(CmdError::ShardBusy)?
                 };
                 self.guards.insert(pos, (idx, guard));
                 Ok(pos)

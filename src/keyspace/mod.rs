@@ -13,7 +13,8 @@
 //! - `shard`: `Shard`, one shard's databases, watchers and counters.
 //! - `slot`: a key's hash slot and the shard it lives in.
 //! - `dbmap`: one database's keys in one shard and their expiry wheel (the
-//!   crate's model for unsafe code: every block says why it is sound).
+//!   crate's model for unsafe code: every block says why it is sound), and
+//!   a snapshot's hold on them: keys copied aside before they change.
 //! - `journal`: what undoes a script's writes.
 //! - `blocked`: how clients blocked on keys are served.
 //! - `waiter`: what a blocked client waits for and how its wait ends.

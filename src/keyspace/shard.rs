@@ -97,10 +97,7 @@ impl Shard {
     }
 
     pub fn expires_len(&self, db: usize) -> usize {
-        self.dbs[db]
-            .iter()
-            .filter(|n| n.expire_at().is_some())
-            .count()
+        self.dbs[db].expiring()
     }
 
     /// Live keys of one database, for whole-keyspace commands.

@@ -1,28 +1,41 @@
 //! The keyspace as RDB keys, as it was at one point in time, taken while
-//! clients go on (BGSAVE, SAVE, DEBUG RELOAD), and RDB keys loaded back.
+//! clients go on (BGSAVE, SAVE, DEBUG RELOAD, an AOF rewrite's base), and
+//! RDB keys loaded back.
 //!
 //! Redis gets its point in time from fork(): the child sees the memory as
-//! it was. Here a capture starts by holding every shard at once, which
-//! orders it against every command (each holds the shards it touches),
-//! and marks each shard as owed. Whoever takes a shard next, the saver
-//! walking them or any command or expiry pass, first encodes the owed
-//! shard before it can change anything in it. So every shard is encoded
-//! exactly as it was when the capture started: the same state a fork at
-//! that instant would have copied, whatever writes come after. A command
-//! pays at most once per shard, for 1/`SHARDS` of the keyspace.
+//! it was, and a page the parent writes is copied first. Here the copy is
+//! per key. A capture starts by holding every shard at once, which orders
+//! it against every command (each holds the shards it touches); while it
+//! holds them it counts each database's keys (RESIZEDB's figures) and
+//! freezes every map that has keys. The saver then walks each frozen map's
+//! buckets in order, a few dozen keys per hold of the shard, streaming
+//! them to the file. A key about to change (written, deleted, expired, or
+//! under an LRU/LFU policy, read) in a bucket the saver has not reached is
+//! first copied aside as it is; a key created since is marked so the
+//! saver passes it by. Keys do not move between buckets while a map is
+//! frozen (a growth that would rehash the table sets every key not yet
+//! saved aside first), so every key the capture saw is saved exactly once,
+//! as it was when the capture began: from the table if nothing changed it
+//! before the saver came, else from its copy, which was taken before its
+//! first change. That is the state a fork at that instant would have
+//! copied, whatever writes come after. A command pays for the keys it
+//! changes, not for its shard; memory grows by those copies and one step's
+//! bytes, not by the file.
 
+use std::io::Write;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::MutexGuard;
 
 use super::access::AccessClock;
+use super::dbmap::{Node, SaveStep};
 use super::dump::write_value;
-use super::shard::Shard;
 use super::slot::SHARDS;
 use super::{Keyspace, LockPlan, Ttl, Value};
 use crate::error::CmdResult;
-use crate::persist::rdb::{Encoder, KeyMeta, key_prefix};
+use crate::persist::rdb::{Encoder, FileWriter, KeyMeta, key_prefix};
 
 /// Which access clock the file keeps for each key: Redis writes the LRU
 /// idle time under an LRU `maxmemory-policy`, the LFU counter under an
@@ -41,56 +54,59 @@ pub(crate) struct CaptureOptions {
     pub clocks: Clocks,
 }
 
-/// One database's keys, framed as RDB keys, in parts (one per shard).
-#[derive(Default)]
-pub(crate) struct DbImage {
-    pub parts: Vec<Vec<u8>>,
-    pub keys: u64,
-    pub expires: u64,
+/// Keys saved per hold of a shard, at most, and how long a hold may go on
+/// taking more: a command finding the saver in its shard waits about that
+/// long (plus one key's encoding), not the shard's whole encoding.
+const STEP_KEYS: usize = 32;
+const STEP_TIME: Duration = Duration::from_micros(10);
+
+/// A database's sizes at the capture, for RESIZEDB.
+#[derive(Debug, Default, Clone, Copy)]
+struct DbSizes {
+    keys: u64,
+    expires: u64,
 }
 
-/// A capture under way: the shards still owed and the parts done.
+/// A capture under way (see the module's doc).
 pub(crate) struct Capture {
     at_ms: u64,
     /// The keyspace's change counter at that moment.
     pub dirty: u64,
     options: CaptureOptions,
-    owed: Box<[AtomicBool]>,
-    /// Per shard, per database.
-    parts: Mutex<Vec<Option<Vec<DbImage>>>>,
+    sizes: Vec<DbSizes>,
+    /// Keys written so far.
+    saved: AtomicU64,
+    /// Bytes of the keys commands set aside before changing them, as
+    /// written: what the capture cost beyond its own buffers, as a fork's
+    /// copied pages do.
+    aside_bytes: AtomicU64,
 }
 
 impl Capture {
-    /// Encodes `shard` (number `idx`, held by the caller) if it is owed.
-    fn settle(&self, idx: usize, shard: &Shard) {
-        if !self.owed[idx].swap(false, Ordering::AcqRel) {
-            return;
-        }
-        let images = shard
-            .dbs
-            .iter()
-            .map(|map| {
-                let mut image = DbImage::default();
-                let mut enc = Encoder::new(self.options.compress);
-                for node in map.iter().filter(|n| !n.is_expired(self.at_ms)) {
-                    let expire_at = node.expire_at();
-                    let clock = node.clock();
-                    let meta = KeyMeta {
-                        expire_ms: expire_at.map(|at| at as i64),
-                        idle: (self.options.clocks == Clocks::Lru)
-                            .then(|| clock.idle_secs(self.at_ms)),
-                        freq: (self.options.clocks == Clocks::Lfu)
-                            .then(|| clock.decayed_freq(self.at_ms)),
-                    };
-                    write_key(&mut enc, &meta, node.key(), &node.entry().value);
-                    image.keys += 1;
-                    image.expires += u64::from(expire_at.is_some());
-                }
-                image.parts.push(enc.out);
-                image
-            })
-            .collect();
-        self.parts.lock()[idx] = Some(images);
+    /// Every key the capture saw, as INFO's `current_save_keys_total`.
+    pub(crate) fn keys_total(&self) -> u64 {
+        self.sizes.iter().map(|s| s.keys).sum()
+    }
+
+    /// Keys written so far (`current_save_keys_processed`).
+    pub(crate) fn keys_saved(&self) -> u64 {
+        self.saved.load(Ordering::Relaxed)
+    }
+
+    /// See `aside_bytes` (`rdb_last_cow_size`).
+    pub(crate) fn aside_bytes(&self) -> u64 {
+        self.aside_bytes.load(Ordering::Relaxed)
+    }
+
+    fn write_node(&self, enc: &mut Encoder, node: &Node) {
+        let expire_at = node.expire_at();
+        let clock = node.clock();
+        let meta = KeyMeta {
+            expire_ms: expire_at.map(|at| at as i64),
+            idle: (self.options.clocks == Clocks::Lru).then(|| clock.idle_secs(self.at_ms)),
+            freq: (self.options.clocks == Clocks::Lfu).then(|| clock.decayed_freq(self.at_ms)),
+        };
+        write_key(enc, &meta, node.key(), &node.entry().value);
     }
 }
 
@@ -120,50 +136,123 @@ impl Keyspace {
     /// Starts a capture as of now (see the module's doc). One at a time:
     /// the caller ends it with `end_capture` before starting another.
     pub(crate) fn begin_capture(&self, options: CaptureOptions) -> Arc<Capture> {
-        let guards: Vec<_> = (0..SHARDS).map(|idx| self.wait_shard(idx)).collect();
-        let capture = Arc::new(Capture {
+        let mut guards: Vec<_> = (0..SHARDS).map(|idx| self.wait_shard(idx)).collect();
+        let mut sizes = vec![DbSizes::default(); self.databases()];
+        let clocks = options.clocks != Clocks::None;
+        for shard in &mut guards {
+            for (db, map) in shard.dbs.iter_mut().enumerate() {
+                if map.len() > 0 {
+                    sizes[db].keys += map.len() as u64;
+                    sizes[db].expires += map.expiring() as u64;
+                    map.freeze(db, clocks);
+                }
+            }
+        }
+        Arc::new(Capture {
             at_ms: self.clock.now_ms(),
             dirty: guards.iter().map(|g| g.stats.dirty).sum(),
             options,
-            owed: (0..SHARDS).map(|_| AtomicBool::new(true)).collect(),
-            parts: Mutex::new((0..SHARDS).map(|_| None).collect()),
-        });
-        *self.capture.write() = Some(capture.clone());
-        // Set while every shard is held: whoever takes one next sees it.
-        self.capturing.store(true, Ordering::Release);
-        drop(guards);
-        capture
+            sizes,
+            saved: AtomicU64::new(0),
+            aside_bytes: AtomicU64::new(0),
+        })
     }
 
-    /// Encodes the shards no command has taken since the capture began,
-    /// one at a time, and ends it: each database's keys, in order.
-    pub(crate) fn end_capture(&self, capture: &Capture) -> Vec<DbImage> {
-        for idx in 0..SHARDS {
-            // Taking the shard settles it.
-            drop(self.wait_shard(idx));
+    /// Writes the capture's databases to `file`, each database's keys in
+    /// order, a step at a time, and ends it (also when `file` fails).
+    pub(crate) fn end_capture<W: Write>(
+        &self,
+        capture: &Capture,
+        file: &mut FileWriter<W>,
+    ) -> std::io::Result<()> {
+        let walked = self.save_all(capture, file);
+        if walked.is_err() {
+            self.abandon_capture();
         }
-        self.capturing.store(false, Ordering::Release);
-        *self.capture.write() = None;
-        let mut dbs: Vec<DbImage> = (0..self.databases()).map(|_| DbImage::default()).collect();
-        for shard in capture.parts.lock().drain(..).flatten() {
-            for (db, image) in dbs.iter_mut().zip(shard) {
-                db.keys += image.keys;
-                db.expires += image.expires;
-                db.parts
-                    .extend(image.parts.into_iter().filter(|p| !p.is_empty()));
+        walked
+    }
+
+    /// Ends a capture that will not be written (its sink failed).
+    pub(crate) fn abandon_capture(&self) {
+        for idx in 0..SHARDS {
+            self.wait_shard(idx).dbs.iter_mut().for_each(|m| m.thaw());
+        }
+    }
+
+    fn save_all<W: Write>(
+        &self,
+        capture: &Capture,
+        file: &mut FileWriter<W>,
+    ) -> std::io::Result<()> {
+        let mut enc = Encoder::new(capture.options.compress);
+        for (db, sizes) in capture.sizes.iter().enumerate() {
+            if sizes.keys == 0 {
+                continue;
+            }
+            file.select_db(db as u64, sizes.keys, sizes.expires)?;
+            for idx in 0..SHARDS {
+                self.save_map(capture, idx, db, &mut enc, file)?;
             }
         }
-        dbs
+        Ok(())
     }
 
-    /// Called with shard `idx` just taken: encodes it first if a capture
-    /// still owes it. One relaxed load when no capture runs.
-    #[inline]
-    pub(super) fn settle(&self, idx: usize, shard: &Shard) {
-        if self.capturing.load(Ordering::Relaxed)
-            && let Some(capture) = self.capture.read().as_ref()
-        {
-            capture.settle(idx, shard);
+    /// Saves database `db`'s map in shard `idx`, step by step, each step's
+    /// bytes written with the shard let go.
+    fn save_map<W: Write>(
+        &self,
+        capture: &Capture,
+        idx: usize,
+        db: usize,
+        enc: &mut Encoder,
+        file: &mut FileWriter<W>,
+    ) -> std::io::Result<()> {
+        loop {
+            let mut saved = 0;
+            let step = {
+                let mut shard = self.wait_shard(idx);
+                let started = Instant::now();
+                // SWAPDB moves maps: the one frozen as `db` is the one.
+                let Some(map) = shard.dbs.iter_mut().find(|m| m.frozen_as() == Some(db)) else {
+                    return Ok(());
+                };
+                let step = map.save_step(STEP_KEYS, |node| {
+                    capture.write_node(enc, node);
+                    saved += 1;
+                    started.elapsed() < STEP_TIME
+                });
+                // Handed straight to a command waiting for the shard: let
+                // go plainly, the saver's next step took it back before a
+                // woken waiter could, and a write waited out the shard.
+                MutexGuard::unlock_fair(shard);
+                step
+            };
+            // The saver shares cores with the threads serving clients,
+            // and a scheduler lets a thread run for milliseconds before a
+            // woken one preempts it: between steps it steps aside, so a
+            // write during a save waits microseconds, not a time slice
+            // (p99 0.04-0.06 ms against 0.09-0.46 ms without, on a loaded
+            // machine).
+            // On a busy machine the save takes longer for it.
+            std::thread::yield_now();
+            file.keys(&enc.out)?;
+            enc.out.clear();
+            capture.saved.fetch_add(saved, Ordering::Relaxed);
+            let SaveStep::Done(aside) = step else {
+                continue;
+            };
+            for node in &aside {
+                capture.write_node(enc, node);
+                capture
+                    .aside_bytes
+                    .fetch_add(enc.out.len() as u64, Ordering::Relaxed);
+                file.keys(&enc.out)?;
+                enc.out.clear();
+            }
+            capture
+                .saved
+                .fetch_add(aside.len() as u64, Ordering::Relaxed);
+            return Ok(());
         }
     }
 

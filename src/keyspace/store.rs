@@ -53,10 +53,6 @@ pub struct Keyspace {
     pub(super) log: parking_lot::RwLock<Option<Arc<crate::persist::Aof>>>,
     /// Set while `log` is: a command notes what it changes only then.
     pub(super) logging: AtomicBool,
-    /// The capture under way (BGSAVE), and whether there is one: every
-    /// shard taken asks (see `snapshot`).
-    pub(super) capture: parking_lot::RwLock<Option<Arc<super::snapshot::Capture>>>,
-    pub(super) capturing: AtomicBool,
     /// Set while the append-only file is replayed at start.
     pub(super) loading: AtomicBool,
     /// Whether `maxmemory-policy` is an LFU one: keys' access clocks then
@@ -102,8 +98,6 @@ impl Keyspace {
             limits: limits::SharedLimits::new(EncodingLimits::default()),
             log: Default::default(),
             logging: AtomicBool::new(false),
-            capture: Default::default(),
-            capturing: AtomicBool::new(false),
             loading: AtomicBool::new(false),
             lfu: AtomicBool::new(false),
         }
@@ -164,13 +158,6 @@ impl Keyspace {
         &self.clock
     }
 
-    /// Takes shard `idx`, settling it for a capture that owes it.
-    pub(super) fn lock_shard(&self, idx: usize) -> CmdResult<MutexGuard<'_, Shard>> {
-        let guard = self.take_shard_lock(idx)?;
-        self.settle(idx, &guard);
-        Ok(guard)
-    }
-
     /// Takes shard `idx`, waiting out a busy script rather than failing.
     pub(super) fn wait_shard(&self, idx: usize) -> MutexGuard<'_, Shard> {
         loop {
@@ -182,7 +169,8 @@ impl Keyspace {
         }
     }
 
-    fn take_shard_lock(&self, idx: usize) -> CmdResult<MutexGuard<'_, Shard>> {
+    /// Takes shard `idx`, refusing while a busy script holds it.
+    pub(super) fn lock_shard(&self, idx: usize) -> CmdResult<MutexGuard<'_, Shard>> {
         if let Some(guard) = self.shards[idx].try_lock() {
             return Ok(guard);
         }
@@ -254,13 +242,10 @@ impl Keyspace {
             .iter()
             .enumerate()
             .filter(|&(i, _)| wait || self.alarm.shard_due(i, now))
-            .map(|(i, s)| {
+            .map(|(_, s)| {
                 // A shard skipped as busy stays due for the next pass.
                 let shard = if wait { Some(s.lock()) } else { s.try_lock() };
-                shard.map_or((0, 0), |mut shard| {
-                    self.settle(i, &shard);
-                    shard.expire_due(now, &*self.events)
-                })
+                shard.map_or((0, 0), |mut shard| shard.expire_due(now, &*self.events))
             })
             .fold((0, 0), |(n, lag), (m, l)| (n + m, lag.max(l)));
         self.alarm.settle();

@@ -17,7 +17,7 @@ pub mod manifest;
 pub mod rdb;
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
@@ -540,24 +540,28 @@ fn sync_dir(path: &Path) {
     }
 }
 
-/// Makes a written file durable and moves it to `path`.
-fn install_snapshot(path: &Path, file: File, tmp: &Path) -> std::io::Result<()> {
-    file.sync_all()?;
-    std::fs::rename(tmp, path)?;
-    sync_dir(path);
-    Ok(())
-}
-
-/// Writes `bytes` as the file at `path` whole or not at all: to a
-/// temporary file beside it (`temp-<pid>.rdb`, Redis's name), fsynced,
-/// then renamed over it.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// Writes the file at `path` whole or not at all: `fill` writes it to a
+/// temporary file beside it (`temp-<pid>.rdb`, Redis's name), which is
+/// fsynced and renamed over it if `fill` answers true (a save made stale
+/// meanwhile answers false, and the file stays as it was). Returns what
+/// `fill` answered.
+pub fn write_atomically(
+    path: &Path,
+    fill: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<bool>,
+) -> std::io::Result<bool> {
     let tmp = path.with_file_name(format!("temp-{}.rdb", std::process::id()));
-    let written = File::create(&tmp).and_then(|mut file| {
-        file.write_all(bytes)?;
-        install_snapshot(path, file, &tmp)
+    let written = File::create(&tmp).and_then(|file| {
+        let mut out = BufWriter::new(file);
+        if !fill(&mut out)? {
+            return Ok(false);
+        }
+        let file = out.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        sync_dir(path);
+        Ok(true)
     });
-    if written.is_err() {
+    if !matches!(written, Ok(true)) {
         let _ = std::fs::remove_file(&tmp);
     }
     written

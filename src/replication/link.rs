@@ -381,7 +381,10 @@ async fn load(shared: &Arc<Shared>, data: Vec<u8>) -> LinkResult<()> {
         };
         let file = rdb_path(&config);
         if to_file {
-            crate::persist::write_atomically(&file, &data).map_err(LinkError::SyncFile)?;
+            crate::persist::write_atomically(&file, |out| {
+                std::io::Write::write_all(out, &data).map(|()| true)
+            })
+                .map_err(LinkError::SyncFile)?;
         }
         worker.snapshots.set_loading(true);
         empty_all(&worker);

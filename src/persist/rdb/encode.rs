@@ -71,10 +71,6 @@ impl Encoder {
         self.out.extend_from_slice(&d.to_le_bytes());
     }
 
-    pub fn u64_le(&mut self, n: u64) {
-        self.out.extend_from_slice(&n.to_le_bytes());
-    }
-
     /// A point in time in Unix milliseconds, eight bytes little-endian.
     pub fn millis(&mut self, ms: i64) {
         self.out.extend_from_slice(&ms.to_le_bytes());

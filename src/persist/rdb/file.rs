@@ -7,6 +7,7 @@
 //! from `FileReader::decoder`.
 
 use std::borrow::Cow;
+use std::io::Write;
 
 use super::{CRC64, Decoder, Encoder, MAGIC, RdbError, VERSION, opcode};
 
@@ -21,61 +22,87 @@ pub struct KeyMeta {
     pub freq: Option<u8>,
 }
 
-/// Builds a file in memory, in the order Redis writes one.
-pub struct FileWriter {
-    enc: Encoder,
+/// Writes a file to a sink as it is built, in the order Redis writes
+/// one, keeping the CRC-64 of every byte sent: no part of the file but
+/// the piece at hand is held in memory, so a snapshot of any size costs
+/// the same few buffers.
+pub struct FileWriter<W: Write> {
+    sink: W,
+    /// Where each framing piece is encoded before it is sent.
+    scratch: Encoder,
+    crc: crc::Digest<'static, u64>,
 }
 
-impl FileWriter {
+/// `CRC64` where a running digest can borrow it for as long as a file.
+static FILE_CRC: crc::Crc<u64> = CRC64;
+
+impl<W: Write> FileWriter<W> {
     /// A file whose strings LZF-compresses when `compress`
-    /// (`rdbcompression`), its header written.
-    pub fn new(compress: bool) -> FileWriter {
-        let mut enc = Encoder::new(compress);
-        enc.out.extend_from_slice(MAGIC);
-        enc.out
+    /// (`rdbcompression`), its header sent.
+    pub fn new(sink: W, compress: bool) -> std::io::Result<FileWriter<W>> {
+        let mut file = FileWriter {
+            sink,
+            scratch: Encoder::new(compress),
+            crc: FILE_CRC.digest(),
+        };
+        file.scratch.out.extend_from_slice(MAGIC);
+        file.scratch
+            .out
             .extend_from_slice(format!("{VERSION:04}").as_bytes());
-        FileWriter { enc }
+        file.send_scratch()?;
+        Ok(file)
     }
 
     /// An aux field; a value that is an integer's text is stored as one,
     /// as Redis stores `redis-bits`, `ctime`, `used-mem`.
-    pub fn aux(&mut self, name: &str, value: &[u8]) {
-        self.enc.byte(opcode::AUX);
-        self.enc.string(name.as_bytes());
-        self.enc.string(value);
+    pub fn aux(&mut self, name: &str, value: &[u8]) -> std::io::Result<()> {
+        self.scratch.byte(opcode::AUX);
+        self.scratch.string(name.as_bytes());
+        self.scratch.string(value);
+        self.send_scratch()
     }
 
     /// One function library, as its source code.
-    pub fn function(&mut self, code: &[u8]) {
-        self.enc.byte(opcode::FUNCTION_2);
-        self.enc.string(code);
+    pub fn function(&mut self, code: &[u8]) -> std::io::Result<()> {
+        self.scratch.byte(opcode::FUNCTION_2);
+        self.scratch.string(code);
+        self.send_scratch()
     }
 
     /// Starts database `db`, with its sizes as hints for the reader.
-    pub fn select_db(&mut self, db: u64, keys: u64, expires: u64) {
-        self.enc.byte(opcode::SELECT_DB);
-        self.enc.len(db);
-        self.enc.byte(opcode::RESIZE_DB);
-        self.enc.len(keys);
-        self.enc.len(expires);
+    pub fn select_db(&mut self, db: u64, keys: u64, expires: u64) -> std::io::Result<()> {
+        self.scratch.byte(opcode::SELECT_DB);
+        self.scratch.len(db);
+        self.scratch.byte(opcode::RESIZE_DB);
+        self.scratch.len(keys);
+        self.scratch.len(expires);
+        self.send_scratch()
     }
 
     /// Bytes already framed as keys (see `key_prefix`).
-    pub fn keys(&mut self, encoded: &[u8]) {
-        self.enc.out.extend_from_slice(encoded);
+    pub fn keys(&mut self, encoded: &[u8]) -> std::io::Result<()> {
+        self.crc.update(encoded);
+        self.sink.write_all(encoded)
     }
 
     /// Closes the file: EOF, then the CRC-64 of all before it, or zeros
     /// when `checksum` is off (`rdbchecksum no`), which readers skip.
-    pub fn finish(mut self, checksum: bool) -> Vec<u8> {
-        self.enc.byte(opcode::EOF);
-        let crc = if checksum {
-            CRC64.checksum(&self.enc.out)
-        } else {
-            0
-        };
-        self.enc.u64_le(crc);
-        self.enc.out
+    /// Gives the sink back, flushed.
+    pub fn finish(mut self, checksum: bool) -> std::io::Result<W> {
+        self.scratch.byte(opcode::EOF);
+        self.send_scratch()?;
+        let crc = if checksum { self.crc.finalize() } else { 0 };
+        self.sink.write_all(&crc.to_le_bytes())?;
+        self.sink.flush()?;
+        Ok(self.sink)
+    }
+
+    fn send_scratch(&mut self) -> std::io::Result<()> {
+        let FileWriter { sink, scratch, crc } = self;
+        crc.update(&scratch.out);
+        let sent = sink.write_all(&scratch.out);
+        scratch.out.clear();
+        sent
     }
 }
 
@@ -228,11 +255,12 @@ mod tests {
     use super::*;
 
     fn sample(checksum: bool) -> Vec<u8> {
-        let mut file = FileWriter::new(true);
-        file.aux("redis-ver", b"7.0.15");
-        file.aux("redis-bits", b"64");
-        file.function(b"#!lua name=lib\nredis.register_function('f', function() return 1 end)");
-        file.select_db(1, 1, 1);
+        let mut file = FileWriter::new(Vec::new(), true).unwrap();
+        file.aux("redis-ver", b"7.0.15").unwrap();
+        file.aux("redis-bits", b"64").unwrap();
+        file.function(b"#!lua name=lib\nredis.register_function('f', function() return 1 end)")
+            .unwrap();
+        file.select_db(1, 1, 1).unwrap();
         let mut enc = Encoder::new(false);
         key_prefix(
             &mut enc,
@@ -245,8 +273,8 @@ mod tests {
         enc.byte(super::super::kind::STRING);
         enc.string(b"k");
         enc.string(b"v");
-        file.keys(&enc.out);
-        file.finish(checksum)
+        file.keys(&enc.out).unwrap();
+        file.finish(checksum).unwrap()
     }
 
     #[test]
