@@ -13,6 +13,7 @@ pub mod latency;
 pub mod persistence;
 pub mod renames;
 pub mod replica;
+pub mod replicas;
 pub mod slowlog;
 pub mod snapshot;
 pub mod stats;
@@ -71,6 +72,8 @@ pub struct Shared {
     pub snapshots: snapshot::Snapshots,
     /// The primary this server follows, and its link's state.
     pub replica: replica::ReplicaState,
+    /// The replicas this server serves.
+    pub replicas: Arc<replicas::Replicas>,
     /// When (server ms) HTTP sent to the port was last logged: Redis logs
     /// it once a minute at most, so a flood does not flood the log.
     pub attack_logged_ms: AtomicU64,
@@ -112,6 +115,8 @@ impl Shared {
             .ok()
             .flatten()
             .map(|(host, port)| replica::Primary { host, port });
+        let backlog = Arc::new(crate::persist::backlog::Backlog::new(config.backlog_size()));
+        keyspace.set_backlog(backlog.clone());
         let shared = Shared {
             guard,
             acl: acl::Acl::new(commands, config.requirepass.as_deref()),
@@ -129,7 +134,8 @@ impl Shared {
             next_client_id: AtomicU64::new(1),
             started_ms,
             run_id: crate::util::random_hex(40),
-            replica: replica::ReplicaState::new(crate::util::random_hex(40)),
+            replica: replica::ReplicaState::new(crate::util::random_hex(40), backlog),
+            replicas: Arc::new(replicas::Replicas::new(started_ms)),
             attack_logged_ms: AtomicU64::new(0),
             command_names,
             tls: Default::default(),
@@ -157,6 +163,7 @@ impl Shared {
             Hook::Persistence => return persistence::reconfigure(self, old, new),
             Hook::Latency => self.latency.configure(new),
             Hook::Guard => self.guard.configure(new),
+            Hook::Backlog => self.replica.backlog.set_size(new.backlog_size()),
             Hook::Password => {
                 if new.requirepass != old.requirepass {
                     self.acl.set_default_password(new.requirepass.as_deref());
@@ -238,6 +245,13 @@ impl Shared {
         } else {
             paused_until
         }
+    }
+
+    /// Counts the replicas `min-replicas-to-write` counts, for the guard.
+    pub fn refresh_good_replicas(&self) {
+        let max_lag = self.config.read().min_replicas_max_lag;
+        let good = self.replicas.good(self.now_ms(), max_lag);
+        self.guard.set_good_replicas(good);
     }
 
     /// Whether clients may move the clock (`RLOCKD.CLOCK`).

@@ -250,13 +250,25 @@ fn frame(plan: &Plan, functions: &[Bytes], images: Vec<DbImage>, aof_base: bool)
 /// now, as an RDB. Waits for a save under way, as one capture runs at a
 /// time; the file is the caller's to write.
 pub fn aof_base(shared: &Shared) -> Vec<u8> {
+    capture_now(shared, true).0
+}
+
+/// A replica's full sync: the dataset as of now, as an RDB, and the
+/// replication offset that moment stands at (the replica's stream starts
+/// after it). Waits for a save under way, as `aof_base` does.
+pub fn sync_image(shared: &Shared) -> (Vec<u8>, i64) {
+    capture_now(shared, false)
+}
+
+fn capture_now(shared: &Shared, aof_base: bool) -> (Vec<u8>, i64) {
     while !shared.snapshots.claim() {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     let begun = begin(shared);
     let images = shared.keyspace.end_capture(&begun.capture);
     shared.snapshots.running.store(false, Ordering::Release);
-    frame(&begun.plan, &begun.functions, images, true)
+    let file = frame(&begun.plan, &begun.functions, images, aof_base);
+    (file, begun.capture.repl_offset)
 }
 
 /// SAVE (and the save at shutdown): the file written before it returns.

@@ -53,6 +53,9 @@ pub struct Keyspace {
     pub(super) log: parking_lot::RwLock<Option<Arc<crate::persist::Aof>>>,
     /// Set while `log` is: a command notes what it changes only then.
     pub(super) logging: AtomicBool,
+    /// The replication stream: writes are recorded for it too while it
+    /// records (see `crate::persist::backlog`).
+    pub(super) backlog: std::sync::OnceLock<Arc<crate::persist::backlog::Backlog>>,
     /// The capture under way (BGSAVE), and whether there is one: every
     /// shard taken asks (see `snapshot`).
     pub(super) capture: parking_lot::RwLock<Option<Arc<super::snapshot::Capture>>>,
@@ -102,6 +105,7 @@ impl Keyspace {
             limits: limits::SharedLimits::new(EncodingLimits::default()),
             log: Default::default(),
             logging: AtomicBool::new(false),
+            backlog: Default::default(),
             capture: Default::default(),
             capturing: AtomicBool::new(false),
             loading: AtomicBool::new(false),
@@ -259,7 +263,14 @@ impl Keyspace {
                 let shard = if wait { Some(s.lock()) } else { s.try_lock() };
                 shard.map_or((0, 0), |mut shard| {
                     self.settle(i, &shard);
-                    shard.expire_due(now, &*self.events)
+                    // Replicas keep keys past their deadline until told.
+                    let backlog = self.backlog.get().filter(|b| b.recording());
+                    let mut gone = backlog.map(|_| crate::persist::Batch::default());
+                    let done = shard.expire_due(now, &*self.events, gone.as_mut());
+                    if let (Some(backlog), Some(gone)) = (backlog, &gone) {
+                        backlog.append(gone);
+                    }
+                    done
                 })
             })
             .fold((0, 0), |(n, lag), (m, l)| (n + m, lag.max(l)));

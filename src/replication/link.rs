@@ -374,6 +374,10 @@ async fn apply_stream(
     let killed = handle.killed();
     tokio::pin!(killed);
     loop {
+        // The bytes of each command applied go on into this server's own
+        // stream, unchanged, for replicas of it.
+        let pending = Bytes::copy_from_slice(&conn.buf);
+        let mut done = 0;
         loop {
             let before = conn.buf.len();
             let request = parser
@@ -386,7 +390,9 @@ async fn apply_stream(
                 apply(shared, client, &args).await;
                 state.set_stream_db(client.db);
             }
-            state.advance(before - conn.buf.len());
+            let used = before - conn.buf.len();
+            state.backlog.feed(&pending[done..done + used]);
+            done += used;
         }
         tokio::select! {
             filled = conn.fill() => {
