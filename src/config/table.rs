@@ -783,7 +783,7 @@ directives! {
     /// never).
     "repl-backlog-ttl" => repl_backlog_ttl: i64 {
         default: 3600,
-        parse: |v| parse_int(v, 0),
+        parse: |v| parse_bounded(v, 0),
         change: Runtime,
     }
     /// yes: a full sync streams the snapshot to replicas that take it
