@@ -374,25 +374,21 @@ async fn apply_stream(
     let killed = handle.killed();
     tokio::pin!(killed);
     loop {
-        // The bytes of each command applied go on into this server's own
-        // stream, unchanged, for replicas of it.
-        let pending = Bytes::copy_from_slice(&conn.buf);
-        let mut done = 0;
         loop {
-            let before = conn.buf.len();
             let request = parser
-                .next_request(&mut conn.buf, true)
+                .next_request_framed(&mut conn.buf, true)
                 .map_err(|e| LinkError::Protocol(e.message()))?;
-            let Some(args) = request else { break };
+            let Some((frame, args)) = request else { break };
             if is_getack(&args) {
                 conn.ack(state.offset()).await?;
             } else {
                 apply(shared, client, &args).await;
                 state.set_stream_db(client.db);
             }
-            let used = before - conn.buf.len();
-            state.backlog.feed(&pending[done..done + used]);
-            done += used;
+            // The command goes on into this server's own stream, as it
+            // came, for replicas of it. (A primary sends no empty
+            // requests, which the parser would skip uncounted.)
+            state.backlog.feed(&frame);
         }
         tokio::select! {
             filled = conn.fill() => {
