@@ -883,3 +883,27 @@ fn an_rlockd_replica_of_rlockd_diskless_then_promoted() {
     assert_same_keys(&got, &want);
     assert_eq!(text(q(&mut r, &["SET", "k", "v"])), "OK");
 }
+
+#[test]
+fn a_replica_of_an_rlockd_replica_keeps_the_top_primarys_offsets() {
+    let (_p, mut p) = rlockd(&["--repl-diskless-sync-delay", "0"]);
+    fill(&mut p);
+    let port = port_of(&mut p).to_string();
+    let (_r1, mut r1) = rlockd(&["--replicaof", "127.0.0.1", &port]);
+    until_in_sync(&mut p, &mut r1);
+    let Some((_r2, mut r2)) = redis_replica_of("chained_replica", port_of(&mut r1)) else {
+        return;
+    };
+    // The second replica's offset is the top primary's: the first one
+    // passes the stream on as it came.
+    stream_writes(&mut p, "one");
+    assert_same_data(&mut p, &mut r2);
+    assert_eq!(sync_counts(&mut r1), (1, 0));
+
+    // Promoted, the first replica drops its own replicas, which continue
+    // under its new id without a new snapshot.
+    promote(&mut r1);
+    q(&mut r1, &["SET", "after-promotion", "1"]);
+    assert_same_data(&mut r1, &mut r2);
+    assert_eq!(sync_counts(&mut r1), (1, 1));
+}

@@ -232,6 +232,10 @@ impl Shared {
         self.guard.set_replica(primary.is_some(), &config);
         drop(config);
         let replica = primary.is_some();
+        if !replica && self.replica.is_replica() {
+            // Its replicas learn the new history when they reconnect.
+            self.drop_replicas();
+        }
         self.replica.follow(primary);
         let held = replica.then(|| self.expiry_hold(Instant::now()));
         self.keyspace.hold_expiry(held);
@@ -244,6 +248,17 @@ impl Shared {
             Instant::now() + REPLICA_EXPIRY_HOLD
         } else {
             paused_until
+        }
+    }
+
+    /// Disconnects every replica this server serves: its history changed
+    /// under them (a promotion, a full sync from its own primary), so they
+    /// must ask again.
+    pub fn drop_replicas(&self) {
+        for replica in self.replicas.all() {
+            if let Some(client) = self.clients.get(&replica.id) {
+                client.kill();
+            }
         }
     }
 

@@ -203,6 +203,7 @@ pub async fn follow(shared: &Arc<Shared>, primary: &Primary) -> LinkResult<()> {
             );
             load(shared, data).await?;
             state.full_sync(replid, offset);
+            shared.drop_replicas();
             tracing::info!("MASTER <-> REPLICA sync: Finished with success");
         }
         Sync::Continue { replid } => {
