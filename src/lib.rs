@@ -80,7 +80,8 @@
 //! the backlog too (`persist/backlog.rs`), `replication/primary.rs`
 //! serves each replica, `context/replicas.rs` lists them for INFO, ROLE,
 //! WAIT and `min-replicas-to-write`, and `context/snapshot.rs`'s
-//! `sync_image` takes a full sync's snapshot and its offset.
+//! `sync_image` takes a full sync's snapshot and its offset;
+//! `context/failover.rs` runs FAILOVER's switch to a replica.
 
 pub(crate) mod client_handle;
 pub mod clock;

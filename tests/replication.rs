@@ -907,3 +907,72 @@ fn a_replica_of_an_rlockd_replica_keeps_the_top_primarys_offsets() {
     assert_same_data(&mut r1, &mut r2);
     assert_eq!(sync_counts(&mut r1), (1, 1));
 }
+
+fn role_name(con: &mut Connection) -> String {
+    let Value::Array(role) = q(con, &["ROLE"]) else {
+        panic!("ROLE answers an array")
+    };
+    text(role[0].clone())
+}
+
+#[test]
+fn failover_switches_to_the_replica_with_the_data_and_offsets_kept() {
+    // A lone server's refusals are Redis's.
+    let (_lone, mut lone) = rlockd(&[]);
+    let refusals: &[&[&str]] = &[
+        &["FAILOVER"],
+        &["FAILOVER", "ABORT"],
+        &["FAILOVER", "TIMEOUT", "0"],
+        &["FAILOVER", "FORCE", "TO", "127.0.0.1", "1"],
+        &["FAILOVER", "BOGUS"],
+    ];
+    let bin = refserver::redis_server_path("failover");
+    let reference = bin.as_ref().map(|bin| RedisServer::start(bin));
+    for args in refusals {
+        let ours = q_err(&mut lone, args);
+        if let Some(server) = &reference {
+            let theirs = q_err(&mut connect(server.port()), args);
+            assert_eq!(ours, theirs, "{args:?}");
+        }
+    }
+
+    let (_p, mut p) = rlockd(&["--repl-diskless-sync-delay", "0"]);
+    fill(&mut p);
+    let port = port_of(&mut p).to_string();
+    let (_r, mut r) = rlockd(&["--replicaof", "127.0.0.1", &port]);
+    let replica_port = port_of(&mut r).to_string();
+    until_in_sync(&mut p, &mut r);
+    assert_eq!(
+        q_err(&mut p, &["FAILOVER", "TO", "127.0.0.1", "1"]),
+        "ERR FAILOVER target HOST and PORT is not a replica."
+    );
+    let want = keyspace(&mut p);
+    assert_eq!(
+        text(q(
+            &mut p,
+            &[
+                "FAILOVER",
+                "TO",
+                "127.0.0.1",
+                &replica_port,
+                "TIMEOUT",
+                "5000"
+            ]
+        )),
+        "OK"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while role_name(&mut p) != "slave"
+        || common::info_value(&info(&mut p), "master_failover_state") != "no-failover"
+    {
+        assert!(Instant::now() < deadline, "{}", info(&mut p));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(role_name(&mut r), "master");
+    // The old primary continued the new one's history: no new snapshot.
+    assert_eq!(sync_counts(&mut r), (0, 1));
+    assert_same_keys(&keyspace(&mut r), &want);
+    q(&mut r, &["SET", "after-failover", "1"]);
+    until_in_sync(&mut r, &mut p);
+    assert_eq!(text(q(&mut p, &["GET", "after-failover"])), "1");
+}

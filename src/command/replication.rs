@@ -12,6 +12,7 @@ use super::spec::{CommandSpec, Group};
 use crate::config::parse_primary;
 use crate::context::ReplyMode;
 use crate::context::client::SyncAsk;
+use crate::context::failover::{FailoverAsk, FailoverState};
 use crate::context::replica::{LinkState, Primary};
 use crate::context::replicas::SyncState;
 use crate::error::{CmdError, CmdResult};
@@ -138,6 +139,19 @@ pub fn replconf(ctx: &mut Ctx) -> CmdResult<Reply> {
 /// once this command is done (see `crate::replication`).
 pub fn sync(ctx: &mut Ctx) -> CmdResult<Reply> {
     let replica = &ctx.shared.replica;
+    // The primary's FAILOVER: this replica takes over before it answers.
+    if ctx.args.len() > 3 && ctx.arg(3).eq_ignore_ascii_case(b"failover") {
+        if ctx.arg(1)[..] != *replica.history().replid.as_bytes() {
+            return Err(CmdError::other(
+                "ERR PSYNC FAILOVER replid must match my replid.",
+            ));
+        }
+        tracing::info!(
+            "MASTER MODE enabled (failover request from {})",
+            ctx.client.handle.addr
+        );
+        ctx.shared.follow(None);
+    }
     if replica.is_replica() && replica.link() != LinkState::Connected {
         return Err(CmdError::other(
             "NOMASTERLINK Can't SYNC while not connected with my master",
@@ -153,6 +167,92 @@ pub fn sync(ctx: &mut Ctx) -> CmdResult<Reply> {
         SyncAsk::Sync
     };
     ctx.client.sync_asked = Some(ask);
+    Ok(Reply::OK)
+}
+
+/// FAILOVER [TO host port [FORCE]] [TIMEOUT ms] | ABORT, checked in
+/// Redis's order; the switch itself runs in `context::failover`.
+pub fn failover(ctx: &mut Ctx) -> CmdResult<Reply> {
+    if ctx.shared.cluster.is_some() {
+        return Err(CmdError::other("ERR FAILOVER not allowed in cluster mode."));
+    }
+    let failover = &ctx.shared.failover;
+    if ctx.args.len() == 2 && ctx.arg(1).eq_ignore_ascii_case(b"abort") {
+        if !failover.abort() {
+            return Err(CmdError::other("ERR No failover in progress."));
+        }
+        return Ok(Reply::OK);
+    }
+    let mut ask = FailoverAsk {
+        target: None,
+        timeout: None,
+        force: false,
+    };
+    let mut i = 1;
+    while i < ctx.args.len() {
+        let word = ctx.arg(i).to_ascii_lowercase();
+        match &word[..] {
+            b"timeout" if i + 1 < ctx.args.len() && ask.timeout.is_none() => {
+                let ms = parse_i64(ctx.arg(i + 1)).ok_or(CmdError::NotInteger)?;
+                if ms <= 0 {
+                    return Err(CmdError::other(
+                        "ERR FAILOVER timeout must be greater than 0",
+                    ));
+                }
+                ask.timeout = Some(std::time::Duration::from_millis(ms as u64));
+                i += 2;
+            }
+            b"to" if i + 2 < ctx.args.len() && ask.target.is_none() => {
+                let port = parse_i64(ctx.arg(i + 2)).ok_or(CmdError::NotInteger)?;
+                ask.target = Some(Primary {
+                    host: String::from_utf8_lossy(ctx.arg(i + 1)).into_owned(),
+                    port: port as u16,
+                });
+                i += 3;
+            }
+            b"force" if !ask.force => {
+                ask.force = true;
+                i += 1;
+            }
+            _ => return Err(CmdError::Syntax),
+        }
+    }
+    if failover.state() != FailoverState::None {
+        return Err(CmdError::other("ERR FAILOVER already in progress."));
+    }
+    if ctx.shared.replica.is_replica() {
+        return Err(CmdError::other(
+            "ERR FAILOVER is not valid when server is a replica.",
+        ));
+    }
+    let replicas = ctx.shared.replicas.all();
+    if replicas.is_empty() {
+        return Err(CmdError::other("ERR FAILOVER requires connected replicas."));
+    }
+    if ask.force && (ask.timeout.is_none() || ask.target.is_none()) {
+        return Err(CmdError::other(
+            "ERR FAILOVER with force option requires both a timeout and target HOST and IP.",
+        ));
+    }
+    if let Some(target) = &ask.target {
+        let Some(replica) = replicas
+            .iter()
+            .find(|r| r.ip == target.host && r.port == target.port)
+        else {
+            return Err(CmdError::other(
+                "ERR FAILOVER target HOST and PORT is not a replica.",
+            ));
+        };
+        if replica.state() != SyncState::Online {
+            return Err(CmdError::other(
+                "ERR FAILOVER target replica is not online.",
+            ));
+        }
+        tracing::info!("FAILOVER requested to {}:{}.", target.host, target.port);
+    } else {
+        tracing::info!("FAILOVER requested to any replica.");
+    }
+    failover.start(ctx.shared, ask);
     Ok(Reply::OK)
 }
 
@@ -187,4 +287,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("sync", 1, Group::Server, sync)
         .flags(SYNC_FLAGS).acl(acl::ADMIN | DANGEROUS)
         .doc("1.0.0", "Internal command used for replication"),
+    CommandSpec::new("failover", -1, Group::Server, failover)
+        .flags(ADMIN | NOSCRIPT | STALE)
+        .acl(acl::ADMIN | DANGEROUS)
+        .syntax("[TO host port [FORCE]] [ABORT] [TIMEOUT milliseconds]")
+        .doc("6.2.0", "Starts a coordinated failover from a server to one of its replicas."),
 ];

@@ -5,6 +5,7 @@
 
 pub mod acl;
 pub mod client;
+pub mod failover;
 mod fault;
 pub mod guard;
 pub mod introspect;
@@ -74,6 +75,8 @@ pub struct Shared {
     pub replica: replica::ReplicaState,
     /// The replicas this server serves.
     pub replicas: Arc<replicas::Replicas>,
+    /// FAILOVER's switch to a replica, while one is under way.
+    pub failover: failover::Failover,
     /// When (server ms) HTTP sent to the port was last logged: Redis logs
     /// it once a minute at most, so a flood does not flood the log.
     pub attack_logged_ms: AtomicU64,
@@ -136,6 +139,7 @@ impl Shared {
             run_id: crate::util::random_hex(40),
             replica: replica::ReplicaState::new(crate::util::random_hex(40), backlog),
             replicas: Arc::new(replicas::Replicas::new(started_ms)),
+            failover: Default::default(),
             attack_logged_ms: AtomicU64::new(0),
             command_names,
             tls: Default::default(),

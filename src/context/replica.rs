@@ -229,10 +229,11 @@ impl ReplicaState {
     }
 
     /// The id and offset a partial resync asks for, once there is data
-    /// of a primary's history.
+    /// of a history: a primary's it synced from, or its own, kept in its
+    /// backlog (a primary turned replica, by FAILOVER or REPLICAOF, asks
+    /// to continue its own history, as Redis's does).
     pub fn resume_point(&self) -> Option<(String, i64)> {
-        self.synced
-            .load(Ordering::Acquire)
+        (self.synced.load(Ordering::Acquire) || self.backlog.is_active())
             .then(|| (self.history.lock().replid.clone(), self.offset() + 1))
     }
 
@@ -319,7 +320,7 @@ pub fn info(shared: &Shared, line: &mut dyn FnMut(&str, &dyn std::fmt::Display))
             ),
         );
     }
-    line("master_failover_state", &"no-failover");
+    line("master_failover_state", &shared.failover.state().name());
     line("master_replid", &history.replid);
     line("master_replid2", &history.replid2);
     line("master_repl_offset", &offset);

@@ -10,6 +10,7 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 
 use crate::client_handle::ClientHandle;
 use crate::command::dispatch;
+use crate::context::failover::FailoverState;
 use crate::context::replica::{LinkState, Primary};
 use crate::context::snapshot::{LoadError, empty_all, load_data};
 use crate::context::{Client, Shared};
@@ -309,10 +310,19 @@ async fn handshake(shared: &Shared, conn: &mut Conn) -> LinkResult<Sync> {
         .replica
         .resume_point()
         .unwrap_or_else(|| ("?".into(), -1));
-    let reply = conn
-        .ask(&[b"PSYNC", replid.as_bytes(), offset.to_string().as_bytes()])
-        .await?;
-    parse_psync(&reply)
+    let offset = offset.to_string();
+    let mut psync: Vec<&[u8]> = vec![b"PSYNC", replid.as_bytes(), offset.as_bytes()];
+    // FAILOVER's switch: the target promotes itself on this request.
+    let failover = shared.failover.state() == FailoverState::InProgress;
+    if failover {
+        psync.push(b"FAILOVER");
+    }
+    let reply = conn.ask(&psync).await?;
+    let sync = parse_psync(&reply);
+    if failover && sync.is_err() {
+        shared.failover.refused();
+    }
+    sync
 }
 
 fn refused(step: &'static str, reply: String) -> LinkError {

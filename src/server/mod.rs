@@ -380,6 +380,10 @@ impl ServerBuilder {
             shared.clone(),
             stop_rx.clone(),
         ));
+        tasks.spawn(crate::context::failover::serve(
+            shared.clone(),
+            stop_rx.clone(),
+        ));
         tasks.spawn(housekeeping(shared.clone(), stop_rx));
         Ok(ServerHandle {
             shared,
