@@ -92,6 +92,11 @@ pub struct ReplicaState {
     /// goes on in it (Redis keeps its primary's client, database and all,
     /// across a dropped link).
     stream_db: AtomicUsize,
+    /// Held by the link across applying each of its primary's commands
+    /// and passing it on to the backlog, and by a full sync of a replica
+    /// of this one while it captures: the snapshot then never has a
+    /// command's effect without its bytes counted, or the reverse.
+    pub apply_gate: tokio::sync::RwLock<()>,
     /// Held while a full sync replaces the data: a link given up during
     /// its load (REPLICAOF elsewhere) leaves the load to finish on its
     /// thread, and the next link's load waits for it.
@@ -113,6 +118,7 @@ impl ReplicaState {
             down_since_ms: AtomicU64::new(0),
             synced: AtomicBool::new(false),
             stream_db: AtomicUsize::new(0),
+            apply_gate: tokio::sync::RwLock::new(()),
             loading: Mutex::new(()),
         }
     }

@@ -390,6 +390,7 @@ async fn apply_stream(
                 .next_request_framed(&mut conn.buf, true)
                 .map_err(|e| LinkError::Protocol(e.message()))?;
             let Some((frame, args)) = request else { break };
+            let _applying = state.apply_gate.read().await;
             if is_getack(&args) {
                 conn.ack(state.offset()).await?;
             } else {

@@ -215,7 +215,11 @@ impl<S: Stream> Served<S> {
     /// The snapshot and its offset, taken off the async threads.
     async fn snapshot(&mut self) -> Result<(Vec<u8>, i64), Ended> {
         let shared = self.shared.clone();
-        let mut capture = tokio::task::spawn_blocking(move || sync_image(&shared));
+        let mut capture = tokio::task::spawn_blocking(move || {
+            // As a replica itself, between two of its primary's commands.
+            let _between = shared.replica.apply_gate.blocking_write();
+            sync_image(&shared)
+        });
         loop {
             tokio::select! {
                 done = &mut capture => {
