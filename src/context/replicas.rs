@@ -64,8 +64,13 @@ impl ServedReplica {
         SyncState::from_u8(self.state.load(Ordering::Relaxed))
     }
 
-    pub fn set_state(&self, state: SyncState) {
+    /// Its lag and `repl-timeout` count from when it came online, until
+    /// its first ACK.
+    pub fn set_state(&self, state: SyncState, now_ms: u64) {
         self.state.store(state as u8, Ordering::Relaxed);
+        if state == SyncState::Online {
+            self.ack_ms.store(now_ms, Ordering::Relaxed);
+        }
     }
 
     pub fn ack_offset(&self) -> i64 {

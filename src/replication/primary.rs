@@ -160,7 +160,8 @@ impl<S: Stream> Served<S> {
             let line = format!("+FULLRESYNC {replid} {offset}\r\n");
             self.stream.write_all(line.as_bytes()).await?;
         }
-        self.replica.set_state(SyncState::SendBulk);
+        self.replica
+            .set_state(SyncState::SendBulk, self.shared.now_ms());
         if diskless {
             let mark = crate::util::random_hex(EOF_MARK_LEN);
             let head = format!("$EOF:{mark}\r\n");
@@ -178,7 +179,8 @@ impl<S: Stream> Served<S> {
             self.replica.ip,
             self.replica.port
         );
-        self.replica.set_state(SyncState::Online);
+        self.replica
+            .set_state(SyncState::Online, self.shared.now_ms());
         self.shared.refresh_good_replicas();
         self.next = offset + 1;
         // A diskless replica reads the stream only once it has loaded the
@@ -206,7 +208,8 @@ impl<S: Stream> Served<S> {
             self.replica.port,
             backlog.offset() + 1 - offset
         );
-        self.replica.set_state(SyncState::Online);
+        self.replica
+            .set_state(SyncState::Online, self.shared.now_ms());
         self.shared.refresh_good_replicas();
         self.next = offset;
         self.follow(false).await
