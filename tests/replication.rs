@@ -976,3 +976,32 @@ fn failover_switches_to_the_replica_with_the_data_and_offsets_kept() {
     until_in_sync(&mut r, &mut p);
     assert_eq!(text(q(&mut p, &["GET", "after-failover"])), "1");
 }
+
+#[test]
+fn redis_cli_rdb_takes_a_snapshot_over_sync() {
+    let Some(cli) = refserver::redis_cli_path("redis_cli_rdb") else {
+        return;
+    };
+    let (_p, mut p) = rlockd(&["--repl-diskless-sync-delay", "0"]);
+    fill(&mut p);
+    let dir = refserver::TempDir::new("rdb-over-sync");
+    let file = dir.path("taken.rdb");
+    let status = std::process::Command::new(&cli)
+        .args(["-p", &port_of(&mut p).to_string(), "--rdb"])
+        .arg(&file)
+        .output()
+        .expect("redis-cli runs");
+    assert!(status.status.success(), "{status:?}");
+    // The file loads into redis-server with the same keys.
+    let bin = refserver::redis_server_path("redis_cli_rdb").expect("redis-server beside redis-cli");
+    let loaded = RedisServer::start_setup(
+        &bin,
+        refserver::Setup {
+            rdb: Some(&file),
+            ..Default::default()
+        },
+    );
+    let mut r = connect(loaded.port());
+    assert_same_keys(&keyspace(&mut r), &keyspace(&mut p));
+    assert_eq!(sync_counts(&mut p), (1, 0));
+}
