@@ -864,6 +864,18 @@ fn an_rlockd_replica_of_rlockd_diskless_then_promoted() {
          if a replica is configured to be writable (which is not the default) writes to \
          replicas are just local and are not propagated."
     );
+    // PINGs every repl-ping-replica-period are part of the stream.
+    q(&mut p, &["CONFIG", "SET", "repl-ping-replica-period", "1"]);
+    let offset = |p: &mut Connection| common::info_number(&info(p), "master_repl_offset");
+    let before = offset(&mut p);
+    std::thread::sleep(Duration::from_millis(2500));
+    let pinged = offset(&mut p) - before;
+    assert!(
+        pinged > 0 && pinged % 14 == 0,
+        "PINGs of 14 bytes each: {pinged}"
+    );
+    until_in_sync(&mut p, &mut r);
+
     // min-replicas-to-write counts the replicas that acknowledged lately.
     q(&mut p, &["CONFIG", "SET", "min-replicas-to-write", "1"]);
     assert_eq!(text(q(&mut p, &["SET", "guarded", "1"])), "OK");
@@ -1004,4 +1016,23 @@ fn redis_cli_rdb_takes_a_snapshot_over_sync() {
     let mut r = connect(loaded.port());
     assert_same_keys(&keyspace(&mut r), &keyspace(&mut p));
     assert_eq!(sync_counts(&mut p), (1, 0));
+
+    // With no replica left, the backlog is freed after repl-backlog-ttl,
+    // and the history with it.
+    let before = info(&mut p);
+    assert_eq!(common::info_value(&before, "repl_backlog_active"), "1");
+    q(&mut p, &["CONFIG", "SET", "repl-backlog-ttl", "1"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let after = loop {
+        let now = info(&mut p);
+        if common::info_value(&now, "repl_backlog_active") == "0" {
+            break now;
+        }
+        assert!(Instant::now() < deadline, "{now}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_ne!(
+        common::info_value(&after, "master_replid"),
+        common::info_value(&before, "master_replid")
+    );
 }
