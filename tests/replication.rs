@@ -811,6 +811,19 @@ fn a_redis_replica_of_rlockd_full_sync_stream_and_partial_resync() {
 
     drop_link_and_resume(&mut p, &mut r);
 
+    // Libraries loaded and deleted reach the replica as they are.
+    q(
+        &mut p,
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=later\nredis.register_function('g', function() return 1 end)",
+        ],
+    );
+    q(&mut p, &["FUNCTION", "DELETE", "lib"]);
+    until_in_sync(&mut p, &mut r);
+    assert_eq!(functions(&mut r), functions(&mut p));
+
     // PUBLISH reaches the replica's subscribers.
     let mut sub = connect(server.port());
     q(&mut sub, &["SUBSCRIBE", "news"]);

@@ -188,10 +188,12 @@ fn library_codes(shared: &Shared) -> Vec<Bytes> {
 
 fn begin(shared: &Shared) -> Begun {
     let plan = plan(shared);
-    // Read first: a library loaded between these two lines is in the
-    // next save, never half in this one.
-    let functions = library_codes(shared);
     let capture = shared.keyspace.begin_capture(plan.options);
+    // Read after the keys' instant: a FUNCTION LOAD or DELETE between the
+    // two is in the file and also after the replication offset it marks,
+    // which a replica then runs again to the same libraries (refused as
+    // already done); read before, the same change would be lost to it.
+    let functions = library_codes(shared);
     Begun {
         capture,
         functions,
