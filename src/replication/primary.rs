@@ -150,12 +150,12 @@ impl<S: Stream> Served<S> {
             // Redis's timing.
             self.keep_alive(Duration::from_secs(delay)).await?;
         }
-        let (rdb, offset) = self.snapshot().await?;
-        let replid = self.shared.replica.history().replid;
         tracing::info!(
             "Starting BGSAVE for SYNC with target: {}",
             if diskless { "replicas sockets" } else { "disk" }
         );
+        let (rdb, offset) = self.snapshot().await?;
+        let replid = self.shared.replica.history().replid;
         if matches!(ask, SyncAsk::Psync { .. }) {
             let line = format!("+FULLRESYNC {replid} {offset}\r\n");
             self.stream.write_all(line.as_bytes()).await?;
