@@ -41,6 +41,8 @@ pub struct ClientInfo {
     pub monitor: bool,
     /// The link to this replica's primary (the `M` flag, TYPE master).
     pub primary: bool,
+    /// A replica this server serves (the `S` flag, TYPE replica).
+    pub replica: bool,
     /// Channel, pattern and shard channel subscriptions.
     pub sub: usize,
     pub psub: usize,

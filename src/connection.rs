@@ -33,12 +33,24 @@ pub trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Stream for S {}
 
-pub async fn serve(
+/// A connection whose client asked to become a replica (SYNC, PSYNC):
+/// what `crate::replication` serves it with. The client stays listed
+/// until that is done.
+pub struct Handoff<S> {
+    pub client: Client,
+    pub stream: S,
+    /// What it sent after its PSYNC (its first ACKs may be there).
+    pub input: BytesMut,
+}
+
+/// Serves one client until it leaves, or until it asks to become a
+/// replica: then the connection is handed back.
+pub async fn serve<S: Stream>(
     shared: Arc<Shared>,
-    mut stream: impl Stream,
+    mut stream: S,
     addr: ClientAddr,
     laddr: ClientAddr,
-) {
+) -> Option<Handoff<S>> {
     let id = shared.next_client_id();
     let handle = Arc::new(ClientHandle::new(id, addr, laddr, shared.now_ms()));
     shared.clients.insert(id, handle.clone());
@@ -47,12 +59,25 @@ pub async fn serve(
     shared.pubsub.tracking.connect(mailbox.clone());
     client.pubsub.attach(mailbox);
 
-    let _ = run(&shared, &mut client, &mut stream, &mut mail).await;
+    let replica = run(&shared, &mut client, &mut stream, &mut mail)
+        .await
+        .ok()
+        .flatten();
 
     forget_transaction(&shared, &mut client);
     forget_subscriptions(&shared, &mut client);
     shared.pubsub.tracking.disconnect(id);
-    shared.clients.remove(&id);
+    match replica {
+        Some(input) => Some(Handoff {
+            client,
+            stream,
+            input,
+        }),
+        None => {
+            shared.clients.remove(&id);
+            None
+        }
+    }
 }
 
 /// Output waiting to be written, and how much of it came from the mailbox
@@ -116,6 +141,9 @@ enum Then {
     Close,
     /// Close without writing more: the client was killed or went away.
     Abandon,
+    /// Write what is answered, then hand the connection over: the client
+    /// is a replica now.
+    Replicate,
 }
 
 /// A command's reply, and whether the client waited for it.
@@ -140,12 +168,14 @@ struct Connection<'c, S> {
     output: Output,
 }
 
+/// Serves until the client leaves; its unread input when it became a
+/// replica instead.
 async fn run(
     shared: &Shared,
     client: &mut Client,
     stream: &mut impl Stream,
     mail: &mut MailboxReceiver,
-) -> std::io::Result<()> {
+) -> std::io::Result<Option<BytesMut>> {
     let handle = client.handle.clone();
     // One wait for a kill across all reads, not one made and dropped for
     // each (each is a turn on the kill signal's lock).
@@ -154,12 +184,14 @@ async fn run(
     let mut conn = Connection::new(shared, client, stream, mail);
     loop {
         match conn.wake(killed.as_mut()).await? {
-            Wake::Killed | Wake::Input(0) => return Ok(()),
+            Wake::Killed | Wake::Input(0) => return Ok(None),
             Wake::Mail(frame) => conn.forward_mail(&frame).await?,
             Wake::Input(read) => {
                 conn.note_input(read);
-                if conn.serve_batch().await? != Then::Continue {
-                    return Ok(());
+                match conn.serve_batch().await? {
+                    Then::Continue => {}
+                    Then::Replicate => return Ok(Some(std::mem::take(&mut conn.input))),
+                    Then::Close | Then::Abandon => return Ok(None),
                 }
                 conn.shrink_input();
             }
@@ -289,6 +321,9 @@ impl<'c, S: Stream> Connection<'c, S> {
         }
         let scope = Scope::enter(self.client.id);
         let reply = dispatch(self.shared, self.client, args);
+        if self.client.sync_asked.is_some() {
+            return Ok(Then::Replicate);
+        }
         // Invalidations the command caused for this very client follow its
         // reply, as in Redis.
         let invalidations = scope.finish(&self.shared.pubsub.tracking);

@@ -23,9 +23,11 @@
 //!   process around it that the binary manages (`server/process.rs`:
 //!   daemonize, the pid file, systemd's readiness; `server/syslog.rs`).
 //!   `fuzzing`: entry points for the fuzz targets.
+//! - `replication`: the link to the primary when this server is a
+//!   replica (handshake, full sync, the command stream it applies), and
+//!   the connections of its own replicas (`replication/primary.rs`: PSYNC,
+//!   the snapshot, the stream, their ACKs), which `connection` hands over.
 //! - `connection`: one client's loop of reading requests and writing replies.
-//!   Beside it, `replication`: the link to the primary when this server is
-//!   a replica (handshake, full sync, the command stream it applies).
 //! - `command`: one file or folder per command family (`strings.rs`,
 //!   `hashes.rs`, `streams/`…), each declaring its commands' specs beside
 //!   their handlers; `command/mod.rs` lists the families and dispatches,
@@ -49,7 +51,9 @@
 //! - `keyspace`: the data: shards and their locks, databases, values,
 //!   deadlines, blocked clients, keyspace events (its own doc maps it).
 //! - `expiry`: the timing wheels deadlines are filed in, and their alarm.
-//!   `persist`: the append-only file's writer and reader, its multi-part
+//!   `persist`: the replication backlog (`persist/backlog.rs`: the stream
+//!   replicas read, the same records the AOF takes), the append-only
+//!   file's writer and reader, its multi-part
 //!   layout (`persist/manifest`: the directory's manifest, base and
 //!   incremental files), and Redis's RDB format (`persist/rdb`: bytes and
 //!   a file's framing).
@@ -74,6 +78,12 @@
 //! loads keys, and `persist/rdb` frames the file. Replication as a replica
 //! takes two: `replication` runs the link, `context/replica.rs` holds
 //! whom it follows and how far (REPLICAOF, ROLE and INFO read it there).
+//! As a primary, four: `keyspace/aof.rs` hands each write's records to
+//! the backlog too (`persist/backlog.rs`), `replication/primary.rs`
+//! serves each replica, `context/replicas.rs` lists them for INFO, ROLE,
+//! WAIT and `min-replicas-to-write`, and `context/snapshot.rs`'s
+//! `sync_image` takes a full sync's snapshot and its offset;
+//! `context/failover.rs` runs FAILOVER's switch to a replica.
 
 pub(crate) mod client_handle;
 pub mod clock;

@@ -12,7 +12,9 @@ use std::path::Path;
 /// each other.
 const LAYERS: &[&[&str]] = &[
     &["server", "fuzzing"],
-    &["connection", "replication"],
+    // Replication serves the connections that asked to become replicas.
+    &["replication"],
+    &["connection"],
     &["command"],
     &["context"],
     &["scripting", "pubsub", "tls"],

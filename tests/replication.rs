@@ -225,6 +225,47 @@ fn sync_counts(primary: &mut Connection) -> (u64, u64) {
     )
 }
 
+/// REPLICAOF NO ONE: a primary now, the history it followed kept as
+/// its second.
+fn promote(r: &mut Connection) {
+    let before = info(r);
+    assert_eq!(text(q(r, &["REPLICAOF", "NO", "ONE"])), "OK");
+    let after = info(r);
+    assert_eq!(common::info_value(&after, "role"), "master");
+    assert_eq!(
+        common::info_value(&after, "master_replid2"),
+        common::info_value(&before, "master_replid")
+    );
+}
+
+/// One full sync (the data compared), then the stream applied.
+fn full_sync_then_stream(p: &mut Connection, r: &mut Connection) {
+    assert_same_data(p, r);
+    assert_eq!(sync_counts(p), (1, 0));
+    stream_writes(p, "one");
+    assert_same_data(p, r);
+}
+
+/// The primary drops its replica's link after a write to another
+/// database; writes go on meanwhile, the first of them in that database
+/// with no SELECT of its own in the stream; the replica continues with a
+/// partial resync.
+fn drop_link_and_resume(p: &mut Connection, r: &mut Connection) {
+    q(p, &["SELECT", "5"]);
+    q(p, &["SET", "before-the-drop", "1"]);
+    until_in_sync(p, r);
+    assert_eq!(q(p, &["CLIENT", "KILL", "TYPE", "replica"]), Value::Int(1));
+    q(p, &["SET", "after-the-drop", "1"]);
+    q(p, &["SELECT", "0"]);
+    stream_writes(p, "two");
+    assert_same_data(p, r);
+    assert_eq!(
+        sync_counts(p),
+        (1, 1),
+        "one partial resync, no new full one"
+    );
+}
+
 #[test]
 fn full_sync_from_disk_then_the_stream_then_a_partial_resync() {
     let Some((server, mut p)) = primary("full_sync_from_disk", None) else {
@@ -234,30 +275,11 @@ fn full_sync_from_disk_then_the_stream_then_a_partial_resync() {
     fill(&mut p);
     let port = server.port().to_string();
     let (_r, mut r) = rlockd(&["--replicaof", "127.0.0.1", &port]);
-    assert_same_data(&mut p, &mut r);
-    assert_eq!(sync_counts(&mut p), (1, 0));
-
-    stream_writes(&mut p, "one");
-    assert_same_data(&mut p, &mut r);
+    full_sync_then_stream(&mut p, &mut r);
 
     let clients = text(q(&mut r, &["CLIENT", "LIST", "TYPE", "master"]));
     assert!(clients.contains(" flags=M "), "{clients}");
-    // The link drops after a write to another database; writes go on
-    // meanwhile, the first of them in that database with no SELECT of
-    // its own in the stream; the replica continues.
-    q(&mut p, &["SELECT", "5"]);
-    q(&mut p, &["SET", "before-the-drop", "1"]);
-    until_in_sync(&mut p, &mut r);
-    q(&mut p, &["CLIENT", "KILL", "TYPE", "replica"]);
-    q(&mut p, &["SET", "after-the-drop", "1"]);
-    q(&mut p, &["SELECT", "0"]);
-    stream_writes(&mut p, "two");
-    assert_same_data(&mut p, &mut r);
-    assert_eq!(
-        sync_counts(&mut p),
-        (1, 1),
-        "one partial resync, no new full one"
-    );
+    drop_link_and_resume(&mut p, &mut r);
 
     // Dropped from this side, as Redis's CLIENT KILL TYPE master drops it.
     assert_eq!(
@@ -315,14 +337,7 @@ fn diskless_sync_at_run_time_read_only_and_promotion() {
     q(&mut r, &["CONFIG", "SET", "replica-read-only", "yes"]);
     q_err(&mut r, &["DEL", "local"]);
 
-    let before = info(&mut r);
-    assert_eq!(text(q(&mut r, &["REPLICAOF", "NO", "ONE"])), "OK");
-    let after = info(&mut r);
-    assert_eq!(common::info_value(&after, "role"), "master");
-    assert_eq!(
-        common::info_value(&after, "master_replid2"),
-        common::info_value(&before, "master_replid")
-    );
+    promote(&mut r);
     assert_eq!(text(q(&mut r, &["SET", "k", "v"])), "OK");
     assert_eq!(text(q(&mut r, &["GET", "str"])), "hello");
     q(&mut p, &["SET", "after-promotion", "1"]);
@@ -689,4 +704,350 @@ fn diskless_load_and_the_sync_file_as_a_redis_replica() {
             "{case}: dump.rdb (rlockd's, redis-server's)"
         );
     }
+}
+
+// rlockd as a primary (issue #30, item 2): redis-server 7.0.15 and rlockd
+// as its replicas.
+
+/// A redis-server replica of the rlockd listening on `port`, or `None`
+/// (and the test skipped) without redis-server.
+fn redis_replica_of(test: &str, port: u16) -> Option<(RedisServer, Connection)> {
+    let bin = refserver::redis_server_path(test)?;
+    let server = RedisServer::start(&bin);
+    let mut con = connect(server.port());
+    q(&mut con, &["REPLICAOF", "127.0.0.1", &port.to_string()]);
+    Some((server, con))
+}
+
+fn port_of(con: &mut Connection) -> u16 {
+    let Value::Array(pair) = q(con, &["CONFIG", "GET", "port"]) else {
+        panic!("CONFIG GET answers an array")
+    };
+    text(pair[1].clone()).parse().expect("a port")
+}
+
+/// Writes from another connection while `during` runs (a full sync).
+fn writing_while(port: u16, during: impl FnOnce()) {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut con = connect(port);
+            for i in 0..5000 {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                q(
+                    &mut con,
+                    &["SET", &format!("during-{}", i % 50), &i.to_string()],
+                );
+                q(&mut con, &["HSET", "during-hash", &i.to_string(), "v"]);
+            }
+        })
+    };
+    during();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().expect("the writer");
+}
+
+/// Waits until `con`'s replica is listed online.
+fn until_online(primary: &mut Connection) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !info(primary).contains("state=online") {
+        assert!(Instant::now() < deadline, "no replica came online");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_redis_replica_of_rlockd_full_sync_stream_and_partial_resync() {
+    let (_p, mut p) = rlockd(&["--repl-diskless-sync", "no"]);
+    fill(&mut p);
+    let port = port_of(&mut p);
+    let mut replica = None;
+    writing_while(port, || {
+        replica = redis_replica_of("redis_replica_of_rlockd", port);
+        if let Some((_, r)) = &mut replica {
+            until_online(&mut p);
+            until_in_sync(&mut p, r);
+        }
+    });
+    let Some((server, mut r)) = replica else {
+        return;
+    };
+    full_sync_then_stream(&mut p, &mut r);
+
+    let listed = text(q(&mut p, &["CLIENT", "LIST", "TYPE", "replica"]));
+    assert!(listed.contains(" flags=S "), "{listed}");
+    // The replica acknowledges once a second; ROLE lists it with the
+    // offset it acknowledged.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let Value::Array(role) = q(&mut p, &["ROLE"]) else {
+            panic!("ROLE answers an array")
+        };
+        let Value::Int(offset) = role[1] else {
+            panic!("ROLE's offset: {role:?}")
+        };
+        let want = Value::Array(vec![Value::Array(vec![
+            Value::BulkString(b"127.0.0.1".to_vec()),
+            Value::BulkString(server.port().to_string().into_bytes()),
+            Value::BulkString(offset.to_string().into_bytes()),
+        ])]);
+        assert_eq!(role[0], Value::BulkString(b"master".to_vec()));
+        if role[2] == want {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{role:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let replication = info(&mut p);
+    assert_eq!(common::info_value(&replication, "connected_slaves"), "1");
+    assert!(
+        common::info_value(&replication, "slave0").starts_with(&format!(
+            "ip=127.0.0.1,port={},state=online,offset=",
+            server.port()
+        )),
+        "{replication}"
+    );
+
+    drop_link_and_resume(&mut p, &mut r);
+
+    // Libraries loaded and deleted reach the replica as they are.
+    q(
+        &mut p,
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=later\nredis.register_function('g', function() return 1 end)",
+        ],
+    );
+    q(&mut p, &["FUNCTION", "DELETE", "lib"]);
+    until_in_sync(&mut p, &mut r);
+    assert_eq!(functions(&mut r), functions(&mut p));
+
+    // PUBLISH reaches the replica's subscribers.
+    let mut sub = connect(server.port());
+    q(&mut sub, &["SUBSCRIBE", "news"]);
+    q(&mut p, &["PUBLISH", "news", "hello"]);
+    let message = sub.recv_response().expect("the message");
+    assert_eq!(
+        message,
+        Value::Array(vec![
+            Value::BulkString(b"message".to_vec()),
+            Value::BulkString(b"news".to_vec()),
+            Value::BulkString(b"hello".to_vec()),
+        ])
+    );
+
+    // A key past its deadline stays on the replica until the primary's
+    // DEL: DBSIZE counts it there until then.
+    let before = q(&mut p, &["DBSIZE"]);
+    q(&mut p, &["SET", "short", "v", "PX", "50"]);
+    std::thread::sleep(Duration::from_millis(300));
+    until_in_sync(&mut p, &mut r);
+    assert_eq!(q(&mut p, &["DBSIZE"]), before);
+    assert_eq!(
+        q(&mut r, &["DBSIZE"]),
+        before,
+        "the DEL reached the replica"
+    );
+}
+
+#[test]
+fn an_rlockd_replica_of_rlockd_diskless_then_promoted() {
+    let (_p, mut p) = rlockd(&["--repl-diskless-sync-delay", "0"]);
+    fill(&mut p);
+    let port = port_of(&mut p).to_string();
+    let (_r, mut r) = rlockd(&["--replicaof", "127.0.0.1", &port]);
+    full_sync_then_stream(&mut p, &mut r);
+    drop_link_and_resume(&mut p, &mut r);
+
+    // WAIT counts the replica's acknowledgement of each write, at once
+    // (the primary asks for it), and a second replica that is not there
+    // only after the timeout.
+    for i in 0..5 {
+        q(&mut p, &["SET", "acked", &i.to_string()]);
+        assert_eq!(q(&mut p, &["WAIT", "1", "500"]), Value::Int(1), "write {i}");
+    }
+    let asked = Instant::now();
+    assert_eq!(q(&mut p, &["WAIT", "2", "300"]), Value::Int(1));
+    assert!(asked.elapsed() >= Duration::from_millis(300));
+    assert_eq!(
+        q_err(&mut r, &["WAIT", "1", "0"]),
+        "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 \
+         if a replica is configured to be writable (which is not the default) writes to \
+         replicas are just local and are not propagated."
+    );
+    // PINGs every repl-ping-replica-period are part of the stream.
+    q(&mut p, &["CONFIG", "SET", "repl-ping-replica-period", "1"]);
+    let offset = |p: &mut Connection| common::info_number(&info(p), "master_repl_offset");
+    let before = offset(&mut p);
+    std::thread::sleep(Duration::from_millis(2500));
+    let pinged = offset(&mut p) - before;
+    assert!(
+        pinged > 0 && pinged % 14 == 0,
+        "PINGs of 14 bytes each: {pinged}"
+    );
+    until_in_sync(&mut p, &mut r);
+
+    // min-replicas-to-write counts the replicas that acknowledged lately.
+    q(&mut p, &["CONFIG", "SET", "min-replicas-to-write", "1"]);
+    assert_eq!(text(q(&mut p, &["SET", "guarded", "1"])), "OK");
+    q(&mut p, &["CONFIG", "SET", "min-replicas-to-write", "2"]);
+    assert_eq!(
+        q_err(&mut p, &["SET", "guarded", "2"]),
+        "NOREPLICAS Not enough good replicas to write."
+    );
+    assert_eq!(
+        common::info_value(&info(&mut p), "min_slaves_good_slaves"),
+        "1"
+    );
+    q(&mut p, &["CONFIG", "SET", "min-replicas-to-write", "0"]);
+
+    promote(&mut r);
+    let (want, got) = (keyspace(&mut p), keyspace(&mut r));
+    assert_same_keys(&got, &want);
+    assert_eq!(text(q(&mut r, &["SET", "k", "v"])), "OK");
+}
+
+#[test]
+fn a_replica_of_an_rlockd_replica_keeps_the_top_primarys_offsets() {
+    let (_p, mut p) = rlockd(&["--repl-diskless-sync-delay", "0"]);
+    fill(&mut p);
+    let port = port_of(&mut p).to_string();
+    let (_r1, mut r1) = rlockd(&["--replicaof", "127.0.0.1", &port]);
+    until_in_sync(&mut p, &mut r1);
+    let Some((_r2, mut r2)) = redis_replica_of("chained_replica", port_of(&mut r1)) else {
+        return;
+    };
+    // The second replica's offset is the top primary's: the first one
+    // passes the stream on as it came.
+    stream_writes(&mut p, "one");
+    assert_same_data(&mut p, &mut r2);
+    assert_eq!(sync_counts(&mut r1), (1, 0));
+
+    // Promoted, the first replica drops its own replicas, which continue
+    // under its new id without a new snapshot.
+    promote(&mut r1);
+    q(&mut r1, &["SET", "after-promotion", "1"]);
+    assert_same_data(&mut r1, &mut r2);
+    assert_eq!(sync_counts(&mut r1), (1, 1));
+}
+
+fn role_name(con: &mut Connection) -> String {
+    let Value::Array(role) = q(con, &["ROLE"]) else {
+        panic!("ROLE answers an array")
+    };
+    text(role[0].clone())
+}
+
+#[test]
+fn failover_switches_to_the_replica_with_the_data_and_offsets_kept() {
+    // A lone server's refusals are Redis's.
+    let (_lone, mut lone) = rlockd(&[]);
+    let refusals: &[&[&str]] = &[
+        &["FAILOVER"],
+        &["FAILOVER", "ABORT"],
+        &["FAILOVER", "TIMEOUT", "0"],
+        &["FAILOVER", "FORCE", "TO", "127.0.0.1", "1"],
+        &["FAILOVER", "BOGUS"],
+    ];
+    let bin = refserver::redis_server_path("failover");
+    let reference = bin.as_ref().map(|bin| RedisServer::start(bin));
+    for args in refusals {
+        let ours = q_err(&mut lone, args);
+        if let Some(server) = &reference {
+            let theirs = q_err(&mut connect(server.port()), args);
+            assert_eq!(ours, theirs, "{args:?}");
+        }
+    }
+
+    let (_p, mut p) = rlockd(&["--repl-diskless-sync-delay", "0"]);
+    fill(&mut p);
+    let port = port_of(&mut p).to_string();
+    let (_r, mut r) = rlockd(&["--replicaof", "127.0.0.1", &port]);
+    let replica_port = port_of(&mut r).to_string();
+    until_in_sync(&mut p, &mut r);
+    assert_eq!(
+        q_err(&mut p, &["FAILOVER", "TO", "127.0.0.1", "1"]),
+        "ERR FAILOVER target HOST and PORT is not a replica."
+    );
+    let want = keyspace(&mut p);
+    assert_eq!(
+        text(q(
+            &mut p,
+            &[
+                "FAILOVER",
+                "TO",
+                "127.0.0.1",
+                &replica_port,
+                "TIMEOUT",
+                "5000"
+            ]
+        )),
+        "OK"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while role_name(&mut p) != "slave"
+        || common::info_value(&info(&mut p), "master_failover_state") != "no-failover"
+    {
+        assert!(Instant::now() < deadline, "{}", info(&mut p));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(role_name(&mut r), "master");
+    // The old primary continued the new one's history: no new snapshot.
+    assert_eq!(sync_counts(&mut r), (0, 1));
+    assert_same_keys(&keyspace(&mut r), &want);
+    q(&mut r, &["SET", "after-failover", "1"]);
+    until_in_sync(&mut r, &mut p);
+    assert_eq!(text(q(&mut p, &["GET", "after-failover"])), "1");
+}
+
+#[test]
+fn redis_cli_rdb_takes_a_snapshot_over_sync() {
+    let Some(cli) = refserver::redis_cli_path("redis_cli_rdb") else {
+        return;
+    };
+    let (_p, mut p) = rlockd(&["--repl-diskless-sync-delay", "0"]);
+    fill(&mut p);
+    let dir = refserver::TempDir::new("rdb-over-sync");
+    let file = dir.path("taken.rdb");
+    let status = std::process::Command::new(&cli)
+        .args(["-p", &port_of(&mut p).to_string(), "--rdb"])
+        .arg(&file)
+        .output()
+        .expect("redis-cli runs");
+    assert!(status.status.success(), "{status:?}");
+    // The file loads into redis-server with the same keys.
+    let bin = refserver::redis_server_path("redis_cli_rdb").expect("redis-server beside redis-cli");
+    let loaded = RedisServer::start_setup(
+        &bin,
+        refserver::Setup {
+            rdb: Some(&file),
+            ..Default::default()
+        },
+    );
+    let mut r = connect(loaded.port());
+    assert_same_keys(&keyspace(&mut r), &keyspace(&mut p));
+    assert_eq!(sync_counts(&mut p), (1, 0));
+
+    // With no replica left, the backlog is freed after repl-backlog-ttl,
+    // and the history with it.
+    let before = info(&mut p);
+    assert_eq!(common::info_value(&before, "repl_backlog_active"), "1");
+    q(&mut p, &["CONFIG", "SET", "repl-backlog-ttl", "1"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let after = loop {
+        let now = info(&mut p);
+        if common::info_value(&now, "repl_backlog_active") == "0" {
+            break now;
+        }
+        assert!(Instant::now() < deadline, "{now}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_ne!(
+        common::info_value(&after, "master_replid"),
+        common::info_value(&before, "master_replid")
+    );
 }

@@ -35,8 +35,8 @@ fn taken_items(taken: Taken, nested: bool) -> Vec<Reply> {
             .into_iter()
             .flat_map(|(m, s)| [Reply::Bulk(m), Reply::Double(s)])
             .collect(),
-        // Stream reads build their own replies (see `streams`).
-        Taken::Stream(_) => Vec::new(),
+        // Stream reads build their own replies (see `streams`), WAIT its own.
+        Taken::Stream(_) | Taken::Count(_) => Vec::new(),
     }
 }
 
@@ -212,19 +212,52 @@ pub fn brpoplpush(ctx: &mut Ctx) -> CmdResult<Reply> {
 /// WAIT numreplicas timeout: rlockd has no replicas, so 0 acknowledge; a
 /// client asking for more waits out its timeout, as on a lone Redis.
 pub fn wait(ctx: &mut Ctx) -> CmdResult<Reply> {
-    let wanted = parse_i64(ctx.arg(1)).ok_or(CmdError::NotInteger)?;
-    let timeout = timeout_ms_arg(ctx.arg(2))?;
-    if wanted <= 0 || !may_block(ctx) {
-        return Ok(Reply::Int(0));
+    if ctx.shared.replica.is_replica() {
+        return Err(CmdError::other(
+            "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.",
+        ));
     }
-    // Never served (no keys), so the served reply is never built.
-    block(
+    let timeout = timeout_ms_arg(ctx.arg(2))?;
+    let wanted = parse_i64(ctx.arg(1)).ok_or(CmdError::NotInteger)?;
+    // Everything written so far, this client's writes among it.
+    let offset = ctx.shared.replica.backlog.offset();
+    let replicas = ctx.shared.replicas.clone();
+    let acked = replicas.acked_at_least(offset) as i64;
+    if acked >= wanted || !may_block(ctx) {
+        return Ok(Reply::Int(acked));
+    }
+    // Replicas are asked for their offsets now, not at their next ACK.
+    ctx.shared
+        .replica
+        .backlog
+        .command(&[b"REPLCONF", b"GETACK", b"*"]);
+    // The timeout is `serve_wait`'s: it answers how many acknowledged.
+    let reply = block(
         ctx,
         Vec::new(),
         Wanted::Time,
-        timeout,
-        (Reply::Int(0), element_only),
-    )
+        None,
+        (Reply::Int(0), acked_count),
+    )?;
+    if let (Some(blocked), Ok(runtime)) =
+        (&ctx.client.blocked, tokio::runtime::Handle::try_current())
+    {
+        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+        runtime.spawn(replicas.serve_wait(
+            blocked.waiter.clone(),
+            offset,
+            wanted as usize,
+            deadline,
+        ));
+    }
+    Ok(reply)
+}
+
+fn acked_count(_key: Bytes, taken: Taken) -> Reply {
+    match taken {
+        Taken::Count(n) => Reply::Int(n),
+        _ => Reply::Int(0),
+    }
 }
 
 /// WAITAOF numlocal numreplicas timeout (Redis 7.2; Redisson probes it):

@@ -110,14 +110,25 @@ pub fn sunsubscribe(ctx: &mut Ctx) -> CmdResult<Reply> {
     unsubscribe_generic(ctx, Kind::Shard)
 }
 
+/// PUBLISH: delivered here, and on every replica (it goes down the
+/// replication stream as it is, as Redis sends it).
 pub fn publish(ctx: &mut Ctx) -> CmdResult<Reply> {
     let n = ctx.shared.pubsub.publish(ctx.arg(1), ctx.arg(2));
+    propagate(ctx, b"PUBLISH");
     Ok(Reply::Int(n as i64))
 }
 
 pub fn spublish(ctx: &mut Ctx) -> CmdResult<Reply> {
     let n = ctx.shared.pubsub.spublish(ctx.arg(1), ctx.arg(2));
+    propagate(ctx, b"SPUBLISH");
     Ok(Reply::Int(n as i64))
+}
+
+fn propagate(ctx: &Ctx, name: &[u8]) {
+    ctx.shared
+        .replica
+        .backlog
+        .command(&[name, ctx.arg(1), ctx.arg(2)]);
 }
 
 /// PUBSUB CHANNELS / SHARDCHANNELS take at most one pattern.

@@ -45,6 +45,9 @@ pub(super) fn client_line(shared: &Shared, handle: &ClientHandle, qbuf: usize) -
     if info.monitor {
         flags.push('O');
     }
+    if info.replica {
+        flags.push('S');
+    }
     if info.primary {
         flags.push('M');
     }

@@ -863,9 +863,16 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
                 "rejected_connections",
                 &stats.rejected_connections.load(Ordering::Relaxed),
             );
-            line("sync_full", &0);
-            line("sync_partial_ok", &0);
-            line("sync_partial_err", &0);
+            let syncs = &shared.replicas;
+            line("sync_full", &syncs.sync_full.load(Ordering::Relaxed));
+            line(
+                "sync_partial_ok",
+                &syncs.sync_partial_ok.load(Ordering::Relaxed),
+            );
+            line(
+                "sync_partial_err",
+                &syncs.sync_partial_err.load(Ordering::Relaxed),
+            );
             line("expired_keys", &facts.totals.expired);
             // Expiry never scans for stale keys (the wheel files each one).
             line("expired_stale_perc", &"0.00");

@@ -90,6 +90,8 @@ pub(crate) enum Hook {
     Guard,
     /// The default user's password.
     Password,
+    /// The replication backlog's size.
+    Backlog,
     /// The TLS certificates and settings: rebuilt, and refused whole when
     /// they do not load.
     Tls,

@@ -444,8 +444,8 @@ directives! {
         change: Runtime,
         reacts: [Guard],
     }
-    /// Seconds of silence from its primary after which a replica drops
-    /// the link and connects again (the primary pings every 10).
+    /// Seconds of silence after which a replica drops its link to the
+    /// primary and connects again, and a primary drops a replica.
     "repl-timeout" => repl_timeout: i64 {
         default: 60,
         parse: |v| parse_int(v, 1),
@@ -782,8 +782,8 @@ directives! {
         },
         change: Never,
     }
-    /// Writes are refused unless this many replicas are within
-    /// min-replicas-max-lag seconds: with any, always (there are none).
+    /// Writes are refused unless this many replicas acknowledged within
+    /// min-replicas-max-lag seconds.
     "min-replicas-to-write" | "min-slaves-to-write" => min_replicas_to_write: i64 {
         default: 0,
         parse: |v| parse_int(v, 0),
@@ -798,11 +798,39 @@ directives! {
         change: Runtime,
         reacts: [Guard],
     }
-    /// Redis's replication backlog size: kept and reported (never below
-    /// 16kb, as in Redis).
+    /// Bytes of the replication stream kept for replicas that reconnect
+    /// to continue from (never below 16kb, as in Redis).
     "repl-backlog-size" => repl_backlog_size: String {
         default: "1048576".into(),
         parse: |v| parse_memory_in(v, 1).map(|n| n.max(16 * 1024).to_string()),
+        change: Runtime,
+        reacts: [Backlog],
+    }
+    /// Seconds without replicas after which the backlog is freed (0:
+    /// never).
+    "repl-backlog-ttl" => repl_backlog_ttl: i64 {
+        default: 3600,
+        parse: |v| parse_bounded(v, 0),
+        change: Runtime,
+    }
+    /// yes: a full sync streams the snapshot to replicas that take it
+    /// so (`$EOF:` framing) after repl-diskless-sync-delay; no: it is
+    /// sent with its length first.
+    "repl-diskless-sync" => repl_diskless_sync: bool {
+        default: true,
+        parse: parse_yes_no,
+        change: Runtime,
+    }
+    /// Seconds a diskless full sync waits before it starts.
+    "repl-diskless-sync-delay" => repl_diskless_sync_delay: i64 {
+        default: 5,
+        parse: |v| parse_int(v, 0),
+        change: Runtime,
+    }
+    /// Seconds between the PINGs a primary sends its replicas.
+    "repl-ping-replica-period" | "repl-ping-slave-period" => repl_ping_replica_period: i64 {
+        default: 10,
+        parse: |v| parse_int(v, 1),
         change: Runtime,
     }
     /// Redis's memory limit for all clients: kept and reported.
@@ -840,6 +868,11 @@ directives! {
 }
 
 impl Config {
+    /// `repl-backlog-size` in bytes (its text is checked when set).
+    pub fn backlog_size(&self) -> usize {
+        self.repl_backlog_size.parse().unwrap_or(1024 * 1024)
+    }
+
     /// When values leave their compact forms, as the keyspace reads it.
     pub fn encoding(&self) -> EncodingLimits {
         EncodingLimits {

@@ -56,6 +56,33 @@ pub struct Client {
     /// The link to this replica's primary: its writes pass
     /// `replica-read-only`, and nobody reads its replies.
     pub from_primary: bool,
+    /// What a replica said of itself before it asked to sync (REPLCONF).
+    pub replica_hello: ReplicaHello,
+    /// Set by SYNC or PSYNC: the connection becomes a replica's.
+    pub sync_asked: Option<SyncAsk>,
+}
+
+/// A replica's REPLCONF: where it listens, and what it understands.
+#[derive(Debug, Clone, Default)]
+pub struct ReplicaHello {
+    /// `listening-port` (0: not told).
+    pub port: u16,
+    /// `ip-address`, when it announces one.
+    pub ip: Option<String>,
+    /// `capa eof`: it takes a snapshot streamed without its length.
+    pub capa_eof: bool,
+    /// `capa psync2`: it knows `+CONTINUE <replid>`.
+    pub capa_psync2: bool,
+}
+
+/// How a replica asked for the stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SyncAsk {
+    /// SYNC: a full sync, the snapshot sent without `+FULLRESYNC`.
+    Sync,
+    /// PSYNC replid offset: continue from `offset` of history `replid`
+    /// if the backlog has it (`?` and -1: a full sync).
+    Psync { replid: String, offset: i64 },
 }
 
 impl Client {
@@ -97,6 +124,8 @@ impl Client {
             in_exec: false,
             query_bytes: 0,
             from_primary: false,
+            replica_hello: ReplicaHello::default(),
+            sync_asked: None,
             blocked: None,
             retry_deadline: None,
             pubsub: Subscriptions::default(),

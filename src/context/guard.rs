@@ -1,14 +1,14 @@
 //! What refuses a command for the server's state rather than its own
 //! arguments, as Redis does before running one: memory over `maxmemory`
 //! (`-OOM`, for commands that may grow the data) and too few replicas for
-//! `min-replicas-to-write` (`-NOREPLICAS`, for writes; rlockd has none),
+//! `min-replicas-to-write` (`-NOREPLICAS`, for writes, on a primary),
 //! a failed background save under `stop-writes-on-bgsave-error` with
 //! `save` points (`-MISCONF`, for writes and PING), and a read-only
 //! replica (`-READONLY`, for writes from anyone but its primary) or one
 //! not serving stale data (`-MASTERDOWN` while its link is down). Off by
 //! default, and then a command pays one relaxed load.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use crate::config::Config;
 
@@ -20,9 +20,11 @@ pub struct StateGuard {
     /// key; under the evicting policies it keeps taking writes (docs/compatibility.md), as
     /// Redis does while eviction makes room.
     memory_limit: AtomicU64,
-    /// `min-replicas-to-write` asks for replicas within
-    /// `min-replicas-max-lag`, and a lone server has none.
-    replicas_missing: AtomicBool,
+    /// How many replicas `min-replicas-to-write` asks for (0: none).
+    min_replicas: AtomicUsize,
+    /// How many acknowledged within `min-replicas-max-lag` at the last
+    /// look (each second, and as replicas come, go and acknowledge).
+    good_replicas: AtomicUsize,
     /// The last background save failed (whether that refuses writes is
     /// the config's to say, read only then).
     save_failed: AtomicBool,
@@ -49,10 +51,14 @@ impl StateGuard {
         } else {
             0
         };
-        let missing = config.min_replicas_to_write > 0 && config.min_replicas_max_lag > 0;
+        let min_replicas = if config.min_replicas_max_lag > 0 {
+            config.min_replicas_to_write.max(0) as usize
+        } else {
+            0
+        };
         let replica = self.replica.load(Ordering::Relaxed);
         self.memory_limit.store(limit, Ordering::Relaxed);
-        self.replicas_missing.store(missing, Ordering::Relaxed);
+        self.min_replicas.store(min_replicas, Ordering::Relaxed);
         self.read_only
             .store(config.replica_read_only && replica, Ordering::Relaxed);
         self.no_stale.store(
@@ -92,7 +98,7 @@ impl StateGuard {
 
     fn rearm(&self) {
         let armed = self.memory_limit.load(Ordering::Relaxed) > 0
-            || self.replicas_missing.load(Ordering::Relaxed)
+            || self.min_replicas.load(Ordering::Relaxed) > 0
             || self.save_failed.load(Ordering::Relaxed)
             || self.read_only.load(Ordering::Relaxed)
             || self.no_stale.load(Ordering::Relaxed);
@@ -108,7 +114,16 @@ impl StateGuard {
         limit > 0 && crate::util::alloc::used_memory() > limit
     }
 
+    /// Whether writes are refused for too few good replicas (never on a
+    /// replica, as in Redis).
     pub fn replicas_missing(&self) -> bool {
-        self.replicas_missing.load(Ordering::Relaxed)
+        let min = self.min_replicas.load(Ordering::Relaxed);
+        min > 0
+            && !self.replica.load(Ordering::Relaxed)
+            && self.good_replicas.load(Ordering::Relaxed) < min
+    }
+
+    pub fn set_good_replicas(&self, good: usize) {
+        self.good_replicas.store(good, Ordering::Relaxed);
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod acl;
 pub mod client;
+pub mod failover;
 mod fault;
 pub mod guard;
 pub mod introspect;
@@ -14,6 +15,7 @@ pub mod listening;
 pub mod persistence;
 pub mod renames;
 pub mod replica;
+pub mod replicas;
 pub mod slowlog;
 pub mod snapshot;
 pub mod stats;
@@ -76,6 +78,10 @@ pub struct Shared {
     pub snapshots: snapshot::Snapshots,
     /// The primary this server follows, and its link's state.
     pub replica: replica::ReplicaState,
+    /// The replicas this server serves.
+    pub replicas: Arc<replicas::Replicas>,
+    /// FAILOVER's switch to a replica, while one is under way.
+    pub failover: failover::Failover,
     /// When (server ms) HTTP sent to the port was last logged: Redis logs
     /// it once a minute at most, so a flood does not flood the log.
     pub attack_logged_ms: AtomicU64,
@@ -120,6 +126,8 @@ impl Shared {
             .ok()
             .flatten()
             .map(|(host, port)| replica::Primary { host, port });
+        let backlog = Arc::new(crate::persist::backlog::Backlog::new(config.backlog_size()));
+        keyspace.set_backlog(backlog.clone());
         let shared = Shared {
             guard,
             acl: acl::Acl::new(commands, config.requirepass.as_deref()),
@@ -138,7 +146,9 @@ impl Shared {
             next_client_id: AtomicU64::new(1),
             started_ms,
             run_id: crate::util::random_hex(40),
-            replica: replica::ReplicaState::new(crate::util::random_hex(40)),
+            replica: replica::ReplicaState::new(crate::util::random_hex(40), backlog),
+            replicas: Arc::new(replicas::Replicas::new(started_ms)),
+            failover: Default::default(),
             attack_logged_ms: AtomicU64::new(0),
             command_names,
             tls: Default::default(),
@@ -168,6 +178,7 @@ impl Shared {
             Hook::Persistence => return persistence::reconfigure(self, old, new),
             Hook::Latency => self.latency.configure(new),
             Hook::Guard => self.guard.configure(new),
+            Hook::Backlog => self.replica.backlog.set_size(new.backlog_size()),
             Hook::Password => {
                 if new.requirepass != old.requirepass {
                     self.acl.set_default_password(new.requirepass.as_deref());
@@ -248,6 +259,10 @@ impl Shared {
         self.guard.set_replica(primary.is_some(), &config);
         drop(config);
         let replica = primary.is_some();
+        if !replica && self.replica.is_replica() {
+            // Its replicas learn the new history when they reconnect.
+            self.drop_replicas();
+        }
         self.replica.follow(primary);
         let held = replica.then(|| self.expiry_hold(Instant::now()));
         self.keyspace.hold_expiry(held);
@@ -261,6 +276,24 @@ impl Shared {
         } else {
             paused_until
         }
+    }
+
+    /// Disconnects every replica this server serves: its history changed
+    /// under them (a promotion, a full sync from its own primary), so they
+    /// must ask again.
+    pub fn drop_replicas(&self) {
+        for replica in self.replicas.all() {
+            if let Some(client) = self.clients.get(&replica.id) {
+                client.kill();
+            }
+        }
+    }
+
+    /// Counts the replicas `min-replicas-to-write` counts, for the guard.
+    pub fn refresh_good_replicas(&self) {
+        let max_lag = self.config.read().min_replicas_max_lag;
+        let good = self.replicas.good(self.now_ms(), max_lag);
+        self.guard.set_good_replicas(good);
     }
 
     /// Whether clients may move the clock (`RLOCKD.CLOCK`).

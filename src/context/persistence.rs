@@ -55,7 +55,7 @@ pub fn write_base(shared: &Shared, dir: &Path) -> std::io::Result<(PathBuf, Base
     let rdb = shared.config.read().aof_use_rdb_preamble;
     let (file, tmp) = crate::persist::rewrite_temp(dir)?;
     let written = if rdb {
-        super::snapshot::rdb_now(shared, BufWriter::new(file), true).and_then(|out| {
+        super::snapshot::rdb_now(shared, BufWriter::new(file), true).and_then(|(out, _)| {
             let file = out.into_inner().map_err(|e| e.into_error())?;
             file.sync_all()
         })

@@ -2,9 +2,12 @@
 //! REPLICAOF sets, the link (`crate::replication`) follows and reports
 //! into, and ROLE and INFO replication read.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
+
+use crate::persist::backlog::Backlog;
 
 use super::Shared;
 use tokio::sync::watch;
@@ -64,9 +67,6 @@ pub struct History {
     /// resyncs across a promotion.
     pub replid2: String,
     pub second_offset: i64,
-    /// Where the backlog's first byte sits: the offset the last full sync
-    /// started at, plus one.
-    pub backlog_first: i64,
 }
 
 /// No history before the last switch, as Redis prints it.
@@ -87,9 +87,10 @@ pub struct ReplicaState {
     /// The primary to follow; the link task watches it.
     primary: watch::Sender<Option<Primary>>,
     link: AtomicU8,
-    /// Bytes of the primary's stream applied, counted from its offset
-    /// (Redis's `master_repl_offset`).
-    offset: AtomicI64,
+    /// The stream: this server's own as a primary, its primary's as a
+    /// replica, whose offset (`master_repl_offset`) counts the bytes
+    /// applied.
+    pub backlog: Arc<Backlog>,
     history: Mutex<History>,
     /// Server ms of the last bytes from the primary; 0 before any.
     last_io_ms: AtomicU64,
@@ -103,6 +104,11 @@ pub struct ReplicaState {
     /// across a dropped link).
     stream_db: AtomicUsize,
     transfer: Transfer,
+    /// Held by the link across applying each of its primary's commands
+    /// and passing it on to the backlog, and by a full sync of a replica
+    /// of this one while it captures: the snapshot then never has a
+    /// command's effect without its bytes counted, or the reverse.
+    pub apply_gate: tokio::sync::RwLock<()>,
     /// Held while a full sync replaces the data: a link given up during
     /// its load (REPLICAOF elsewhere) leaves the load to finish on its
     /// thread, and the next link's load waits for it.
@@ -110,16 +116,15 @@ pub struct ReplicaState {
 }
 
 impl ReplicaState {
-    pub fn new(replid: String) -> ReplicaState {
+    pub fn new(replid: String, backlog: Arc<Backlog>) -> ReplicaState {
         ReplicaState {
             primary: watch::Sender::new(None),
             link: AtomicU8::new(LinkState::Connect as u8),
-            offset: AtomicI64::new(0),
+            backlog,
             history: Mutex::new(History {
                 replid,
                 replid2: NO_REPLID.into(),
                 second_offset: -1,
-                backlog_first: 0,
             }),
             last_io_ms: AtomicU64::new(0),
             down_since_ms: AtomicU64::new(0),
@@ -130,6 +135,7 @@ impl ReplicaState {
                 read: AtomicI64::new(0),
                 last_io_ms: AtomicU64::new(0),
             },
+            apply_gate: tokio::sync::RwLock::new(()),
             loading: Mutex::new(()),
         }
     }
@@ -157,6 +163,7 @@ impl ReplicaState {
             history.replid2 = std::mem::replace(&mut history.replid, crate::util::random_hex(40));
             history.second_offset = offset + 1;
         }
+        self.backlog.set_following(primary.is_some());
         self.set_link(LinkState::Connect);
         self.primary.send_replace(primary);
     }
@@ -176,11 +183,40 @@ impl ReplicaState {
     }
 
     pub fn offset(&self) -> i64 {
-        self.offset.load(Ordering::Acquire)
+        self.backlog.offset()
     }
 
-    pub fn advance(&self, bytes: usize) {
-        self.offset.fetch_add(bytes as i64, Ordering::AcqRel);
+    /// A primary that had no backlog starts one with a history of its
+    /// own, as Redis does for its first replica: no replica can continue
+    /// a history from before the stream was kept.
+    pub fn start_backlog(&self) {
+        if self.backlog.is_active() {
+            return;
+        }
+        let mut history = self.history.lock();
+        history.replid = crate::util::random_hex(40);
+        history.replid2 = NO_REPLID.into();
+        history.second_offset = -1;
+        self.backlog.activate();
+    }
+
+    /// `repl-backlog-ttl` passed without replicas: the backlog is freed,
+    /// and the history with it.
+    pub fn free_backlog(&self) {
+        let mut history = self.history.lock();
+        history.replid = crate::util::random_hex(40);
+        history.replid2 = NO_REPLID.into();
+        history.second_offset = -1;
+        self.backlog.deactivate();
+    }
+
+    /// Whether a replica that stood at `offset` (the next byte it wants)
+    /// of history `replid` may continue from the backlog.
+    pub fn may_continue(&self, replid: &str, offset: i64) -> bool {
+        let history = self.history.lock();
+        let known = replid == history.replid
+            || (replid == history.replid2 && offset <= history.second_offset);
+        known && self.backlog.has_from(offset)
     }
 
     pub fn history(&self) -> History {
@@ -193,8 +229,7 @@ impl ReplicaState {
         history.replid = replid;
         history.replid2 = NO_REPLID.into();
         history.second_offset = -1;
-        history.backlog_first = offset + 1;
-        self.offset.store(offset, Ordering::Release);
+        self.backlog.restart_at(offset);
         self.synced.store(true, Ordering::Release);
         self.stream_db.store(0, Ordering::Relaxed);
     }
@@ -217,10 +252,11 @@ impl ReplicaState {
     }
 
     /// The id and offset a partial resync asks for, once there is data
-    /// of a primary's history.
+    /// of a history: a primary's it synced from, or its own, kept in its
+    /// backlog (a primary turned replica, by FAILOVER or REPLICAOF, asks
+    /// to continue its own history, as Redis's does).
     pub fn resume_point(&self) -> Option<(String, i64)> {
-        self.synced
-            .load(Ordering::Acquire)
+        (self.synced.load(Ordering::Acquire) || self.backlog.is_active())
             .then(|| (self.history.lock().replid.clone(), self.offset() + 1))
     }
 
@@ -319,19 +355,37 @@ pub fn info(shared: &Shared, line: &mut dyn FnMut(&str, &dyn std::fmt::Display))
     } else {
         line("role", &"master");
     }
-    line("connected_slaves", &0);
-    line("master_failover_state", &"no-failover");
+    let replicas = shared.replicas.all();
+    line("connected_slaves", &replicas.len());
+    let (min_replicas, max_lag) = {
+        let config = shared.config.read();
+        (config.min_replicas_to_write, config.min_replicas_max_lag)
+    };
+    if min_replicas > 0 && max_lag > 0 {
+        let good = shared.replicas.good(shared.now_ms(), max_lag);
+        line("min_slaves_good_slaves", &good);
+    }
+    for (n, replica) in replicas.iter().enumerate() {
+        let lag = now_s - (replica.ack_ms() / 1000) as i64;
+        line(
+            &format!("slave{n}"),
+            &format_args!(
+                "ip={},port={},state={},offset={},lag={lag}",
+                replica.ip,
+                replica.port,
+                replica.state().name(),
+                replica.ack_offset()
+            ),
+        );
+    }
+    line("master_failover_state", &shared.failover.state().name());
     line("master_replid", &history.replid);
     line("master_replid2", &history.replid2);
     line("master_repl_offset", &offset);
     line("second_repl_offset", &history.second_offset);
-    line("repl_backlog_active", &i32::from(synced));
+    line("repl_backlog_active", &i32::from(state.backlog.is_active()));
     line("repl_backlog_size", &shared.config.read().repl_backlog_size);
-    let (first, histlen) = if synced {
-        (history.backlog_first, offset - history.backlog_first + 1)
-    } else {
-        (0, 0)
-    };
+    let (first, histlen) = state.backlog.span();
     line("repl_backlog_first_byte_offset", &first);
     line("repl_backlog_histlen", &histlen);
 }

@@ -266,11 +266,13 @@ fn library_codes(shared: &Shared) -> Vec<Bytes> {
 /// and must be called, as one capture runs at a time.
 fn begin(shared: &Shared) -> Begun {
     let plan = plan(shared);
-    // Read first: a library loaded between these two lines is in the
-    // next save, never half in this one.
-    let functions = library_codes(shared);
     let capture = shared.keyspace.begin_capture(plan.options);
     *shared.snapshots.current.lock() = Some(capture.clone());
+    // Read after the keys' instant: a FUNCTION LOAD or DELETE between the
+    // two is in the file and also after the replication offset it marks,
+    // which a replica then runs again to the same libraries (refused as
+    // already done); read before, the same change would be lost to it.
+    let functions = library_codes(shared);
     Begun {
         capture,
         functions,
@@ -354,11 +356,19 @@ fn finish(shared: &Shared, begun: Begun) -> std::io::Result<bool> {
     Ok(written)
 }
 
+/// A replica's full sync: the dataset as of now, as an RDB, and the
+/// replication offset that moment stands at (the replica's stream starts
+/// after it).
+pub fn sync_image(shared: &Shared) -> std::io::Result<(Vec<u8>, i64)> {
+    rdb_now(shared, Vec::new(), false)
+}
+
 /// The dataset as of now, as an RDB streamed to `sink` while clients go
 /// on: an AOF rewrite's base (`aof_base`, with `aof-use-rdb-preamble
 /// yes`), or a replica's full sync. Waits for a save under way, as one
-/// capture runs at a time. Gives the sink back, flushed.
-pub fn rdb_now<W: Write>(shared: &Shared, sink: W, aof_base: bool) -> std::io::Result<W> {
+/// capture runs at a time. Gives the sink back, flushed, with the
+/// replication offset of that moment.
+pub fn rdb_now<W: Write>(shared: &Shared, sink: W, aof_base: bool) -> std::io::Result<(W, i64)> {
     let state = &shared.snapshots;
     while !state.claim() {
         // A rewrite behind a BGSAVE is scheduled, in INFO's words.
@@ -367,9 +377,10 @@ pub fn rdb_now<W: Write>(shared: &Shared, sink: W, aof_base: bool) -> std::io::R
     }
     state.rewrite_waits.store(false, Ordering::Release);
     let begun = begin(shared);
+    let offset = begun.capture.repl_offset;
     let written = write_rdb(shared, &begun, sink, aof_base);
     state.running.store(false, Ordering::Release);
-    written
+    written.map(|sink| (sink, offset))
 }
 
 /// SAVE (and the save at shutdown): the file written before it returns.

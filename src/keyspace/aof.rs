@@ -18,6 +18,7 @@ use bytes::Bytes;
 
 use super::shard::Map;
 use super::{Entry, Keyspace, Locked, SHARDS, Value, key_shard};
+use crate::persist::backlog::Backlog;
 use crate::persist::{Aof, Batch, Stream};
 
 /// Elements per command when a collection is written out, as Redis's
@@ -31,6 +32,9 @@ pub(super) struct Changes {
     keys: Vec<(usize, Bytes)>,
     seen: Map<(usize, Bytes), ()>,
     batch: Batch,
+    /// The DEL of each key found past its deadline, for replicas only
+    /// (the file's records carry absolute deadlines already).
+    expired: Batch,
 }
 
 impl Changes {
@@ -117,6 +121,14 @@ impl Locked<'_> {
         }
     }
 
+    /// Notes that a lookup reclaimed `key` past its deadline: replicas,
+    /// which keep such keys, learn it by a DEL, as Redis tells them.
+    pub(super) fn note_expired(&mut self, db: usize, key: &[u8]) {
+        if let Some(changes) = &mut self.changes {
+            changes.expired.push(Some(db), &[b"DEL", key]);
+        }
+    }
+
     /// Records the state of every key changed so far, so that a
     /// whole-database change logged next comes after them.
     fn checkpoint(&mut self) {
@@ -184,17 +196,27 @@ impl Locked<'_> {
         }
     }
 
-    /// Logs everything the command changed; called with its shards held.
+    /// Logs everything the command changed, in the file and the
+    /// replication stream; called with its shards held.
     pub(super) fn log_changes(&mut self) {
         self.checkpoint();
         let Some(changes) = &self.changes else {
             return;
         };
+        let backlog = self.ks.backlog.get();
+        if let Some(backlog) = backlog {
+            backlog.append(&changes.expired);
+        }
         if changes.batch.is_empty() {
             return;
         }
-        if let Some(aof) = self.ks.log.read().as_ref() {
+        if self.ks.logging.load(std::sync::atomic::Ordering::Acquire)
+            && let Some(aof) = self.ks.log.read().as_ref()
+        {
             aof.append(&changes.batch);
+        }
+        if let Some(backlog) = backlog {
+            backlog.append(&changes.batch);
         }
     }
 }
@@ -205,6 +227,18 @@ impl Keyspace {
         let on = aof.is_some();
         *self.log.write() = aof;
         self.logging.store(on, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Hands the keyspace the replication stream, once, at start.
+    pub(crate) fn set_backlog(&self, backlog: Arc<Backlog>) {
+        let _ = self.backlog.set(backlog);
+    }
+
+    /// Whether a command notes what it changes: for the file or for
+    /// replicas.
+    pub(super) fn noting(&self) -> bool {
+        self.logging.load(std::sync::atomic::Ordering::Acquire)
+            || self.backlog.get().is_some_and(|b| b.recording())
     }
 
     /// The AOF, if on. Every reply asks, so the common answer (off) costs

@@ -125,7 +125,11 @@ impl Db<'_, '_> {
                     .node_at(place)
                     .is_some_and(|n| n.is_expired(deadlines_at)) =>
             {
-                if reclaim_if_expired(shard, db, key, deadlines_at, ks) {
+                let reclaimed = reclaim_if_expired(shard, db, key, deadlines_at, ks);
+                if reclaimed.is_some() {
+                    self.locked.note_expired(db, key);
+                }
+                if reclaimed == Some(true) {
                     // Group readers blocked on the stream learn it is gone
                     // once the command is done (it may make a new one
                     // meanwhile).
@@ -388,23 +392,30 @@ impl Db<'_, '_> {
 }
 
 /// Deletes `key` if its deadline has passed (unless expiry is held: then
-/// it is only not found); true if it was a stream some client waits on.
-fn reclaim_if_expired(shard: &mut Shard, db: usize, key: &[u8], now: u64, ks: &Keyspace) -> bool {
+/// it is only not found); whether it did, and if so whether it was a
+/// stream some client waits on.
+fn reclaim_if_expired(
+    shard: &mut Shard,
+    db: usize,
+    key: &[u8],
+    now: u64,
+    ks: &Keyspace,
+) -> Option<bool> {
     if ks.expiry_held() || !shard.dbs[db].get(key).is_some_and(|e| e.is_expired(now)) {
-        return false;
+        return None;
     }
     let removed = shard.remove(db, key);
     shard.stats.expired += 1;
     shard.touch_watchers(db, key);
     ks.events.changed(key, false);
     ks.events.notify(Event::Expired, db, key);
-    matches!(
+    Some(matches!(
         removed,
         Some(Entry {
             value: Value::Stream(_),
             ..
         })
-    )
+    ))
 }
 
 /// FLUSHALL: every database of every shard (the plan must hold them all).

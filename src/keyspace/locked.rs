@@ -3,8 +3,6 @@
 //! commands wait on each other; the journal that undoes a script's run;
 //! SWAPDB, which must see every shard.
 
-use std::sync::atomic::Ordering;
-
 use bytes::Bytes;
 use parking_lot::MutexGuard;
 
@@ -62,10 +60,7 @@ impl Keyspace {
             now: self.clock.now_ms(),
             journal: None,
             ready: Vec::new(),
-            changes: self
-                .logging
-                .load(Ordering::Acquire)
-                .then(aof::Changes::default),
+            changes: self.noting().then(aof::Changes::default),
             past_deadlines_found: false,
         };
         locked.acquire(plan)?;

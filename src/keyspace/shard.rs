@@ -155,8 +155,14 @@ impl Shard {
 
     /// Reclaims keys whose deadline has passed, and tells the alarm when
     /// the next may be due. Returns how many, and how late the latest of
-    /// them was reclaimed (ms past its deadline).
-    pub(super) fn expire_due(&mut self, now: u64, events: &dyn EventSink) -> (u64, u64) {
+    /// them was reclaimed (ms past its deadline). Each reclaimed key's DEL
+    /// goes into `gone`, for replicas, when given.
+    pub(super) fn expire_due(
+        &mut self,
+        now: u64,
+        events: &dyn EventSink,
+        mut gone: Option<&mut crate::persist::Batch>,
+    ) -> (u64, u64) {
         let mut reclaimed = 0;
         let mut lag = 0;
         let mut next: Option<u64> = None;
@@ -172,6 +178,9 @@ impl Shard {
                 }
                 events.changed(key, false);
                 events.notify(Event::Expired, db, key);
+                if let Some(gone) = gone.as_deref_mut() {
+                    gone.push(Some(db), &[b"DEL", key]);
+                }
                 reclaimed += 1;
             }
             let due = self.dbs[db].next_due();

@@ -72,6 +72,9 @@ pub(crate) struct Capture {
     at_ms: u64,
     /// The keyspace's change counter at that moment.
     pub dirty: u64,
+    /// The replication stream's offset at that moment: a replica synced
+    /// from this capture continues after it.
+    pub repl_offset: i64,
     options: CaptureOptions,
     sizes: Vec<DbSizes>,
     /// Keys written so far.
@@ -151,6 +154,7 @@ impl Keyspace {
         Arc::new(Capture {
             at_ms: self.clock.now_ms(),
             dirty: guards.iter().map(|g| g.stats.dirty).sum(),
+            repl_offset: self.backlog.get().map_or(0, |b| b.sync_point()),
             options,
             sizes,
             saved: AtomicU64::new(0),

@@ -53,6 +53,9 @@ pub struct Keyspace {
     pub(super) log: parking_lot::RwLock<Option<Arc<crate::persist::Aof>>>,
     /// Set while `log` is: a command notes what it changes only then.
     pub(super) logging: AtomicBool,
+    /// The replication stream: writes are recorded for it too while it
+    /// records (see `crate::persist::backlog`).
+    pub(super) backlog: std::sync::OnceLock<Arc<crate::persist::backlog::Backlog>>,
     /// Set while the append-only file is replayed at start.
     pub(super) loading: AtomicBool,
     /// Whether `maxmemory-policy` is an LFU one: keys' access clocks then
@@ -98,6 +101,7 @@ impl Keyspace {
             limits: limits::SharedLimits::new(EncodingLimits::default()),
             log: Default::default(),
             logging: AtomicBool::new(false),
+            backlog: Default::default(),
             loading: AtomicBool::new(false),
             lfu: AtomicBool::new(false),
         }
@@ -245,7 +249,16 @@ impl Keyspace {
             .map(|(_, s)| {
                 // A shard skipped as busy stays due for the next pass.
                 let shard = if wait { Some(s.lock()) } else { s.try_lock() };
-                shard.map_or((0, 0), |mut shard| shard.expire_due(now, &*self.events))
+                shard.map_or((0, 0), |mut shard| {
+                    // Replicas keep keys past their deadline until told.
+                    let backlog = self.backlog.get().filter(|b| b.recording());
+                    let mut gone = backlog.map(|_| crate::persist::Batch::default());
+                    let done = shard.expire_due(now, &*self.events, gone.as_mut());
+                    if let (Some(backlog), Some(gone)) = (backlog, &gone) {
+                        backlog.append(gone);
+                    }
+                    done
+                })
             })
             .fold((0, 0), |(n, lag), (m, l)| (n + m, lag.max(l)));
         self.alarm.settle();

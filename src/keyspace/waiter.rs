@@ -74,8 +74,8 @@ pub enum Wanted {
     ZSet { end: ZEnd, count: usize },
     /// BLMOVE / BRPOPLPUSH: the element, after moving it to `dest`.
     Move { from: End, dest: Bytes, to: End },
-    /// WAIT / WAITAOF: nothing; only the timeout ends the wait (rlockd has
-    /// no replicas or log to wait for).
+    /// WAIT / WAITAOF: no key; replicas' acknowledgements (or the
+    /// timeout) end the wait.
     Time,
     /// XREAD / XREADGROUP: entries added to a stream.
     Stream(Box<StreamWait>),
@@ -109,6 +109,8 @@ pub enum Taken {
     ZSet(Vec<(Bytes, f64)>),
     /// A stream read's entries of one key.
     Stream(Vec<ReadEntry>),
+    /// WAIT: how many replicas acknowledged.
+    Count(i64),
 }
 
 /// How a wait ended, as seen by the blocked connection.
@@ -153,7 +155,7 @@ impl Waiter {
         })
     }
 
-    pub(super) fn is_waiting(&self) -> bool {
+    pub fn is_waiting(&self) -> bool {
         *self.outcome.lock() == Outcome::Waiting
     }
 

@@ -9,9 +9,13 @@
 //! state it left the keys in); this module knows only records, databases
 //! and bytes.
 //!
+//! `backlog` is the replication stream and its recent bytes, which
+//! replicas read.
+//!
 //! `rdb` is Redis's snapshot format at the level of bytes, which DUMP
 //! payloads, `dump.rdb` and the AOF's preamble share.
 
+pub mod backlog;
 pub mod load;
 pub mod manifest;
 pub mod rdb;

@@ -73,6 +73,18 @@ impl RequestParser {
         buf: &mut BytesMut,
         authenticated: bool,
     ) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+        Ok(self
+            .next_request_framed(buf, authenticated)?
+            .map(|(_, args)| args))
+    }
+
+    /// `next_request`, with the bytes the request was read from (a
+    /// replica passes its primary's stream on unchanged).
+    pub fn next_request_framed(
+        &mut self,
+        buf: &mut BytesMut,
+        authenticated: bool,
+    ) -> Result<Option<(Bytes, Vec<Bytes>)>, ProtocolError> {
         loop {
             let Some(&first) = buf.first() else {
                 return Ok(None);
@@ -85,7 +97,7 @@ impl RequestParser {
             match step {
                 Step::Incomplete => return Ok(None),
                 Step::Skipped => continue,
-                Step::Request(args) => return Ok(Some(args)),
+                Step::Request(frame, args) => return Ok(Some((frame, args))),
             }
         }
     }
@@ -134,14 +146,15 @@ impl RequestParser {
         if self.args.capacity() > ARG_SLOTS_KEPT {
             self.args = Vec::new();
         }
-        Ok(Step::Request(args))
+        Ok(Step::Request(frame, args))
     }
 }
 
 enum Step {
     Incomplete,
     Skipped,
-    Request(Vec<Bytes>),
+    /// The request's bytes, and its arguments.
+    Request(Bytes, Vec<Bytes>),
 }
 
 /// What the `*<count>\r\n` header at the front of a buffer says.
@@ -244,14 +257,17 @@ fn inline(buf: &mut BytesMut) -> Result<Step, ProtocolError> {
         }
         _ => return Ok(Step::Incomplete),
     };
-    let line = buf.split_to(nl + 1);
+    let line = buf.split_to(nl + 1).freeze();
     let text = line[..nl].strip_suffix(b"\r").unwrap_or(&line[..nl]);
     let args =
         split_args(text).ok_or(ProtocolError(Cow::Borrowed("unbalanced quotes in request")))?;
     if args.is_empty() {
         return Ok(Step::Skipped);
     }
-    Ok(Step::Request(args.into_iter().map(Bytes::from).collect()))
+    Ok(Step::Request(
+        line,
+        args.into_iter().map(Bytes::from).collect(),
+    ))
 }
 
 fn is_space(b: u8) -> bool {
@@ -384,7 +400,7 @@ mod tests {
                 match step {
                     Step::Incomplete => return Ok(None),
                     Step::Skipped => {}
-                    Step::Request(args) => return Ok(Some(args)),
+                    Step::Request(_, args) => return Ok(Some(args)),
                 }
             }
             Ok(None)
@@ -429,6 +445,7 @@ mod tests {
             }
             match decode_bytes_mut(buf) {
                 Ok(Some((BytesFrame::Array(items), _, _))) => Ok(Step::Request(
+                    Bytes::new(),
                     items
                         .into_iter()
                         .map(|item| match item {
@@ -455,7 +472,10 @@ mod tests {
             if args.is_empty() {
                 return Ok(Step::Skipped);
             }
-            Ok(Step::Request(args.into_iter().map(Bytes::from).collect()))
+            Ok(Step::Request(
+                Bytes::new(),
+                args.into_iter().map(Bytes::from).collect(),
+            ))
         }
     }
 

@@ -11,6 +11,7 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use crate::client_handle::ClientHandle;
 use crate::command::dispatch;
 use crate::config::DisklessLoad;
+use crate::context::failover::FailoverState;
 use crate::context::replica::{LinkState, Primary};
 use crate::context::snapshot::{LoadError, empty_all, holds_keys, load_data, rdb_path};
 use crate::context::{Client, Shared};
@@ -225,6 +226,7 @@ pub async fn follow(shared: &Arc<Shared>, primary: &Primary) -> LinkResult<()> {
             );
             load(shared, data).await?;
             state.full_sync(replid, offset);
+            shared.drop_replicas();
             tracing::info!("MASTER <-> REPLICA sync: Finished with success");
         }
         Sync::Continue { replid } => {
@@ -330,10 +332,19 @@ async fn handshake(shared: &Shared, conn: &mut Conn) -> LinkResult<Sync> {
         .replica
         .resume_point()
         .unwrap_or_else(|| ("?".into(), -1));
-    let reply = conn
-        .ask(&[b"PSYNC", replid.as_bytes(), offset.to_string().as_bytes()])
-        .await?;
-    parse_psync(&reply)
+    let offset = offset.to_string();
+    let mut psync: Vec<&[u8]> = vec![b"PSYNC", replid.as_bytes(), offset.as_bytes()];
+    // FAILOVER's switch: the target promotes itself on this request.
+    let failover = shared.failover.state() == FailoverState::InProgress;
+    if failover {
+        psync.push(b"FAILOVER");
+    }
+    let reply = conn.ask(&psync).await?;
+    let sync = parse_psync(&reply);
+    if failover && sync.is_err() {
+        shared.failover.refused();
+    }
+    sync
 }
 
 fn refused(step: &'static str, reply: String) -> LinkError {
@@ -418,18 +429,21 @@ async fn apply_stream(
     tokio::pin!(killed);
     loop {
         loop {
-            let before = conn.buf.len();
             let request = parser
-                .next_request(&mut conn.buf, true)
+                .next_request_framed(&mut conn.buf, true)
                 .map_err(|e| LinkError::Protocol(e.message()))?;
-            let Some(args) = request else { break };
+            let Some((frame, args)) = request else { break };
+            let _applying = state.apply_gate.read().await;
             if is_getack(&args) {
                 conn.ack(state.offset()).await?;
             } else {
                 apply(shared, client, &args).await;
                 state.set_stream_db(client.db);
             }
-            state.advance(before - conn.buf.len());
+            // The command goes on into this server's own stream, as it
+            // came, for replicas of it. (A primary sends no empty
+            // requests, which the parser would skip uncounted.)
+            state.backlog.feed(&frame);
         }
         tokio::select! {
             filled = conn.fill() => {

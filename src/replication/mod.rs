@@ -9,8 +9,12 @@
 //! The state it reports into (ROLE, INFO) is `context::replica`; this
 //! module only runs the link, so it sits beside `connection`, above the
 //! commands it runs.
+//!
+//! `primary`: the other direction, this server serving its replicas (a
+//! connection `crate::connection` hands over once it asked to sync).
 
 mod link;
+pub mod primary;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -387,6 +387,14 @@ impl ServerBuilder {
             tasks.spawn(metrics::serve(shared.clone(), listener, stop_rx.clone()));
         }
         tasks.spawn(crate::replication::run(shared.clone(), stop_rx.clone()));
+        tasks.spawn(crate::replication::primary::cron(
+            shared.clone(),
+            stop_rx.clone(),
+        ));
+        tasks.spawn(crate::context::failover::serve(
+            shared.clone(),
+            stop_rx.clone(),
+        ));
         tasks.spawn(housekeeping(shared.clone(), stop_rx));
         Ok(ServerHandle {
             shared,
@@ -548,7 +556,9 @@ async fn admit(shared: Arc<Shared>, accepted: Accepted, mut stop: watch::Receive
             .fetch_add(1, Ordering::Relaxed);
         return refuse(stream, "-ERR max number of clients reached\r\n").await;
     }
-    crate::connection::serve(shared, stream, peer, local).await
+    if let Some(replica) = crate::connection::serve(shared.clone(), stream, peer, local).await {
+        crate::replication::primary::serve(shared, replica).await;
+    }
 }
 
 /// Redis 7.0's words, byte for byte (its typo included): clients match on them.

@@ -234,15 +234,16 @@ pub fn client_no_evict(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::OK)
 }
 
-/// CLIENT LIST / KILL `TYPE`: rlockd's clients are normal, pubsub, or
-/// (on a replica) its primary's link; it serves no replicas.
+/// CLIENT LIST / KILL `TYPE`: normal, pubsub, (on a replica) its
+/// primary's link, or a replica served.
 fn has_type(handle: &ClientHandle, kind: &[u8]) -> bool {
     let info = handle.info.lock();
     let pubsub = is_pubsub(&info);
     match kind {
-        b"normal" => !pubsub && !info.primary,
+        b"normal" => !pubsub && !info.primary && !info.replica,
         b"pubsub" => pubsub,
         b"master" => info.primary,
+        b"replica" | b"slave" => info.replica,
         _ => false,
     }
 }

@@ -96,12 +96,21 @@ pub fn function_load(ctx: &mut Ctx) -> CmdResult<Reply> {
         .write()
         .add(vec![library], replace)
         .map_err(|c| collision(c, "'"))?;
+    propagate(ctx);
     Ok(Reply::bulk(name))
+}
+
+/// A change to the libraries goes to replicas as it came, as Redis sends
+/// it (the calls' writes go as their effects).
+fn propagate(ctx: &Ctx) {
+    let args: Vec<&[u8]> = ctx.args.iter().map(|a| &a[..]).collect();
+    ctx.shared.replica.backlog.command(&args);
 }
 
 pub fn function_delete(ctx: &mut Ctx) -> CmdResult<Reply> {
     let name = String::from_utf8_lossy(&ctx.args[2]);
     ctx.shared.scripts.libraries.write().delete(&name)?;
+    propagate(ctx);
     Ok(Reply::OK)
 }
 
@@ -122,6 +131,7 @@ pub fn function_flush(ctx: &mut Ctx) -> CmdResult<Reply> {
         "ERR FUNCTION FLUSH only supports SYNC|ASYNC option",
     )?;
     ctx.shared.scripts.libraries.write().clear();
+    propagate(ctx);
     Ok(Reply::OK)
 }
 
@@ -218,6 +228,7 @@ pub fn function_restore(ctx: &mut Ctx) -> CmdResult<Reply> {
     }
     all.add(libraries, policy == RestorePolicy::Replace)
         .map_err(|c| collision(c, ""))?;
+    propagate(ctx);
     Ok(Reply::OK)
 }
 

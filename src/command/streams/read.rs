@@ -283,7 +283,7 @@ fn streamed(key: Bytes, taken: Taken, resp3: bool) -> Reply {
     // Only a stream serves a stream read.
     let entries = match taken {
         Taken::Stream(entries) => entries,
-        Taken::List(_) | Taken::ZSet(_) => Vec::new(),
+        Taken::List(_) | Taken::ZSet(_) | Taken::Count(_) => Vec::new(),
     };
     read_reply(vec![(key, entries_reply(entries))], resp3)
 }

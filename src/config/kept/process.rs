@@ -32,7 +32,7 @@ kept! {
     "shutdown-on-sigint" = "default", Runtime, Check::words(shutdown_on_signal);
     /// No effect: as shutdown-on-sigint, for SIGTERM.
     "shutdown-on-sigterm" = "default", Runtime, Check::words(shutdown_on_signal);
-    /// No effect: no replicas to wait for at shutdown.
+    /// No effect: shutdown does not wait for replicas to catch up.
     "shutdown-timeout" = "10", Runtime, Check::new(|v| int_from(v, 0));
     /// No effect: sockets are not marked.
     "socket-mark-id" = "0", Never, Check::new(|v| int_text(v, 0, u32::MAX.into()));

@@ -1,23 +1,13 @@
-//! Replication's settings for serving replicas, and a replica's finer
-//! ones: no effect until rlockd serves replicas (a replica's own settings
-//! are in the table).
+//! Replication's finer settings, checked and reported without effect
+//! (those rlockd acts on are in the table).
 
 use super::*;
 
 kept! {
     /// No effect: not yet built into rlockd's replication.
-    "repl-backlog-ttl" = "3600", Runtime, Check::new(|v| int_text(v, 0, i64::MAX));
-    /// No effect: not yet built into rlockd's replication.
     "repl-disable-tcp-nodelay" = "no", Runtime, YES_NO;
     /// No effect: not yet built into rlockd's replication.
-    "repl-diskless-sync" = "yes", Runtime, YES_NO;
-    /// No effect: not yet built into rlockd's replication.
-    "repl-diskless-sync-delay" = "5", Runtime, Check::new(|v| int_from(v, 0));
-    /// No effect: not yet built into rlockd's replication.
     "repl-diskless-sync-max-replicas" = "0", Runtime, Check::new(|v| int_from(v, 0));
-    /// No effect: not yet built into rlockd's replication.
-    "repl-ping-replica-period" | "repl-ping-slave-period" = "10", Runtime,
-        Check::new(|v| int_from(v, 1));
     /// No effect: not yet built into rlockd's replication.
     "replica-ignore-disk-write-errors" = "no", Runtime, YES_NO;
     /// No effect: not yet built into rlockd's replication.
