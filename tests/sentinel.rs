@@ -477,14 +477,27 @@ fn told_to_follow(server: &Server, port: u16) -> bool {
     })
 }
 
-/// A redis-server primary, and a `kind` replica of it first in line for
+/// Whether `server`'s link to its primary comes up.
+fn link_up(server: &Server) -> bool {
+    wait_for("a replica's link to come up", SLOW, || {
+        let info = server.info("replication")?;
+        (common::info_value(&info, "master_link_status") == "up").then_some(true)
+    })
+}
+
+/// A `primary` server, and a `kind` replica of it first in line for
 /// promotion. The primary is never promoted back once it follows (priority
 /// 0), so a loaded machine's stall that looks like a failure to the
 /// sentinels cannot move the primary on again.
-fn primary_and_replica(tools: &Tools, kind: Kind, dir: &common::TempDir) -> (Server, Server) {
+fn primary_and_replica(
+    tools: &Tools,
+    primary: Kind,
+    kind: Kind,
+    dir: &common::TempDir,
+) -> (Server, Server) {
     let primary = Server::start(
         tools,
-        Kind::Redis,
+        primary,
         dir,
         "primary",
         "save \"\"\nrepl-diskless-sync-delay 0\nreplica-priority 0\n",
@@ -535,7 +548,8 @@ struct Failover {
 
 fn failover(tools: &Tools, kind: Kind) -> Failover {
     let dir = common::TempDir::new(&format!("failover-{kind:?}"));
-    let (primary, replica) = primary_and_replica(tools, kind, &dir);
+    // All three of one kind: Sentinel over rlockd alone, or over Redis.
+    let (primary, replica) = primary_and_replica(tools, kind, kind, &dir);
     // Never promoted either.
     let other = Server::start(
         tools,
@@ -545,11 +559,7 @@ fn failover(tools: &Tools, kind: Kind) -> Failover {
         &format!("replicaof 127.0.0.1 {}\nreplica-priority 0\n", primary.port),
     );
     for server in [&replica, &other] {
-        wait_for("a replica's link to come up", SLOW, || {
-            common::info_value(&server.info("replication")?, "master_link_status")
-                .eq("up")
-                .then_some(())
-        });
+        link_up(server);
     }
     let sentinels = sentinels(tools, &dir, primary.port, 3);
     let ports: Vec<u16> = sentinels.iter().map(|s| s.1).collect();
@@ -604,15 +614,13 @@ fn failover(tools: &Tools, kind: Kind) -> Failover {
     });
 
     let locked_after = clients.iter().map(|c| c.1.locked_on(replica.port));
-    // The other replica is told to follow it (an rlockd primary does not
-    // serve a sync yet: then its link stays down, and Sentinel ends the
-    // failover at failover-timeout).
-    let other_follows = told_to_follow(&other, replica.port);
+    // The other replica is told to follow it, and syncs from it.
+    let other_follows = told_to_follow(&other, replica.port) && link_up(&other);
 
     // Restarted, the old primary learns from the sentinels whom it follows
-    // now (rlockd does not serve a sync yet, so its link may stay down).
-    let old = Server::run(tools, Kind::Redis, old_port, old_conf);
-    let old_primary_follows = told_to_follow(&old, replica.port);
+    // now, and syncs from it.
+    let old = Server::run(tools, kind, old_port, old_conf);
+    let old_primary_follows = told_to_follow(&old, replica.port) && link_up(&old);
     drop(sentinels);
     Failover {
         listed: [
@@ -644,8 +652,8 @@ fn failover(tools: &Tools, kind: Kind) -> Failover {
 }
 
 #[test]
-fn sentinel_fails_over_to_an_rlockd_replica_as_to_a_redis_one() {
-    let test = "sentinel_fails_over_to_an_rlockd_replica_as_to_a_redis_one";
+fn sentinel_fails_over_among_rlockd_servers_as_among_redis_ones() {
+    let test = "sentinel_fails_over_among_rlockd_servers_as_among_redis_ones";
     let Some(mut tools) = tools(test) else {
         return;
     };
@@ -843,7 +851,7 @@ struct Manual {
 
 fn manual(tools: &Tools, kind: Kind) -> Manual {
     let dir = common::TempDir::new(&format!("manual-{kind:?}"));
-    let (primary, replica) = primary_and_replica(tools, kind, &dir);
+    let (primary, replica) = primary_and_replica(tools, Kind::Redis, kind, &dir);
     let sentinels = sentinels(tools, &dir, primary.port, 1);
     let at = sentinels[0].1;
     wait_for("the sentinel to find the replica in sync", SLOW, || {
