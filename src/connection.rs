@@ -16,6 +16,8 @@ use crate::command::{dispatch, forget_transaction, replicates};
 use crate::context::Client;
 use crate::context::Shared;
 use crate::context::client::Blocked;
+use crate::context::guard::NOREPLICAS;
+use crate::context::safe_mode::{self, PendingWrite, Settled};
 use crate::error::CmdError;
 use crate::keyspace::{LockPlan, Outcome};
 use crate::protocol::{Protocol, Reply, RequestParser};
@@ -320,7 +322,9 @@ impl<'c, S: Stream> Connection<'c, S> {
             return Ok(Then::Abandon);
         }
         let scope = Scope::enter(self.client.id);
+        safe_mode::begin_command();
         let reply = dispatch(self.shared, self.client, args);
+        let written = self.shared.written(self.client.from_primary);
         if self.client.sync_asked.is_some() {
             return Ok(Then::Replicate);
         }
@@ -328,7 +332,13 @@ impl<'c, S: Stream> Connection<'c, S> {
         // reply, as in Redis.
         let invalidations = scope.finish(&self.shared.pubsub.tracking);
         let answer = match self.client.blocked.take() {
-            None => Answer::Now(reply),
+            None => match written {
+                None => Answer::Now(reply),
+                Some(write) => match self.settle(write, reply).await? {
+                    Some(reply) => Answer::Now(reply),
+                    None => return Ok(Then::Abandon),
+                },
+            },
             Some(blocked) => match self.wait_blocked(blocked, args).await? {
                 Some(reply) => Answer::AfterWait(reply),
                 None => return Ok(Then::Abandon),
@@ -348,6 +358,25 @@ impl<'c, S: Stream> Connection<'c, S> {
         } else {
             Then::Continue
         })
+    }
+
+    /// The safe mode: a write's reply once its replicas acknowledged it,
+    /// NOREPLICAS if they did not in time, `None` if the client was killed
+    /// meanwhile. What the pipeline answered before it goes out first.
+    async fn settle(
+        &mut self,
+        write: PendingWrite,
+        reply: Reply,
+    ) -> std::io::Result<Option<Reply>> {
+        self.send_answered().await?;
+        let settled = tokio::select! {
+            settled = self.shared.settle(write) => settled,
+            _ = self.handle.killed() => return Ok(None),
+        };
+        Ok(Some(match settled {
+            Settled::Acknowledged => reply,
+            Settled::TimedOut => Reply::Error(CmdError::other(NOREPLICAS)),
+        }))
     }
 
     /// Holds a request back while CLIENT PAUSE covers it; false if the

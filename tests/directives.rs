@@ -18,7 +18,10 @@ use refserver::{RedisServer, Rlockd, TempDir, free_port};
 /// rlockd's own directives, which Redis lacks.
 const OURS: &[&str] = &[
     "enable-clock-control",
+    "lock-promotion-grace-ms",
     "lock-restart-grace-ms",
+    "lock-sync-replicas",
+    "lock-sync-timeout-ms",
     "lua-heap-limit",
     "metrics-port",
     "ready-file",

@@ -47,6 +47,7 @@ use bytes::Bytes;
 
 use crate::context::Client;
 use crate::context::Shared;
+use crate::context::guard::LOADING;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::scripting::shebang::ScriptFlags;
@@ -96,9 +97,6 @@ static FAMILIES: &[&[CommandSpec]] = &[
 pub static REGISTRY: LazyLock<&'static Registry> = LazyLock::new(|| registry::install(FAMILIES));
 
 /// Runs one command line from a client, queueing it instead inside MULTI.
-/// Redis's refusal while its data loads.
-const LOADING: &str = "LOADING Redis is loading the dataset in memory";
-
 pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
     let reg: &Registry = *REGISTRY;
     let reject = |client: &mut Client, id: Option<usize>, e: CmdError| {
@@ -171,6 +169,16 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
         client.queue(id, args.to_vec());
         return Reply::status("QUEUED");
     }
+    // After a promotion (`lock-promotion-grace-ms`), a write runs under
+    // the journal and is undone if it created a key: a new grant. A script
+    // keeps its own journal and looks itself (`scripting/run.rs`). EXEC
+    // takes shards of its own: a transaction that writes is refused whole.
+    let journaled = !spec.has(flag::SCRIPT)
+        && queued_or(client, spec, may_grant)
+        && shared.promotion_grace.active(|| shared.now_ms());
+    if journaled && spec.has(flag::EXEC) {
+        return reject(client, Some(id), CmdError::other(LOADING));
+    }
     let mut locked = match shared.keyspace.lock(&lock_plan(spec, args)) {
         Ok(locked) => locked,
         Err(e) => return reject(client, Some(id), e),
@@ -178,7 +186,20 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
     if client.from_primary {
         locked.find_past_deadlines();
     }
-    let reply = execute(shared, client, id, args, &mut locked);
+    if journaled {
+        locked.begin_journal();
+        locked.journal_next(true);
+    }
+    let mut reply = execute(shared, client, id, args, &mut locked);
+    if journaled {
+        match locked.created_a_key() {
+            Ok(false) => locked.end_journal(),
+            created => {
+                let e = locked.rollback().and(created).err();
+                reply = reject(client, Some(id), e.unwrap_or(CmdError::other(LOADING)));
+            }
+        }
+    }
     // CLIENT CACHING covers the next command, or the whole transaction.
     if !spec.has(flag::KEEPS_CACHING) && client.multi.is_none() {
         shared.pubsub.tracking.command_done(client.id);
@@ -190,6 +211,18 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
 /// may write.
 fn may_grant(spec: &CommandSpec) -> bool {
     spec.has(flag::WRITE) || (spec.has(flag::SCRIPT) && !spec.has(flag::READONLY))
+}
+
+/// Whether `test` holds for the command, or for EXEC, for one it queued.
+fn queued_or(client: &Client, spec: &CommandSpec, test: fn(&CommandSpec) -> bool) -> bool {
+    if !spec.has(flag::EXEC) {
+        return test(spec);
+    }
+    client
+        .multi
+        .iter()
+        .flatten()
+        .any(|(id, _)| test(REGISTRY.specs[*id]))
 }
 
 /// Redis's checks of the server's state before a command: over

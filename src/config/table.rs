@@ -585,6 +585,30 @@ directives! {
         parse: parse_num,
         change: Startup,
     }
+    /// Ours (the safe mode, off at 0): a write is answered only once this
+    /// many replicas acknowledged it, and refused with NOREPLICAS when
+    /// fewer are connected, so an acknowledged lock survives a failover.
+    "lock-sync-replicas" => lock_sync_replicas: i64 {
+        default: 0,
+        parse: |v| parse_int(v, 0),
+        change: Runtime,
+        reacts: [Guard],
+    }
+    /// Ours: how long a write waits for lock-sync-replicas' acknowledgements
+    /// before it is answered NOREPLICAS (at least 1).
+    "lock-sync-timeout-ms" => lock_sync_timeout_ms: u64 {
+        default: 1000,
+        parse: |v| parse_num(v).map(|n| n.max(1)),
+        change: Runtime,
+    }
+    /// Ours: for this many ms after this server is promoted from replica to
+    /// primary, no write may create a key (a new lock), while renewals and
+    /// releases of the locks it has are served (0: off).
+    "lock-promotion-grace-ms" => lock_promotion_grace_ms: u64 {
+        default: 0,
+        parse: parse_num,
+        change: Runtime,
+    }
     /// Most memory one Lua state may use, so a runaway script fails
     /// cleanly instead of exhausting the server (at least 1mb).
     "lua-heap-limit" => lua_heap_limit: u64 {

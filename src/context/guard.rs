@@ -1,7 +1,8 @@
 //! What refuses a command for the server's state rather than its own
 //! arguments, as Redis does before running one: memory over `maxmemory`
 //! (`-OOM`, for commands that may grow the data) and too few replicas for
-//! `min-replicas-to-write` (`-NOREPLICAS`, for writes, on a primary),
+//! `min-replicas-to-write` or `lock-sync-replicas` (`-NOREPLICAS`, for
+//! writes, on a primary),
 //! a failed background save under `stop-writes-on-bgsave-error` with
 //! `save` points (`-MISCONF`, for writes and PING), and a read-only
 //! replica (`-READONLY`, for writes from anyone but its primary) or one
@@ -20,7 +21,8 @@ pub struct StateGuard {
     /// key; under the evicting policies it keeps taking writes (docs/compatibility.md), as
     /// Redis does while eviction makes room.
     memory_limit: AtomicU64,
-    /// How many replicas `min-replicas-to-write` asks for (0: none).
+    /// How many replicas `min-replicas-to-write` or `lock-sync-replicas`
+    /// asks for, the higher (0: none).
     min_replicas: AtomicUsize,
     /// How many acknowledged within `min-replicas-max-lag` at the last
     /// look (each second, and as replicas come, go and acknowledge).
@@ -40,6 +42,9 @@ pub struct StateGuard {
 pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 pub const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
+/// Redis's refusal while its data loads; rlockd's too through a grace
+/// period (clients retry it).
+pub const LOADING: &str = "LOADING Redis is loading the dataset in memory";
 pub const READONLY: &str = "READONLY You can't write against a read only replica.";
 pub const MASTERDOWN: &str =
     "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
@@ -51,11 +56,14 @@ impl StateGuard {
         } else {
             0
         };
-        let min_replicas = if config.min_replicas_max_lag > 0 {
+        let redis_minimum = if config.min_replicas_max_lag > 0 {
             config.min_replicas_to_write.max(0) as usize
         } else {
             0
         };
+        // The safe mode refuses a write it could not get acknowledged
+        // before running it, as `min-replicas-to-write` does.
+        let min_replicas = redis_minimum.max(config.lock_sync_replicas.max(0) as usize);
         let replica = self.replica.load(Ordering::Relaxed);
         self.memory_limit.store(limit, Ordering::Relaxed);
         self.min_replicas.store(min_replicas, Ordering::Relaxed);

@@ -7,6 +7,7 @@ pub mod acl;
 pub mod client;
 pub mod failover;
 mod fault;
+pub mod grace;
 pub mod guard;
 pub mod introspect;
 mod job;
@@ -16,6 +17,7 @@ pub mod persistence;
 pub mod renames;
 pub mod replica;
 pub mod replicas;
+pub mod safe_mode;
 pub mod slowlog;
 pub mod snapshot;
 pub mod stats;
@@ -80,6 +82,8 @@ pub struct Shared {
     pub replica: replica::ReplicaState,
     /// The replicas this server serves.
     pub replicas: Arc<replicas::Replicas>,
+    /// After a promotion, no new grant (`lock-promotion-grace-ms`).
+    pub promotion_grace: grace::Grace,
     /// FAILOVER's switch to a replica, while one is under way.
     pub failover: failover::Failover,
     /// When (server ms) HTTP sent to the port was last logged: Redis logs
@@ -148,6 +152,7 @@ impl Shared {
             run_id: crate::util::random_hex(40),
             replica: replica::ReplicaState::new(crate::util::random_hex(40), backlog),
             replicas: Arc::new(replicas::Replicas::new(started_ms)),
+            promotion_grace: grace::Grace::default(),
             failover: Default::default(),
             attack_logged_ms: AtomicU64::new(0),
             command_names,
@@ -257,11 +262,13 @@ impl Shared {
             .as_ref()
             .map_or_else(String::new, |p| format!("{} {}", p.host, p.port));
         self.guard.set_replica(primary.is_some(), &config);
+        let grace_ms = config.lock_promotion_grace_ms;
         drop(config);
         let replica = primary.is_some();
         if !replica && self.replica.is_replica() {
             // Its replicas learn the new history when they reconnect.
             self.drop_replicas();
+            self.promotion_grace.start(grace_ms, self.now_ms());
         }
         self.replica.follow(primary);
         let held = replica.then(|| self.expiry_hold(Instant::now()));
@@ -292,6 +299,8 @@ impl Shared {
     /// Counts the replicas `min-replicas-to-write` counts, for the guard.
     pub fn refresh_good_replicas(&self) {
         let max_lag = self.config.read().min_replicas_max_lag;
+        // With Redis's check off, the safe mode counts every online one.
+        let max_lag = if max_lag > 0 { max_lag } else { i64::MAX };
         let good = self.replicas.good(self.now_ms(), max_lag);
         self.guard.set_good_replicas(good);
     }

@@ -5,11 +5,12 @@
 
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::sync::Notify;
 
 use super::Shared;
+use super::grace::Grace;
 use super::job::JobRecord;
 use crate::config::Config;
 use crate::persist::{Aof, BaseFormat, Fsync, Layout, Manifest};
@@ -23,10 +24,9 @@ pub struct Persistence {
     asked: Notify,
     rewriting: AtomicBool,
     job: JobRecord,
-    /// Until then (server time, Unix ms: the clock leases are measured
-    /// by), writes are refused with LOADING (`lock-restart-grace-ms`); set
-    /// once the data (if any) is loaded. 0: no grace.
-    grace_until_ms: AtomicU64,
+    /// While it runs, writes are refused with LOADING
+    /// (`lock-restart-grace-ms`); started once the data (if any) is loaded.
+    grace: Grace,
 }
 
 /// Where the append-only files live: `dir/appenddirname`, named after
@@ -85,7 +85,7 @@ impl Default for Persistence {
             asked: Notify::new(),
             rewriting: AtomicBool::new(false),
             job: JobRecord::default(),
-            grace_until_ms: AtomicU64::new(0),
+            grace: Grace::default(),
         }
     }
 }
@@ -94,28 +94,12 @@ impl Persistence {
     /// Starts the restart grace period (`lock-restart-grace-ms`, if any)
     /// at server time `now_ms`.
     pub fn start_grace(&self, config: &Config, now_ms: u64) {
-        if config.lock_restart_grace_ms > 0 {
-            let until = now_ms.saturating_add(config.lock_restart_grace_ms);
-            self.grace_until_ms.store(until, Ordering::Relaxed);
-        }
+        self.grace.start(config.lock_restart_grace_ms, now_ms);
     }
 
-    /// Whether the restart grace period still refuses writes. Every write
-    /// asks, so the clock (`now_ms`) is read only while a grace period is
-    /// set, and one found over is cleared for good.
+    /// Whether the restart grace period still refuses writes.
     pub fn in_grace(&self, now_ms: impl FnOnce() -> u64) -> bool {
-        let until = self.grace_until_ms.load(Ordering::Relaxed);
-        if until == 0 {
-            return false;
-        }
-        if now_ms() < until {
-            return true;
-        }
-        // A grace period started meanwhile (a restart) is left alone.
-        let _ =
-            self.grace_until_ms
-                .compare_exchange(until, 0, Ordering::Relaxed, Ordering::Relaxed);
-        false
+        self.grace.active(now_ms)
     }
 
     /// BGREWRITEAOF: false if a rewrite is already running or asked for.

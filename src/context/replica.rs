@@ -388,4 +388,9 @@ pub fn info(shared: &Shared, line: &mut dyn FnMut(&str, &dyn std::fmt::Display))
     let (first, histlen) = state.backlog.span();
     line("repl_backlog_first_byte_offset", &first);
     line("repl_backlog_histlen", &histlen);
+    // Ours, shown only where set: what is left of the promotion grace.
+    if shared.config.read().lock_promotion_grace_ms > 0 {
+        let left = shared.promotion_grace.left_ms(|| shared.now_ms());
+        line("lock_promotion_grace_left_ms", &left);
+    }
 }

@@ -216,7 +216,7 @@ impl Locked<'_> {
             aof.append(&changes.batch);
         }
         if let Some(backlog) = backlog {
-            backlog.append(&changes.batch);
+            backlog.append_change(&changes.batch);
         }
     }
 }

@@ -328,6 +328,15 @@ impl Journal {
         })
     }
 
+    /// The keys it saw absent before a change (in no particular order).
+    pub(super) fn absent_keys(&self) -> Vec<(usize, Vec<u8>)> {
+        self.saved
+            .iter()
+            .filter(|(_, _, prior)| matches!(prior, Prior::Whole(None)))
+            .map(|(db, key, _)| (*db, self.arena.get(*key).to_vec()))
+            .collect()
+    }
+
     /// The prior states, newest first (the order to put them back in),
     /// with the arena their keys and members lie in.
     pub(super) fn undo_order(self) -> (Arena, impl Iterator<Item = (usize, Span, Prior)>) {

@@ -110,6 +110,22 @@ impl<'a> Locked<'a> {
         }
     }
 
+    /// Whether a key the journal saw absent is there now: the command
+    /// created it (the promotion grace's test for a new grant).
+    pub fn created_a_key(&mut self) -> CmdResult<bool> {
+        let Some(journal) = &self.journal else {
+            return Ok(false);
+        };
+        let now = self.now;
+        for (db, key) in journal.absent_keys() {
+            let shard = self.shard(key_shard(&key))?;
+            if shard.dbs[db].get(&key).is_some_and(|n| !n.is_expired(now)) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// Puts back every key the journal saw, newest change first. Clients
     /// waiting for the keys it pushed to are not served.
     pub fn rollback(&mut self) -> CmdResult<()> {

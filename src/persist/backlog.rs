@@ -16,6 +16,7 @@
 //! `HARD_LIMIT` behind the newest byte: a replica further behind is
 //! dropped and syncs again in full.
 
+use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -50,6 +51,22 @@ struct Inner {
     stream: Stream,
     /// Each reader's next offset, which the ring keeps.
     readers: HashMap<u64, i64>,
+}
+
+thread_local! {
+    /// Where the records this thread last appended end. A command runs on
+    /// one thread, without yielding, from its dispatch to its reply, so
+    /// the connection that ran it finds its own records' end here
+    /// (`take_appended`): the offset the safe mode waits for. Read there
+    /// rather than carried up from the shards' guard, because EXEC takes
+    /// shards of its own inside its command.
+    static APPENDED: Cell<Option<i64>> = const { Cell::new(None) };
+}
+
+/// The offset the records appended on this thread since the last call end
+/// at, if any were.
+pub fn take_appended() -> Option<i64> {
+    APPENDED.take()
 }
 
 pub struct Backlog {
@@ -167,15 +184,29 @@ impl Backlog {
         inner.offset
     }
 
-    /// Appends one command's (or transaction's, script's) records.
+    /// Appends the DELs of keys found past their deadline: a change no
+    /// client asked for, so no reply waits for it.
     pub fn append(&self, batch: &Batch) {
+        self.append_at(batch);
+    }
+
+    /// Appends one command's (or transaction's, script's) changes, and
+    /// notes where they end for the reply (`take_appended`).
+    pub fn append_change(&self, batch: &Batch) {
+        if let Some(end) = self.append_at(batch) {
+            APPENDED.set(Some(end));
+        }
+    }
+
+    fn append_at(&self, batch: &Batch) -> Option<i64> {
         if !self.recording() || batch.is_empty() {
-            return;
+            return None;
         }
         let mut inner = self.inner.lock();
         inner.stream.put(batch);
         let bytes = std::mem::take(&mut inner.stream.buf);
         self.push(&mut inner, &bytes);
+        Some(inner.offset)
     }
 
     /// Appends a command that changes no key (PUBLISH, PING, GETACK), on

@@ -89,11 +89,13 @@ pub(crate) fn run(
     let engine = &shared.scripts;
     // A well-known lock script runs natively. Read-only runs refuse its
     // writes, cluster mode checks each call's slot, and a restricted ACL
-    // user's calls are each checked: all are Lua's to answer.
+    // user's calls are each checked, and the promotion grace looks at what
+    // the journal saw: all are Lua's to answer.
     if let Code::Script { sha, .. } = code
         && !mode.readonly
         && shared.cluster.is_none()
         && !shared.guard.armed()
+        && !shared.promotion_grace.active(|| shared.now_ms())
         && ctx.client.user.unrestricted()
         && let Some(native) = native::find(sha)
         && let Some(reply) = native(&mut NativeRun::new(ctx, keys, argv))
@@ -175,6 +177,21 @@ pub(crate) fn run(
             }
             Err(e) => break Err(e),
         }
+    };
+    // After a promotion, a run that created a key (a new grant) is undone
+    // and refused (`lock-promotion-grace-ms`).
+    let outcome = match outcome {
+        Ok(reply) if shared.promotion_grace.active(|| shared.now_ms()) => {
+            match ctx.locked.created_a_key() {
+                Ok(false) => Ok(reply),
+                created => {
+                    held.discard();
+                    let e = ctx.locked.rollback().and(created).err();
+                    Err(e.unwrap_or(CmdError::other(guard::LOADING)))
+                }
+            }
+        }
+        other => other,
     };
     ctx.locked.end_journal();
     held.release(&shared.pubsub);
