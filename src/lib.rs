@@ -83,7 +83,13 @@
 //! serves each replica, `context/replicas.rs` lists them for INFO, ROLE,
 //! WAIT and `min-replicas-to-write`, and `context/snapshot.rs`'s
 //! `sync_image` takes a full sync's snapshot and its offset;
-//! `context/failover.rs` runs FAILOVER's switch to a replica.
+//! `context/failover.rs` runs FAILOVER's switch to a replica. The safe
+//! mode: `context/safe_mode.rs` holds a write's reply until its replicas
+//! acknowledged it (the connection waits on it; `persist/backlog.rs`
+//! notes where the command's records end), and `context/grace.rs` is the
+//! grace period a promotion starts (as a restart does), during which the
+//! command layer undoes, with the keyspace's journal, a write that
+//! created a key.
 
 pub(crate) mod client_handle;
 pub mod clock;
