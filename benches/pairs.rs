@@ -25,7 +25,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use support::{
-    Conn, Cpu, Reply, Server, join_clients, knob, launch_null, median, percentile,
+    Conn, Cpu, Reply, Rounds, Server, join_clients, launch_null, median, percentile, rounds_knobs,
     serve_null_if_asked, start_servers,
 };
 
@@ -123,13 +123,11 @@ const PINGS: usize = 5;
 
 fn main() {
     serve_null_if_asked();
-    let counts: Vec<usize> = std::env::var("RLOCKD_BENCH_CLIENT_COUNTS")
-        .unwrap_or_else(|_| "1,64".into())
-        .split(',')
-        .filter_map(|c| c.trim().parse().ok())
-        .collect();
-    let rounds = knob("RLOCKD_BENCH_ROUNDS", 3).max(1);
-    let length = Duration::from_secs(knob("RLOCKD_BENCH_SECONDS", 3).max(1) as u64);
+    let Rounds {
+        client_counts: counts,
+        rounds,
+        length,
+    } = rounds_knobs("1,64");
     let mut servers = start_servers();
     // Beside redis-server, a server that does none of the work: the floor
     // under any server's CPU per pair on this machine.

@@ -21,8 +21,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use support::{
-    Conn, Reply, Server, free_port, join_clients, knob, launch, median, percentile, rlockd_args,
-    rlockd_binary,
+    Conn, Reply, Server, free_port, join_clients, launch, median, percentile, rlockd_args,
+    rlockd_binary, rounds_knobs,
 };
 
 const LOCK_LUA: &str = include_str!("../src/command/scripting/lock_scripts/redisson_lock.lua");
@@ -183,13 +183,7 @@ fn set_sync(addr: SocketAddr, on: bool) -> io::Result<()> {
 }
 
 fn main() {
-    let counts: Vec<usize> = std::env::var("RLOCKD_BENCH_CLIENT_COUNTS")
-        .unwrap_or_else(|_| "1,16".into())
-        .split(',')
-        .filter_map(|c| c.trim().parse().ok())
-        .collect();
-    let rounds = knob("RLOCKD_BENCH_ROUNDS", 3).max(1);
-    let length = Duration::from_secs(knob("RLOCKD_BENCH_SECONDS", 3).max(1) as u64);
+    let knobs = rounds_knobs("1,16");
     let redis = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
     let Some(redis) = start_pair("redis", &redis, &[]) else {
         println!("redis-server (with a replica) not available: nothing to compare with");
@@ -197,7 +191,8 @@ fn main() {
     };
     let rlockd = start_pair("rlockd", &rlockd_binary(), &rlockd_args()).expect("rlockd starts");
     let pairs = [redis, rlockd];
-    for clients in counts {
+    let (rounds, length) = (knobs.rounds, knobs.length);
+    for &clients in &knobs.client_counts {
         let mut rates = vec![Vec::new(); WAYS.len()];
         let mut latencies = vec![Vec::new(); WAYS.len()];
         for _ in 0..rounds {

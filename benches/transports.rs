@@ -23,7 +23,8 @@ use std::time::{Duration, Instant};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use support::{
-    Conn, Reply, Server, encode, free_port, join_clients, knob, launch, median, percentile,
+    Conn, Reply, Rounds, Server, encode, free_port, join_clients, launch, median, percentile,
+    rounds_knobs,
 };
 
 const LOCK_LUA: &str = include_str!("../src/command/scripting/lock_scripts/redisson_lock.lua");
@@ -216,13 +217,11 @@ fn client_config(dir: &Path) -> Arc<rustls::ClientConfig> {
 }
 
 fn main() {
-    let counts: Vec<usize> = std::env::var("RLOCKD_BENCH_CLIENT_COUNTS")
-        .unwrap_or_else(|_| "1,16".into())
-        .split(',')
-        .filter_map(|c| c.trim().parse().ok())
-        .collect();
-    let rounds = knob("RLOCKD_BENCH_ROUNDS", 3).max(1);
-    let length = Duration::from_secs(knob("RLOCKD_BENCH_SECONDS", 3).max(1) as u64);
+    let Rounds {
+        client_counts: counts,
+        rounds,
+        length,
+    } = rounds_knobs("1,16");
     let dir = std::env::temp_dir().join(format!("rlockd-bench-tls-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a temporary directory");
     make_certificates(&dir);

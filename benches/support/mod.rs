@@ -15,6 +15,27 @@ pub fn knob(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// The knobs of a bench that runs timed rounds per client count:
+/// `RLOCKD_BENCH_CLIENT_COUNTS` (`default_counts`), `RLOCKD_BENCH_ROUNDS`
+/// (3) and `RLOCKD_BENCH_SECONDS` (3).
+pub struct Rounds {
+    pub client_counts: Vec<usize>,
+    pub rounds: usize,
+    pub length: Duration,
+}
+
+pub fn rounds_knobs(default_counts: &str) -> Rounds {
+    Rounds {
+        client_counts: std::env::var("RLOCKD_BENCH_CLIENT_COUNTS")
+            .unwrap_or_else(|_| default_counts.into())
+            .split(',')
+            .filter_map(|c| c.trim().parse().ok())
+            .collect(),
+        rounds: knob("RLOCKD_BENCH_ROUNDS", 3).max(1),
+        length: Duration::from_secs(knob("RLOCKD_BENCH_SECONDS", 3).max(1) as u64),
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Servers
 

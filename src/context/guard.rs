@@ -117,6 +117,18 @@ impl StateGuard {
         self.armed.load(Ordering::Relaxed)
     }
 
+    /// Whether a lock script may run natively, without Lua's check of each
+    /// call: nothing is armed but the replica count (the safe mode's, or
+    /// `min-replicas-to-write`), and that is met, so every call would pass.
+    pub fn allows_native(&self) -> bool {
+        !self.armed()
+            || (self.memory_limit.load(Ordering::Relaxed) == 0
+                && !self.save_failed.load(Ordering::Relaxed)
+                && !self.read_only.load(Ordering::Relaxed)
+                && !self.no_stale.load(Ordering::Relaxed)
+                && !self.replicas_missing())
+    }
+
     pub fn out_of_memory(&self) -> bool {
         let limit = self.memory_limit.load(Ordering::Relaxed);
         limit > 0 && crate::util::alloc::used_memory() > limit

@@ -94,7 +94,7 @@ pub(crate) fn run(
     if let Code::Script { sha, .. } = code
         && !mode.readonly
         && shared.cluster.is_none()
-        && !shared.guard.armed()
+        && shared.guard.allows_native()
         && !shared.promotion_grace.active(|| shared.now_ms())
         && ctx.client.user.unrestricted()
         && let Some(native) = native::find(sha)
