@@ -154,7 +154,7 @@ fn a_write_is_answered_once_its_replica_has_it() {
 
 #[test]
 fn a_stopped_replica_turns_writes_into_noreplicas_at_the_timeout() {
-    let ((_p, mut p), (r_run, mut r)) = pair(&[]);
+    let ((_p, mut p), (r_run, mut r)) = pair(&["--lock-sync-timeout-ms", "2000"]);
     signal(&r_run, "-STOP");
     let port = port_of(&mut p).parse().unwrap();
     // The write waits in its own connection; another client's read is

@@ -24,6 +24,9 @@ pub struct StateGuard {
     /// How many replicas `min-replicas-to-write` or `lock-sync-replicas`
     /// asks for, the higher (0: none).
     min_replicas: AtomicUsize,
+    /// `lock-sync-replicas`: how many replicas each write's reply waits
+    /// for (0: the safe mode is off).
+    sync_replicas: AtomicUsize,
     /// How many acknowledged within `min-replicas-max-lag` at the last
     /// look (each second, and as replicas come, go and acknowledge).
     good_replicas: AtomicUsize,
@@ -63,7 +66,9 @@ impl StateGuard {
         };
         // The safe mode refuses a write it could not get acknowledged
         // before running it, as `min-replicas-to-write` does.
-        let min_replicas = redis_minimum.max(config.lock_sync_replicas.max(0) as usize);
+        let sync_replicas = config.lock_sync_replicas.max(0) as usize;
+        let min_replicas = redis_minimum.max(sync_replicas);
+        self.sync_replicas.store(sync_replicas, Ordering::Relaxed);
         let replica = self.replica.load(Ordering::Relaxed);
         self.memory_limit.store(limit, Ordering::Relaxed);
         self.min_replicas.store(min_replicas, Ordering::Relaxed);
@@ -141,6 +146,12 @@ impl StateGuard {
         min > 0
             && !self.replica.load(Ordering::Relaxed)
             && self.good_replicas.load(Ordering::Relaxed) < min
+    }
+
+    /// How many replicas a write's reply waits for (0: none); every write
+    /// asks.
+    pub fn sync_replicas(&self) -> usize {
+        self.sync_replicas.load(Ordering::Relaxed)
     }
 
     pub fn set_good_replicas(&self, good: usize) {

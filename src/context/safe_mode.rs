@@ -50,16 +50,14 @@ impl Shared {
     /// primary, and the command changed something.
     pub fn written(&self, from_primary: bool) -> Option<PendingWrite> {
         let offset = backlog::take_appended()?;
-        let (wanted, timeout) = {
-            let config = self.config.read();
-            (config.lock_sync_replicas, config.lock_sync_timeout_ms)
-        };
-        if wanted <= 0 || from_primary || self.replica.is_replica() {
+        let wanted = self.guard.sync_replicas();
+        if wanted == 0 || from_primary || self.replica.is_replica() {
             return None;
         }
+        let timeout = self.config.read().lock_sync_timeout_ms;
         Some(PendingWrite {
             offset,
-            wanted: wanted as usize,
+            wanted,
             timeout: Duration::from_millis(timeout),
         })
     }
