@@ -4,7 +4,9 @@
 //! does), a stopped replica turns writes into NOREPLICAS at
 //! `lock-sync-timeout-ms` without holding other clients back, a primary
 //! without its replica refuses writes unapplied, and a primary stopped and
-//! resumed after its replica was promoted grants nothing.
+//! resumed after its replica was promoted grants nothing. Then
+//! `lock-promotion-grace-ms`: a replica promoted (REPLICAOF NO ONE, FAILOVER)
+//! refuses new locks and serves its holders' renewals and releases.
 
 mod common;
 
@@ -321,4 +323,28 @@ fn a_promoted_replica_grants_nothing_new_through_its_grace() {
         q(&mut r, &["SET", "fresh-plain", "t", "NX", "PX", "30000"]),
         Value::Okay
     );
+}
+
+#[test]
+fn failover_starts_the_grace_on_the_promoted_replica() {
+    let ((_p, mut p), (_r, mut r)) = pair(&[]);
+    q(
+        &mut r,
+        &["CONFIG", "SET", "lock-promotion-grace-ms", "5000"],
+    );
+    assert_eq!(lock(&mut p, "held", "a:1", 30_000), Ok(Value::Nil));
+    assert_eq!(grace_left(&mut r), 0, "no grace while a replica");
+    assert_eq!(q(&mut p, &["FAILOVER"]), Value::Okay);
+    until("the replica promoted", || {
+        common::info_value(&info(&mut r), "role") == "master"
+    });
+    assert!(grace_left(&mut r) > 0);
+    let e = lock(&mut r, "fresh", "b:1", 30_000).expect_err("no new lock");
+    assert_eq!(
+        error_text(&e),
+        "LOADING Redis is loading the dataset in memory"
+    );
+    let lease = lock(&mut r, "held", "b:1", 30_000).expect("the holder's lease");
+    assert!(matches!(lease, Value::Int(_)));
+    assert_eq!(unlock(&mut r, "held", "a:1"), Ok(Value::Int(1)));
 }
