@@ -188,7 +188,12 @@ impl Db<'_, '_> {
             return Ok(taken);
         }
         let emptied = list.is_empty();
-        self.after_pop(key, emptied, end.pop_event())?;
+        self.after_pop(
+            key,
+            emptied,
+            end.pop_event(),
+            None::<std::iter::Empty<Bytes>>,
+        )?;
         Ok(taken)
     }
 
@@ -210,17 +215,28 @@ impl Db<'_, '_> {
             return Ok(taken);
         }
         let emptied = zset.is_empty();
-        self.after_pop(key, emptied, end.pop_event())?;
+        let members = taken.iter().map(|(m, _)| m.clone());
+        self.after_pop(key, emptied, end.pop_event(), Some(members))?;
         Ok(taken)
     }
 
     /// Raises a pop's event, deleting the key first if it was emptied
-    /// (its `del` follows the pop's event, as in Redis).
-    fn after_pop(&mut self, key: &[u8], emptied: bool, event: Event) -> Result<(), CmdError> {
+    /// (its `del` follows the pop's event, as in Redis). `members`: the
+    /// members popped, where the change is theirs alone.
+    fn after_pop(
+        &mut self,
+        key: &[u8],
+        emptied: bool,
+        event: Event,
+        members: Option<impl Iterator<Item = Bytes>>,
+    ) -> Result<(), CmdError> {
         if emptied {
             self.remove(key)?;
         }
-        self.modified(key, event)?;
+        match members {
+            Some(members) => self.modified_members(key, members, event)?,
+            None => self.modified(key, event)?,
+        }
         if emptied {
             self.notify(key, Event::Del);
         }

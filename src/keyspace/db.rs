@@ -319,8 +319,32 @@ impl Db<'_, '_> {
     /// `modified` without a keyspace event: a change Redis makes silently
     /// (PFCOUNT storing the count it computed).
     pub fn touched(&mut self, key: &[u8]) -> CmdResult<()> {
+        self.locked.note_change(self.index, key);
+        self.counted(key)
+    }
+
+    /// `modified` for a change to `members` only of a collection that was
+    /// at `key` before the command (SPOP, ZPOPMIN, SMOVE's source): the
+    /// append-only file records just their states.
+    pub fn modified_members(
+        &mut self,
+        key: &[u8],
+        members: impl IntoIterator<Item = Bytes>,
+        event: Event,
+    ) -> CmdResult<()> {
+        if self.locked.records_changes() {
+            let members = members.into_iter().collect();
+            self.locked.note_members(self.index, key, members);
+        }
+        self.counted(key)?;
+        self.notify(key, event);
+        Ok(())
+    }
+
+    /// What a change does besides being recorded: wakes WATCHers, counts
+    /// it and tells client-side caching.
+    fn counted(&mut self, key: &[u8]) -> CmdResult<()> {
         let db = self.index;
-        self.locked.note_change(db, key);
         let shard = self.locked.shard(key_shard(key))?;
         shard.stats.dirty += 1;
         shard.touch_watchers(db, key);
