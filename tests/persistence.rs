@@ -970,7 +970,7 @@ fn random_write(con: &mut Connection, rng: &mut rand::rngs::StdRng) {
     let any = pick(rng, &[h, s, z, "l0", "l1"]);
     // The big collections stay big: only their members change.
     let small = pick(rng, &["h0", "h1", "s0", "s1", "z0", "z1", "l0", "l1"]);
-    let line: Vec<String> = match rng.random_range(0..26) {
+    let line: Vec<String> = match rng.random_range(0..29) {
         0 => vec!["HSET".into(), h.into(), m.into(), n.to_string()],
         1 => vec![
             "HDEL".into(),
@@ -1019,6 +1019,18 @@ fn random_write(con: &mut Connection, rng: &mut rand::rngs::StdRng) {
             "RIGHT".into(),
         ],
         18 => vec!["LPOP".into(), "l1".into(), "2".into()],
+        26 => vec!["LPUSH".into(), "l1".into(), m.into()],
+        27 => vec!["RPOP".into(), pick(rng, &["l0", "l1"]).into()],
+        28 => vec![
+            "BLMPOP".into(),
+            "0.01".into(),
+            "2".into(),
+            "l0".into(),
+            "l1".into(),
+            "RIGHT".into(),
+            "COUNT".into(),
+            "2".into(),
+        ],
         19 => vec!["PEXPIRE".into(), any.into(), "100000".into()],
         // Gone by the time the dataset is read, with no DEL recorded.
         20 => vec!["PEXPIRE".into(), small.into(), "1".into()],
@@ -1029,9 +1041,11 @@ fn random_write(con: &mut Connection, rng: &mut rand::rngs::StdRng) {
             let script = "redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) \
                           redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1]) \
                           redis.call('SREM', KEYS[3], ARGV[1]) \
-                          redis.call('HDEL', KEYS[1], ARGV[3]) return 1";
+                          redis.call('HDEL', KEYS[1], ARGV[3]) \
+                          redis.call('RPUSH', KEYS[4], ARGV[1]) \
+                          redis.call('LPOP', KEYS[4]) return 1";
             let other = pick(rng, &MEMBERS);
-            let args = [script, "3", h, z, s, m, &n.to_string(), other];
+            let args = [script, "4", h, z, s, "l0", m, &n.to_string(), other];
             vec!["EVAL".into()]
                 .into_iter()
                 .chain(args.iter().map(|a| a.to_string()))
@@ -1066,27 +1080,45 @@ fn random_write(con: &mut Connection, rng: &mut rand::rngs::StdRng) {
 fn collection_writes_come_back_after_a_restart_and_a_rewrite_under_writes() {
     use rand::SeedableRng;
     let dir = TempDir::new("members");
-    let (child, port) = start(&dir, &[]);
-    let _child = KillOnDrop(Some(child));
+    let (child, mut port) = start(&dir, &[]);
+    let mut server = KillOnDrop(Some(child));
     let mut con = connect(port);
     fill_big(&mut con);
+    // Keys enough that reading them takes a while, so writes meet it, in
+    // a database `dataset` leaves out.
+    let _: () = redis::cmd("SELECT").arg(5).query(&mut con).unwrap();
+    for chunk in 0..100 {
+        let pairs: Vec<(String, i32)> = (0..1000)
+            .map(|i| (format!("filler:{chunk}:{i}"), i))
+            .collect();
+        let _: () = con.mset(&pairs).unwrap();
+    }
+    let _: () = redis::cmd("SELECT").arg(0).query(&mut con).unwrap();
     let seed = std::process::id() as u64;
     println!("members: seed {seed}");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     for _ in 0..1500 {
         random_write(&mut con, &mut rng);
     }
-    // Writes go on while the rewrite reads one shard after another.
-    for round in 0..2 {
+    // Writes go on while the rewrite takes its base: a point-in-time
+    // capture (the RDB preamble), then the keyspace read one shard after
+    // another, the longer window. Each time the server restarts at once,
+    // before a later write could set right a key the file got wrong.
+    let mut before = Vec::new();
+    for round in 0..3 {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("aof-use-rdb-preamble")
+            .arg(if round == 0 { "yes" } else { "no" })
+            .query(&mut con)
+            .unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let writer = {
             let (stop, mut con) = (stop.clone(), connect(port));
             let mut rng = rand::rngs::StdRng::seed_from_u64(seed + 1 + round);
             std::thread::spawn(move || {
-                let mut writes = 0;
-                while !stop.load(Ordering::Relaxed) || writes < 500 {
+                while !stop.load(Ordering::Relaxed) {
                     random_write(&mut con, &mut rng);
-                    writes += 1;
                 }
             })
         };
@@ -1095,24 +1127,22 @@ fn collection_writes_come_back_after_a_restart_and_a_rewrite_under_writes() {
         wait_rewrite(&mut con);
         stop.store(true, Ordering::Relaxed);
         writer.join().unwrap();
-        for _ in 0..300 {
-            random_write(&mut con, &mut rng);
-        }
+        // Past every 1 ms deadline given.
+        std::thread::sleep(Duration::from_millis(20));
+        before = dataset(&mut con);
+        assert!(
+            before.iter().any(|k| k.contains(" big:h hash ")),
+            "{before:?}"
+        );
+        let _: redis::RedisResult<()> = redis::cmd("SHUTDOWN").query(&mut con);
+        drop(server);
+        let child;
+        (child, port) = start(&dir, &[]);
+        server = KillOnDrop(Some(child));
+        con = connect(port);
+        assert_eq!(before, dataset(&mut con), "round {round}");
     }
-    // Past every 1 ms deadline given.
-    std::thread::sleep(Duration::from_millis(20));
-    let before = dataset(&mut con);
-    assert!(
-        before.iter().any(|k| k.contains(" big:h hash ")),
-        "{before:?}"
-    );
-    let _: redis::RedisResult<()> = redis::cmd("SHUTDOWN").query(&mut con);
-    drop(_child);
-
-    let (child, port) = start(&dir, &[]);
-    let _child = KillOnDrop(Some(child));
-    assert_eq!(before, dataset(&mut connect(port)));
-    drop(_child);
+    drop(server);
     redis_agrees(
         "collection_writes_come_back_after_a_restart_and_a_rewrite_under_writes",
         &dir,
@@ -1143,6 +1173,7 @@ fn a_write_to_a_big_collection_grows_the_file_by_what_it_changed() {
             )
             .unwrap();
         let _: () = con.sadd("bigs", &names).unwrap();
+        let _: () = con.rpush("bigl", &names).unwrap();
     }
     let _: bool = con.expire("big", 100_000).unwrap();
     // What Redisson's RMapCache runs: the map and its timeouts' sorted
@@ -1159,6 +1190,9 @@ fn a_write_to_a_big_collection_grows_the_file_by_what_it_changed() {
         ("SADD", 3),
         ("script", 4),
         ("SPOP+ZPOPMIN", 5),
+        // Redisson's queues.
+        ("RPUSH+LPOP", 6),
+        ("LMOVE", 7),
     ] {
         let start = aof_size(&dir);
         for i in 0..WRITES {
@@ -1175,9 +1209,19 @@ fn a_write_to_a_big_collection_grows_the_file_by_what_it_changed() {
                     .arg(i)
                     .invoke::<()>(&mut con)
                     .unwrap(),
-                _ => {
+                5 => {
                     let _: Vec<String> = con.spop("bigs").unwrap();
                     let _: Vec<String> = con.zpopmin("bigz", 1).unwrap();
+                }
+                6 => {
+                    let _: () = con.rpush("bigl", &field).unwrap();
+                    let _: String = con.lpop("bigl", None).unwrap();
+                }
+                _ => {
+                    let _: String = redis::cmd("LMOVE")
+                        .arg(&["bigl", "bigl", "LEFT", "RIGHT"])
+                        .query(&mut con)
+                        .unwrap();
                 }
             }
         }
@@ -1191,10 +1235,11 @@ fn a_write_to_a_big_collection_grows_the_file_by_what_it_changed() {
         );
     }
     println!("AOF growth per write on {SIZE}-member collections: {grew:?}");
-    let expected: (usize, usize, String) = (
+    let expected: (usize, usize, String, Vec<String>) = (
         con.hlen("big").unwrap(),
         con.zcard("bigz").unwrap(),
         con.hget("big", "field:7").unwrap(),
+        con.lrange("bigl", 0, 3).unwrap(),
     );
     let pttl: i64 = con.pttl("big").unwrap();
     drop(_child);
@@ -1202,10 +1247,11 @@ fn a_write_to_a_big_collection_grows_the_file_by_what_it_changed() {
     let (child, port) = start(&dir, &[]);
     let _child = KillOnDrop(Some(child));
     let mut con = connect(port);
-    let reloaded: (usize, usize, String) = (
+    let reloaded: (usize, usize, String, Vec<String>) = (
         con.hlen("big").unwrap(),
         con.zcard("bigz").unwrap(),
         con.hget("big", "field:7").unwrap(),
+        con.lrange("bigl", 0, 3).unwrap(),
     );
     assert_eq!(reloaded, expected);
     // The script set the fields HSET made.

@@ -33,15 +33,27 @@
 //! over a key a later record turned into another kind fails (WRONGTYPE)
 //! and changes nothing, as loading lets it; that later record puts the
 //! key right.
+//!
+//! Lists (Redisson's queues) are the exception: a push or pop onto a list
+//! that was there is recorded as itself (`RPUSH key items`, `LPOP key n`,
+//! then the deadline), which is not idempotent. That is sound only where
+//! the records are replayed in order over exactly the state they were
+//! made from, so never while a copy of the keyspace is being taken that
+//! records will be replayed over (`CopyUnderWay`: a rewrite, from before
+//! its switch to a new file until its base is written; an AOF switched on
+//! at run time, until its first base): a list is recorded whole then.
+//! Whoever else replays these records over such a copy (a replica's full
+//! sync not taken while every shard is held) must hold one too.
 
 use std::io::Write;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
 use super::journal::Touch;
 use super::shard::Map;
-use super::{Entry, Keyspace, Locked, SHARDS, Value, key_shard};
+use super::{End, Entry, Keyspace, Locked, SHARDS, Value, key_shard};
 use crate::persist::{Aof, Batch, Stream};
 
 /// Elements per command when a collection is written out, as Redis's
@@ -56,6 +68,35 @@ enum Extent {
     /// key held a collection before its first change since the last
     /// record, and every change since named the members it made.
     Members(Vec<Bytes>),
+    /// These pushes and pops, in order, and the deadline: the key held a
+    /// list before its first change since the last record, and every
+    /// change since was one of these.
+    Ops(Vec<ListOp>),
+}
+
+/// A change at one end of a list, recorded as the command that makes it.
+pub(crate) enum ListOp {
+    /// These elements pushed one after another.
+    Push(End, Vec<Bytes>),
+    /// This many elements popped.
+    Pop(End, usize),
+}
+
+impl ListOp {
+    /// Folds `next` into this one where one command does both.
+    fn absorb(&mut self, next: ListOp) -> Option<ListOp> {
+        match (self, next) {
+            (ListOp::Push(end, items), ListOp::Push(more_end, more)) if *end == more_end => {
+                items.extend(more);
+                None
+            }
+            (ListOp::Pop(end, count), ListOp::Pop(more_end, more)) if *end == more_end => {
+                *count += more;
+                None
+            }
+            (_, next) => Some(next),
+        }
+    }
 }
 
 /// The key the running command declared it changes only some members of,
@@ -84,33 +125,42 @@ impl Changes {
     /// Notes a change to `key`: of the declared members if it is the
     /// declared key, else of the whole key.
     fn note(&mut self, db: usize, key: &[u8]) {
-        let members = match &mut self.declared {
+        let extent = match &mut self.declared {
             Some(d) if d.db == db && d.key == key => {
                 if d.noted {
                     return;
                 }
                 d.noted = true;
-                Some(std::mem::take(&mut d.members))
+                Extent::Members(std::mem::take(&mut d.members))
             }
-            _ => None,
+            _ => Extent::Whole,
         };
-        self.note_extent(db, key, members);
+        self.note_extent(db, key, extent);
     }
 
-    /// Notes that `key` changed in `members` only, or whole (`None`).
-    fn note_extent(&mut self, db: usize, key: &[u8], members: Option<Vec<Bytes>>) {
+    /// Notes that `key` changed as `extent` says, after its changes so far.
+    fn note_extent(&mut self, db: usize, key: &[u8], extent: Extent) {
         let id = (db, Bytes::copy_from_slice(key));
         let Some(&at) = self.seen.get(&id) else {
-            let extent = members.map_or(Extent::Whole, Extent::Members);
             self.seen.insert(id.clone(), self.keys.len());
             self.keys.push((id.0, id.1, extent));
             return;
         };
-        let extent = &mut self.keys[at].2;
-        match (extent, members) {
-            (Extent::Members(known), Some(more)) => known.extend(more),
-            (extent, None) => *extent = Extent::Whole,
-            (Extent::Whole, Some(_)) => {}
+        let known = &mut self.keys[at].2;
+        match (known, extent) {
+            (Extent::Members(known), Extent::Members(more)) => known.extend(more),
+            (Extent::Ops(known), Extent::Ops(more)) => {
+                for op in more {
+                    let rest = match known.last_mut() {
+                        Some(last) => last.absorb(op),
+                        None => Some(op),
+                    };
+                    known.extend(rest);
+                }
+            }
+            (Extent::Whole, _) => {}
+            // A change of another sort, or to the whole key.
+            (known, _) => *known = Extent::Whole,
         }
     }
 }
@@ -215,6 +265,36 @@ fn record_members(
     true
 }
 
+/// Appends the pushes and pops that made the list at `key` what `entry`
+/// holds from what it held at the last record, then its deadline (a key
+/// replayed past its deadline is gone, and the pushes must not make it
+/// anew without one). False, with nothing appended, if it holds no list.
+fn record_ops(batch: &mut Batch, db: usize, key: &[u8], entry: &Entry, ops: &[ListOp]) -> bool {
+    if !matches!(entry.value, Value::List(_)) {
+        return false;
+    }
+    let db = Some(db);
+    for op in ops {
+        match op {
+            ListOp::Push(end, items) => {
+                let cmd: &[u8] = if *end == End::Left {
+                    b"LPUSH"
+                } else {
+                    b"RPUSH"
+                };
+                let items: Vec<&[u8]> = items.iter().map(|b| &b[..]).collect();
+                push_chunked(batch, db, cmd, key, &items, 1);
+            }
+            ListOp::Pop(end, count) => {
+                let cmd: &[u8] = if *end == End::Left { b"LPOP" } else { b"RPOP" };
+                batch.push(db, &[cmd, key, count.to_string().as_bytes()]);
+            }
+        }
+    }
+    record_deadline(batch, db, key, entry);
+    true
+}
+
 /// `PEXPIREAT` with the key's absolute deadline, if it has one.
 fn record_deadline(batch: &mut Batch, db: Option<usize>, key: &[u8], entry: &Entry) {
     if let Some(at) = entry.expire_at() {
@@ -261,7 +341,15 @@ impl Locked<'_> {
     /// command, changed in `members` only (SPOP, ZPOPMIN, SMOVE's source).
     pub(super) fn note_members(&mut self, db: usize, key: &[u8], members: Vec<Bytes>) {
         if let Some(changes) = &mut self.changes {
-            changes.note_extent(db, key, Some(members));
+            changes.note_extent(db, key, Extent::Members(members));
+        }
+    }
+
+    /// Notes that the list at `key` in `db`, there before the command,
+    /// changed by `op` (a push or pop at one end).
+    pub(super) fn note_list(&mut self, db: usize, key: &[u8], op: impl FnOnce() -> ListOp) {
+        if let Some(changes) = &mut self.changes {
+            changes.note_extent(db, key, Extent::Ops(vec![op()]));
         }
     }
 
@@ -319,8 +407,11 @@ impl Locked<'_> {
     }
 
     /// Records the state of every key changed so far, so that a
-    /// whole-database change logged next comes after them.
-    fn checkpoint(&mut self) {
+    /// whole-database change logged next comes after them. `ops`: whether
+    /// a list's pushes and pops may be recorded as themselves (they are
+    /// not idempotent: only where no copy of the keyspace is yet to read
+    /// the list; see `CopyUnderWay`).
+    fn checkpoint(&mut self, ops: bool) {
         let Some(mut changes) = self.changes.take() else {
             return;
         };
@@ -334,13 +425,16 @@ impl Locked<'_> {
                 // Every changed key's shard is held.
                 Err(_) => continue,
             };
-            let by_members = match (&mut extent, entry.as_deref()) {
+            let by_part = match (&mut extent, entry.as_deref()) {
                 (Extent::Members(members), Some(entry)) => {
                     record_members(&mut changes.batch, db, &key, entry, members)
                 }
+                (Extent::Ops(list_ops), Some(entry)) if ops => {
+                    record_ops(&mut changes.batch, db, &key, entry, list_ops)
+                }
                 _ => false,
             };
-            if !by_members {
+            if !by_part {
                 record_key(&mut changes.batch, db, &key, entry.as_deref());
             }
         }
@@ -354,7 +448,7 @@ impl Locked<'_> {
         if self.changes.is_none() {
             return;
         }
-        self.checkpoint();
+        self.checkpoint(false);
         if let Some(changes) = &mut self.changes {
             changes.batch.push(db, &[command]);
         }
@@ -395,31 +489,61 @@ impl Locked<'_> {
 
     /// Logs everything the command changed; called with its shards held.
     pub(super) fn log_changes(&mut self) {
-        self.checkpoint();
+        // The file the records go to, asked once, so that they are made
+        // for it: one still waiting for its first base takes no list ops.
+        let aof = self.ks.log.read().clone();
+        let ops = self.ks.copying.load(Ordering::Acquire) == 0
+            && aof.as_ref().is_some_and(|aof| !aof.awaiting_base());
+        self.checkpoint(ops);
         let Some(changes) = &self.changes else {
             return;
         };
         if changes.batch.is_empty() {
             return;
         }
-        if let Some(aof) = self.ks.log.read().as_ref() {
+        if let Some(aof) = aof {
             aof.append(&changes.batch);
         }
     }
 }
 
+/// A copy of the keyspace that records will be replayed over, taken
+/// while clients write (a rewrite's base, from before its switch to a new
+/// incremental file until the base is written): a record made meanwhile
+/// may be in the copy already, so it must be idempotent, and lists are
+/// recorded whole. Ends when dropped.
+pub struct CopyUnderWay<'a>(&'a Keyspace);
+
+impl Drop for CopyUnderWay<'_> {
+    fn drop(&mut self) {
+        self.0.copying.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 impl Keyspace {
+    /// Starts a `CopyUnderWay`, taken before the copy's records start
+    /// going where they will be replayed over it. It waits for every
+    /// shard: a command holds its shards from its change until its
+    /// records are made, so none that chose to record list ops before
+    /// this can make its records after it.
+    pub(crate) fn begin_copy(&self) -> CopyUnderWay<'_> {
+        let shards: Vec<_> = (0..SHARDS).map(|idx| self.wait_shard(idx)).collect();
+        self.copying.fetch_add(1, Ordering::AcqRel);
+        drop(shards);
+        CopyUnderWay(self)
+    }
+
     /// Switches logging to `aof` (or off).
     pub fn set_log(&self, aof: Option<Arc<Aof>>) {
         let on = aof.is_some();
         *self.log.write() = aof;
-        self.logging.store(on, std::sync::atomic::Ordering::Release);
+        self.logging.store(on, Ordering::Release);
     }
 
     /// The AOF, if on. Every reply asks, so the common answer (off) costs
     /// one load, not a write to the lock's shared counter.
     pub fn log(&self) -> Option<Arc<Aof>> {
-        if !self.logging.load(std::sync::atomic::Ordering::Acquire) {
+        if !self.logging.load(Ordering::Acquire) {
             return None;
         }
         self.log.read().clone()
@@ -600,6 +724,45 @@ mod tests {
              *4 $4 HSET $1 h $1 b $1 v \
              *1 $5 MULTI *2 $3 DEL $1 h *8 $4 HSET $1 h $1 a $1 v $1 b $1 v $1 c $1 v *1 $4 EXEC \
              *1 $5 MULTI *2 $3 DEL $1 h *8 $4 HSET $1 h $1 a $1 v $1 b $1 v $1 c $1 v *1 $4 EXEC "
+        );
+    }
+
+    /// Pushes `items` at the back of the list at `key`, as RPUSH does.
+    fn rpush(ks: &Keyspace, key: &[u8], items: &[&'static [u8]]) {
+        let mut locked = ks.lock(&LockPlan::All).unwrap();
+        let mut db = locked.db(0);
+        for item in items {
+            db.push_list(key, End::Right, Bytes::from_static(item))
+                .unwrap();
+        }
+    }
+
+    #[test]
+    fn pushes_and_pops_are_logged_as_themselves_unless_a_copy_is_under_way() {
+        let (ks, aof, layout) = logging("ops");
+        // Made by the command: whole.
+        rpush(&ks, b"l", &[b"a"]);
+        rpush(&ks, b"l", &[b"b", b"c"]);
+        {
+            let mut locked = ks.lock(&LockPlan::All).unwrap();
+            let mut db = locked.db(0);
+            db.push_list(b"l", End::Left, Bytes::from_static(b"z"))
+                .unwrap();
+            db.pop_list_many(b"l", End::Right, 2).unwrap();
+            db.pop_list_many(b"l", End::Right, 1).unwrap();
+        }
+        {
+            let _copy = ks.begin_copy();
+            rpush(&ks, b"l", &[b"d"]);
+        }
+        rpush(&ks, b"l", &[b"e"]);
+        assert_eq!(
+            written(aof, layout),
+            "*1 $5 MULTI *2 $6 SELECT $1 0 *2 $3 DEL $1 l *3 $5 RPUSH $1 l $1 a *1 $4 EXEC \
+             *4 $5 RPUSH $1 l $1 b $1 c \
+             *1 $5 MULTI *3 $5 LPUSH $1 l $1 z *3 $4 RPOP $1 l $1 3 *1 $4 EXEC \
+             *1 $5 MULTI *2 $3 DEL $1 l *4 $5 RPUSH $1 l $1 z $1 d *1 $4 EXEC \
+             *3 $5 RPUSH $1 l $1 e "
         );
     }
 

@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 
 use super::access::AccessClock;
+use super::aof::ListOp;
 use super::dbmap::{self, Node};
 use super::events::Event;
 use super::limits::EncodingLimits;
@@ -336,6 +337,21 @@ impl Db<'_, '_> {
             let members = members.into_iter().collect();
             self.locked.note_members(self.index, key, members);
         }
+        self.counted(key)?;
+        self.notify(key, event);
+        Ok(())
+    }
+
+    /// `modified` for a push or pop (`op`, asked only while the AOF is
+    /// on) at one end of a list that was at `key` before the command: the
+    /// append-only file may record it as itself.
+    pub(crate) fn modified_list(
+        &mut self,
+        key: &[u8],
+        op: impl FnOnce() -> ListOp,
+        event: Event,
+    ) -> CmdResult<()> {
+        self.locked.note_list(self.index, key, op);
         self.counted(key)?;
         self.notify(key, event);
         Ok(())

@@ -3,7 +3,7 @@
 //! limits, the append-only file). Commands reach keys through `lock`.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, MutexGuard};
@@ -53,6 +53,9 @@ pub struct Keyspace {
     pub(super) log: parking_lot::RwLock<Option<Arc<crate::persist::Aof>>>,
     /// Set while `log` is: a command notes what it changes only then.
     pub(super) logging: AtomicBool,
+    /// Copies of the keyspace under way that records will be replayed
+    /// over (`aof::CopyUnderWay`): lists are recorded whole meanwhile.
+    pub(super) copying: AtomicUsize,
     /// Set while the append-only file is replayed at start.
     pub(super) loading: AtomicBool,
     /// Whether `maxmemory-policy` is an LFU one: keys' access clocks then
@@ -98,6 +101,7 @@ impl Keyspace {
             limits: limits::SharedLimits::new(EncodingLimits::default()),
             log: Default::default(),
             logging: AtomicBool::new(false),
+            copying: AtomicUsize::new(0),
             loading: AtomicBool::new(false),
             lfu: AtomicBool::new(false),
         }
