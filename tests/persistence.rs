@@ -1117,8 +1117,14 @@ fn collection_writes_come_back_after_a_restart_and_a_rewrite_under_writes() {
             let (stop, mut con) = (stop.clone(), connect(port));
             let mut rng = rand::rngs::StdRng::seed_from_u64(seed + 1 + round);
             std::thread::spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
+                // Queues only pushed to: a push the file held twice
+                // would stay in them.
+                for i in 0.. {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
                     random_write(&mut con, &mut rng);
+                    let _: i64 = con.rpush(format!("queue:{}", i % 16), i).unwrap();
                 }
             })
         };

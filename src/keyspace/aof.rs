@@ -489,11 +489,13 @@ impl Locked<'_> {
 
     /// Logs everything the command changed; called with its shards held.
     pub(super) fn log_changes(&mut self) {
-        // The file the records go to, asked once, so that they are made
-        // for it: one still waiting for its first base takes no list ops.
-        let aof = self.ks.log.read().clone();
-        let ops = self.ks.copying.load(Ordering::Acquire) == 0
-            && aof.as_ref().is_some_and(|aof| !aof.awaiting_base());
+        // The file the records go to, held until they are in it, so that
+        // they are made for it: one still waiting for its first base
+        // takes no list ops.
+        let ks = self.ks;
+        let log = ks.log.read();
+        let ops = ks.copying.load(Ordering::Acquire) == 0
+            && log.as_ref().is_some_and(|aof| !aof.awaiting_base());
         self.checkpoint(ops);
         let Some(changes) = &self.changes else {
             return;
@@ -501,7 +503,7 @@ impl Locked<'_> {
         if changes.batch.is_empty() {
             return;
         }
-        if let Some(aof) = aof {
+        if let Some(aof) = log.as_ref() {
             aof.append(&changes.batch);
         }
     }
