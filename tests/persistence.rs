@@ -1076,6 +1076,51 @@ fn random_write(con: &mut Connection, rng: &mut rand::rngs::StdRng) {
     let _: redis::RedisResult<redis::Value> = redis::cmd(&line[0]).arg(&line[1..]).query(con);
 }
 
+/// A client making random writes, and pushes to queues that are only
+/// pushed to (a push the file held twice would stay in them), until
+/// stopped.
+struct RandomWriter {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl RandomWriter {
+    fn start(port: u16, seed: u64) -> RandomWriter {
+        use rand::SeedableRng;
+        let stop = Arc::new(AtomicBool::new(false));
+        let (told, mut con) = (stop.clone(), connect(port));
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let thread = std::thread::spawn(move || {
+            for i in 0.. {
+                if told.load(Ordering::Relaxed) {
+                    break;
+                }
+                random_write(&mut con, &mut rng);
+                let _: i64 = con.rpush(format!("queue:{}", i % 16), i).unwrap();
+            }
+        });
+        RandomWriter { stop, thread }
+    }
+
+    fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().unwrap();
+    }
+}
+
+/// 100,000 keys in database 5, which `dataset` leaves out: enough that
+/// taking a base takes a while, so writes meet it.
+fn fill_filler(con: &mut Connection) {
+    let _: () = redis::cmd("SELECT").arg(5).query(con).unwrap();
+    for chunk in 0..100 {
+        let pairs: Vec<(String, i32)> = (0..1000)
+            .map(|i| (format!("filler:{chunk}:{i}"), i))
+            .collect();
+        let _: () = con.mset(&pairs).unwrap();
+    }
+    let _: () = redis::cmd("SELECT").arg(0).query(con).unwrap();
+}
+
 #[test]
 fn collection_writes_come_back_after_a_restart_and_a_rewrite_under_writes() {
     use rand::SeedableRng;
@@ -1084,16 +1129,7 @@ fn collection_writes_come_back_after_a_restart_and_a_rewrite_under_writes() {
     let mut server = KillOnDrop(Some(child));
     let mut con = connect(port);
     fill_big(&mut con);
-    // Keys enough that reading them takes a while, so writes meet it, in
-    // a database `dataset` leaves out.
-    let _: () = redis::cmd("SELECT").arg(5).query(&mut con).unwrap();
-    for chunk in 0..100 {
-        let pairs: Vec<(String, i32)> = (0..1000)
-            .map(|i| (format!("filler:{chunk}:{i}"), i))
-            .collect();
-        let _: () = con.mset(&pairs).unwrap();
-    }
-    let _: () = redis::cmd("SELECT").arg(0).query(&mut con).unwrap();
+    fill_filler(&mut con);
     let seed = std::process::id() as u64;
     println!("members: seed {seed}");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
@@ -1112,27 +1148,11 @@ fn collection_writes_come_back_after_a_restart_and_a_rewrite_under_writes() {
             .arg(if round == 0 { "yes" } else { "no" })
             .query(&mut con)
             .unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let writer = {
-            let (stop, mut con) = (stop.clone(), connect(port));
-            let mut rng = rand::rngs::StdRng::seed_from_u64(seed + 1 + round);
-            std::thread::spawn(move || {
-                // Queues only pushed to: a push the file held twice
-                // would stay in them.
-                for i in 0.. {
-                    if stop.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    random_write(&mut con, &mut rng);
-                    let _: i64 = con.rpush(format!("queue:{}", i % 16), i).unwrap();
-                }
-            })
-        };
+        let writer = RandomWriter::start(port, seed + 1 + round);
         std::thread::sleep(Duration::from_millis(30));
         let _: String = redis::cmd("BGREWRITEAOF").query(&mut con).unwrap();
         wait_rewrite(&mut con);
-        stop.store(true, Ordering::Relaxed);
-        writer.join().unwrap();
+        writer.stop();
         // Past every 1 ms deadline given.
         std::thread::sleep(Duration::from_millis(20));
         before = dataset(&mut con);
@@ -1264,4 +1284,38 @@ fn a_write_to_a_big_collection_grows_the_file_by_what_it_changed() {
     assert_eq!(expected.0, SIZE + WRITES as usize);
     let reloaded_pttl: i64 = con.pttl("big").unwrap();
     assert!(reloaded_pttl <= pttl && reloaded_pttl > pttl - 30_000);
+}
+
+#[test]
+fn collection_writes_while_config_set_appendonly_writes_the_first_base_come_back() {
+    let dir = TempDir::new("enable-members");
+    // The base read one shard after another, the longer window.
+    let (child, port) = common::spawn_binary(&[
+        "--port",
+        "0",
+        "--dir",
+        dir.arg(),
+        "--aof-use-rdb-preamble",
+        "no",
+    ]);
+    let server = KillOnDrop(Some(child));
+    let mut con = connect(port);
+    fill_big(&mut con);
+    fill_filler(&mut con);
+    let writer = RandomWriter::start(port, std::process::id() as u64);
+    std::thread::sleep(Duration::from_millis(30));
+    let _: () = redis::cmd("CONFIG")
+        .arg(&["SET", "appendonly", "yes"])
+        .query(&mut con)
+        .unwrap();
+    wait_rewrite(&mut con);
+    writer.stop();
+    assert_eq!(info_field(&mut con, "aof_enabled"), "1");
+    std::thread::sleep(Duration::from_millis(20));
+    let before = dataset(&mut con);
+    let _: redis::RedisResult<()> = redis::cmd("SHUTDOWN").query(&mut con);
+    drop(server);
+    let (child, port) = start(&dir, &[]);
+    let _server = KillOnDrop(Some(child));
+    assert_eq!(before, dataset(&mut connect(port)));
 }
