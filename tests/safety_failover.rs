@@ -383,7 +383,7 @@ fn client(shared: &Shared, id: u64, seed: u64) {
     let mut round = 0u64;
     while Instant::now() < shared.deadline {
         round += 1;
-        let Some(port) = primary(shared.sentinels, (id as usize + round as usize) % 3) else {
+        let Some(port) = primary(shared.sentinels, (id + round) as usize) else {
             std::thread::sleep(Duration::from_millis(50));
             continue;
         };
@@ -482,17 +482,33 @@ fn signal(pid: i32, sig: libc::c_int) {
     }
 }
 
-/// Waits (bounded, and not past `deadline`) until the sentinels name a
-/// primary other than `old`; whether they did.
-fn moved(sentinels: &[u16], old: u16, deadline: Instant) -> bool {
+/// Waits (bounded, and not past `deadline` by much) until the sentinels
+/// name a primary other than `old`.
+fn moved(sentinels: &[u16], old: u16, deadline: Instant) {
     let end = (Instant::now() + FAILOVER_WAIT).min(deadline + FAILOVER_WAIT / 3);
-    while Instant::now() < end {
-        if primary(sentinels, 0).is_some_and(|p| p != old) {
-            return true;
-        }
+    while Instant::now() < end && primary(sentinels, 0).is_none_or(|p| p == old) {
         std::thread::sleep(Duration::from_millis(50));
     }
-    false
+}
+
+/// The primaries the sentinels named, one after another: each change is a
+/// failover, whether a fault caused it or a loaded machine's stall did.
+#[derive(Default)]
+struct Primaries {
+    last: Option<u16>,
+    changes: u64,
+}
+
+impl Primaries {
+    /// The primary now, noting a change.
+    fn now(&mut self, sentinels: &[u16]) -> Option<u16> {
+        let now = primary(sentinels, 0)?;
+        if self.last.is_some_and(|last| last != now) {
+            self.changes += 1;
+        }
+        self.last = Some(now);
+        Some(now)
+    }
 }
 
 /// Sleeps until `deadline` at most.
@@ -514,10 +530,10 @@ fn drop_links(port: u16, kind: &str) {
 
 /// The faults of one history until its deadline; the failovers seen.
 fn inject(servers: &mut Servers, shared: &Shared, rng: &mut Rng) -> u64 {
-    let mut failovers = 0;
+    let mut primaries = Primaries::default();
     while Instant::now() < shared.deadline {
         nap(500 + rng.below(1500), shared.deadline);
-        let Some(old) = primary(shared.sentinels, 0) else {
+        let Some(old) = primaries.now(shared.sentinels) else {
             continue;
         };
         let Some(pid) = servers.pid(old) else {
@@ -527,7 +543,8 @@ fn inject(servers: &mut Servers, shared: &Shared, rng: &mut Rng) -> u64 {
             0 => {
                 let server = servers.running.remove(&old).unwrap();
                 let (port, conf) = server.kill();
-                failovers += u64::from(moved(shared.sentinels, old, shared.deadline));
+                moved(shared.sentinels, old, shared.deadline);
+                primaries.now(shared.sentinels);
                 nap(rng.below(1000), shared.deadline);
                 let restarted = Server::run(servers.tools, servers.kind, port, conf);
                 servers.running.insert(port, restarted);
@@ -538,7 +555,8 @@ fn inject(servers: &mut Servers, shared: &Shared, rng: &mut Rng) -> u64 {
                 if rng.below(3) == 0 {
                     std::thread::sleep(Duration::from_millis(200 + rng.below(600)));
                 } else {
-                    failovers += u64::from(moved(shared.sentinels, old, shared.deadline));
+                    moved(shared.sentinels, old, shared.deadline);
+                    primaries.now(shared.sentinels);
                     std::thread::sleep(Duration::from_millis(rng.below(500)));
                 }
                 signal(pid, libc::SIGCONT);
@@ -558,7 +576,8 @@ fn inject(servers: &mut Servers, shared: &Shared, rng: &mut Rng) -> u64 {
             }
         }
     }
-    failovers
+    primaries.now(shared.sentinels);
+    primaries.changes
 }
 
 /// One history of `mode` from `seed`, lasting `length` under faults.
