@@ -937,3 +937,385 @@ impl Drop for KillOnDrop {
         }
     }
 }
+
+/// Members each random write picks from: few, so that writes meet.
+const MEMBERS: [&str; 6] = ["a", "b", "c", "d", "e", "f"];
+
+/// The collections random writes go to; the `big:` ones start past
+/// Redis's compact encodings.
+const HASHES: [&str; 3] = ["h0", "h1", "big:h"];
+const SETS: [&str; 3] = ["s0", "s1", "big:s"];
+const ZSETS: [&str; 3] = ["z0", "z1", "big:z"];
+
+/// Fills the `big:` collections with 300 members each.
+fn fill_big(con: &mut Connection) {
+    let members: Vec<String> = (0..300).map(|i| format!("m{i}")).collect();
+    let pairs: Vec<(&str, &str)> = members.iter().map(|m| (m.as_str(), "v")).collect();
+    let _: () = con.hset_multiple("big:h", &pairs).unwrap();
+    let _: () = con.sadd("big:s", &members).unwrap();
+    let scored: Vec<(usize, &str)> = members.iter().map(|m| m.as_str()).enumerate().collect();
+    let _: () = con.zadd_multiple("big:z", &scored).unwrap();
+}
+
+/// One random write to a collection (or its deadline, or its kind), in
+/// a script or a transaction now and then. Errors (a key turned into
+/// another kind) are part of the mix.
+fn random_write(con: &mut Connection, rng: &mut rand::rngs::StdRng) {
+    use rand::RngExt;
+    let pick =
+        |rng: &mut rand::rngs::StdRng, from: &[&'static str]| from[rng.random_range(0..from.len())];
+    let m = pick(rng, &MEMBERS);
+    let n: i64 = rng.random_range(-5..20);
+    let (h, s, z) = (pick(rng, &HASHES), pick(rng, &SETS), pick(rng, &ZSETS));
+    let any = pick(rng, &[h, s, z, "l0", "l1"]);
+    // The big collections stay big: only their members change.
+    let small = pick(rng, &["h0", "h1", "s0", "s1", "z0", "z1", "l0", "l1"]);
+    let line: Vec<String> = match rng.random_range(0..29) {
+        0 => vec!["HSET".into(), h.into(), m.into(), n.to_string()],
+        1 => vec![
+            "HDEL".into(),
+            h.into(),
+            m.into(),
+            pick(rng, &MEMBERS).into(),
+        ],
+        2 => vec!["HINCRBY".into(), h.into(), m.into(), n.to_string()],
+        3 => vec!["HINCRBYFLOAT".into(), h.into(), m.into(), "0.25".into()],
+        4 => vec!["HSETNX".into(), h.into(), m.into(), "nx".into()],
+        5 => vec![
+            "SADD".into(),
+            s.into(),
+            m.into(),
+            pick(rng, &MEMBERS).into(),
+        ],
+        6 => vec!["SREM".into(), s.into(), m.into()],
+        7 => vec!["SPOP".into(), s.into()],
+        8 => vec!["SPOP".into(), s.into(), rng.random_range(0..4).to_string()],
+        9 => vec!["SMOVE".into(), s.into(), pick(rng, &SETS).into(), m.into()],
+        10 => vec!["ZADD".into(), z.into(), n.to_string(), m.into()],
+        11 => {
+            let option = pick(rng, &["GT", "LT", "NX", "XX", "CH"]);
+            vec![
+                "ZADD".into(),
+                z.into(),
+                option.into(),
+                "1.1".into(),
+                m.into(),
+            ]
+        }
+        12 => vec!["ZINCRBY".into(), z.into(), "0.1".into(), m.into()],
+        13 => vec!["ZREM".into(), z.into(), m.into()],
+        14 => vec!["ZPOPMIN".into(), z.into()],
+        15 => vec![
+            "ZPOPMAX".into(),
+            z.into(),
+            rng.random_range(1..3).to_string(),
+        ],
+        16 => vec!["RPUSH".into(), "l0".into(), m.into(), n.to_string()],
+        17 => vec![
+            "LMOVE".into(),
+            "l0".into(),
+            "l1".into(),
+            "LEFT".into(),
+            "RIGHT".into(),
+        ],
+        18 => vec!["LPOP".into(), "l1".into(), "2".into()],
+        26 => vec!["LPUSH".into(), "l1".into(), m.into()],
+        27 => vec!["RPOP".into(), pick(rng, &["l0", "l1"]).into()],
+        28 => vec![
+            "BLMPOP".into(),
+            "0.01".into(),
+            "2".into(),
+            "l0".into(),
+            "l1".into(),
+            "RIGHT".into(),
+            "COUNT".into(),
+            "2".into(),
+        ],
+        19 => vec!["PEXPIRE".into(), any.into(), "100000".into()],
+        // Gone by the time the dataset is read, with no DEL recorded.
+        20 => vec!["PEXPIRE".into(), small.into(), "1".into()],
+        21 => vec!["PERSIST".into(), any.into()],
+        22 => vec!["DEL".into(), small.into()],
+        23 => vec!["SET".into(), small.into(), "now a string".into()],
+        24 => {
+            let script = "redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) \
+                          redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1]) \
+                          redis.call('SREM', KEYS[3], ARGV[1]) \
+                          redis.call('HDEL', KEYS[1], ARGV[3]) \
+                          redis.call('RPUSH', KEYS[4], ARGV[1]) \
+                          redis.call('LPOP', KEYS[4]) return 1";
+            let other = pick(rng, &MEMBERS);
+            let args = [script, "4", h, z, s, "l0", m, &n.to_string(), other];
+            vec!["EVAL".into()]
+                .into_iter()
+                .chain(args.iter().map(|a| a.to_string()))
+                .collect()
+        }
+        _ => {
+            // One batch that changes members, then the key whole, then
+            // members again.
+            let _: redis::RedisResult<redis::Value> = redis::pipe()
+                .atomic()
+                .cmd("HSET")
+                .arg(h)
+                .arg(m)
+                .arg("1")
+                .cmd("HDEL")
+                .arg(h)
+                .arg(pick(rng, &MEMBERS))
+                .cmd("DEL")
+                .arg(pick(rng, &["h0", "h1"]))
+                .cmd("HSET")
+                .arg(h)
+                .arg("z")
+                .arg(n)
+                .query(con);
+            return;
+        }
+    };
+    let _: redis::RedisResult<redis::Value> = redis::cmd(&line[0]).arg(&line[1..]).query(con);
+}
+
+/// A client making random writes, and pushes to queues that are only
+/// pushed to (a push the file held twice would stay in them), until
+/// stopped.
+struct RandomWriter {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl RandomWriter {
+    fn start(port: u16, seed: u64) -> RandomWriter {
+        use rand::SeedableRng;
+        let stop = Arc::new(AtomicBool::new(false));
+        let (told, mut con) = (stop.clone(), connect(port));
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let thread = std::thread::spawn(move || {
+            for i in 0.. {
+                if told.load(Ordering::Relaxed) {
+                    break;
+                }
+                random_write(&mut con, &mut rng);
+                let _: i64 = con.rpush(format!("queue:{}", i % 16), i).unwrap();
+            }
+        });
+        RandomWriter { stop, thread }
+    }
+
+    fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().unwrap();
+    }
+}
+
+/// 100,000 keys in database 5, which `dataset` leaves out: enough that
+/// taking a base takes a while, so writes meet it.
+fn fill_filler(con: &mut Connection) {
+    let _: () = redis::cmd("SELECT").arg(5).query(con).unwrap();
+    for chunk in 0..100 {
+        let pairs: Vec<(String, i32)> = (0..1000)
+            .map(|i| (format!("filler:{chunk}:{i}"), i))
+            .collect();
+        let _: () = con.mset(&pairs).unwrap();
+    }
+    let _: () = redis::cmd("SELECT").arg(0).query(con).unwrap();
+}
+
+#[test]
+fn collection_writes_come_back_after_a_restart_and_a_rewrite_under_writes() {
+    use rand::SeedableRng;
+    let dir = TempDir::new("members");
+    let (child, mut port) = start(&dir, &[]);
+    let mut server = KillOnDrop(Some(child));
+    let mut con = connect(port);
+    fill_big(&mut con);
+    fill_filler(&mut con);
+    let seed = std::process::id() as u64;
+    println!("members: seed {seed}");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    for _ in 0..1500 {
+        random_write(&mut con, &mut rng);
+    }
+    // Writes go on while the rewrite takes its base: a point-in-time
+    // capture (the RDB preamble), then the keyspace read one shard after
+    // another, the longer window. Each time the server restarts at once,
+    // before a later write could set right a key the file got wrong.
+    let mut before = Vec::new();
+    for round in 0..3 {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("aof-use-rdb-preamble")
+            .arg(if round == 0 { "yes" } else { "no" })
+            .query(&mut con)
+            .unwrap();
+        let writer = RandomWriter::start(port, seed + 1 + round);
+        std::thread::sleep(Duration::from_millis(30));
+        let _: String = redis::cmd("BGREWRITEAOF").query(&mut con).unwrap();
+        wait_rewrite(&mut con);
+        writer.stop();
+        // Past every 1 ms deadline given.
+        std::thread::sleep(Duration::from_millis(20));
+        before = dataset(&mut con);
+        assert!(
+            before.iter().any(|k| k.contains(" big:h hash ")),
+            "{before:?}"
+        );
+        let _: redis::RedisResult<()> = redis::cmd("SHUTDOWN").query(&mut con);
+        drop(server);
+        let child;
+        (child, port) = start(&dir, &[]);
+        server = KillOnDrop(Some(child));
+        con = connect(port);
+        assert_eq!(before, dataset(&mut con), "round {round}");
+    }
+    drop(server);
+    redis_agrees(
+        "collection_writes_come_back_after_a_restart_and_a_rewrite_under_writes",
+        &dir,
+        &before,
+    );
+}
+
+#[test]
+fn a_write_to_a_big_collection_grows_the_file_by_what_it_changed() {
+    const SIZE: usize = 100_000;
+    const WRITES: u64 = 50;
+    let dir = TempDir::new("big");
+    let (child, port) = start(&dir, &[]);
+    let _child = KillOnDrop(Some(child));
+    let mut con = connect(port);
+    for chunk in (0..SIZE).collect::<Vec<_>>().chunks(1000) {
+        let names: Vec<String> = chunk.iter().map(|i| format!("field:{i}")).collect();
+        let pairs: Vec<(&str, usize)> = names
+            .iter()
+            .map(|n| n.as_str())
+            .zip(chunk.iter().copied())
+            .collect();
+        let _: () = con.hset_multiple("big", &pairs).unwrap();
+        let _: () = con
+            .zadd_multiple(
+                "bigz",
+                &pairs.iter().map(|(n, s)| (*s, *n)).collect::<Vec<_>>(),
+            )
+            .unwrap();
+        let _: () = con.sadd("bigs", &names).unwrap();
+        let _: () = con.rpush("bigl", &names).unwrap();
+    }
+    let _: bool = con.expire("big", 100_000).unwrap();
+    // What Redisson's RMapCache runs: the map and its timeouts' sorted
+    // set, both changed by one script.
+    let script = Script::new(
+        "redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) \
+         redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1]) return 1",
+    );
+    let mut grew = Vec::new();
+    for (label, write) in [
+        ("HSET", 0),
+        ("HINCRBY", 1),
+        ("ZADD", 2),
+        ("SADD", 3),
+        ("script", 4),
+        ("SPOP+ZPOPMIN", 5),
+        // Redisson's queues.
+        ("RPUSH+LPOP", 6),
+        ("LMOVE", 7),
+    ] {
+        let start = aof_size(&dir);
+        for i in 0..WRITES {
+            let field = format!("new:{i}");
+            match write {
+                0 => con.hset::<_, _, _, ()>("big", &field, i).unwrap(),
+                1 => con.hincr::<_, _, _, ()>("big", "field:7", 1).unwrap(),
+                2 => con.zadd::<_, _, _, ()>("bigz", &field, i).unwrap(),
+                3 => con.sadd::<_, _, ()>("bigs", &field).unwrap(),
+                4 => script
+                    .key("big")
+                    .key("bigz")
+                    .arg(&field)
+                    .arg(i)
+                    .invoke::<()>(&mut con)
+                    .unwrap(),
+                5 => {
+                    let _: Vec<String> = con.spop("bigs").unwrap();
+                    let _: Vec<String> = con.zpopmin("bigz", 1).unwrap();
+                }
+                6 => {
+                    let _: () = con.rpush("bigl", &field).unwrap();
+                    let _: String = con.lpop("bigl", None).unwrap();
+                }
+                _ => {
+                    let _: String = redis::cmd("LMOVE")
+                        .arg(&["bigl", "bigl", "LEFT", "RIGHT"])
+                        .query(&mut con)
+                        .unwrap();
+                }
+            }
+        }
+        let per_write = (aof_size(&dir) - start) / WRITES;
+        grew.push(format!("{label}: {per_write} bytes"));
+        // A field's record (and the lease beside it) is tens of bytes;
+        // the whole collection would be megabytes.
+        assert!(
+            per_write < 300,
+            "{label} grew the file by {per_write} bytes a write"
+        );
+    }
+    println!("AOF growth per write on {SIZE}-member collections: {grew:?}");
+    let expected: (usize, usize, String, Vec<String>) = (
+        con.hlen("big").unwrap(),
+        con.zcard("bigz").unwrap(),
+        con.hget("big", "field:7").unwrap(),
+        con.lrange("bigl", 0, 3).unwrap(),
+    );
+    let pttl: i64 = con.pttl("big").unwrap();
+    drop(_child);
+
+    let (child, port) = start(&dir, &[]);
+    let _child = KillOnDrop(Some(child));
+    let mut con = connect(port);
+    let reloaded: (usize, usize, String, Vec<String>) = (
+        con.hlen("big").unwrap(),
+        con.zcard("bigz").unwrap(),
+        con.hget("big", "field:7").unwrap(),
+        con.lrange("bigl", 0, 3).unwrap(),
+    );
+    assert_eq!(reloaded, expected);
+    // The script set the fields HSET made.
+    assert_eq!(expected.0, SIZE + WRITES as usize);
+    let reloaded_pttl: i64 = con.pttl("big").unwrap();
+    assert!(reloaded_pttl <= pttl && reloaded_pttl > pttl - 30_000);
+}
+
+#[test]
+fn collection_writes_while_config_set_appendonly_writes_the_first_base_come_back() {
+    let dir = TempDir::new("enable-members");
+    // The base read one shard after another, the longer window.
+    let (child, port) = common::spawn_binary(&[
+        "--port",
+        "0",
+        "--dir",
+        dir.arg(),
+        "--aof-use-rdb-preamble",
+        "no",
+    ]);
+    let server = KillOnDrop(Some(child));
+    let mut con = connect(port);
+    fill_big(&mut con);
+    fill_filler(&mut con);
+    let writer = RandomWriter::start(port, std::process::id() as u64);
+    std::thread::sleep(Duration::from_millis(30));
+    let _: () = redis::cmd("CONFIG")
+        .arg(&["SET", "appendonly", "yes"])
+        .query(&mut con)
+        .unwrap();
+    wait_rewrite(&mut con);
+    writer.stop();
+    assert_eq!(info_field(&mut con, "aof_enabled"), "1");
+    std::thread::sleep(Duration::from_millis(20));
+    let before = dataset(&mut con);
+    let _: redis::RedisResult<()> = redis::cmd("SHUTDOWN").query(&mut con);
+    drop(server);
+    let (child, port) = start(&dir, &[]);
+    let _server = KillOnDrop(Some(child));
+    assert_eq!(before, dataset(&mut connect(port)));
+}

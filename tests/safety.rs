@@ -57,6 +57,8 @@ use redis::{Script, Value};
 use rlockd::ServerHandle;
 use rlockd::server::PauseMode;
 
+use common::rng::Rng;
+
 /// Operations a violation report ends with.
 const SAFETY_LOG_TAIL: usize = 40;
 const LEASE_MS: u64 = 3_000;
@@ -68,24 +70,6 @@ const PERMITS: i64 = 2;
 const CLIENTS: usize = 5;
 /// Lock names per protocol: few, so that clients contend.
 const NAMES: usize = 2;
-
-/// splitmix64: the seed's whole stream, with no dependency on a crate's
-/// generator staying the same across versions.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Kind {

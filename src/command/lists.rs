@@ -13,7 +13,7 @@ use super::spec::acl::LIST;
 use super::spec::flag::{DENYOOM, FAST, READONLY, WRITE};
 use super::spec::{CommandSpec, Group};
 use crate::error::{CmdError, CmdResult};
-use crate::keyspace::{Db, Touch, Ttl, Value};
+use crate::keyspace::{Db, End, ListOp, Touch, Ttl, Value};
 use crate::protocol::Reply;
 use crate::pubsub::Event;
 use crate::util::parse_i64;
@@ -75,7 +75,23 @@ fn push(ctx: &mut Ctx, front: bool, existing_only: bool) -> CmdResult<Reply> {
         }
     }
     let len = list.len() as i64;
-    db.modified(&key, if front { Event::Lpush } else { Event::Rpush })?;
+    let (end, event) = if front {
+        (End::Left, Event::Lpush)
+    } else {
+        (End::Right, Event::Rpush)
+    };
+    // A list made just now is recorded whole (`insert`).
+    let args = ctx.args;
+    let pushed = || {
+        ListOp::Push(
+            end,
+            args[2..]
+                .iter()
+                .map(|a| Bytes::copy_from_slice(a))
+                .collect(),
+        )
+    };
+    db.modified_list(&key, pushed, event)?;
     db.signal_ready(&key)?;
     Ok(Reply::Int(len))
 }
@@ -109,30 +125,23 @@ fn pop(ctx: &mut Ctx, front: bool, name: &str) -> CmdResult<Reply> {
     };
     let key = ctx.arg(1).clone();
     let mut db = ctx.db();
-    let Some(list) = db.typed_for_write::<List>(&key)? else {
+    if db.typed_for_write::<List>(&key)?.is_none() {
         return Ok(if count.is_some() {
             Reply::NilArray
         } else {
             Reply::Nil
         });
-    };
-    let take = |list: &mut List| {
-        if front {
-            list.pop_front()
-        } else {
-            list.pop_back()
-        }
-    };
-    let reply = match count {
-        Some(0) => return Ok(Reply::Array(Vec::new())),
+    }
+    let end = if front { End::Left } else { End::Right };
+    Ok(match count {
+        Some(0) => Reply::Array(Vec::new()),
         Some(n) => {
-            let n = (n as u64).min(list.len() as u64) as usize;
-            Reply::Array((0..n).filter_map(|_| take(list)).map(Reply::Bulk).collect())
+            let n = usize::try_from(n).unwrap_or(usize::MAX);
+            let taken = db.pop_list_many(&key, end, n)?;
+            Reply::Array(taken.into_iter().map(Reply::Bulk).collect())
         }
-        None => Reply::opt_bulk(take(list)),
-    };
-    after_removal(&mut db, &key, if front { Event::Lpop } else { Event::Rpop })?;
-    Ok(reply)
+        None => Reply::opt_bulk(db.pop_list(&key, end)?),
+    })
 }
 
 /// LPUSH and LPUSHX push every element after the key onto the front.

@@ -221,6 +221,11 @@ pub fn execute(
     if monitored && spec.has(flag::SCRIPT) {
         feed_monitors(shared, client, args);
     }
+    // With the AOF on, a command that names the members it may change
+    // has its changes recorded as theirs, not as its whole key.
+    locked.declare_touch(client.db, args.get(1).map(|k| &k[..]), || {
+        spec.touches.and_then(|touches| touches(args))
+    });
     let started = Instant::now();
     let mut ctx = Ctx {
         args,
@@ -229,6 +234,7 @@ pub fn execute(
         locked,
     };
     let result = handler(&mut ctx);
+    ctx.locked.end_touch();
     remember_reads(&ctx, spec);
     let took = started.elapsed();
     // A command that blocked is logged once served (see `log_if_slow`),

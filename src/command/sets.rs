@@ -128,19 +128,21 @@ pub fn spop(ctx: &mut Ctx) -> CmdResult<Reply> {
         });
     };
     let mut rng = rand::rng();
-    let reply = match count {
-        None => Reply::opt_bulk(set.pop_random(&mut rng)),
+    let popped = match count {
+        None => set.pop_random(&mut rng).into_iter().collect(),
         Some(0) => return Ok(Reply::Set(Vec::new())),
         // The whole set goes, in its own order (numeric for an intset).
         Some(n) if n >= set.len() as u64 => {
-            let all = std::mem::replace(set, SetValue::empty_ints());
-            members_reply(all.members())
+            std::mem::replace(set, SetValue::empty_ints()).members()
         }
-        Some(n) => members_reply((0..n).map_while(|_| set.pop_random(&mut rng)).collect()),
+        Some(n) => (0..n).map_while(|_| set.pop_random(&mut rng)).collect(),
     };
-    db.modified(&key, Event::Spop)?;
+    db.modified_members(&key, popped.iter().cloned(), Event::Spop)?;
     drop_if_empty(&mut db, &key)?;
-    Ok(reply)
+    Ok(match count {
+        None => Reply::opt_bulk(popped.into_iter().next()),
+        Some(_) => members_reply(popped),
+    })
 }
 
 pub fn srandmember(ctx: &mut Ctx) -> CmdResult<Reply> {
@@ -194,7 +196,7 @@ pub fn smove(ctx: &mut Ctx) -> CmdResult<Reply> {
     if !source.remove(&member) {
         return Ok(Reply::Int(0));
     }
-    db.modified(&src, Event::Srem)?;
+    db.modified_members(&src, [member.clone()], Event::Srem)?;
     drop_if_empty(&mut db, &src)?;
     let limits = db.limits();
     if !dst_exists {
@@ -204,7 +206,8 @@ pub fn smove(ctx: &mut Ctx) -> CmdResult<Reply> {
     if let Some(target) = db.typed_for_write::<SetValue>(&dst)?
         && target.insert(&member, &limits)
     {
-        db.modified(&dst, Event::Sadd)?;
+        // A destination made just now is recorded whole (`insert`).
+        db.modified_members(&dst, [member], Event::Sadd)?;
     }
     Ok(Reply::Int(1))
 }

@@ -159,9 +159,10 @@ impl Persistence {
 ///
 /// Why a base taken while clients write is consistent with the file
 /// after it: the new incremental file receives every record from before
-/// the base's point in time is taken, and records are idempotent states
-/// (`keyspace::aof`), so one replayed over a base that has it already
-/// leaves its keys as they were.
+/// the base's point in time is taken, and records made until the base is
+/// written are idempotent (`keyspace::aof`; lists' pushes and pops are
+/// recorded as whole lists meanwhile), so one replayed over a base that
+/// has it already leaves its keys as they were.
 pub fn rewrite(shared: &Shared) {
     let aof = shared.keyspace.log();
     let layout = aof
@@ -169,6 +170,9 @@ pub fn rewrite(shared: &Shared) {
         .map_or_else(|| aof_layout(&shared.config.read()), |a| a.layout().clone());
     tracing::info!("Background append only file rewriting started");
     let dir = PathBuf::from(&shared.config.read().dir);
+    // Records made from the switch until the base has read their keys
+    // are replayed over it: lists are recorded whole meanwhile.
+    let copy = shared.keyspace.begin_copy();
     let result = aof
         .as_ref()
         .map_or(Ok(()), |aof| aof.begin_rewrite())
@@ -184,6 +188,7 @@ pub fn rewrite(shared: &Shared) {
             }
             installed
         });
+    drop(copy);
     let state = &shared.persistence;
     match &result {
         Ok(()) => tracing::info!("Background AOF rewrite finished successfully"),

@@ -1,23 +1,59 @@
 //! What the append-only file records: each write as the state it left its
-//! keys in (a key's whole value, then `PEXPIREAT` with its absolute
-//! deadline, or `DEL`), written while the command still holds the keys'
-//! shards.
+//! keys in, written while the command still holds the keys' shards. A
+//! key's state is either all of it (its whole value, then `PEXPIREAT`
+//! with its absolute deadline, or `DEL`), or, where the command named the
+//! members it may change (a `Touch`) or the members it changed, just
+//! those members' states (`HSET key f v` or `HDEL key f`, `SADD`/`SREM`,
+//! `ZADD key score m`/`ZREM`) and the deadline: so one `HSET` on a
+//! 100,000-field hash records one field, not 100,000.
 //!
 //! Logging states rather than commands makes every record idempotent:
 //! replaying a record again leaves the same key in the same state. That
 //! is what lets a rewrite snapshot the keyspace one shard at a time while
 //! clients keep writing (see `rewrite`), and it logs scripts, blocking
-//! pops, random pops and relative leases as their effects for free. The
-//! price: a write to a large collection logs the whole collection, so
-//! persistence suits lock-sized values (the rewrite compacts the file).
+//! pops, random pops and relative leases as their effects for free.
+//!
+//! Why member records keep that property. A rewrite's base holds each key
+//! as it was at some moment after the switch to the new incremental file,
+//! so replay runs records `1..n` over state `S_j` (`j` the number of
+//! records made before the shard was read), not only over `S_0`. Take
+//! each part of a key on its own: a member, the deadline, the key's
+//! existence and kind. A whole record sets every part; a member record
+//! sets its members, and the deadline where there is one. Every change
+//! after the switch is in some record, so a part that no record sets is
+//! the same in `S_j` as now, and a part some record sets ends as its last
+//! such record left it, which is its state now. Two rules keep a member
+//! record exact: only a key that was there, live and of the same kind,
+//! before every change since the last record gets one (a key the command
+//! created, or one changed in any undeclared way, is recorded whole,
+//! since the members a created key lost are in no record), and a key
+//! with a deadline records it each time (the base leaves out a key that
+//! expired meanwhile, and no record says it expired, so its members must
+//! come back with the deadline that ends them). A member record replayed
+//! over a key a later record turned into another kind fails (WRONGTYPE)
+//! and changes nothing, as loading lets it; that later record puts the
+//! key right.
+//!
+//! Lists (Redisson's queues) are the exception: a push or pop onto a list
+//! that was there is recorded as itself (`RPUSH key items`, `LPOP key n`,
+//! then the deadline), which is not idempotent. That is sound only where
+//! the records are replayed in order over exactly the state they were
+//! made from, so never while a copy of the keyspace is being taken that
+//! records will be replayed over (`CopyUnderWay`: a rewrite, from before
+//! its switch to a new file until its base is written; an AOF switched on
+//! at run time, until its first base): a list is recorded whole then.
+//! Whoever else replays these records over such a copy (a replica's full
+//! sync not taken while every shard is held) must hold one too.
 
 use std::io::Write;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
+use super::journal::Touch;
 use super::shard::Map;
-use super::{Entry, Keyspace, Locked, SHARDS, Value, key_shard};
+use super::{End, Entry, Keyspace, Locked, SHARDS, Value, key_shard};
 use crate::persist::backlog::Backlog;
 use crate::persist::{Aof, Batch, Stream};
 
@@ -25,23 +61,110 @@ use crate::persist::{Aof, Batch, Stream};
 /// rewrite does, so no single command is huge.
 const ITEMS_PER_COMMAND: usize = 64;
 
+/// How much of a changed key its record carries.
+enum Extent {
+    /// All of it.
+    Whole,
+    /// These members (unsorted, perhaps repeated) and the deadline: the
+    /// key held a collection before its first change since the last
+    /// record, and every change since named the members it made.
+    Members(Vec<Bytes>),
+    /// These pushes and pops, in order, and the deadline: the key held a
+    /// list before its first change since the last record, and every
+    /// change since was one of these.
+    Ops(Vec<ListOp>),
+}
+
+/// A change at one end of a list, recorded as the command that makes it.
+pub(crate) enum ListOp {
+    /// These elements pushed one after another.
+    Push(End, Vec<Bytes>),
+    /// This many elements popped.
+    Pop(End, usize),
+}
+
+impl ListOp {
+    /// Folds `next` into this one where one command does both.
+    fn absorb(&mut self, next: ListOp) -> Option<ListOp> {
+        match (self, next) {
+            (ListOp::Push(end, items), ListOp::Push(more_end, more)) if *end == more_end => {
+                items.extend(more);
+                None
+            }
+            (ListOp::Pop(end, count), ListOp::Pop(more_end, more)) if *end == more_end => {
+                *count += more;
+                None
+            }
+            (_, next) => Some(next),
+        }
+    }
+}
+
+/// The key the running command declared it changes only some members of,
+/// and those members.
+struct Declared {
+    db: usize,
+    key: Bytes,
+    members: Vec<Bytes>,
+    /// Whether `members` were added to the key's extent already: a command
+    /// notes its key once per change it makes.
+    noted: bool,
+}
+
 /// The keys a command changed since its last checkpoint, and the records
 /// already made.
 #[derive(Default)]
 pub(super) struct Changes {
-    keys: Vec<(usize, Bytes)>,
-    seen: Map<(usize, Bytes), ()>,
+    keys: Vec<(usize, Bytes, Extent)>,
+    /// Where each key is in `keys`.
+    seen: Map<(usize, Bytes), usize>,
     batch: Batch,
     /// The DEL of each key found past its deadline, for replicas only
     /// (the file's records carry absolute deadlines already).
     expired: Batch,
+    declared: Option<Declared>,
 }
 
 impl Changes {
-    pub(super) fn note(&mut self, db: usize, key: &[u8]) {
+    /// Notes a change to `key`: of the declared members if it is the
+    /// declared key, else of the whole key.
+    fn note(&mut self, db: usize, key: &[u8]) {
+        let extent = match &mut self.declared {
+            Some(d) if d.db == db && d.key == key => {
+                if d.noted {
+                    return;
+                }
+                d.noted = true;
+                Extent::Members(std::mem::take(&mut d.members))
+            }
+            _ => Extent::Whole,
+        };
+        self.note_extent(db, key, extent);
+    }
+
+    /// Notes that `key` changed as `extent` says, after its changes so far.
+    fn note_extent(&mut self, db: usize, key: &[u8], extent: Extent) {
         let id = (db, Bytes::copy_from_slice(key));
-        if self.seen.insert(id.clone(), ()).is_none() {
-            self.keys.push(id);
+        let Some(&at) = self.seen.get(&id) else {
+            self.seen.insert(id.clone(), self.keys.len());
+            self.keys.push((id.0, id.1, extent));
+            return;
+        };
+        let known = &mut self.keys[at].2;
+        match (known, extent) {
+            (Extent::Members(known), Extent::Members(more)) => known.extend(more),
+            (Extent::Ops(known), Extent::Ops(more)) => {
+                for op in more {
+                    let rest = match known.last_mut() {
+                        Some(last) => last.absorb(op),
+                        None => Some(op),
+                    };
+                    known.extend(rest);
+                }
+            }
+            (Extent::Whole, _) => {}
+            // A change of another sort, or to the whole key.
+            (known, _) => *known = Extent::Whole,
         }
     }
 }
@@ -53,10 +176,9 @@ fn record_key(batch: &mut Batch, db: usize, key: &[u8], entry: Option<&Entry>) {
         batch.push(db, &[b"DEL", key]);
         return;
     };
-    let deadline = entry.expire_at().map(|at| at.to_string());
     if let Value::Str(s, _) = &entry.value {
         // One command: a lock's value and its lease are never apart.
-        match &deadline {
+        match entry.expire_at().map(|at| at.to_string()) {
             Some(at) => batch.push(db, &[b"SET", key, s, b"PXAT", at.as_bytes()]),
             None => batch.push(db, &[b"SET", key, s]),
         }
@@ -66,32 +188,24 @@ fn record_key(batch: &mut Batch, db: usize, key: &[u8], entry: Option<&Entry>) {
     match &entry.value {
         Value::Str(..) => {}
         Value::Hash(h) => {
-            let pairs: Vec<(&[u8], &[u8])> = h.iter().collect();
-            for chunk in pairs.chunks(ITEMS_PER_COMMAND) {
-                let mut args: Vec<&[u8]> = vec![b"HSET", key];
-                args.extend(chunk.iter().flat_map(|(f, v)| [*f, *v]));
-                batch.push(db, &args);
-            }
+            let pairs: Vec<&[u8]> = h.iter().flat_map(|(f, v)| [f, v]).collect();
+            push_chunked(batch, db, b"HSET", key, &pairs, 2);
         }
         Value::List(items) => {
             let items: Vec<&[u8]> = items.iter().map(|b| &b[..]).collect();
-            push_chunked(batch, db, b"RPUSH", key, &items);
+            push_chunked(batch, db, b"RPUSH", key, &items, 1);
         }
         Value::Set(set) => {
             let members = set.members();
             let members: Vec<&[u8]> = members.iter().map(|b| &b[..]).collect();
-            push_chunked(batch, db, b"SADD", key, &members);
+            push_chunked(batch, db, b"SADD", key, &members, 1);
         }
         Value::ZSet(z) => {
-            let pairs: Vec<(String, &Bytes)> = z
+            let scored: Vec<(String, &Bytes)> = z
                 .iter()
                 .map(|(m, s)| (crate::util::format_double(s), m))
                 .collect();
-            for chunk in pairs.chunks(ITEMS_PER_COMMAND) {
-                let mut args: Vec<&[u8]> = vec![b"ZADD", key];
-                args.extend(chunk.iter().flat_map(|(s, m)| [s.as_bytes(), &m[..]]));
-                batch.push(db, &args);
-            }
+            push_scored(batch, db, key, &scored);
         }
         // Streams (their groups, consumers and pending entries) travel as
         // rlockd's own DUMP payload, which only rlockd restores.
@@ -100,13 +214,119 @@ fn record_key(batch: &mut Batch, db: usize, key: &[u8], entry: Option<&Entry>) {
             batch.push(db, &[b"RESTORE", key, b"0", &payload]);
         }
     }
-    if let Some(at) = &deadline {
-        batch.push(db, &[b"PEXPIREAT", key, at.as_bytes()]);
+    record_deadline(batch, db, key, entry);
+}
+
+/// Appends the commands that give `members` of the collection at `key`
+/// the states they have in `entry`, then its deadline. False, with nothing
+/// appended, if `entry` holds no collection of members.
+fn record_members(
+    batch: &mut Batch,
+    db: usize,
+    key: &[u8],
+    entry: &Entry,
+    members: &mut Vec<Bytes>,
+) -> bool {
+    members.sort_unstable();
+    members.dedup();
+    let db = Some(db);
+    let mut gone: Vec<&[u8]> = Vec::new();
+    let remove: &[u8] = match &entry.value {
+        Value::Hash(h) => {
+            let mut pairs: Vec<&[u8]> = Vec::new();
+            for member in members.iter() {
+                match h.get(member) {
+                    Some(value) => pairs.extend([&member[..], value]),
+                    None => gone.push(member),
+                }
+            }
+            push_chunked(batch, db, b"HSET", key, &pairs, 2);
+            b"HDEL"
+        }
+        Value::Set(set) => {
+            let (kept, removed): (Vec<&Bytes>, Vec<&Bytes>) =
+                members.iter().partition(|m| set.contains(m));
+            let kept: Vec<&[u8]> = kept.into_iter().map(|m| &m[..]).collect();
+            push_chunked(batch, db, b"SADD", key, &kept, 1);
+            gone.extend(removed.into_iter().map(|m| &m[..]));
+            b"SREM"
+        }
+        Value::ZSet(z) => {
+            let mut scored: Vec<(String, &Bytes)> = Vec::new();
+            for member in members.iter() {
+                match z.score(member) {
+                    Some(score) => scored.push((crate::util::format_double(score), member)),
+                    None => gone.push(member),
+                }
+            }
+            push_scored(batch, db, key, &scored);
+            b"ZREM"
+        }
+        Value::Str(..) | Value::List(_) | Value::Stream(_) => return false,
+    };
+    push_chunked(batch, db, remove, key, &gone, 1);
+    record_deadline(batch, db, key, entry);
+    true
+}
+
+/// Appends the pushes and pops that made the list at `key` what `entry`
+/// holds from what it held at the last record, then its deadline (a key
+/// replayed past its deadline is gone, and the pushes must not make it
+/// anew without one). False, with nothing appended, if it holds no list.
+fn record_ops(batch: &mut Batch, db: usize, key: &[u8], entry: &Entry, ops: &[ListOp]) -> bool {
+    if !matches!(entry.value, Value::List(_)) {
+        return false;
+    }
+    let db = Some(db);
+    for op in ops {
+        match op {
+            ListOp::Push(end, items) => {
+                let cmd: &[u8] = if *end == End::Left {
+                    b"LPUSH"
+                } else {
+                    b"RPUSH"
+                };
+                let items: Vec<&[u8]> = items.iter().map(|b| &b[..]).collect();
+                push_chunked(batch, db, cmd, key, &items, 1);
+            }
+            ListOp::Pop(end, count) => {
+                let cmd: &[u8] = if *end == End::Left { b"LPOP" } else { b"RPOP" };
+                batch.push(db, &[cmd, key, count.to_string().as_bytes()]);
+            }
+        }
+    }
+    record_deadline(batch, db, key, entry);
+    true
+}
+
+/// `PEXPIREAT` with the key's absolute deadline, if it has one.
+fn record_deadline(batch: &mut Batch, db: Option<usize>, key: &[u8], entry: &Entry) {
+    if let Some(at) = entry.expire_at() {
+        batch.push(db, &[b"PEXPIREAT", key, at.to_string().as_bytes()]);
     }
 }
 
-fn push_chunked(batch: &mut Batch, db: Option<usize>, cmd: &[u8], key: &[u8], items: &[&[u8]]) {
-    for chunk in items.chunks(ITEMS_PER_COMMAND) {
+/// ZADD of each member with its score, as Redis writes scores (`%.17g`,
+/// which reads back as the same double).
+fn push_scored(batch: &mut Batch, db: Option<usize>, key: &[u8], scored: &[(String, &Bytes)]) {
+    let args: Vec<&[u8]> = scored
+        .iter()
+        .flat_map(|(s, m)| [s.as_bytes(), &m[..]])
+        .collect();
+    push_chunked(batch, db, b"ZADD", key, &args, 2);
+}
+
+/// `cmd key` and `items`, `width` arguments an item, `ITEMS_PER_COMMAND`
+/// items a command; nothing for no items.
+fn push_chunked(
+    batch: &mut Batch,
+    db: Option<usize>,
+    cmd: &[u8],
+    key: &[u8],
+    items: &[&[u8]],
+    width: usize,
+) {
+    for chunk in items.chunks(ITEMS_PER_COMMAND * width) {
         let mut args: Vec<&[u8]> = vec![cmd, key];
         args.extend_from_slice(chunk);
         batch.push(db, &args);
@@ -129,14 +349,86 @@ impl Locked<'_> {
         }
     }
 
+    /// Notes that `key` in `db`, a collection that was there before the
+    /// command, changed in `members` only (SPOP, ZPOPMIN, SMOVE's source).
+    pub(super) fn note_members(&mut self, db: usize, key: &[u8], members: Vec<Bytes>) {
+        if let Some(changes) = &mut self.changes {
+            changes.note_extent(db, key, Extent::Members(members));
+        }
+    }
+
+    /// Notes that the list at `key` in `db`, there before the command,
+    /// changed by `op` (a push or pop at one end).
+    pub(super) fn note_list(&mut self, db: usize, key: &[u8], op: impl FnOnce() -> ListOp) {
+        if let Some(changes) = &mut self.changes {
+            changes.note_extent(db, key, Extent::Ops(vec![op()]));
+        }
+    }
+
+    /// Whether changes are recorded (for the file or for replicas).
+    pub(super) fn records_changes(&self) -> bool {
+        self.changes.is_some()
+    }
+
+    /// Names what the command about to run may change of `key` in `db`
+    /// (`touch`, asked only while changes are recorded), so that its changes to
+    /// `key` are recorded as those members' states. Only a collection
+    /// there now qualifies: a key the command creates is recorded whole.
+    pub fn declare_touch<'t>(
+        &mut self,
+        db: usize,
+        key: Option<&[u8]>,
+        touch: impl FnOnce() -> Option<Touch<'t>>,
+    ) {
+        if self.changes.is_none() {
+            return;
+        }
+        let declared = key.and_then(|key| {
+            let Some(Touch::Members { args, step }) = touch() else {
+                return None;
+            };
+            let now = self.deadline_clock();
+            let shard = self.shard(key_shard(key)).ok()?;
+            let collection = shard.dbs[db]
+                .get(key)
+                .filter(|n| !n.is_expired(now))
+                .is_some_and(|n| matches!(n.type_name(), "hash" | "set" | "zset"));
+            collection.then(|| Declared {
+                db,
+                key: Bytes::copy_from_slice(key),
+                // Copied: the command's line may be a buffer reused for
+                // the next (a script's `redis.call`).
+                members: args
+                    .iter()
+                    .step_by(step.max(1))
+                    .map(|m| Bytes::copy_from_slice(m))
+                    .collect(),
+                noted: false,
+            })
+        });
+        if let Some(changes) = &mut self.changes {
+            changes.declared = declared;
+        }
+    }
+
+    /// The command that declared what it touches is done.
+    pub fn end_touch(&mut self) {
+        if let Some(changes) = &mut self.changes {
+            changes.declared = None;
+        }
+    }
+
     /// Records the state of every key changed so far, so that a
-    /// whole-database change logged next comes after them.
-    fn checkpoint(&mut self) {
+    /// whole-database change logged next comes after them. `ops`: whether
+    /// a list's pushes and pops may be recorded as themselves (they are
+    /// not idempotent: only where no copy of the keyspace is yet to read
+    /// the list; see `CopyUnderWay`).
+    fn checkpoint(&mut self, ops: bool) {
         let Some(mut changes) = self.changes.take() else {
             return;
         };
         let now = self.now;
-        for (db, key) in changes.keys.drain(..) {
+        for (db, key, mut extent) in changes.keys.drain(..) {
             let entry = match self.shard(key_shard(&key)) {
                 Ok(shard) => shard.dbs[db]
                     .get(&key)
@@ -145,7 +437,18 @@ impl Locked<'_> {
                 // Every changed key's shard is held.
                 Err(_) => continue,
             };
-            record_key(&mut changes.batch, db, &key, entry.as_deref());
+            let by_part = match (&mut extent, entry.as_deref()) {
+                (Extent::Members(members), Some(entry)) => {
+                    record_members(&mut changes.batch, db, &key, entry, members)
+                }
+                (Extent::Ops(list_ops), Some(entry)) if ops => {
+                    record_ops(&mut changes.batch, db, &key, entry, list_ops)
+                }
+                _ => false,
+            };
+            if !by_part {
+                record_key(&mut changes.batch, db, &key, entry.as_deref());
+            }
         }
         changes.seen.clear();
         self.changes = Some(changes);
@@ -157,7 +460,7 @@ impl Locked<'_> {
         if self.changes.is_none() {
             return;
         }
-        self.checkpoint();
+        self.checkpoint(false);
         if let Some(changes) = &mut self.changes {
             changes.batch.push(db, &[command]);
         }
@@ -199,7 +502,16 @@ impl Locked<'_> {
     /// Logs everything the command changed, in the file and the
     /// replication stream; called with its shards held.
     pub(super) fn log_changes(&mut self) {
-        self.checkpoint();
+        // The file the records go to, held until they are in it, so that
+        // they are made for it: one still waiting for its first base
+        // takes no list ops. The replication stream always can: a full
+        // sync's snapshot is one exact point of it.
+        let ks = self.ks;
+        let log = ks.logging.load(Ordering::Acquire).then(|| ks.log.read());
+        let aof = log.as_ref().and_then(|guard| guard.as_ref());
+        let ops =
+            ks.copying.load(Ordering::Acquire) == 0 && aof.is_none_or(|aof| !aof.awaiting_base());
+        self.checkpoint(ops);
         let Some(changes) = &self.changes else {
             return;
         };
@@ -210,9 +522,7 @@ impl Locked<'_> {
         if changes.batch.is_empty() {
             return;
         }
-        if self.ks.logging.load(std::sync::atomic::Ordering::Acquire)
-            && let Some(aof) = self.ks.log.read().as_ref()
-        {
+        if let Some(aof) = aof {
             aof.append(&changes.batch);
         }
         if let Some(backlog) = backlog {
@@ -221,12 +531,37 @@ impl Locked<'_> {
     }
 }
 
+/// A copy of the keyspace that records will be replayed over, taken
+/// while clients write (a rewrite's base, from before its switch to a new
+/// incremental file until the base is written): a record made meanwhile
+/// may be in the copy already, so it must be idempotent, and lists are
+/// recorded whole. Ends when dropped.
+pub struct CopyUnderWay<'a>(&'a Keyspace);
+
+impl Drop for CopyUnderWay<'_> {
+    fn drop(&mut self) {
+        self.0.copying.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 impl Keyspace {
+    /// Starts a `CopyUnderWay`, taken before the copy's records start
+    /// going where they will be replayed over it. It waits for every
+    /// shard: a command holds its shards from its change until its
+    /// records are made, so none that chose to record list ops before
+    /// this can make its records after it.
+    pub(crate) fn begin_copy(&self) -> CopyUnderWay<'_> {
+        let shards: Vec<_> = (0..SHARDS).map(|idx| self.wait_shard(idx)).collect();
+        self.copying.fetch_add(1, Ordering::AcqRel);
+        drop(shards);
+        CopyUnderWay(self)
+    }
+
     /// Switches logging to `aof` (or off).
     pub fn set_log(&self, aof: Option<Arc<Aof>>) {
         let on = aof.is_some();
         *self.log.write() = aof;
-        self.logging.store(on, std::sync::atomic::Ordering::Release);
+        self.logging.store(on, Ordering::Release);
     }
 
     /// Hands the keyspace the replication stream, once, at start.
@@ -244,7 +579,7 @@ impl Keyspace {
     /// The AOF, if on. Every reply asks, so the common answer (off) costs
     /// one load, not a write to the lock's shared counter.
     pub fn log(&self) -> Option<Arc<Aof>> {
-        if !self.logging.load(std::sync::atomic::Ordering::Acquire) {
+        if !self.logging.load(Ordering::Acquire) {
             return None;
         }
         self.log.read().clone()
@@ -285,7 +620,7 @@ impl Keyspace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::keyspace::{LockPlan, Ttl};
+    use crate::keyspace::{HashValue, LockPlan, SortedSet, Ttl};
 
     fn logged(entry: Option<Entry>) -> String {
         let mut batch = Batch::default();
@@ -312,11 +647,53 @@ mod tests {
         assert!(text.ends_with("*3 $5 RPUSH $1 k $2 64 *3 $9 PEXPIREAT $1 k $1 5 *1 $4 EXEC "));
     }
 
+    /// The text of `entry`'s record as changed in `members` only.
+    fn logged_members(entry: &Entry, members: &[&str]) -> String {
+        let mut batch = Batch::default();
+        let mut members = members.iter().map(|m| Bytes::from(m.to_string())).collect();
+        assert!(record_members(&mut batch, 0, b"k", entry, &mut members));
+        let mut stream = Stream::default();
+        stream.put_plain(&batch);
+        String::from_utf8_lossy(&stream.buf).replace("\r\n", " ")
+    }
+
     #[test]
-    fn a_command_logs_what_it_left() {
+    fn members_are_logged_as_their_states_and_the_deadline() {
+        let limits = crate::keyspace::EncodingLimits::default();
+        let mut hash = HashValue::empty_hashtable();
+        hash.insert(b"f", b"1", &limits);
+        hash.insert(b"g", b"2", &limits);
+        let entry = Entry::new(Value::Hash(hash), Some(7));
+        assert_eq!(
+            logged_members(&entry, &["g", "gone", "f", "g"]),
+            "*2 $6 SELECT $1 0 *6 $4 HSET $1 k $1 f $1 1 $1 g $1 2 *3 $4 HDEL $1 k $4 gone \
+             *3 $9 PEXPIREAT $1 k $1 7 "
+        );
+        let mut set = crate::keyspace::SetValue::for_first_member(b"a");
+        set.insert(b"b", &limits);
+        let entry = Entry::new(Value::Set(Box::new(set)), None);
+        assert_eq!(
+            logged_members(&entry, &["b", "c"]),
+            "*2 $6 SELECT $1 0 *3 $4 SADD $1 k $1 b *3 $4 SREM $1 k $1 c "
+        );
+        let mut zset = SortedSet::for_first_member(b"m", &limits);
+        zset.insert(Bytes::from_static(b"m"), 0.1, &limits);
+        let entry = Entry::new(Value::ZSet(Box::new(zset)), None);
+        assert_eq!(
+            logged_members(&entry, &["m", "x"]),
+            "*2 $6 SELECT $1 0 *4 $4 ZADD $1 k $19 0.10000000000000001 $1 m *3 $4 ZREM $1 k $1 x "
+        );
+        let mut batch = Batch::default();
+        let list = Entry::new(Value::List(Default::default()), None);
+        assert!(!record_members(&mut batch, 0, b"k", &list, &mut vec![]));
+        assert!(batch.is_empty());
+    }
+
+    /// A keyspace logging to a fresh AOF directory, and the directory.
+    fn logging(test: &str) -> (Keyspace, Arc<Aof>, crate::persist::Layout) {
         let ks = Keyspace::new(2, Arc::new(crate::clock::SystemClock));
         let layout = crate::persist::Layout {
-            dir: std::env::temp_dir().join(format!("rlockd-aof-unit-{}", std::process::id())),
+            dir: std::env::temp_dir().join(format!("rlockd-aof-{test}-{}", std::process::id())),
             stem: "appendonly.aof".into(),
         };
         std::fs::create_dir_all(&layout.dir).unwrap();
@@ -327,6 +704,107 @@ mod tests {
         )
         .unwrap();
         ks.set_log(Some(aof.clone()));
+        (ks, aof, layout)
+    }
+
+    /// What the AOF of `logging` holds once closed, its directory gone.
+    fn written(aof: Arc<Aof>, layout: crate::persist::Layout) -> String {
+        aof.close();
+        let text =
+            String::from_utf8(std::fs::read(layout.file("appendonly.aof.1.incr.aof")).unwrap())
+                .unwrap();
+        let _ = std::fs::remove_dir_all(&layout.dir);
+        text.replace("\r\n", " ")
+    }
+
+    /// Sets field `f` of the hash at `key` to `v`, as HSET does, having
+    /// declared it (or not).
+    fn hset(ks: &Keyspace, key: &[u8], field: &'static [u8], declare: bool) {
+        let args = [Bytes::from_static(field)];
+        let mut locked = ks.lock(&LockPlan::All).unwrap();
+        if declare {
+            locked.declare_touch(0, Some(key), || Some(Touch::each(&args)));
+        }
+        let limits = crate::keyspace::EncodingLimits::default();
+        let mut db = locked.db(0);
+        let hash = db.typed_or_insert::<HashValue>(key, || Value::Hash(HashValue::default()));
+        hash.unwrap().insert(field, b"v", &limits);
+        db.modified(key, crate::keyspace::Event::Hset).unwrap();
+        locked.end_touch();
+    }
+
+    #[test]
+    fn a_declared_change_to_a_collection_logs_its_members_only() {
+        let (ks, aof, layout) = logging("members");
+        // Made by the command: whole, though declared.
+        hset(&ks, b"h", b"a", true);
+        hset(&ks, b"h", b"b", true);
+        // Undeclared: whole.
+        hset(&ks, b"h", b"c", false);
+        // Declared, then another undeclared change in the same batch.
+        {
+            let args = [Bytes::from_static(b"d")];
+            let mut locked = ks.lock(&LockPlan::All).unwrap();
+            locked.declare_touch(0, Some(b"h"), || Some(Touch::each(&args)));
+            let mut db = locked.db(0);
+            db.modified(b"h", crate::keyspace::Event::Hset).unwrap();
+            locked.end_touch();
+            locked
+                .db(0)
+                .modified(b"h", crate::keyspace::Event::Hset)
+                .unwrap();
+        }
+        assert_eq!(
+            written(aof, layout),
+            "*1 $5 MULTI *2 $6 SELECT $1 0 *2 $3 DEL $1 h *4 $4 HSET $1 h $1 a $1 v *1 $4 EXEC \
+             *4 $4 HSET $1 h $1 b $1 v \
+             *1 $5 MULTI *2 $3 DEL $1 h *8 $4 HSET $1 h $1 a $1 v $1 b $1 v $1 c $1 v *1 $4 EXEC \
+             *1 $5 MULTI *2 $3 DEL $1 h *8 $4 HSET $1 h $1 a $1 v $1 b $1 v $1 c $1 v *1 $4 EXEC "
+        );
+    }
+
+    /// Pushes `items` at the back of the list at `key`, as RPUSH does.
+    fn rpush(ks: &Keyspace, key: &[u8], items: &[&'static [u8]]) {
+        let mut locked = ks.lock(&LockPlan::All).unwrap();
+        let mut db = locked.db(0);
+        for item in items {
+            db.push_list(key, End::Right, Bytes::from_static(item))
+                .unwrap();
+        }
+    }
+
+    #[test]
+    fn pushes_and_pops_are_logged_as_themselves_unless_a_copy_is_under_way() {
+        let (ks, aof, layout) = logging("ops");
+        // Made by the command: whole.
+        rpush(&ks, b"l", &[b"a"]);
+        rpush(&ks, b"l", &[b"b", b"c"]);
+        {
+            let mut locked = ks.lock(&LockPlan::All).unwrap();
+            let mut db = locked.db(0);
+            db.push_list(b"l", End::Left, Bytes::from_static(b"z"))
+                .unwrap();
+            db.pop_list_many(b"l", End::Right, 2).unwrap();
+            db.pop_list_many(b"l", End::Right, 1).unwrap();
+        }
+        {
+            let _copy = ks.begin_copy();
+            rpush(&ks, b"l", &[b"d"]);
+        }
+        rpush(&ks, b"l", &[b"e"]);
+        assert_eq!(
+            written(aof, layout),
+            "*1 $5 MULTI *2 $6 SELECT $1 0 *2 $3 DEL $1 l *3 $5 RPUSH $1 l $1 a *1 $4 EXEC \
+             *4 $5 RPUSH $1 l $1 b $1 c \
+             *1 $5 MULTI *3 $5 LPUSH $1 l $1 z *3 $4 RPOP $1 l $1 3 *1 $4 EXEC \
+             *1 $5 MULTI *2 $3 DEL $1 l *4 $5 RPUSH $1 l $1 z $1 d *1 $4 EXEC \
+             *3 $5 RPUSH $1 l $1 e "
+        );
+    }
+
+    #[test]
+    fn a_command_logs_what_it_left() {
+        let (ks, aof, layout) = logging("unit");
         {
             let mut locked = ks.lock(&LockPlan::All).unwrap();
             let mut db = locked.db(1);
@@ -338,13 +816,9 @@ mod tests {
             locked.note_whole(Some(1), b"FLUSHDB");
             locked.note_swapped(0, 1);
         }
-        aof.close();
-        let text =
-            String::from_utf8(std::fs::read(layout.file("appendonly.aof.1.incr.aof")).unwrap())
-                .unwrap();
-        let _ = std::fs::remove_dir_all(&layout.dir);
+        let text = written(aof, layout);
         assert_eq!(
-            text.replace("\r\n", " "),
+            text,
             "*1 $5 MULTI *2 $6 SELECT $1 1 *3 $3 SET $1 a $1 2 *2 $6 SELECT $1 0 \
              *1 $7 FLUSHDB *2 $6 SELECT $1 1 *1 $7 FLUSHDB *3 $3 SET $1 a $1 2 *1 $4 EXEC "
         );

@@ -13,7 +13,7 @@ use bytes::Bytes;
 
 use super::Event;
 use super::waiter::{End, Outcome, Taken, Waiter, Wanted, ZEnd};
-use super::{Db, Locked, Shard, Ttl, Value, key_shard};
+use super::{Db, ListOp, Locked, Shard, Ttl, Value, key_shard};
 use crate::error::CmdError;
 
 impl Db<'_, '_> {
@@ -187,8 +187,10 @@ impl Db<'_, '_> {
         if taken.is_empty() {
             return Ok(taken);
         }
-        let emptied = list.is_empty();
-        self.after_pop(key, emptied, end.pop_event())?;
+        let (emptied, popped) = (list.is_empty(), taken.len());
+        self.after_pop(key, emptied, |db| {
+            db.modified_list(key, || ListOp::Pop(end, popped), end.pop_event())
+        })?;
         Ok(taken)
     }
 
@@ -210,17 +212,26 @@ impl Db<'_, '_> {
             return Ok(taken);
         }
         let emptied = zset.is_empty();
-        self.after_pop(key, emptied, end.pop_event())?;
+        let members = taken.iter().map(|(m, _)| m.clone());
+        self.after_pop(key, emptied, |db| {
+            db.modified_members(key, members, end.pop_event())
+        })?;
         Ok(taken)
     }
 
-    /// Raises a pop's event, deleting the key first if it was emptied
+    /// Raises a pop's event (`modified`: the change made known as a
+    /// change to what it took), deleting the key first if it was emptied
     /// (its `del` follows the pop's event, as in Redis).
-    fn after_pop(&mut self, key: &[u8], emptied: bool, event: Event) -> Result<(), CmdError> {
+    fn after_pop(
+        &mut self,
+        key: &[u8],
+        emptied: bool,
+        modified: impl FnOnce(&mut Self) -> Result<(), CmdError>,
+    ) -> Result<(), CmdError> {
         if emptied {
             self.remove(key)?;
         }
-        self.modified(key, event)?;
+        modified(self)?;
         if emptied {
             self.notify(key, Event::Del);
         }
@@ -234,9 +245,10 @@ impl Db<'_, '_> {
             self.insert(key, Value::List(VecDeque::new()), Ttl::Clear)?;
         }
         if let Some(Value::List(list)) = self.get_mut(key)? {
-            end.push(list, element);
+            end.push(list, element.clone());
         }
-        self.modified(key, end.push_event())?;
+        // A list made just now is recorded whole (`insert`).
+        self.modified_list(key, || ListOp::Push(end, vec![element]), end.push_event())?;
         self.signal_ready(key)
     }
 

@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 
 use super::access::AccessClock;
+use super::aof::ListOp;
 use super::dbmap::{self, Node};
 use super::events::Event;
 use super::limits::EncodingLimits;
@@ -323,8 +324,47 @@ impl Db<'_, '_> {
     /// `modified` without a keyspace event: a change Redis makes silently
     /// (PFCOUNT storing the count it computed).
     pub fn touched(&mut self, key: &[u8]) -> CmdResult<()> {
+        self.locked.note_change(self.index, key);
+        self.counted(key)
+    }
+
+    /// `modified` for a change to `members` only of a collection that was
+    /// at `key` before the command (SPOP, ZPOPMIN, SMOVE's source): the
+    /// append-only file records just their states.
+    pub fn modified_members(
+        &mut self,
+        key: &[u8],
+        members: impl IntoIterator<Item = Bytes>,
+        event: Event,
+    ) -> CmdResult<()> {
+        if self.locked.records_changes() {
+            let members = members.into_iter().collect();
+            self.locked.note_members(self.index, key, members);
+        }
+        self.counted(key)?;
+        self.notify(key, event);
+        Ok(())
+    }
+
+    /// `modified` for a push or pop (`op`, asked only while the AOF is
+    /// on) at one end of a list that was at `key` before the command: the
+    /// append-only file may record it as itself.
+    pub(crate) fn modified_list(
+        &mut self,
+        key: &[u8],
+        op: impl FnOnce() -> ListOp,
+        event: Event,
+    ) -> CmdResult<()> {
+        self.locked.note_list(self.index, key, op);
+        self.counted(key)?;
+        self.notify(key, event);
+        Ok(())
+    }
+
+    /// What a change does besides being recorded: wakes WATCHers, counts
+    /// it and tells client-side caching.
+    fn counted(&mut self, key: &[u8]) -> CmdResult<()> {
         let db = self.index;
-        self.locked.note_change(db, key);
         let shard = self.locked.shard(key_shard(key))?;
         shard.stats.dirty += 1;
         shard.touch_watchers(db, key);

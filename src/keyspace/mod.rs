@@ -53,6 +53,7 @@ mod value;
 mod waiter;
 mod zset;
 
+pub(crate) use aof::ListOp;
 pub use db::Ttl;
 pub(crate) use db::{Db, flush_all};
 pub(crate) use events::{Event, EventSink};

@@ -3,7 +3,7 @@
 //! limits, the append-only file). Commands reach keys through `lock`.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, MutexGuard};
@@ -56,6 +56,9 @@ pub struct Keyspace {
     /// The replication stream: writes are recorded for it too while it
     /// records (see `crate::persist::backlog`).
     pub(super) backlog: std::sync::OnceLock<Arc<crate::persist::backlog::Backlog>>,
+    /// Copies of the keyspace under way that records will be replayed
+    /// over (`aof::CopyUnderWay`): lists are recorded whole meanwhile.
+    pub(super) copying: AtomicUsize,
     /// Set while the append-only file is replayed at start.
     pub(super) loading: AtomicBool,
     /// Whether `maxmemory-policy` is an LFU one: keys' access clocks then
@@ -102,6 +105,7 @@ impl Keyspace {
             log: Default::default(),
             logging: AtomicBool::new(false),
             backlog: Default::default(),
+            copying: AtomicUsize::new(0),
             loading: AtomicBool::new(false),
             lfu: AtomicBool::new(false),
         }

@@ -151,9 +151,6 @@ struct Inner {
 struct Target {
     file: Option<File>,
     manifest: Manifest,
-    /// An AOF switched on at run time appends to a temporary file that
-    /// no manifest lists until the first rewrite has written a base.
-    awaiting_base: bool,
 }
 
 pub struct Aof {
@@ -162,6 +159,11 @@ pub struct Aof {
     inner: Mutex<Inner>,
     wake: Condvar,
     target: Mutex<Target>,
+    /// An AOF switched on at run time appends to a temporary file that
+    /// no manifest lists until the first rewrite has written a base.
+    /// Changed with `target` held; read without it by every write that
+    /// records list ops (`awaiting_base`), which must not wait for it.
+    awaiting_base: AtomicBool,
     durable: tokio::sync::watch::Sender<u64>,
     last_write_ok: AtomicBool,
     current_size: AtomicU64,
@@ -237,8 +239,8 @@ impl Aof {
             target: Mutex::new(Target {
                 file: Some(file),
                 manifest,
-                awaiting_base,
             }),
+            awaiting_base: AtomicBool::new(awaiting_base),
             durable: tokio::sync::watch::Sender::new(0),
             last_write_ok: AtomicBool::new(true),
             current_size: AtomicU64::new(size),
@@ -399,7 +401,7 @@ impl Aof {
     /// base keeps its temporary file, which has every record already.)
     pub fn begin_rewrite(&self) -> std::io::Result<()> {
         let mut target = self.target.lock();
-        if target.awaiting_base {
+        if self.awaiting_base() {
             return Ok(());
         }
         let mut manifest = target.manifest.clone();
@@ -433,7 +435,7 @@ impl Aof {
         let mut target = self.target.lock();
         let mut manifest = target.manifest.clone();
         let base = install_base(&self.layout, &mut manifest, tmp, format)?;
-        if target.awaiting_base {
+        if self.awaiting_base() {
             let name = manifest.new_incr(&self.layout.stem);
             std::fs::rename(self.layout.temp_incr_path(), self.layout.file(&name))?;
         }
@@ -442,7 +444,7 @@ impl Aof {
             let _ = std::fs::remove_file(self.layout.file(&base));
             return Err(e);
         }
-        target.awaiting_base = false;
+        self.awaiting_base.store(false, Ordering::Release);
         let _ = self.layout.delete_history(&mut manifest);
         let (size, _) = self.layout.sizes(&manifest);
         target.manifest = manifest;
@@ -453,7 +455,7 @@ impl Aof {
 
     /// Whether a rewrite must still write the first base.
     pub fn awaiting_base(&self) -> bool {
-        self.target.lock().awaiting_base
+        self.awaiting_base.load(Ordering::Acquire)
     }
 
     /// Past `auto-aof-rewrite-min-size` and grown by `percent` % since the

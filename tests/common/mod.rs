@@ -4,6 +4,7 @@
 pub mod blocking;
 pub mod fake_primary;
 pub mod resp;
+pub mod rng;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
