@@ -2,7 +2,7 @@
 //! histories over three servers (a primary, two replicas) and three real
 //! `redis-sentinel`s on loopback, run the same way against redis-server
 //! 7.0.15, rlockd in its default (asynchronous, Redis-like) mode and rlockd
-//! in its safe mode (`lock-sync-replicas 1`, `lock-promotion-grace-ms`).
+//! in its safe mode (`lock-sync-replicas 2`: both replicas, `lock-promotion-grace-ms`).
 //!
 //! Clients find the primary through Sentinel (`SENTINEL
 //! GET-MASTER-ADDR-BY-NAME`, before every acquire, so they follow it when it
@@ -186,7 +186,7 @@ impl Mode {
         let mut lines = "save \"\"\nrepl-diskless-sync-delay 0\n".to_string();
         if self == Mode::Safe {
             lines += &format!(
-                "lock-sync-replicas 1\nlock-promotion-grace-ms {GRACE_MS}\n\
+                "lock-sync-replicas 2\nlock-promotion-grace-ms {GRACE_MS}\n\
                  lock-restart-grace-ms {GRACE_MS}\n"
             );
         }
