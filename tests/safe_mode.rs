@@ -259,14 +259,18 @@ fn grace_left(con: &mut Connection) -> u64 {
     common::info_number(&info(con), "lock_promotion_grace_left_ms")
 }
 
+/// `pair`, its replica under a promotion grace of `ms`, and the lock
+/// `held` granted to `a:1` on the primary.
+fn graced_pair(ms: &str) -> ((Running, Connection), (Running, Connection)) {
+    let ((p_run, mut p), (r_run, mut r)) = pair(&[]);
+    q(&mut r, &["CONFIG", "SET", "lock-promotion-grace-ms", ms]);
+    assert_eq!(lock(&mut p, "held", "a:1", 30_000), Ok(Value::Nil));
+    ((p_run, p), (r_run, r))
+}
+
 #[test]
 fn a_promoted_replica_grants_nothing_new_through_its_grace() {
-    let ((p_run, mut p), (_r, mut r)) = pair(&[]);
-    q(
-        &mut r,
-        &["CONFIG", "SET", "lock-promotion-grace-ms", "3000"],
-    );
-    assert_eq!(lock(&mut p, "held", "a:1", 30_000), Ok(Value::Nil));
+    let ((p_run, mut p), (_r, mut r)) = graced_pair("3000");
     q(&mut p, &["SET", "plain", "token", "NX", "PX", "30000"]);
     drop(p_run);
     assert_eq!(q(&mut r, &["REPLICAOF", "NO", "ONE"]), Value::Okay);
@@ -327,12 +331,7 @@ fn a_promoted_replica_grants_nothing_new_through_its_grace() {
 
 #[test]
 fn failover_starts_the_grace_on_the_promoted_replica() {
-    let ((_p, mut p), (_r, mut r)) = pair(&[]);
-    q(
-        &mut r,
-        &["CONFIG", "SET", "lock-promotion-grace-ms", "5000"],
-    );
-    assert_eq!(lock(&mut p, "held", "a:1", 30_000), Ok(Value::Nil));
+    let ((_p, mut p), (_r, mut r)) = graced_pair("5000");
     assert_eq!(grace_left(&mut r), 0, "no grace while a replica");
     assert_eq!(q(&mut p, &["FAILOVER"]), Value::Okay);
     until("the replica promoted", || {
