@@ -9,7 +9,7 @@
 mod common;
 mod refserver;
 
-use common::blocking::{connect, q, q_err, rlockd};
+use common::blocking::{Running, connect, q, q_err, rlockd};
 
 use std::time::{Duration, Instant};
 
@@ -1049,5 +1049,125 @@ fn redis_cli_rdb_takes_a_snapshot_over_sync() {
     assert_ne!(
         common::info_value(&after, "master_replid"),
         common::info_value(&before, "master_replid")
+    );
+}
+
+// Replication ids that survive a restart (issue #30, item 3): the
+// snapshot file says where in a history it stands (`repl-id`,
+// `repl-offset`, `repl-stream-db`), as Redis 7.0's does.
+
+/// An rlockd on `port` (0: any) working in `dir`, with `extra` arguments.
+fn rlockd_in(dir: &common::TempDir, port: u16, extra: &[&str]) -> (Running, Connection) {
+    let port = port.to_string();
+    let mut args = vec!["--port", &port, "--dir", dir.arg()];
+    args.extend_from_slice(extra);
+    let (child, port) = common::spawn_binary(&args);
+    (Running::new(child), connect(port))
+}
+
+/// `SHUTDOWN` (with `how`'s words), then waits for the process to end.
+fn shut_down(server: &mut Running, con: &mut Connection, how: &[&str]) {
+    let mut c = redis::cmd("SHUTDOWN");
+    for word in how {
+        c.arg(*word);
+    }
+    // The server closes the connection rather than answer.
+    let _ = c.query::<Value>(con);
+    let status = server.0.wait().expect("the server ends");
+    assert!(
+        status.success(),
+        "SHUTDOWN ends the server cleanly: {status}"
+    );
+}
+
+/// A replica with `save` points is shut down (its snapshot saved),
+/// misses writes, and starts again from its file: it asks to continue
+/// the primary's history where the file stood, and does, with no new
+/// full sync.
+fn restarted_replica_continues(p: &mut Connection, primary_port: u16) {
+    fill(p);
+    let dir = common::TempDir::new(&format!("restarted-replica-{primary_port}"));
+    let port = primary_port.to_string();
+    let follow = ["--replicaof", "127.0.0.1", &port, "--save", "3600 1"];
+    let (mut server, mut r) = rlockd_in(&dir, 0, &follow);
+    full_sync_then_stream(p, &mut r);
+    q(p, &["SELECT", "5"]);
+    q(p, &["SET", "selected-before-the-restart", "1"]);
+    until_in_sync(p, &mut r);
+    let before = info(&mut r);
+    shut_down(&mut server, &mut r, &[]);
+
+    // The stream after the restart goes on in the database it had
+    // selected: the file says which.
+    q(p, &["SET", "while-down", "1"]);
+    q(p, &["SELECT", "0"]);
+    stream_writes(p, "while-down");
+    let (_server, mut r) = rlockd_in(&dir, 0, &follow);
+    assert_same_data(p, &mut r);
+    assert_eq!(sync_counts(p), (1, 1), "a partial resync, no new full one");
+    assert_eq!(
+        common::info_value(&info(&mut r), "master_replid"),
+        common::info_value(&before, "master_replid")
+    );
+}
+
+#[test]
+fn a_restarted_replica_of_redis_continues_from_its_snapshot() {
+    let Some((server, mut p)) = primary("restarted_replica_of_redis", None) else {
+        return;
+    };
+    restarted_replica_continues(&mut p, server.port());
+}
+
+#[test]
+fn a_restarted_replica_of_rlockd_continues_from_its_snapshot() {
+    let (_p, mut p) = rlockd(&["--repl-diskless-sync-delay", "0"]);
+    let port = port_of(&mut p);
+    restarted_replica_continues(&mut p, port);
+}
+
+/// A primary restarted from its snapshot keeps the history it saved as
+/// its second id: an rlockd replica and a redis-server one, which stood
+/// at the file's offset, continue under its new id.
+#[test]
+fn a_restarted_primary_keeps_its_replicas_history() {
+    let dir = common::TempDir::new("restarted-primary");
+    let port = refserver::free_port();
+    let args = ["--repl-diskless-sync-delay", "0"];
+    let (mut server, mut p) = rlockd_in(&dir, port, &args);
+    fill(&mut p);
+    let p_port = port.to_string();
+    let (_r1, r1) = rlockd(&["--replicaof", "127.0.0.1", &p_port]);
+    // Without redis-server, the rlockd replica alone.
+    let (_redis, r2) = redis_replica_of("restarted_primary", port).unzip();
+    let mut replicas: Vec<Connection> = std::iter::once(r1).chain(r2).collect();
+    for r in &mut replicas {
+        assert_same_data(&mut p, r);
+    }
+    let before = info(&mut p);
+    shut_down(&mut server, &mut p, &["SAVE"]);
+
+    let (_server, mut p) = rlockd_in(&dir, port, &args);
+    let after = info(&mut p);
+    assert_eq!(
+        common::info_value(&after, "master_replid2"),
+        common::info_value(&before, "master_replid")
+    );
+    assert_ne!(
+        common::info_value(&after, "master_replid"),
+        common::info_value(&before, "master_replid")
+    );
+    assert_eq!(
+        common::info_number(&after, "second_repl_offset"),
+        common::info_number(&before, "master_repl_offset") + 1
+    );
+    stream_writes(&mut p, "after-the-restart");
+    for r in &mut replicas {
+        assert_same_data(&mut p, r);
+    }
+    assert_eq!(
+        sync_counts(&mut p),
+        (0, replicas.len() as u64),
+        "each replica continued, none synced in full"
     );
 }
