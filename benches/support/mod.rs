@@ -368,6 +368,19 @@ impl Conn {
     }
 }
 
+/// Sends `commands` pipelined, then reads every reply.
+pub fn pipeline(conn: &mut Conn, commands: &[Vec<String>]) {
+    let mut out = Vec::new();
+    for c in commands {
+        let args: Vec<&str> = c.iter().map(String::as_str).collect();
+        encode(&args, &mut out);
+    }
+    conn.writer.write_all(&out).expect("send");
+    for _ in commands {
+        conn.read().expect("reply");
+    }
+}
+
 /// What one bench client counted: pairs done, and the round trips it timed.
 pub type Counted = io::Result<(u64, Vec<f64>)>;
 
