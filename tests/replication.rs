@@ -1171,3 +1171,64 @@ fn a_restarted_primary_keeps_its_replicas_history() {
         "each replica continued, none synced in full"
     );
 }
+
+/// A redis-server replica of `primary_port` started from the snapshot in
+/// `dir`, on a free port: as Redis takes a file's history back only when
+/// it starts as a replica, with `--replicaof`.
+fn redis_replica_from(
+    bin: &std::path::Path,
+    dir: &common::TempDir,
+    primary_port: u16,
+) -> (Running, Connection) {
+    let port = refserver::free_port();
+    let child = std::process::Command::new(bin)
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--dir", dir.arg(), "--save", "", "--appendonly", "no"])
+        .args(["--replicaof", "127.0.0.1", &primary_port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("redis-server starts");
+    let server = Running::new(child);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(mut con) = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .and_then(|c| c.get_connection())
+            && redis::cmd("PING").query::<String>(&mut con).is_ok()
+        {
+            return (server, con);
+        }
+        assert!(Instant::now() < deadline, "redis-server did not answer");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The files go both ways: redis-server restarted as a replica from the
+/// snapshot an rlockd replica saved continues the primary's history, and
+/// rlockd from the one redis-server saved does too.
+#[test]
+fn restart_files_carry_the_history_between_redis_and_rlockd() {
+    let test = "restart_files_between_redis_and_rlockd";
+    let Some((server, mut p)) = primary(test, None) else {
+        return;
+    };
+    let bin = refserver::redis_server_path(test).expect("found before");
+    fill(&mut p);
+    let port = server.port();
+    let port_arg = port.to_string();
+    let written_by_rlockd = common::TempDir::new("written-by-rlockd");
+    let follow = ["--replicaof", "127.0.0.1", &port_arg];
+    let (mut rlockd_replica, mut r) = rlockd_in(&written_by_rlockd, 0, &follow);
+    full_sync_then_stream(&mut p, &mut r);
+    shut_down(&mut rlockd_replica, &mut r, &["SAVE"]);
+
+    stream_writes(&mut p, "redis-reads-rlockd");
+    let (mut redis_replica, mut r) = redis_replica_from(&bin, &written_by_rlockd, port);
+    assert_same_data(&mut p, &mut r);
+    assert_eq!(sync_counts(&mut p), (1, 1), "redis-server continued");
+    shut_down(&mut redis_replica, &mut r, &["SAVE"]);
+
+    stream_writes(&mut p, "rlockd-reads-redis");
+    let (_rlockd_again, mut r) = rlockd_in(&written_by_rlockd, 0, &follow);
+    assert_same_data(&mut p, &mut r);
+    assert_eq!(sync_counts(&mut p), (1, 2), "rlockd continued");
+}
