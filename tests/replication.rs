@@ -1232,3 +1232,95 @@ fn restart_files_carry_the_history_between_redis_and_rlockd() {
     assert_same_data(&mut p, &mut r);
     assert_eq!(sync_counts(&mut p), (1, 2), "rlockd continued");
 }
+
+// The scale: a full sync of 100k keys of every type.
+
+const SCALE_KEYS: usize = 100_000;
+
+/// `SCALE_KEYS` keys, every type in turn (small enough for the compact
+/// encodings, whose payloads do not depend on a hash table's order), a
+/// tenth of them with a deadline, sent pipelined.
+fn fill_at_scale(con: &mut Connection) {
+    for chunk in (0..SCALE_KEYS).collect::<Vec<_>>().chunks(2000) {
+        let mut pipe = redis::pipe();
+        for &i in chunk {
+            let key = format!("scale:{i}");
+            let n = i.to_string();
+            match i % 6 {
+                0 => pipe.cmd("SET").arg(&key).arg(format!("value-{n}")),
+                1 => pipe.cmd("HSET").arg(&key).arg(&["a", &n, "b", "text"]),
+                2 => pipe.cmd("RPUSH").arg(&key).arg(&["a", &n, "c"]),
+                3 => pipe.cmd("SADD").arg(&key).arg(&["1", &n, "300"]),
+                4 => pipe.cmd("ZADD").arg(&key).arg(&["1", "a", "2.5", &n]),
+                _ => pipe.cmd("XADD").arg(&key).arg(&["*", "f", &n]),
+            };
+            if i % 10 == 0 {
+                pipe.cmd("PEXPIRE").arg(&key).arg(3_600_000);
+            }
+        }
+        pipe.query::<()>(con).expect("the fill");
+    }
+}
+
+/// Every key of database 0 with its DUMP payload and deadline, read
+/// pipelined, sorted.
+fn keyspace_at_scale(con: &mut Connection) -> Vec<(String, Vec<u8>, i64)> {
+    let Value::Array(keys) = q(con, &["KEYS", "*"]) else {
+        panic!("KEYS answers an array")
+    };
+    let mut keys: Vec<String> = keys.into_iter().map(text).collect();
+    keys.sort();
+    let mut out = Vec::with_capacity(keys.len());
+    for chunk in keys.chunks(2000) {
+        let mut pipe = redis::pipe();
+        for key in chunk {
+            pipe.cmd("DUMP").arg(key).cmd("PEXPIRETIME").arg(key);
+        }
+        let replies: Vec<Value> = pipe.query(con).expect("DUMP and PEXPIRETIME");
+        for (key, pair) in chunk.iter().zip(replies.chunks(2)) {
+            let (Value::BulkString(payload), Value::Int(deadline)) = (&pair[0], &pair[1]) else {
+                panic!("{key}: {pair:?}")
+            };
+            out.push((key.clone(), payload.clone(), *deadline));
+        }
+    }
+    out
+}
+
+fn assert_same_at_scale(p: &mut Connection, r: &mut Connection) {
+    until_in_sync(p, r);
+    let (want, got) = (keyspace_at_scale(p), keyspace_at_scale(r));
+    assert!(want.len() >= SCALE_KEYS, "{} keys", want.len());
+    let differ: Vec<&String> = want
+        .iter()
+        .zip(&got)
+        .filter(|(w, g)| w != g)
+        .map(|(w, _)| &w.0)
+        .take(10)
+        .collect();
+    assert!(
+        want.len() == got.len() && differ.is_empty(),
+        "{} keys on the primary, {} on the replica; first that differ: {differ:?}",
+        want.len(),
+        got.len()
+    );
+}
+
+#[test]
+fn a_full_sync_of_100k_keys_of_every_type_both_ways() {
+    let Some((server, mut p)) = primary("full_sync_at_scale", None) else {
+        return;
+    };
+    fill_at_scale(&mut p);
+    let port = server.port().to_string();
+    let (_r, mut r) = rlockd(&["--replicaof", "127.0.0.1", &port]);
+    assert_same_at_scale(&mut p, &mut r);
+
+    // And from rlockd to a redis-server replica.
+    let (_p, mut p) = rlockd(&["--repl-diskless-sync-delay", "0"]);
+    fill_at_scale(&mut p);
+    let port = port_of(&mut p);
+    let (_server, mut r) =
+        redis_replica_of("full_sync_at_scale", port).expect("redis-server was found before");
+    assert_same_at_scale(&mut p, &mut r);
+}
