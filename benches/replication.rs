@@ -36,25 +36,8 @@ impl Kind {
     /// A server of this kind on a free port, persistence off, syncing
     /// replicas at once (`extra`: its role).
     fn start(&self, extra: &[String]) -> Server {
-        let dir = std::env::temp_dir().display().to_string();
-        let port = free_port();
-        let mut args: Vec<String> = [
-            "--port",
-            &port.to_string(),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            &dir,
-            "--dbfilename",
-            &format!("rlockd-bench-replication-{port}.rdb"),
-            "--repl-diskless-sync-delay",
-            "0",
-        ]
-        .iter()
-        .map(|a| a.to_string())
-        .collect();
+        let mut args = support::transient_args(free_port(), "rlockd-bench-replication");
+        args.extend(["--repl-diskless-sync-delay".into(), "0".into()]);
         args.extend_from_slice(extra);
         launch(self.name, &self.program, &args)
             .unwrap_or_else(|| panic!("{} did not start", self.name))
