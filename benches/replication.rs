@@ -37,7 +37,16 @@ impl Kind {
     /// replicas at once (`extra`: its role).
     fn start(&self, extra: &[String]) -> Server {
         let mut args = support::transient_args(free_port(), "rlockd-bench-replication");
-        args.extend(["--repl-diskless-sync-delay".into(), "0".into()]);
+        // A replica's sync file is removed once loaded, as nothing saves.
+        args.extend(
+            [
+                "--repl-diskless-sync-delay",
+                "0",
+                "--rdb-del-sync-files",
+                "yes",
+            ]
+            .map(String::from),
+        );
         args.extend_from_slice(extra);
         launch(self.name, &self.program, &args)
             .unwrap_or_else(|| panic!("{} did not start", self.name))
