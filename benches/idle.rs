@@ -11,27 +11,13 @@
 
 mod support;
 
-use std::io::Write;
 use std::thread;
 use std::time::Duration;
 
-use support::{Conn, Reply, Server, encode, knob, start_servers};
+use support::{Conn, Reply, Server, knob, pipeline, start_servers};
 
 const LOCK_LUA: &str = include_str!("../src/command/scripting/lock_scripts/redisson_lock.lua");
 const OWNER: &str = "8743c9c0-0795-4907-87fd-6c719a6b4586:1";
-
-/// Sends every command of `lines` in one write, then reads the replies.
-fn pipelined(conn: &mut Conn, lines: &[Vec<String>]) {
-    let mut out = Vec::new();
-    for line in lines {
-        let args: Vec<&str> = line.iter().map(String::as_str).collect();
-        encode(&args, &mut out);
-    }
-    conn.writer.write_all(&out).expect("send");
-    for _ in lines {
-        conn.read().expect("a reply");
-    }
-}
 
 /// Each server's CPU milliseconds per second of the window.
 fn window(servers: &[Server], secs: u64) -> Vec<f64> {
@@ -68,7 +54,7 @@ fn main() {
                     .to_vec()
             })
             .collect();
-        lines.chunks(1000).for_each(|c| pipelined(conn, c));
+        lines.chunks(1000).for_each(|c| pipeline(conn, c));
     }
     rows.push(("locks held", window(&servers, secs)));
 
@@ -84,7 +70,7 @@ fn main() {
                     .to_vec()
             })
             .collect();
-        lines.chunks(1000).for_each(|c| pipelined(conn, c));
+        lines.chunks(1000).for_each(|c| pipeline(conn, c));
     }
     rows.push(("leases coming due", window(&servers, secs)));
 

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
-use support::{Conn, Reply, Server, free_port, knob, launch, percentile, rlockd_binary};
+use support::{Conn, Reply, Server, free_port, knob, launch, percentile, pipeline, rlockd_binary};
 
 /// The probe's phases.
 const IDLE: u8 = 0;
@@ -51,19 +51,6 @@ fn probe(addr: SocketAddr, phase: Arc<AtomicU8>) -> [Vec<f64>; 2] {
 
 /// Commands per pipelined batch while filling.
 const BATCH: usize = 1000;
-
-/// Sends `commands` pipelined, then reads every reply.
-fn pipeline(conn: &mut Conn, commands: &[Vec<String>]) {
-    let mut out = Vec::new();
-    for c in commands {
-        let args: Vec<&str> = c.iter().map(String::as_str).collect();
-        support::encode(&args, &mut out);
-    }
-    std::io::Write::write_all(&mut conn.writer, &out).expect("send");
-    for _ in commands {
-        conn.read().expect("reply");
-    }
-}
 
 fn owned(args: &[&str]) -> Vec<String> {
     args.iter().map(|a| a.to_string()).collect()

@@ -228,6 +228,17 @@ fn judge_junit(target: &Target, output: &str) -> Result<String, String> {
 /// Runs one JUnit class of `tests/clients/java` against `count` servers
 /// set up as `setup`.
 fn redisson(test: &str, class: &str, setup: Setup, count: usize) {
+    redisson_prepared(test, class, setup, count, &|_| ());
+}
+
+/// `redisson`, with `prepare` run on the servers' ports before the class.
+fn redisson_prepared(
+    test: &str,
+    class: &str,
+    setup: Setup,
+    count: usize,
+    prepare: &dyn Fn(&[u16]),
+) {
     let classpath = match refserver::java_classpath() {
         Ok(cp) => cp,
         Err(why) => return skip(test, why),
@@ -235,6 +246,7 @@ fn redisson(test: &str, class: &str, setup: Setup, count: usize) {
     let java = find_tool("java", "RLOCKD_JAVA").expect("java was found before");
     let class = format!("rlockd.clients.{class}");
     let make = |target: &Target, ports: &[u16], control: u16| {
+        prepare(ports);
         let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
         let mut command = Command::new(&java);
         command
@@ -321,6 +333,53 @@ fn redisson_synchronizers() {
         "SynchronizerTest",
         one_server(),
         1,
+    );
+}
+
+/// Makes servers 1.. replicas of server 0 and waits until each synced.
+fn replicas_of_the_first(ports: &[u16]) {
+    let connect = |port: u16| {
+        redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .and_then(|c| c.get_connection())
+            .unwrap_or_else(|e| panic!("connect to {port}: {e}"))
+    };
+    let mut primary = connect(ports[0]);
+    redis::cmd("CONFIG")
+        .arg(&["SET", "repl-diskless-sync-delay", "0"])
+        .query::<()>(&mut primary)
+        .expect("CONFIG SET");
+    for &port in &ports[1..] {
+        let mut replica = connect(port);
+        redis::cmd("REPLICAOF")
+            .arg("127.0.0.1")
+            .arg(ports[0])
+            .query::<()>(&mut replica)
+            .expect("REPLICAOF");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query(&mut replica)
+                .expect("INFO");
+            if info.contains("master_link_status:up") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{port} did not sync:\n{info}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Redisson in master/slave mode over a primary and two replicas: its
+/// locks reach the replicas exactly, its WAIT is answered by their acks.
+#[test]
+fn redisson_master_slave() {
+    redisson_prepared(
+        "redisson_master_slave",
+        "MasterSlaveTest",
+        one_server(),
+        3,
+        &replicas_of_the_first,
     );
 }
 

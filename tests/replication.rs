@@ -9,7 +9,7 @@
 mod common;
 mod refserver;
 
-use common::blocking::{connect, q, q_err, rlockd};
+use common::blocking::{Running, connect, q, q_err, rlockd};
 
 use std::time::{Duration, Instant};
 
@@ -1050,4 +1050,277 @@ fn redis_cli_rdb_takes_a_snapshot_over_sync() {
         common::info_value(&after, "master_replid"),
         common::info_value(&before, "master_replid")
     );
+}
+
+// Replication ids that survive a restart (issue #30, item 3): the
+// snapshot file says where in a history it stands (`repl-id`,
+// `repl-offset`, `repl-stream-db`), as Redis 7.0's does.
+
+/// An rlockd on `port` (0: any) working in `dir`, with `extra` arguments.
+fn rlockd_in(dir: &common::TempDir, port: u16, extra: &[&str]) -> (Running, Connection) {
+    let port = port.to_string();
+    let mut args = vec!["--port", &port, "--dir", dir.arg()];
+    args.extend_from_slice(extra);
+    let (child, port) = common::spawn_binary(&args);
+    (Running::new(child), connect(port))
+}
+
+/// `SHUTDOWN` (with `how`'s words), then waits for the process to end.
+fn shut_down(server: &mut Running, con: &mut Connection, how: &[&str]) {
+    let mut c = redis::cmd("SHUTDOWN");
+    for word in how {
+        c.arg(*word);
+    }
+    // The server closes the connection rather than answer.
+    let _ = c.query::<Value>(con);
+    let status = server.0.wait().expect("the server ends");
+    assert!(
+        status.success(),
+        "SHUTDOWN ends the server cleanly: {status}"
+    );
+}
+
+/// A replica with `save` points is shut down (its snapshot saved),
+/// misses writes, and starts again from its file: it asks to continue
+/// the primary's history where the file stood, and does, with no new
+/// full sync.
+fn restarted_replica_continues(p: &mut Connection, primary_port: u16) {
+    fill(p);
+    let dir = common::TempDir::new(&format!("restarted-replica-{primary_port}"));
+    let port = primary_port.to_string();
+    let follow = ["--replicaof", "127.0.0.1", &port, "--save", "3600 1"];
+    let (mut server, mut r) = rlockd_in(&dir, 0, &follow);
+    full_sync_then_stream(p, &mut r);
+    q(p, &["SELECT", "5"]);
+    q(p, &["SET", "selected-before-the-restart", "1"]);
+    until_in_sync(p, &mut r);
+    let before = info(&mut r);
+    shut_down(&mut server, &mut r, &[]);
+
+    // The stream after the restart goes on in the database it had
+    // selected: the file says which.
+    q(p, &["SET", "while-down", "1"]);
+    q(p, &["SELECT", "0"]);
+    stream_writes(p, "while-down");
+    let (_server, mut r) = rlockd_in(&dir, 0, &follow);
+    assert_same_data(p, &mut r);
+    assert_eq!(sync_counts(p), (1, 1), "a partial resync, no new full one");
+    assert_eq!(
+        common::info_value(&info(&mut r), "master_replid"),
+        common::info_value(&before, "master_replid")
+    );
+}
+
+#[test]
+fn a_restarted_replica_of_redis_continues_from_its_snapshot() {
+    let Some((server, mut p)) = primary("restarted_replica_of_redis", None) else {
+        return;
+    };
+    restarted_replica_continues(&mut p, server.port());
+}
+
+#[test]
+fn a_restarted_replica_of_rlockd_continues_from_its_snapshot() {
+    let (_p, mut p) = rlockd(&["--repl-diskless-sync-delay", "0"]);
+    let port = port_of(&mut p);
+    restarted_replica_continues(&mut p, port);
+}
+
+/// A primary restarted from its snapshot keeps the history it saved as
+/// its second id: an rlockd replica and a redis-server one, which stood
+/// at the file's offset, continue under its new id.
+#[test]
+fn a_restarted_primary_keeps_its_replicas_history() {
+    let dir = common::TempDir::new("restarted-primary");
+    let port = refserver::free_port();
+    let args = ["--repl-diskless-sync-delay", "0"];
+    let (mut server, mut p) = rlockd_in(&dir, port, &args);
+    fill(&mut p);
+    let p_port = port.to_string();
+    let (_r1, r1) = rlockd(&["--replicaof", "127.0.0.1", &p_port]);
+    // Without redis-server, the rlockd replica alone.
+    let (_redis, r2) = redis_replica_of("restarted_primary", port).unzip();
+    let mut replicas: Vec<Connection> = std::iter::once(r1).chain(r2).collect();
+    for r in &mut replicas {
+        assert_same_data(&mut p, r);
+    }
+    let before = info(&mut p);
+    shut_down(&mut server, &mut p, &["SAVE"]);
+
+    let (_server, mut p) = rlockd_in(&dir, port, &args);
+    let after = info(&mut p);
+    assert_eq!(
+        common::info_value(&after, "master_replid2"),
+        common::info_value(&before, "master_replid")
+    );
+    assert_ne!(
+        common::info_value(&after, "master_replid"),
+        common::info_value(&before, "master_replid")
+    );
+    assert_eq!(
+        common::info_number(&after, "second_repl_offset"),
+        common::info_number(&before, "master_repl_offset") + 1
+    );
+    stream_writes(&mut p, "after-the-restart");
+    for r in &mut replicas {
+        assert_same_data(&mut p, r);
+    }
+    assert_eq!(
+        sync_counts(&mut p),
+        (0, replicas.len() as u64),
+        "each replica continued, none synced in full"
+    );
+}
+
+/// A redis-server replica of `primary_port` started from the snapshot in
+/// `dir`, on a free port: as Redis takes a file's history back only when
+/// it starts as a replica, with `--replicaof`.
+fn redis_replica_from(
+    bin: &std::path::Path,
+    dir: &common::TempDir,
+    primary_port: u16,
+) -> (Running, Connection) {
+    let port = refserver::free_port();
+    let child = std::process::Command::new(bin)
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--dir", dir.arg(), "--save", "", "--appendonly", "no"])
+        .args(["--replicaof", "127.0.0.1", &primary_port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("redis-server starts");
+    let server = Running::new(child);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(mut con) = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .and_then(|c| c.get_connection())
+            && redis::cmd("PING").query::<String>(&mut con).is_ok()
+        {
+            return (server, con);
+        }
+        assert!(Instant::now() < deadline, "redis-server did not answer");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The files go both ways: redis-server restarted as a replica from the
+/// snapshot an rlockd replica saved continues the primary's history, and
+/// rlockd from the one redis-server saved does too.
+#[test]
+fn restart_files_carry_the_history_between_redis_and_rlockd() {
+    let test = "restart_files_between_redis_and_rlockd";
+    let Some((server, mut p)) = primary(test, None) else {
+        return;
+    };
+    let bin = refserver::redis_server_path(test).expect("found before");
+    fill(&mut p);
+    let port = server.port();
+    let port_arg = port.to_string();
+    let written_by_rlockd = common::TempDir::new("written-by-rlockd");
+    let follow = ["--replicaof", "127.0.0.1", &port_arg];
+    let (mut rlockd_replica, mut r) = rlockd_in(&written_by_rlockd, 0, &follow);
+    full_sync_then_stream(&mut p, &mut r);
+    shut_down(&mut rlockd_replica, &mut r, &["SAVE"]);
+
+    stream_writes(&mut p, "redis-reads-rlockd");
+    let (mut redis_replica, mut r) = redis_replica_from(&bin, &written_by_rlockd, port);
+    assert_same_data(&mut p, &mut r);
+    assert_eq!(sync_counts(&mut p), (1, 1), "redis-server continued");
+    shut_down(&mut redis_replica, &mut r, &["SAVE"]);
+
+    stream_writes(&mut p, "rlockd-reads-redis");
+    let (_rlockd_again, mut r) = rlockd_in(&written_by_rlockd, 0, &follow);
+    assert_same_data(&mut p, &mut r);
+    assert_eq!(sync_counts(&mut p), (1, 2), "rlockd continued");
+}
+
+// The issue's scale: a full sync of 100k keys of every type.
+
+const SCALE_KEYS: usize = 100_000;
+
+/// `SCALE_KEYS` keys, every type in turn (small enough for the compact
+/// encodings, whose payloads do not depend on a hash table's order), a
+/// tenth of them with a deadline, sent pipelined.
+fn fill_at_scale(con: &mut Connection) {
+    for chunk in (0..SCALE_KEYS).collect::<Vec<_>>().chunks(2000) {
+        let mut pipe = redis::pipe();
+        for &i in chunk {
+            let key = format!("scale:{i}");
+            let n = i.to_string();
+            match i % 6 {
+                0 => pipe.cmd("SET").arg(&key).arg(format!("value-{n}")),
+                1 => pipe.cmd("HSET").arg(&key).arg(&["a", &n, "b", "text"]),
+                2 => pipe.cmd("RPUSH").arg(&key).arg(&["a", &n, "c"]),
+                3 => pipe.cmd("SADD").arg(&key).arg(&["1", &n, "300"]),
+                4 => pipe.cmd("ZADD").arg(&key).arg(&["1", "a", "2.5", &n]),
+                _ => pipe.cmd("XADD").arg(&key).arg(&["*", "f", &n]),
+            };
+            if i % 10 == 0 {
+                pipe.cmd("PEXPIRE").arg(&key).arg(3_600_000);
+            }
+        }
+        pipe.query::<()>(con).expect("the fill");
+    }
+}
+
+/// Every key of database 0 with its DUMP payload and deadline, read
+/// pipelined, sorted.
+fn keyspace_at_scale(con: &mut Connection) -> Vec<(String, Vec<u8>, i64)> {
+    let Value::Array(keys) = q(con, &["KEYS", "*"]) else {
+        panic!("KEYS answers an array")
+    };
+    let mut keys: Vec<String> = keys.into_iter().map(text).collect();
+    keys.sort();
+    let mut out = Vec::with_capacity(keys.len());
+    for chunk in keys.chunks(2000) {
+        let mut pipe = redis::pipe();
+        for key in chunk {
+            pipe.cmd("DUMP").arg(key).cmd("PEXPIRETIME").arg(key);
+        }
+        let replies: Vec<Value> = pipe.query(con).expect("DUMP and PEXPIRETIME");
+        for (key, pair) in chunk.iter().zip(replies.chunks(2)) {
+            let (Value::BulkString(payload), Value::Int(deadline)) = (&pair[0], &pair[1]) else {
+                panic!("{key}: {pair:?}")
+            };
+            out.push((key.clone(), payload.clone(), *deadline));
+        }
+    }
+    out
+}
+
+fn assert_same_at_scale(p: &mut Connection, r: &mut Connection) {
+    until_in_sync(p, r);
+    let (want, got) = (keyspace_at_scale(p), keyspace_at_scale(r));
+    assert!(want.len() >= SCALE_KEYS, "{} keys", want.len());
+    let differ: Vec<&String> = want
+        .iter()
+        .zip(&got)
+        .filter(|(w, g)| w != g)
+        .map(|(w, _)| &w.0)
+        .take(10)
+        .collect();
+    assert!(
+        want.len() == got.len() && differ.is_empty(),
+        "{} keys on the primary, {} on the replica; first that differ: {differ:?}",
+        want.len(),
+        got.len()
+    );
+}
+
+#[test]
+fn a_full_sync_of_100k_keys_of_every_type_both_ways() {
+    let Some((server, mut p)) = primary("full_sync_at_scale", None) else {
+        return;
+    };
+    fill_at_scale(&mut p);
+    let port = server.port().to_string();
+    let (_r, mut r) = rlockd(&["--replicaof", "127.0.0.1", &port]);
+    assert_same_at_scale(&mut p, &mut r);
+
+    // And from rlockd to a redis-server replica.
+    let (_p, mut p) = rlockd(&["--repl-diskless-sync-delay", "0"]);
+    fill_at_scale(&mut p);
+    let port = port_of(&mut p);
+    let (_server, mut r) =
+        redis_replica_of("full_sync_at_scale", port).expect("redis-server was found before");
+    assert_same_at_scale(&mut p, &mut r);
 }

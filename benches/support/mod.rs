@@ -184,30 +184,36 @@ pub fn launch(name: &'static str, program: &str, args: &[String]) -> Option<Serv
     None
 }
 
+/// A server's arguments for `port` with persistence off. A dump file
+/// another run left in the working directory would be loaded: the file is
+/// a temporary one (`{name}-{port}.rdb`) that is never written.
+pub fn transient_args(port: u16, name: &str) -> Vec<String> {
+    let dir = std::env::temp_dir().display().to_string();
+    [
+        "--port",
+        &port.to_string(),
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        &dir,
+        "--dbfilename",
+        &format!("{name}-{port}.rdb"),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
 pub fn start_servers() -> Vec<Server> {
     let mut servers = Vec::new();
     let redis = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
-    // A dump file another run left in the working directory would be
-    // loaded: point redis at a temporary one that is never written.
-    let dir = std::env::temp_dir().display().to_string();
-    let args = |port: u16| -> Vec<String> {
-        [
-            "--port",
-            &port.to_string(),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            &dir,
-            "--dbfilename",
-            &format!("rlockd-bench-{port}.rdb"),
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
-    };
-    match launch("redis", &redis, &args(free_port())) {
+    match launch(
+        "redis",
+        &redis,
+        &transient_args(free_port(), "rlockd-bench"),
+    ) {
         Some(s) => servers.push(s),
         None => println!("redis-server not available: printing rlockd's figures only"),
     }
@@ -386,6 +392,19 @@ impl Conn {
             }
             _ => return Err(io::Error::other(format!("bad reply line {body:?}"))),
         })
+    }
+}
+
+/// Sends `commands` pipelined, then reads every reply.
+pub fn pipeline(conn: &mut Conn, commands: &[Vec<String>]) {
+    let mut out = Vec::new();
+    for c in commands {
+        let args: Vec<&str> = c.iter().map(String::as_str).collect();
+        encode(&args, &mut out);
+    }
+    conn.writer.write_all(&out).expect("send");
+    for _ in commands {
+        conn.read().expect("reply");
     }
 }
 

@@ -69,6 +69,17 @@ pub struct History {
     pub second_offset: i64,
 }
 
+/// Where a snapshot file stands in a replication history: Redis 7.0's
+/// `repl-stream-db`, `repl-id` and `repl-offset` aux fields, which let a
+/// server restarted from the file continue that history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SavedPoint {
+    pub replid: String,
+    pub offset: i64,
+    /// The database the stream had selected at `offset`.
+    pub stream_db: usize,
+}
+
 /// No history before the last switch, as Redis prints it.
 const NO_REPLID: &str = "0000000000000000000000000000000000000000";
 
@@ -258,6 +269,49 @@ impl ReplicaState {
     pub fn resume_point(&self) -> Option<(String, i64)> {
         (self.synced.load(Ordering::Acquire) || self.backlog.is_active())
             .then(|| (self.history.lock().replid.clone(), self.offset() + 1))
+    }
+
+    /// Where a snapshot taken now at `offset` stands, or None when in no
+    /// history worth keeping, as Redis's `rdbPopulateSaveInfo` decides: a
+    /// primary's once it keeps a backlog (without one, any replica syncs
+    /// in full), a replica's once it holds data of its primary's history.
+    pub fn saved_point(&self, offset: i64) -> Option<SavedPoint> {
+        let replid = if self.is_replica() {
+            self.resume_point()?.0
+        } else if self.backlog.is_active() {
+            self.history.lock().replid.clone()
+        } else {
+            return None;
+        };
+        // A primary's capture has its stream select a database anew
+        // (`Backlog::sync_point`): 0 is as good as any, as in Redis.
+        let stream_db = if self.is_replica() {
+            self.stream_db()
+        } else {
+            0
+        };
+        Some(SavedPoint {
+            replid,
+            offset,
+            stream_db,
+        })
+    }
+
+    /// At start, the history of the snapshot file just loaded, as Redis
+    /// 7.0 takes it back: a replica continues it with its primary (`PSYNC
+    /// <id> <offset+1>`); a primary starts a new id with the file's as
+    /// `replid2`, and a backlog from the file's offset, so that replicas
+    /// that stood there continue.
+    pub fn restore(&self, point: SavedPoint) {
+        if self.is_replica() {
+            self.full_sync(point.replid, point.offset);
+            self.set_stream_db(point.stream_db);
+            return;
+        }
+        let mut history = self.history.lock();
+        history.replid2 = point.replid;
+        history.second_offset = point.offset + 1;
+        self.backlog.restart_at(point.offset);
     }
 
     /// A full sync's payload is coming: its size is not known yet.

@@ -16,6 +16,7 @@ use tokio::sync::Notify;
 
 use super::Shared;
 use super::job::JobRecord;
+use super::replica::SavedPoint;
 use crate::config::{Config, save_points};
 use crate::keyspace::snapshot::{Capture, CaptureOptions, Clocks, LoadedKey};
 use crate::persist::rdb::{FileReader, FileWriter, Item, RdbError};
@@ -255,6 +256,8 @@ struct Begun {
     capture: Arc<Capture>,
     functions: Vec<Bytes>,
     plan: Plan,
+    /// The replication history the file says it stands in.
+    point: Option<SavedPoint>,
 }
 
 fn library_codes(shared: &Shared) -> Vec<Bytes> {
@@ -263,10 +266,16 @@ fn library_codes(shared: &Shared) -> Vec<Bytes> {
 }
 
 /// Takes the point in time a snapshot holds; `write_rdb` writes it out,
-/// and must be called, as one capture runs at a time.
-fn begin(shared: &Shared) -> Begun {
+/// and must be called, as one capture runs at a time. An AOF's base says
+/// nothing of replication, as in Redis 7.0; other files say where in its
+/// history they stand. On a replica the caller holds the link between
+/// two of its primary's commands, so that the offset and the data agree.
+fn begin(shared: &Shared, aof_base: bool) -> Begun {
     let plan = plan(shared);
     let capture = shared.keyspace.begin_capture(plan.options);
+    let point = (!aof_base)
+        .then(|| shared.replica.saved_point(capture.repl_offset))
+        .flatten();
     *shared.snapshots.current.lock() = Some(capture.clone());
     // Read after the keys' instant: a FUNCTION LOAD or DELETE between the
     // two is in the file and also after the replication offset it marks,
@@ -277,7 +286,21 @@ fn begin(shared: &Shared) -> Begun {
         capture,
         functions,
         plan,
+        point,
     }
+}
+
+/// `begin`, for `dump.rdb`, between two of a primary's commands. The
+/// link holds its side only while it applies one, never across a wait,
+/// so this waits a moment at most, on any thread.
+fn begin_between_commands(shared: &Shared) -> Begun {
+    let _between = loop {
+        match shared.replica.apply_gate.try_write() {
+            Ok(held) => break held,
+            Err(_) => std::thread::yield_now(),
+        }
+    };
+    begin(shared, false)
 }
 
 /// Writes the RDB `begun` captured to `sink` as it is encoded, a few
@@ -292,7 +315,12 @@ fn write_rdb<W: Write>(
     sink: W,
     aof_base: bool,
 ) -> std::io::Result<W> {
-    let written = match open_file(&begun.plan, &begun.functions, sink, aof_base) {
+    let header = Header {
+        functions: &begun.functions,
+        point: begun.point.as_ref(),
+        aof_base,
+    };
+    let written = match open_file(&begun.plan, &header, sink) {
         Ok(mut file) => shared
             .keyspace
             .end_capture(&begun.capture, &mut file)
@@ -313,12 +341,18 @@ fn write_rdb<W: Write>(
     written
 }
 
+/// What a file says before its first database.
+struct Header<'a> {
+    functions: &'a [Bytes],
+    point: Option<&'a SavedPoint>,
+    aof_base: bool,
+}
+
 /// A file's header as Redis 7.0 writes it, up to its first database.
 fn open_file<W: Write>(
     plan: &Plan,
-    functions: &[Bytes],
+    header: &Header<'_>,
     sink: W,
-    aof_base: bool,
 ) -> std::io::Result<FileWriter<W>> {
     let mut file = FileWriter::new(sink, plan.options.compress)?;
     file.aux("redis-ver", crate::protocol::REDIS_VERSION.as_bytes())?;
@@ -329,12 +363,22 @@ fn open_file<W: Write>(
     file.aux("ctime", now.to_string().as_bytes())?;
     let used = crate::util::alloc::memory_now().used;
     file.aux("used-mem", used.to_string().as_bytes())?;
-    file.aux("aof-base", if aof_base { b"1" } else { b"0" })?;
-    for code in functions {
+    if let Some(point) = header.point {
+        file.aux(REPL_STREAM_DB, point.stream_db.to_string().as_bytes())?;
+        file.aux(REPL_ID, point.replid.as_bytes())?;
+        file.aux(REPL_OFFSET, point.offset.to_string().as_bytes())?;
+    }
+    file.aux("aof-base", if header.aof_base { b"1" } else { b"0" })?;
+    for code in header.functions {
         file.function(code)?;
     }
     Ok(file)
 }
+
+/// The aux fields of a file's replication history.
+const REPL_STREAM_DB: &str = "repl-stream-db";
+const REPL_ID: &str = "repl-id";
+const REPL_OFFSET: &str = "repl-offset";
 
 /// Writes what `begun` captured as `dump.rdb`; false if a FLUSHALL
 /// meanwhile made it stale.
@@ -376,7 +420,7 @@ pub fn rdb_now<W: Write>(shared: &Shared, sink: W, aof_base: bool) -> std::io::R
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     state.rewrite_waits.store(false, Ordering::Release);
-    let begun = begin(shared);
+    let begun = begin(shared, aof_base);
     let offset = begun.capture.repl_offset;
     let written = write_rdb(shared, &begun, sink, aof_base);
     state.running.store(false, Ordering::Release);
@@ -389,7 +433,7 @@ pub fn save(shared: &Shared) -> Result<(), SaveError> {
         return Err(SaveError::InProgress);
     }
     shared.snapshots.cancelled.store(false, Ordering::Release);
-    let begun = begin(shared);
+    let begun = begin_between_commands(shared);
     let result = finish(shared, begun);
     shared.snapshots.running.store(false, Ordering::Release);
     match result {
@@ -422,7 +466,7 @@ pub fn background_save(shared: &Shared) -> Result<(), SaveError> {
         .store((shared.now_ms() / 1000) as i64, Ordering::Relaxed);
     state.job.start();
     state.started.fetch_add(1, Ordering::Relaxed);
-    let begun = begin(shared);
+    let begun = begin_between_commands(shared);
     *state.pending.lock() = Some(begun);
     state.asked.notify_one();
     tracing::info!("Background saving started by pid {}", std::process::id());
@@ -473,8 +517,17 @@ pub fn save_flushed(shared: &Shared, dirty: u64) -> std::io::Result<()> {
     state.cancelled.store(true, Ordering::Release);
     let plan = plan(shared);
     let functions = library_codes(shared);
+    // The offset as the flush finds it (Redis saves before it propagates
+    // the flush): a server restarted from here may get the flush again,
+    // to the same end.
+    let point = shared.replica.saved_point(shared.replica.offset());
+    let header = Header {
+        functions: &functions,
+        point: point.as_ref(),
+        aof_base: false,
+    };
     crate::persist::write_atomically(&plan.path, |out| {
-        open_file(&plan, &functions, out, false)?.finish(plan.checksum)?;
+        open_file(&plan, &header, out)?.finish(plan.checksum)?;
         Ok(true)
     })?;
     state
@@ -598,36 +651,43 @@ impl From<RdbError> for LoadError {
     }
 }
 
-/// Loads `dump.rdb` if it exists; false if there is none. Its libraries
+/// Loads `dump.rdb` if it exists; None if there is none, else where the
+/// file stands in a replication history, if it says. Its libraries
 /// replace those of the same names when `merge` (DEBUG RELOAD MERGE),
 /// else such a name is an error; its keys replace any of theirs.
-pub fn load_file(shared: &Shared, merge: bool) -> Result<bool, LoadError> {
+pub fn load_file(shared: &Shared, merge: bool) -> Result<Option<Option<SavedPoint>>, LoadError> {
     let (path, verify) = {
         let config = shared.config.read();
         (rdb_path(&config), config.rdbchecksum)
     };
     let data = match std::fs::read(&path) {
         Ok(data) => data,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(LoadError::Io(e)),
     };
-    load_data(shared, &data, verify, merge)?;
-    Ok(true)
+    load_data(shared, &data, verify, merge).map(Some)
 }
 
 /// Loads a whole file's bytes (from disk, or a primary's full sync),
-/// logging as Redis does.
-pub fn load_data(shared: &Shared, data: &[u8], verify: bool, merge: bool) -> Result<(), LoadError> {
+/// logging as Redis does; where it stands in a replication history, if
+/// it says.
+pub fn load_data(
+    shared: &Shared,
+    data: &[u8],
+    verify: bool,
+    merge: bool,
+) -> Result<Option<SavedPoint>, LoadError> {
     let started = Instant::now();
     shared.keyspace.set_loading(true);
     let loaded = load_bytes(shared, data, verify, merge);
     shared.keyspace.set_loading(false);
-    loaded?.log(&shared.snapshots);
+    let counts = loaded?;
+    counts.log(&shared.snapshots);
     tracing::info!(
         "DB loaded from disk: {:.3} seconds",
         started.elapsed().as_secs_f64()
     );
-    Ok(())
+    Ok(counts.point.complete(shared.keyspace.databases()))
 }
 
 /// Keys loaded per hold of their shards.
@@ -650,6 +710,44 @@ struct Counts {
     empty: u64,
     /// The bytes the RDB took (an AOF's commands may follow).
     length: usize,
+    point: PointFields,
+}
+
+/// The replication aux fields a file holds, as read.
+#[derive(Default)]
+struct PointFields {
+    replid: Option<String>,
+    offset: Option<i64>,
+    stream_db: Option<i64>,
+}
+
+impl PointFields {
+    /// Takes one aux field if it is one of these; as Redis, an id of
+    /// another length than 40 is ignored.
+    fn take(&mut self, name: &[u8], value: &[u8]) {
+        let number = || std::str::from_utf8(value).ok()?.parse::<i64>().ok();
+        match std::str::from_utf8(name) {
+            Ok(REPL_ID) if value.len() == 40 => {
+                self.replid = Some(String::from_utf8_lossy(value).into_owned())
+            }
+            Ok(REPL_OFFSET) => self.offset = number(),
+            Ok(REPL_STREAM_DB) => self.stream_db = number(),
+            _ => {}
+        }
+    }
+
+    /// The point, when the file gave all of it, sane: Redis takes one
+    /// back only with an id, an offset and a database.
+    fn complete(self, databases: usize) -> Option<SavedPoint> {
+        let stream_db = usize::try_from(self.stream_db?)
+            .ok()
+            .filter(|&db| db < databases)?;
+        Some(SavedPoint {
+            replid: self.replid?,
+            offset: self.offset.filter(|&o| o >= 0)?,
+            stream_db,
+        })
+    }
 }
 
 impl Counts {
@@ -694,6 +792,7 @@ fn load_bytes(
     let databases = shared.keyspace.databases() as u64;
     let heap = shared.config.read().lua_heap_limit as usize;
     let (mut db, mut read, mut expired, mut empty) = (0, 0, 0, 0);
+    let mut point = PointFields::default();
     let mut batch = Vec::with_capacity(LOAD_BATCH);
     loop {
         let at = reader.decoder().pos();
@@ -705,6 +804,7 @@ fn load_bytes(
                         String::from_utf8_lossy(&value)
                     );
                 }
+                point.take(&name, &value);
             }
             Item::SelectDb(n) => {
                 if n >= databases {
@@ -764,6 +864,7 @@ fn load_bytes(
         expired,
         empty,
         length,
+        point,
     })
 }
 

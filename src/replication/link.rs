@@ -408,7 +408,8 @@ async fn load(shared: &Arc<Shared>, data: Vec<u8>) -> LinkResult<()> {
             );
             let _ = std::fs::remove_file(&file);
         }
-        loaded.map_err(LinkError::Load)
+        // The primary's history is the one PSYNC named, not the file's.
+        loaded.map(drop).map_err(LinkError::Load)
     })
     .await
     .map_err(|e| LinkError::Protocol(e.to_string()))?
@@ -433,17 +434,14 @@ async fn apply_stream(
                 .next_request_framed(&mut conn.buf, true)
                 .map_err(|e| LinkError::Protocol(e.message()))?;
             let Some((frame, args)) = request else { break };
-            let _applying = state.apply_gate.read().await;
             if is_getack(&args) {
                 conn.ack(state.offset()).await?;
+                // It changes no data: a capture on either side of it
+                // agrees with its offset.
+                state.backlog.feed(&frame);
             } else {
-                apply(shared, client, &args).await;
-                state.set_stream_db(client.db);
+                apply(shared, client, &args, &frame).await;
             }
-            // The command goes on into this server's own stream, as it
-            // came, for replicas of it. (A primary sends no empty
-            // requests, which the parser would skip uncounted.)
-            state.backlog.feed(&frame);
         }
         tokio::select! {
             filled = conn.fill() => {
@@ -465,16 +463,27 @@ fn is_getack(args: &[Bytes]) -> bool {
         if name.eq_ignore_ascii_case(b"replconf") && sub.eq_ignore_ascii_case(b"getack"))
 }
 
-/// Runs one of the primary's commands; its reply goes nowhere. A busy
+/// Runs one of the primary's commands (its reply goes nowhere), then
+/// passes it on into this server's own stream, as it came, for replicas
+/// of it (a primary sends no empty requests, which the parser would skip
+/// uncounted). Both happen under the apply gate, which is never held
+/// across a wait, so a snapshot waits for one command at most. A busy
 /// script holds the command back rather than losing it, as Redis's busy
 /// event loop holds the primary's input.
-async fn apply(shared: &Shared, client: &mut Client, args: &[Bytes]) {
+async fn apply(shared: &Shared, client: &mut Client, args: &[Bytes], frame: &[u8]) {
+    let state = &shared.replica;
     loop {
+        let applying = state.apply_gate.read().await;
         match dispatch(shared, client, args) {
             Reply::Error(e) if e.code() == "BUSY" => {
+                drop(applying);
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
-            _ => return,
+            _ => {
+                state.set_stream_db(client.db);
+                state.backlog.feed(frame);
+                return;
+            }
         }
     }
 }

@@ -375,10 +375,15 @@ impl ServerBuilder {
         if from_snapshot {
             let loaded = snapshot::load_file(&shared, false);
             shared.snapshots.set_loading(false);
-            loaded.map_err(|e| {
+            let point = loaded.map_err(|e| {
                 tracing::warn!("{e}");
                 io::Error::other(e.to_string())
             })?;
+            // As Redis 7.0, from the snapshot only: an AOF's base says
+            // nothing of replication.
+            if let Some(Some(point)) = point {
+                shared.replica.restore(point);
+            }
         }
         shared
             .persistence
