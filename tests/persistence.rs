@@ -393,6 +393,7 @@ fn the_file_outgrowing_its_base_is_rewritten_by_itself() {
         "--dir",
         dir.arg(),
     ]);
+    let child = KillOnDrop(Some(child));
     let mut con = connect(port);
     let _: () = redis::cmd("CONFIG")
         .arg("SET")
@@ -421,7 +422,7 @@ fn the_file_outgrowing_its_base_is_rewritten_by_itself() {
         std::thread::sleep(Duration::from_millis(20));
     }
     wait_rewrite(&mut con);
-    kill9(child);
+    drop(child);
 }
 
 #[test]
@@ -865,6 +866,9 @@ fn raw_reply(port: u16, inline: &str) -> String {
 #[test]
 fn the_restart_grace_refuses_writes_until_it_ends() {
     const GRACE_MS: u64 = 5_000;
+    // Before the spawn: the grace starts once the (empty) data is loaded,
+    // before the server says it is ready.
+    let started = Instant::now();
     let (child, port) = common::spawn_binary(&[
         "--port",
         "0",
@@ -873,7 +877,6 @@ fn the_restart_grace_refuses_writes_until_it_ends() {
         "--lock-restart-grace-ms",
         &GRACE_MS.to_string(),
     ]);
-    let started = Instant::now();
     // Stopped even when an assertion fails, so the test run ends.
     let child = KillOnDrop(Some(child));
     let mut con = connect(port);
