@@ -1324,3 +1324,157 @@ fn a_full_sync_of_100k_keys_of_every_type_both_ways() {
         redis_replica_of("full_sync_at_scale", port).expect("redis-server was found before");
     assert_same_at_scale(&mut p, &mut r);
 }
+
+// One full sync for several replicas (issue #30, the streamed sync): the
+// snapshot is taken once and streamed to every replica that asked within
+// the delay, as Redis 7.0 does.
+
+/// How many snapshots for replicas the log at `path` tells of.
+fn syncs_started(path: &std::path::Path) -> usize {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .matches("Starting BGSAVE for SYNC with target: replicas sockets")
+        .count()
+}
+
+/// Each `slaveN` line's `state=`, in INFO replication.
+fn replica_states(primary: &mut Connection) -> Vec<String> {
+    info(primary)
+        .lines()
+        .filter(|l| l.starts_with("slave") && l.contains("state="))
+        .filter_map(|l| {
+            l.split("state=")
+                .nth(1)?
+                .split(',')
+                .next()
+                .map(String::from)
+        })
+        .collect()
+}
+
+#[test]
+fn replicas_within_the_delay_share_one_streamed_snapshot() {
+    let dir = common::TempDir::new("shared-sync");
+    let log = dir.file("primary.log");
+    // A delay far longer than the test waits: the transfer starts because
+    // `repl-diskless-sync-max-replicas` replicas wait.
+    let (_p, mut p) = rlockd_in(
+        &dir,
+        0,
+        &[
+            "--repl-diskless-sync-delay",
+            "60",
+            "--repl-diskless-sync-max-replicas",
+            "3",
+            "--logfile",
+            log.to_str().unwrap(),
+            "--enable-debug-command",
+            "yes",
+        ],
+    );
+    fill(&mut p);
+    q(&mut p, &["DEBUG", "POPULATE", "3000", "bulk", "100"]);
+    let port = port_of(&mut p);
+    let arg = port.to_string();
+    let mut replicas = Vec::new();
+    let mut redis = None;
+    writing_while(port, || {
+        let (r1, c1) = rlockd(&["--replicaof", "127.0.0.1", &arg]);
+        let (r2, c2) = rlockd(&["--replicaof", "127.0.0.1", &arg]);
+        // Two wait, which is not enough to start.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while replica_states(&mut p).len() < 2 {
+            assert!(Instant::now() < deadline, "{}", info(&mut p));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(replica_states(&mut p), ["wait_bgsave", "wait_bgsave"]);
+        assert_eq!(syncs_started(&log), 0, "no snapshot before the third");
+        replicas.extend([(r1, c1), (r2, c2)]);
+        redis = redis_replica_of("replicas_share_one_snapshot", port);
+        if redis.is_none() {
+            // Without redis-server, a third rlockd.
+            replicas.push(rlockd(&["--replicaof", "127.0.0.1", &arg]));
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while replica_states(&mut p) != ["online", "online", "online"] {
+            assert!(Instant::now() < deadline, "{}", info(&mut p));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    assert_eq!(syncs_started(&log), 1, "one snapshot for the three");
+    assert_eq!(sync_counts(&mut p), (3, 0));
+    stream_writes(&mut p, "after");
+    for (_, r) in &mut replicas {
+        assert_same_data(&mut p, r);
+    }
+    if let Some((_, r)) = &mut redis {
+        assert_same_data(&mut p, r);
+    }
+}
+
+/// The primary's resident memory, from /proc.
+fn rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS");
+    kb * 1024
+}
+
+#[test]
+fn a_streamed_sync_does_not_hold_the_image_in_memory() {
+    let (p_server, mut p) = rlockd(&[
+        "--repl-diskless-sync-delay",
+        "0",
+        "--rdbcompression",
+        "no",
+        "--enable-debug-command",
+        "yes",
+    ]);
+    // 64 MB of values, incompressible as the file is not compressed.
+    const KEYS: u64 = 200_000;
+    const SIZE: u64 = 320;
+    q(
+        &mut p,
+        &[
+            "DEBUG",
+            "POPULATE",
+            &KEYS.to_string(),
+            "big",
+            &SIZE.to_string(),
+        ],
+    );
+    let pid = p_server.0.id();
+    let before = rss_bytes(pid);
+    let port = port_of(&mut p).to_string();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut peak = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                peak = peak.max(rss_bytes(pid));
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            peak
+        })
+    };
+    let (_r, mut r) = rlockd(&["--replicaof", "127.0.0.1", &port]);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while common::info_value(&info(&mut r), "master_link_status") != "up" {
+        assert!(Instant::now() < deadline, "the replica never synced");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let peak = sampler.join().expect("the sampler");
+    assert_eq!(q(&mut r, &["DBSIZE"]), Value::Int(KEYS as i64));
+    let image = KEYS * SIZE;
+    let grown = peak.saturating_sub(before);
+    assert!(
+        grown < image / 4,
+        "the primary grew by {grown} bytes for an image of over {image}"
+    );
+}

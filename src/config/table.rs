@@ -851,6 +851,13 @@ directives! {
         parse: |v| parse_int(v, 0),
         change: Runtime,
     }
+    /// A diskless full sync starts before its delay ends once this many
+    /// replicas wait for it (0: only the delay counts).
+    "repl-diskless-sync-max-replicas" => repl_diskless_sync_max_replicas: i64 {
+        default: 0,
+        parse: |v| parse_int(v, 0),
+        change: Runtime,
+    }
     /// Seconds between the PINGs a primary sends its replicas.
     "repl-ping-replica-period" | "repl-ping-slave-period" => repl_ping_replica_period: i64 {
         default: 10,

@@ -290,7 +290,8 @@ fn begin(shared: &Shared, aof_base: bool) -> Begun {
     }
 }
 
-/// `begin`, for `dump.rdb`, between two of a primary's commands. The
+/// `begin`, for `dump.rdb` or a replica's full sync, between two of a
+/// primary's commands. The
 /// link holds its side only while it applies one, never across a wait,
 /// so this waits a moment at most, on any thread.
 fn begin_between_commands(shared: &Shared) -> Begun {
@@ -307,7 +308,7 @@ fn begin_between_commands(shared: &Shared) -> Begun {
 /// dozen keys at a time (see `keyspace::snapshot`), and ends the capture
 /// (`aof_base`: as the base of an AOF, which says so in an aux field).
 /// Every snapshot leaves the server this way: `dump.rdb` (SAVE, BGSAVE),
-/// and through `rdb_now` an AOF's base or a replica's full sync. Gives
+/// an AOF's base (`rdb_now`), a replica's full sync (`SaveClaim`). Gives
 /// the sink back, flushed.
 fn write_rdb<W: Write>(
     shared: &Shared,
@@ -400,31 +401,78 @@ fn finish(shared: &Shared, begun: Begun) -> std::io::Result<bool> {
     Ok(written)
 }
 
-/// A replica's full sync: the dataset as of now, as an RDB, and the
-/// replication offset that moment stands at (the replica's stream starts
-/// after it).
-pub fn sync_image(shared: &Shared) -> std::io::Result<(Vec<u8>, i64)> {
-    rdb_now(shared, Vec::new(), false)
-}
-
 /// The dataset as of now, as an RDB streamed to `sink` while clients go
 /// on: an AOF rewrite's base (`aof_base`, with `aof-use-rdb-preamble
-/// yes`), or a replica's full sync. Waits for a save under way, as one
-/// capture runs at a time. Gives the sink back, flushed, with the
-/// replication offset of that moment.
+/// yes`). Waits for a save under way, as one capture runs at a time.
+/// Gives the sink back, flushed, with the replication offset of that
+/// moment.
 pub fn rdb_now<W: Write>(shared: &Shared, sink: W, aof_base: bool) -> std::io::Result<(W, i64)> {
-    let state = &shared.snapshots;
-    while !state.claim() {
-        // A rewrite behind a BGSAVE is scheduled, in INFO's words.
-        state.rewrite_waits.store(aof_base, Ordering::Release);
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    state.rewrite_waits.store(false, Ordering::Release);
+    let _claim = SaveClaim::wait(shared, aof_base);
     let begun = begin(shared, aof_base);
     let offset = begun.capture.repl_offset;
-    let written = write_rdb(shared, &begun, sink, aof_base);
-    state.running.store(false, Ordering::Release);
-    written.map(|sink| (sink, offset))
+    write_rdb(shared, &begun, sink, aof_base).map(|sink| (sink, offset))
+}
+
+/// The right to save, held until dropped: one capture runs at a time.
+pub struct SaveClaim<'s> {
+    shared: &'s Shared,
+}
+
+impl<'s> SaveClaim<'s> {
+    /// Waits for the save under way, if any (`rewrite`: an AOF rewrite
+    /// waits, which INFO calls scheduled).
+    pub fn wait(shared: &'s Shared, rewrite: bool) -> SaveClaim<'s> {
+        let state = &shared.snapshots;
+        while !state.claim() {
+            state.rewrite_waits.store(rewrite, Ordering::Release);
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        state.rewrite_waits.store(false, Ordering::Release);
+        SaveClaim { shared }
+    }
+
+    /// A diskless full sync: the snapshot as of now, between two of this
+    /// server's own primary's commands if it is a replica, streamed to the
+    /// sink `open` makes once the capture's offset is known (replicas are
+    /// told it before the bytes). Gives the sink back, flushed.
+    pub fn stream_to<W: Write>(
+        &self,
+        open: impl FnOnce(i64) -> std::io::Result<W>,
+    ) -> std::io::Result<W> {
+        let begun = begin_between_commands(self.shared);
+        match open(begun.capture.repl_offset) {
+            Ok(sink) => write_rdb(self.shared, &begun, sink, false),
+            Err(e) => {
+                self.shared.keyspace.abandon_capture();
+                *self.shared.snapshots.current.lock() = None;
+                Err(e)
+            }
+        }
+    }
+
+    /// A disk-backed full sync: the snapshot as of now saved as
+    /// `dump.rdb`, as BGSAVE saves it (and counted as one); `begun` hears
+    /// its offset first. The file's path once written; None if a FLUSHALL
+    /// meanwhile made it stale. While the claim is held no other save
+    /// replaces the file.
+    pub fn save_file(&self, begun: impl FnOnce(i64)) -> std::io::Result<Option<PathBuf>> {
+        start_background(self.shared);
+        let capture = begin_between_commands(self.shared);
+        begun(capture.capture.repl_offset);
+        let path = capture.plan.path.clone();
+        let result = finish(self.shared, capture);
+        finished_in_background(self.shared, &result);
+        result.map(|written| written.then_some(path))
+    }
+}
+
+impl Drop for SaveClaim<'_> {
+    fn drop(&mut self) {
+        self.shared
+            .snapshots
+            .running
+            .store(false, Ordering::Release);
+    }
 }
 
 /// SAVE (and the save at shutdown): the file written before it returns.
@@ -460,12 +508,7 @@ pub fn background_save(shared: &Shared) -> Result<(), SaveError> {
         return Err(SaveError::InProgress);
     }
     state.scheduled.store(false, Ordering::Release);
-    state.cancelled.store(false, Ordering::Release);
-    state
-        .last_try
-        .store((shared.now_ms() / 1000) as i64, Ordering::Relaxed);
-    state.job.start();
-    state.started.fetch_add(1, Ordering::Relaxed);
+    start_background(shared);
     let begun = begin_between_commands(shared);
     *state.pending.lock() = Some(begun);
     state.asked.notify_one();
@@ -483,18 +526,8 @@ pub fn finish_in_background(shared: &Arc<Shared>) {
         .name("rlockd-bgsave".into())
         .spawn(move || {
             let result = finish(&worker, begun);
-            let state = &worker.snapshots;
-            match &result {
-                Ok(true) => {
-                    tracing::info!("DB saved on disk");
-                    tracing::info!("Background saving terminated with success");
-                }
-                Ok(false) => tracing::warn!("Background saving terminated by signal 10"),
-                Err(e) => tracing::warn!("Background saving error: {e}"),
-            }
-            state.job.end(result.is_ok());
-            worker.guard.set_save_failed(result.is_err());
-            state.running.store(false, Ordering::Release);
+            finished_in_background(&worker, &result);
+            worker.snapshots.running.store(false, Ordering::Release);
         });
     if let Err(e) = spawned {
         tracing::warn!("Can't save in background: {e}");
@@ -505,6 +538,32 @@ pub fn finish_in_background(shared: &Arc<Shared>) {
         shared.guard.set_save_failed(true);
         shared.snapshots.running.store(false, Ordering::Release);
     }
+}
+
+/// Records a background save's start (`rdb_saves`, INFO's timings).
+fn start_background(shared: &Shared) {
+    let state = &shared.snapshots;
+    state.cancelled.store(false, Ordering::Release);
+    state
+        .last_try
+        .store((shared.now_ms() / 1000) as i64, Ordering::Relaxed);
+    state.job.start();
+    state.started.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Logs and records how a background save (BGSAVE's, or a disk-backed
+/// full sync's) ended.
+fn finished_in_background(shared: &Shared, result: &std::io::Result<bool>) {
+    match result {
+        Ok(true) => {
+            tracing::info!("DB saved on disk");
+            tracing::info!("Background saving terminated with success");
+        }
+        Ok(false) => tracing::warn!("Background saving terminated by signal 10"),
+        Err(e) => tracing::warn!("Background saving error: {e}"),
+    }
+    shared.snapshots.job.end(result.is_ok());
+    shared.guard.set_save_failed(result.is_err());
 }
 
 /// FLUSHALL with `save` points: the file made empty of keys at once
