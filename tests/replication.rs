@@ -1478,3 +1478,64 @@ fn a_streamed_sync_does_not_hold_the_image_in_memory() {
         "the primary grew by {grown} bytes for an image of over {image}"
     );
 }
+
+#[test]
+fn diskless_load_swapdb_serves_the_old_data_until_the_swap() {
+    let (_old, mut old) = rlockd(&["--repl-diskless-sync-delay", "0"]);
+    q(&mut old, &["SET", "old-key", "old"]);
+    let old_port = port_of(&mut old).to_string();
+    let (_r, mut r) = rlockd(&[
+        "--replicaof",
+        "127.0.0.1",
+        &old_port,
+        "--repl-diskless-load",
+        "swapdb",
+    ]);
+    until_in_sync(&mut old, &mut r);
+    assert_eq!(text(q(&mut r, &["GET", "old-key"])), "old");
+
+    // Another primary, with data enough for its load to take a while: a
+    // full sync, during which the replica answers from the old data.
+    const KEYS: i64 = 300_000;
+    let (_new, mut new) = rlockd(&[
+        "--repl-diskless-sync-delay",
+        "0",
+        "--enable-debug-command",
+        "yes",
+    ]);
+    q(
+        &mut new,
+        &["DEBUG", "POPULATE", &KEYS.to_string(), "new", "20"],
+    );
+    let new_port = port_of(&mut new).to_string();
+    q(&mut r, &["REPLICAOF", "127.0.0.1", &new_port]);
+    let (mut served_old_while_loading, mut stale_reads) = (false, 0);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let loading = text(q(&mut r, &["INFO", "persistence"]));
+        let value = q(&mut r, &["GET", "old-key"]);
+        if value == Value::Nil {
+            break;
+        }
+        assert_eq!(text(value), "old", "the old data, not -LOADING");
+        stale_reads += 1;
+        if common::info_value(&loading, "async_loading") == "1" {
+            assert_eq!(common::info_value(&loading, "loading"), "0");
+            served_old_while_loading = true;
+        }
+        assert!(Instant::now() < deadline, "the new data never came");
+    }
+    assert!(
+        served_old_while_loading,
+        "no read landed during the load ({stale_reads} reads of the old data)"
+    );
+    assert_eq!(q(&mut r, &["DBSIZE"]), Value::Int(KEYS));
+    assert_eq!(
+        common::info_value(&text(q(&mut r, &["INFO", "persistence"])), "async_loading"),
+        "0"
+    );
+    until_in_sync(&mut new, &mut r);
+    q(&mut new, &["SET", "after-the-swap", "1"]);
+    until_in_sync(&mut new, &mut r);
+    assert_eq!(text(q(&mut r, &["GET", "after-the-swap"])), "1");
+}

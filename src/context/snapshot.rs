@@ -18,8 +18,10 @@ use super::Shared;
 use super::job::JobRecord;
 use super::replica::SavedPoint;
 use crate::config::{Config, save_points};
+use crate::keyspace::Keyspace;
 use crate::keyspace::snapshot::{Capture, CaptureOptions, Clocks, LoadedKey};
 use crate::persist::rdb::{FileReader, FileWriter, Item, RdbError};
+use crate::scripting::functions::Library;
 
 /// How long a failed background save waits before the schedule tries
 /// again (Redis's `CONFIG_BGSAVE_RETRY_DELAY`).
@@ -54,6 +56,9 @@ pub struct Snapshots {
     /// Set while `dump.rdb` loads at start: commands without the LOADING
     /// flag are refused.
     loading: AtomicBool,
+    /// Set while a replica loads its primary's snapshot aside, serving
+    /// the old data (`repl-diskless-load swapdb`).
+    async_loading: AtomicBool,
     /// FLUSHALL while a BGSAVE runs: its file, older than the flush, is
     /// not written (Redis kills the child).
     cancelled: AtomicBool,
@@ -98,6 +103,7 @@ impl Snapshots {
             asked: Notify::new(),
             cancelled: AtomicBool::new(false),
             loading: AtomicBool::new(false),
+            async_loading: AtomicBool::new(false),
             current: Mutex::new(None),
             started: AtomicU64::new(0),
             last_aside: AtomicU64::new(0),
@@ -180,6 +186,11 @@ impl Snapshots {
 
     pub fn loading(&self) -> bool {
         self.loading.load(Ordering::Acquire)
+    }
+
+    /// INFO's `async_loading`.
+    pub fn async_loading(&self) -> bool {
+        self.async_loading.load(Ordering::Acquire)
     }
 
     pub fn set_loading(&self, on: bool) {
@@ -738,7 +749,7 @@ pub fn load_data(
 ) -> Result<Option<SavedPoint>, LoadError> {
     let started = Instant::now();
     shared.keyspace.set_loading(true);
-    let loaded = load_bytes(shared, data, verify, merge);
+    let loaded = load_bytes(shared, &mut Dest::live(shared), data, verify, merge);
     shared.keyspace.set_loading(false);
     let counts = loaded?;
     counts.log(&shared.snapshots);
@@ -749,12 +760,79 @@ pub fn load_data(
     Ok(counts.point.complete(shared.keyspace.databases()))
 }
 
+/// Where a load puts what it reads: the keyspace itself, or one aside
+/// (`repl-diskless-load swapdb`) with the libraries kept beside it.
+struct Dest<'k> {
+    keys: &'k Keyspace,
+    /// Staged: the libraries read, added at the swap; None: added as read.
+    libraries: Option<Vec<Library>>,
+}
+
+impl<'k> Dest<'k> {
+    fn live(shared: &'k Shared) -> Dest<'k> {
+        Dest {
+            keys: &shared.keyspace,
+            libraries: None,
+        }
+    }
+}
+
+fn add_libraries(shared: &Shared, libraries: Vec<Library>, merge: bool) -> Result<(), LoadError> {
+    shared
+        .scripts
+        .libraries
+        .write()
+        .add(libraries, merge)
+        .map_err(|_| LoadError::Function("a library or function that exists already".into()))
+}
+
+/// `repl-diskless-load swapdb`: a primary's snapshot is loaded aside
+/// while clients go on with the old data (INFO's `async_loading`), then
+/// swapped in at once, as Redis 7.0 does; the old data is dropped after.
+pub fn load_swapping(shared: &Shared, data: &[u8], verify: bool) -> Result<(), LoadError> {
+    let started = Instant::now();
+    let staged = shared.keyspace.staging();
+    let mut dest = Dest {
+        keys: &staged,
+        libraries: Some(Vec::new()),
+    };
+    shared
+        .snapshots
+        .async_loading
+        .store(true, Ordering::Release);
+    let loaded = load_bytes(shared, &mut dest, data, verify, false).and_then(|counts| {
+        // No capture may walk maps while they move.
+        let _claim = SaveClaim::wait(shared, false);
+        lock_all(shared)
+            .replace_all(&staged)
+            .map_err(|e| LoadError::Key(e.to_string()))?;
+        shared.scripts.libraries.write().clear();
+        add_libraries(shared, dest.libraries.take().unwrap_or_default(), false)?;
+        Ok(counts)
+    });
+    shared
+        .snapshots
+        .async_loading
+        .store(false, Ordering::Release);
+    let counts = loaded?;
+    drop(staged);
+    counts.log(&shared.snapshots);
+    tracing::info!(
+        "MASTER <-> REPLICA sync: Swapped the old data for the new one in {:.3} seconds",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
 /// Keys loaded per hold of their shards.
 const LOAD_BATCH: usize = 1024;
 
-fn load_batch(shared: &Shared, batch: &mut Vec<LoadedKey>) -> Result<u64, LoadError> {
-    shared
-        .keyspace
+fn load_batch(
+    shared: &Shared,
+    dest: &Dest<'_>,
+    batch: &mut Vec<LoadedKey>,
+) -> Result<u64, LoadError> {
+    dest.keys
         // A replica keeps keys past their deadline, as Redis's does: they
         // read as gone, and the primary's DELs remove them.
         .load_keys(batch, shared.replica.is_replica())
@@ -834,7 +912,7 @@ impl Counts {
 /// loading); the bytes it took, after which commands may follow.
 pub fn load_aof_preamble(shared: &Shared, data: &[u8]) -> Result<usize, LoadError> {
     let verify = shared.config.read().rdbchecksum;
-    let counts = load_bytes(shared, data, verify, false)?;
+    let counts = load_bytes(shared, &mut Dest::live(shared), data, verify, false)?;
     counts.log(&shared.snapshots);
     Ok(counts.length)
 }
@@ -842,6 +920,7 @@ pub fn load_aof_preamble(shared: &Shared, data: &[u8]) -> Result<usize, LoadErro
 /// Loads a whole file.
 fn load_bytes(
     shared: &Shared,
+    dest: &mut Dest<'_>,
     data: &[u8],
     verify: bool,
     merge: bool,
@@ -881,14 +960,10 @@ fn load_bytes(
                     .scripts
                     .prepare_library(Bytes::copy_from_slice(&code), heap)
                     .map_err(|e| LoadError::Function(e.to_string()))?;
-                shared
-                    .scripts
-                    .libraries
-                    .write()
-                    .add(vec![library], merge)
-                    .map_err(|_| {
-                        LoadError::Function("a library or function that exists already".into())
-                    })?;
+                match &mut dest.libraries {
+                    Some(staged) => staged.push(library),
+                    None => add_libraries(shared, vec![library], merge)?,
+                }
             }
             Item::Key { kind, key, meta } => {
                 let value = match crate::keyspace::dump::read_value(kind, reader.decoder(), &limits)
@@ -909,13 +984,13 @@ fn load_bytes(
                     meta,
                 });
                 if batch.len() == LOAD_BATCH {
-                    expired += load_batch(shared, &mut batch)?;
+                    expired += load_batch(shared, dest, &mut batch)?;
                 }
             }
             Item::End => break,
         }
     }
-    expired += load_batch(shared, &mut batch)?;
+    expired += load_batch(shared, dest, &mut batch)?;
     let length = reader.end_offset();
     reader.finish(verify)?;
     Ok(Counts {

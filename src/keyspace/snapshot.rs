@@ -268,6 +268,15 @@ impl Keyspace {
             .sum()
     }
 
+    /// An empty keyspace of the same shape, which a load fills aside
+    /// (`repl-diskless-load swapdb`) before `Locked::replace_all` swaps
+    /// it in: nothing is recorded or published of what it holds.
+    pub(crate) fn staging(&self) -> Keyspace {
+        let staged = Keyspace::new(self.databases(), self.clock.clone());
+        staged.set_limits(self.limits());
+        staged
+    }
+
     /// Loads keys read from a file, in one hold of their shards (loading
     /// key by key spent most of its time taking locks). A key already
     /// past its deadline is skipped, as Redis skips it, unless
