@@ -378,10 +378,12 @@ fn parse_psync(reply: &str) -> LinkResult<Sync> {
 }
 
 /// Replaces the data with the snapshot's, off the async threads: clients
-/// are told LOADING meanwhile, as Redis tells them. As `repl-diskless-load`
-/// says, the snapshot is first written to the snapshot file, as a Redis
-/// replica loads it from there (the file is then the replica's own
-/// snapshot, unless `rdb-del-sync-files` removes it).
+/// are told LOADING meanwhile, as Redis tells them, except under
+/// `repl-diskless-load swapdb`, which loads it aside and serves the old
+/// data until the swap. As `repl-diskless-load` says, the snapshot is
+/// first written to the snapshot file, as a Redis replica loads it from
+/// there (the file is then the replica's own snapshot, unless
+/// `rdb-del-sync-files` removes it).
 async fn load(shared: &Arc<Shared>, data: Vec<u8>) -> LinkResult<()> {
     let worker = shared.clone();
     tokio::task::spawn_blocking(move || {
