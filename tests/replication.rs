@@ -1539,3 +1539,51 @@ fn diskless_load_swapdb_serves_the_old_data_until_the_swap() {
     until_in_sync(&mut new, &mut r);
     assert_eq!(text(q(&mut r, &["GET", "after-the-swap"])), "1");
 }
+
+#[test]
+fn a_replica_that_stops_reading_is_dropped_and_the_others_finish() {
+    let (_p, mut p) = rlockd(&[
+        "--repl-diskless-sync-delay",
+        "60",
+        "--repl-diskless-sync-max-replicas",
+        "2",
+        "--repl-timeout",
+        "3",
+        "--rdbcompression",
+        "no",
+        "--enable-debug-command",
+        "yes",
+    ]);
+    // 30 MB: more than the sockets' buffers hold for a replica that reads
+    // nothing.
+    q(&mut p, &["DEBUG", "POPULATE", "100000", "big", "300"]);
+    let port = port_of(&mut p);
+    // A replica that asks for the diskless form, then never reads.
+    let mut stuck = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    let mut reply = [0u8; 5];
+    for request in [
+        "*3\r\n$8\r\nREPLCONF\r\n$4\r\ncapa\r\n$3\r\neof\r\n",
+        "*3\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n",
+    ] {
+        std::io::Write::write_all(&mut stuck, request.as_bytes()).expect("send");
+        if request.contains("REPLCONF") {
+            std::io::Read::read_exact(&mut stuck, &mut reply).expect("+OK");
+            assert_eq!(&reply, b"+OK\r\n");
+        }
+    }
+    let (_r, mut r) = rlockd(&["--replicaof", "127.0.0.1", &port.to_string()]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while common::info_value(&info(&mut r), "master_link_status") != "up" {
+        assert!(
+            Instant::now() < deadline,
+            "the stalled replica held the sync up:\n{}",
+            info(&mut p)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(q(&mut r, &["DBSIZE"]), Value::Int(100_000));
+    let replication = info(&mut p);
+    assert_eq!(common::info_value(&replication, "connected_slaves"), "1");
+    assert_eq!(sync_counts(&mut p), (2, 0), "both took the one snapshot");
+    drop(stuck);
+}
