@@ -1329,11 +1329,12 @@ fn a_full_sync_of_100k_keys_of_every_type_both_ways() {
 // snapshot is taken once and streamed to every replica that asked within
 // the delay, as Redis 7.0 does.
 
-/// How many snapshots for replicas the log at `path` tells of.
-fn syncs_started(path: &std::path::Path) -> usize {
+/// How many snapshots for replicas the log at `path` tells of, with the
+/// `target` Redis names (`replicas sockets`, `disk`).
+fn syncs_started(path: &std::path::Path, target: &str) -> usize {
     std::fs::read_to_string(path)
         .unwrap_or_default()
-        .matches("Starting BGSAVE for SYNC with target: replicas sockets")
+        .matches(&format!("Starting BGSAVE for SYNC with target: {target}\n"))
         .count()
 }
 
@@ -1389,7 +1390,11 @@ fn replicas_within_the_delay_share_one_streamed_snapshot() {
         }
         std::thread::sleep(Duration::from_millis(300));
         assert_eq!(replica_states(&mut p), ["wait_bgsave", "wait_bgsave"]);
-        assert_eq!(syncs_started(&log), 0, "no snapshot before the third");
+        assert_eq!(
+            syncs_started(&log, "replicas sockets"),
+            0,
+            "no snapshot before the third"
+        );
         replicas.extend([(r1, c1), (r2, c2)]);
         redis = redis_replica_of("replicas_share_one_snapshot", port);
         if redis.is_none() {
@@ -1402,7 +1407,11 @@ fn replicas_within_the_delay_share_one_streamed_snapshot() {
             std::thread::sleep(Duration::from_millis(20));
         }
     });
-    assert_eq!(syncs_started(&log), 1, "one snapshot for the three");
+    assert_eq!(
+        syncs_started(&log, "replicas sockets"),
+        1,
+        "one snapshot for the three"
+    );
     assert_eq!(sync_counts(&mut p), (3, 0));
     stream_writes(&mut p, "after");
     for (_, r) in &mut replicas {
@@ -1586,4 +1595,70 @@ fn a_replica_that_stops_reading_is_dropped_and_the_others_finish() {
     assert_eq!(common::info_value(&replication, "connected_slaves"), "1");
     assert_eq!(sync_counts(&mut p), (2, 0), "both took the one snapshot");
     drop(stuck);
+}
+
+#[test]
+fn a_replica_asking_during_a_disk_backed_sync_attaches_to_its_save() {
+    let dir = common::TempDir::new("disk-sync");
+    let log = dir.file("primary.log");
+    let (_p, mut p) = rlockd_in(
+        &dir,
+        0,
+        &[
+            "--repl-diskless-sync",
+            "no",
+            "--logfile",
+            log.to_str().unwrap(),
+            "--enable-debug-command",
+            "yes",
+        ],
+    );
+    fill(&mut p);
+    q(&mut p, &["DEBUG", "POPULATE", "4000", "bulk", "100"]);
+    // About four seconds of saving, time for a second replica to ask.
+    q(&mut p, &["CONFIG", "SET", "rdb-key-save-delay", "1000"]);
+    let port = port_of(&mut p);
+    let arg = port.to_string();
+    let mut replicas = Vec::new();
+    let mut redis = None;
+    writing_while(port, || {
+        replicas.push(rlockd(&["--replicaof", "127.0.0.1", &arg]));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while syncs_started(&log, "disk") == 0 {
+            assert!(Instant::now() < deadline, "no save for the replica");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        redis = redis_replica_of("disk_backed_sync_attaches", port);
+        if redis.is_none() {
+            replicas.push(rlockd(&["--replicaof", "127.0.0.1", &arg]));
+        }
+        while replica_states(&mut p).len() < 2 {
+            assert!(Instant::now() < deadline, "{}", info(&mut p));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let persistence = text(q(&mut p, &["INFO", "persistence"]));
+        assert_eq!(
+            common::info_value(&persistence, "rdb_bgsave_in_progress"),
+            "1",
+            "the second asked while the save ran"
+        );
+        assert_eq!(replica_states(&mut p), ["wait_bgsave", "wait_bgsave"]);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while replica_states(&mut p) != ["online", "online"] {
+            assert!(Instant::now() < deadline, "{}", info(&mut p));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    q(&mut p, &["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+    assert_eq!(syncs_started(&log, "disk"), 1, "one save for the two");
+    let stats = text(q(&mut p, &["INFO", "persistence"]));
+    assert_eq!(common::info_number(&stats, "rdb_saves"), 1);
+    assert_eq!(sync_counts(&mut p), (2, 0));
+    assert!(dir.file("dump.rdb").exists(), "the save wrote dump.rdb");
+    for (_, r) in &mut replicas {
+        assert_same_data(&mut p, r);
+    }
+    if let Some((_, r)) = &mut redis {
+        assert_same_data(&mut p, r);
+    }
 }

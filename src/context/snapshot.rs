@@ -255,6 +255,7 @@ fn plan(shared: &Shared) -> Plan {
         options: CaptureOptions {
             compress: config.rdbcompression,
             clocks,
+            key_delay_us: config.rdb_key_save_delay,
         },
         checksum: config.rdbchecksum,
         path: rdb_path(&config),
