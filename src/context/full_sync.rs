@@ -101,6 +101,15 @@ impl Transfer {
     /// `make` fails for. How many remain.
     fn hand(&self, make: impl Fn() -> std::io::Result<Feed>) -> usize {
         let feeds = self.members.lock().feeds.clone();
+        self.hand_to(feeds, make)
+    }
+
+    /// `hand`, to the replicas `feeds` lists.
+    fn hand_to(
+        &self,
+        feeds: Vec<mpsc::Sender<Feed>>,
+        make: impl Fn() -> std::io::Result<Feed>,
+    ) -> usize {
         let mut lost = Vec::new();
         for feed in feeds {
             let sent = make()
@@ -117,9 +126,15 @@ impl Transfer {
         members.feeds.len()
     }
 
+    /// Tells the replicas the snapshot's offset; those that attach later
+    /// are told as they attach (`add`), never twice.
     fn begin(&self, offset: i64, diskless: bool) {
-        self.members.lock().begun = Some(offset);
-        self.hand(|| Ok(Feed::Begun { offset, diskless }));
+        let feeds = {
+            let mut members = self.members.lock();
+            members.begun = Some(offset);
+            members.feeds.clone()
+        };
+        self.hand_to(feeds, || Ok(Feed::Begun { offset, diskless }));
     }
 
     /// Closes every feed: a replica that got no end knows it failed.
@@ -151,9 +166,12 @@ impl FullSyncs {
         let backlog = &shared.replica.backlog;
         let mut state = self.state.lock();
         if let Some(saving) = &state.saving {
-            let offset = saving.members.lock().begun;
-            if let Some(offset) = offset.filter(|&o| backlog.has_from(o + 1)) {
-                backlog.attach(id, offset + 1);
+            // Before its capture, from now on, as below; after, from its
+            // offset on, while the backlog still holds that.
+            let begun = saving.members.lock().begun;
+            let from = begun.unwrap_or_else(|| backlog.offset()) + 1;
+            if backlog.has_from(from) {
+                backlog.attach(id, from);
                 tracing::info!("Waiting for end of BGSAVE for SYNC");
                 return saving.add(capa_eof).0;
             }

@@ -1,9 +1,12 @@
 //! This server as a primary: a connection that asked for the stream
 //! (SYNC, PSYNC) is served here. It either continues from the backlog
 //! (`+CONTINUE`), or gets a full sync: `+FULLRESYNC <replid> <offset>`, a
-//! point-in-time snapshot (`$<len>`, or `$EOF:<mark>` streamed for a
-//! replica that takes it so under `repl-diskless-sync`), then the stream
-//! from that offset on. Its `REPLCONF ACK`s say how far it applied.
+//! point-in-time snapshot (`$<len>` and the file saved for it, or
+//! `$EOF:<mark>` and the bytes as they are encoded, for a replica that
+//! takes it so under `repl-diskless-sync`), then the stream from that
+//! offset on. The snapshot may serve other replicas too: it is
+//! `context::full_sync`'s, which hands this connection its feed. Its
+//! `REPLCONF ACK`s say how far it applied.
 //!
 //! Beside it, `cron` pings replicas every `repl-ping-replica-period`,
 //! frees the backlog after `repl-backlog-ttl` without any, and counts
