@@ -1353,24 +1353,64 @@ fn replica_states(primary: &mut Connection) -> Vec<String> {
         .collect()
 }
 
+/// A primary with DEBUG on and `extra` arguments, logging to a file in
+/// `dir`, whose path comes back too.
+fn logging_primary(
+    dir: &common::TempDir,
+    extra: &[&str],
+) -> (Running, Connection, std::path::PathBuf) {
+    let log = dir.file("primary.log");
+    let mut args = vec![
+        "--logfile",
+        log.to_str().unwrap(),
+        "--enable-debug-command",
+        "yes",
+    ];
+    args.extend_from_slice(extra);
+    let (server, con) = rlockd_in(dir, 0, &args);
+    (server, con, log)
+}
+
+/// A redis-server replica of `port` (`test` names it for the skip
+/// list), or, without redis-server, another rlockd one in `replicas`.
+fn redis_or_rlockd_replica(
+    test: &str,
+    port: u16,
+    replicas: &mut Vec<(Running, Connection)>,
+) -> Option<(RedisServer, Connection)> {
+    let redis = redis_replica_of(test, port);
+    if redis.is_none() {
+        replicas.push(rlockd(&["--replicaof", "127.0.0.1", &port.to_string()]));
+    }
+    redis
+}
+
+/// Each replica ends with the primary's data.
+fn assert_all_same_data(
+    p: &mut Connection,
+    replicas: &mut [(Running, Connection)],
+    redis: &mut Option<(RedisServer, Connection)>,
+) {
+    for (_, r) in replicas.iter_mut() {
+        assert_same_data(p, r);
+    }
+    if let Some((_, r)) = redis {
+        assert_same_data(p, r);
+    }
+}
+
 #[test]
 fn replicas_within_the_delay_share_one_streamed_snapshot() {
     let dir = common::TempDir::new("shared-sync");
-    let log = dir.file("primary.log");
     // A delay far longer than the test waits: the transfer starts because
     // `repl-diskless-sync-max-replicas` replicas wait.
-    let (_p, mut p) = rlockd_in(
+    let (_p, mut p, log) = logging_primary(
         &dir,
-        0,
         &[
             "--repl-diskless-sync-delay",
             "60",
             "--repl-diskless-sync-max-replicas",
             "3",
-            "--logfile",
-            log.to_str().unwrap(),
-            "--enable-debug-command",
-            "yes",
         ],
     );
     fill(&mut p);
@@ -1396,11 +1436,7 @@ fn replicas_within_the_delay_share_one_streamed_snapshot() {
             "no snapshot before the third"
         );
         replicas.extend([(r1, c1), (r2, c2)]);
-        redis = redis_replica_of("replicas_share_one_snapshot", port);
-        if redis.is_none() {
-            // Without redis-server, a third rlockd.
-            replicas.push(rlockd(&["--replicaof", "127.0.0.1", &arg]));
-        }
+        redis = redis_or_rlockd_replica("replicas_share_one_snapshot", port, &mut replicas);
         let deadline = Instant::now() + Duration::from_secs(30);
         while replica_states(&mut p) != ["online", "online", "online"] {
             assert!(Instant::now() < deadline, "{}", info(&mut p));
@@ -1414,11 +1450,16 @@ fn replicas_within_the_delay_share_one_streamed_snapshot() {
     );
     assert_eq!(sync_counts(&mut p), (3, 0));
     stream_writes(&mut p, "after");
-    for (_, r) in &mut replicas {
-        assert_same_data(&mut p, r);
-    }
-    if let Some((_, r)) = &mut redis {
-        assert_same_data(&mut p, r);
+    assert_all_same_data(&mut p, &mut replicas, &mut redis);
+}
+
+/// Waits, at most `limit`, until the replica's link to its primary is up
+/// (its full sync done).
+fn until_link_up(replica: &mut Connection, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while common::info_value(&info(replica), "master_link_status") != "up" {
+        assert!(Instant::now() < deadline, "the replica never synced");
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -1472,11 +1513,7 @@ fn a_streamed_sync_does_not_hold_the_image_in_memory() {
         })
     };
     let (_r, mut r) = rlockd(&["--replicaof", "127.0.0.1", &port]);
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while common::info_value(&info(&mut r), "master_link_status") != "up" {
-        assert!(Instant::now() < deadline, "the replica never synced");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    until_link_up(&mut r, Duration::from_secs(120));
     done.store(true, std::sync::atomic::Ordering::Relaxed);
     let peak = sampler.join().expect("the sampler");
     assert_eq!(q(&mut r, &["DBSIZE"]), Value::Int(KEYS as i64));
@@ -1581,15 +1618,8 @@ fn a_replica_that_stops_reading_is_dropped_and_the_others_finish() {
         }
     }
     let (_r, mut r) = rlockd(&["--replicaof", "127.0.0.1", &port.to_string()]);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while common::info_value(&info(&mut r), "master_link_status") != "up" {
-        assert!(
-            Instant::now() < deadline,
-            "the stalled replica held the sync up:\n{}",
-            info(&mut p)
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    // Not held up by the replica that reads nothing beyond `repl-timeout`.
+    until_link_up(&mut r, Duration::from_secs(60));
     assert_eq!(q(&mut r, &["DBSIZE"]), Value::Int(100_000));
     let replication = info(&mut p);
     assert_eq!(common::info_value(&replication, "connected_slaves"), "1");
@@ -1600,19 +1630,7 @@ fn a_replica_that_stops_reading_is_dropped_and_the_others_finish() {
 #[test]
 fn a_replica_asking_during_a_disk_backed_sync_attaches_to_its_save() {
     let dir = common::TempDir::new("disk-sync");
-    let log = dir.file("primary.log");
-    let (_p, mut p) = rlockd_in(
-        &dir,
-        0,
-        &[
-            "--repl-diskless-sync",
-            "no",
-            "--logfile",
-            log.to_str().unwrap(),
-            "--enable-debug-command",
-            "yes",
-        ],
-    );
+    let (_p, mut p, log) = logging_primary(&dir, &["--repl-diskless-sync", "no"]);
     fill(&mut p);
     q(&mut p, &["DEBUG", "POPULATE", "4000", "bulk", "100"]);
     // About four seconds of saving, time for a second replica to ask.
@@ -1628,10 +1646,7 @@ fn a_replica_asking_during_a_disk_backed_sync_attaches_to_its_save() {
             assert!(Instant::now() < deadline, "no save for the replica");
             std::thread::sleep(Duration::from_millis(20));
         }
-        redis = redis_replica_of("disk_backed_sync_attaches", port);
-        if redis.is_none() {
-            replicas.push(rlockd(&["--replicaof", "127.0.0.1", &arg]));
-        }
+        redis = redis_or_rlockd_replica("disk_backed_sync_attaches", port, &mut replicas);
         while replica_states(&mut p).len() < 2 {
             assert!(Instant::now() < deadline, "{}", info(&mut p));
             std::thread::sleep(Duration::from_millis(20));
@@ -1655,10 +1670,5 @@ fn a_replica_asking_during_a_disk_backed_sync_attaches_to_its_save() {
     assert_eq!(common::info_number(&stats, "rdb_saves"), 1);
     assert_eq!(sync_counts(&mut p), (2, 0));
     assert!(dir.file("dump.rdb").exists(), "the save wrote dump.rdb");
-    for (_, r) in &mut replicas {
-        assert_same_data(&mut p, r);
-    }
-    if let Some((_, r)) = &mut redis {
-        assert_same_data(&mut p, r);
-    }
+    assert_all_same_data(&mut p, &mut replicas, &mut redis);
 }
