@@ -782,7 +782,7 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             // says it is loading, as its LOADING replies do.
             let loading = shared.snapshots.loading() || state.in_grace(|| shared.now_ms());
             line("loading", &u8::from(loading));
-            line("async_loading", &0);
+            line("async_loading", &u8::from(shared.snapshots.async_loading()));
             let snapshots = &shared.snapshots;
             // A capture's keys set aside stand for a fork's copied pages;
             // the figure only grows during a save, so its peak is itself.

@@ -526,6 +526,14 @@ directives! {
         parse: |v| bare_name(v, "dbfilename can't be a path, just a filename"),
         change: Runtime,
     }
+    /// Redis's testing delay: microseconds a snapshot waits per key saved
+    /// (negative: one for every that many keys), with no shard held.
+    "rdb-key-save-delay" => rdb_key_save_delay: i64 {
+        default: 0,
+        parse: |v| parse_int_in(v, i32::MIN.into(), i32::MAX.into()),
+        change: Runtime,
+        hidden: true,
+    }
     /// yes: LZF-compress long strings in snapshots.
     "rdbcompression" => rdbcompression: bool {
         default: true,
@@ -849,6 +857,13 @@ directives! {
     /// Seconds a diskless full sync waits before it starts.
     "repl-diskless-sync-delay" => repl_diskless_sync_delay: i64 {
         default: 5,
+        parse: |v| parse_int(v, 0),
+        change: Runtime,
+    }
+    /// A diskless full sync starts before its delay ends once this many
+    /// replicas wait for it (0: only the delay counts).
+    "repl-diskless-sync-max-replicas" => repl_diskless_sync_max_replicas: i64 {
+        default: 0,
         parse: |v| parse_int(v, 0),
         change: Runtime,
     }

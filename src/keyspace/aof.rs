@@ -466,18 +466,19 @@ impl Locked<'_> {
         }
     }
 
-    /// SWAPDB, once swapped: every key of both databases is written out
-    /// whole after both were emptied (`note_whole` before the swap), so
-    /// the record stays idempotent (a swap replayed twice would undo itself).
-    pub(super) fn note_swapped(&mut self, a: usize, b: usize) {
+    /// SWAPDB (or a replica's swapped-in snapshot), once swapped: every
+    /// key of the databases `dbs` is written out whole after they were
+    /// emptied (`note_whole` before the swap), so the record stays
+    /// idempotent (a swap replayed twice would undo itself).
+    pub(super) fn note_swapped(&mut self, dbs: &[usize]) {
         if self.changes.is_none() {
             return;
         }
         let keys: Vec<(usize, Bytes)> = self
             .shards()
             .flat_map(|s| {
-                [a, b]
-                    .into_iter()
+                dbs.iter()
+                    .copied()
                     .flat_map(|db| {
                         s.dbs[db]
                             .iter()
@@ -811,7 +812,7 @@ mod tests {
                 .unwrap();
             locked.note_whole(Some(0), b"FLUSHDB");
             locked.note_whole(Some(1), b"FLUSHDB");
-            locked.note_swapped(0, 1);
+            locked.note_swapped(&[0, 1]);
         }
         let text = written(aof, layout);
         assert_eq!(

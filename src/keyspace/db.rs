@@ -533,7 +533,39 @@ impl<'a> Locked<'a> {
         if let Some(shard) = self.shards().next() {
             shard.stats.dirty += 1;
         }
-        self.note_swapped(a, b);
+        self.note_swapped(&[a, b]);
+        for (db, key) in waited {
+            self.db(db as usize).signal_ready(&key)?;
+        }
+        Ok(())
+    }
+
+    /// `repl-diskless-load swapdb`'s end: every database takes what
+    /// `staged` loaded (the plan must hold every shard), and `staged` the
+    /// old contents, to be dropped once the shards are let go. As SWAPDB
+    /// does, WATCHes on keys of either side break and clients waiting on
+    /// keys now there are served; tracking clients forget every key.
+    pub(crate) fn replace_all(&mut self, staged: &Keyspace) -> CmdResult<()> {
+        self.note_whole(None, b"FLUSHALL");
+        let now = self.now;
+        let mut waited = Vec::new();
+        for (idx, shard) in &mut self.guards {
+            shard.touch_flushed_watchers(None);
+            std::mem::swap(&mut shard.dbs, &mut staged.wait_shard(*idx).dbs);
+            shard.touch_flushed_watchers(None);
+            for db in 0..shard.dbs.len() {
+                shard.timed.mark(db);
+            }
+            // A pass looks at the shard soon and files its next deadline.
+            self.ks.expiry_alarm().ring_by(*idx, now);
+            waited.extend(shard.blocked.keys().cloned());
+        }
+        if let Some(shard) = self.shards().next() {
+            shard.stats.dirty += 1;
+        }
+        let all: Vec<usize> = (0..self.ks.databases()).collect();
+        self.note_swapped(&all);
+        self.ks.events.flushed();
         for (db, key) in waited {
             self.db(db as usize).signal_ready(&key)?;
         }

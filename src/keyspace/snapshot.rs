@@ -52,6 +52,22 @@ pub(crate) struct CaptureOptions {
     /// `rdbcompression`.
     pub compress: bool,
     pub clocks: Clocks,
+    /// `rdb-key-save-delay`: microseconds to wait per key saved (negative:
+    /// one per that many keys), to slow a save down in tests, as Redis's
+    /// child sleeps.
+    pub key_delay_us: i64,
+}
+
+impl CaptureOptions {
+    /// The wait `rdb-key-save-delay` asks for after `keys` keys.
+    fn delay_for(&self, keys: u64) -> Option<Duration> {
+        let micros = match self.key_delay_us {
+            0 => return None,
+            d if d > 0 => keys * d as u64,
+            d => keys / d.unsigned_abs(),
+        };
+        (micros > 0).then(|| Duration::from_micros(micros))
+    }
 }
 
 /// Keys saved per hold of a shard, at most, and how long a hold may go on
@@ -239,6 +255,9 @@ impl Keyspace {
             // machine).
             // On a busy machine the save takes longer for it.
             std::thread::yield_now();
+            if let Some(delay) = capture.options.delay_for(saved) {
+                std::thread::sleep(delay);
+            }
             file.keys(&enc.out)?;
             enc.out.clear();
             capture.saved.fetch_add(saved, Ordering::Relaxed);
@@ -266,6 +285,15 @@ impl Keyspace {
         (0..SHARDS)
             .map(|idx| self.wait_shard(idx).stats.dirty)
             .sum()
+    }
+
+    /// An empty keyspace of the same shape, which a load fills aside
+    /// (`repl-diskless-load swapdb`) before `Locked::replace_all` swaps
+    /// it in: nothing is recorded or published of what it holds.
+    pub(crate) fn staging(&self) -> Keyspace {
+        let staged = Keyspace::new(self.databases(), self.clock.clone());
+        staged.set_limits(self.limits());
+        staged
     }
 
     /// Loads keys read from a file, in one hold of their shards (loading

@@ -13,7 +13,9 @@ use crate::command::dispatch;
 use crate::config::DisklessLoad;
 use crate::context::failover::FailoverState;
 use crate::context::replica::{LinkState, Primary};
-use crate::context::snapshot::{LoadError, empty_all, holds_keys, load_data, rdb_path};
+use crate::context::snapshot::{
+    LoadError, empty_all, holds_keys, load_data, load_swapping, rdb_path,
+};
 use crate::context::{Client, Shared};
 use crate::protocol::{Reply, RequestParser};
 
@@ -376,10 +378,12 @@ fn parse_psync(reply: &str) -> LinkResult<Sync> {
 }
 
 /// Replaces the data with the snapshot's, off the async threads: clients
-/// are told LOADING meanwhile, as Redis tells them. As `repl-diskless-load`
-/// says, the snapshot is first written to the snapshot file, as a Redis
-/// replica loads it from there (the file is then the replica's own
-/// snapshot, unless `rdb-del-sync-files` removes it).
+/// are told LOADING meanwhile, as Redis tells them, except under
+/// `repl-diskless-load swapdb`, which loads it aside and serves the old
+/// data until the swap. As `repl-diskless-load` says, the snapshot is
+/// first written to the snapshot file, as a Redis replica loads it from
+/// there (the file is then the replica's own snapshot, unless
+/// `rdb-del-sync-files` removes it).
 async fn load(shared: &Arc<Shared>, data: Vec<u8>) -> LinkResult<()> {
     let worker = shared.clone();
     tokio::task::spawn_blocking(move || {
@@ -397,10 +401,15 @@ async fn load(shared: &Arc<Shared>, data: Vec<u8>) -> LinkResult<()> {
             })
                 .map_err(LinkError::SyncFile)?;
         }
-        worker.snapshots.set_loading(true);
-        empty_all(&worker);
-        let loaded = load_data(&worker, &data, config.rdbchecksum, false);
-        worker.snapshots.set_loading(false);
+        let loaded = if matches!(config.repl_diskless_load, DisklessLoad::Swapdb) {
+            load_swapping(&worker, &data, config.rdbchecksum)
+        } else {
+            worker.snapshots.set_loading(true);
+            empty_all(&worker);
+            let loaded = load_data(&worker, &data, config.rdbchecksum, false).map(drop);
+            worker.snapshots.set_loading(false);
+            loaded
+        };
         let persistent = !config.save.is_empty() || config.appendonly;
         if to_file && config.rdb_del_sync_files && !persistent {
             tracing::info!(
@@ -409,7 +418,7 @@ async fn load(shared: &Arc<Shared>, data: Vec<u8>) -> LinkResult<()> {
             let _ = std::fs::remove_file(&file);
         }
         // The primary's history is the one PSYNC named, not the file's.
-        loaded.map(drop).map_err(LinkError::Load)
+        loaded.map_err(LinkError::Load)
     })
     .await
     .map_err(|e| LinkError::Protocol(e.to_string()))?
