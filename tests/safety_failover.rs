@@ -934,6 +934,26 @@ impl Servers<'_> {
         self.running.get(&port).map(|s| s.process.0.id() as i32)
     }
 
+    /// Waits (bounded, and not past `deadline` by much) until every running
+    /// server but `primary` follows it. A replica still set to follow the
+    /// killed primary when it comes back empty would sync its empty data
+    /// set, to be promoted later without what it had acknowledged.
+    fn following(&self, primary: u16, deadline: Instant) {
+        let end = (Instant::now() + FAILOVER_WAIT).min(deadline + FAILOVER_WAIT / 3);
+        let follows = |port: u16| {
+            let role = open(port).and_then(|mut c| redis::cmd("ROLE").query::<Value>(&mut c).ok());
+            let Some(Value::Array(role)) = role else {
+                return false;
+            };
+            let role: Vec<String> = role.into_iter().map(text).collect();
+            role.first().map(String::as_str) == Some("slave")
+                && role.get(2).map(String::as_str) == Some(&primary.to_string())
+        };
+        while Instant::now() < end && !self.replicas(primary).into_iter().all(follows) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// The running servers but `primary`, in port order.
     fn replicas(&self, primary: u16) -> Vec<u16> {
         let mut replicas: Vec<u16> = self
@@ -1079,7 +1099,9 @@ fn inject(servers: &mut Servers, shared: &Shared, mode: Mode, rng: &mut Rng) -> 
                 let server = servers.running.remove(&old).unwrap();
                 let (port, conf) = server.kill();
                 moved(shared.sentinels, old, shared.deadline);
-                primaries.now(shared.sentinels);
+                if let Some(new) = primaries.now(shared.sentinels) {
+                    servers.following(new, shared.deadline);
+                }
                 nap(rng.below(1000), shared.deadline);
                 // A fresh process: its clock is the system's again.
                 primaries.stepped.remove(&port);
