@@ -59,7 +59,7 @@ use std::time::{Duration, Instant};
 use common::redisson::{self, lock_channel, prefixed, rw_channel, tagged, writer};
 use common::rng::Rng;
 use redis::{Connection, Value};
-use rig::{Kind, Server, Tools, Watched, tools};
+use rig::{Kind, Server, Tools, Watched, text, tools};
 
 const LEASE_MIN_MS: u64 = 300;
 const LEASE_MAX_MS: u64 = 600;
