@@ -639,6 +639,14 @@ directives! {
         parse: parse_yes_no,
         change: Startup,
     }
+    /// Ours: with enable-clock-control, the clock runs as the system clock
+    /// does and RLOCKD.CLOCK steps it (a wall clock stepped by an operator
+    /// or NTP), rather than standing still between moves.
+    "clock-control-runs" => clock_control_runs: bool {
+        default: false,
+        parse: parse_yes_no,
+        change: Startup,
+    }
     /// Who may run DEBUG: no, yes, or local (loopback clients).
     "enable-debug-command" => enable_debug_command: DebugCommand {
         default: DebugCommand::No,
