@@ -287,34 +287,24 @@ fn drive_as_replica(addr: SocketAddr, pairs: usize, program: &str) -> io::Result
 /// Each server as a primary with 0, 1 and 2 replicas of its own kind,
 /// and as a replica: instructions per pair, and what a replica adds.
 fn replication(redis: &str, rlockd: &str, pairs: usize, per_run: PerRun<'_>) {
-    let servers: [(&str, &str, &[&str]); 2] = [
-        (
-            "redis",
-            redis,
-            &[
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--repl-diskless-sync-delay",
-                "0",
-            ],
-        ),
-        ("rlockd", rlockd, &["--repl-diskless-sync-delay", "0"]),
-    ];
+    // A replica's sync file goes to the temporary directory, not here.
+    let transient = transient_args(free_port(), "rlockd-bench-instructions");
+    let mut args: Vec<&str> = transient.iter().skip(2).map(String::as_str).collect();
+    args.extend(["--repl-diskless-sync-delay", "0"]);
+    let servers = [("redis", redis), ("rlockd", rlockd)];
     let mut added = Vec::new();
-    for (name, program, args) in servers {
+    for (name, program) in servers {
         let mut costs = Vec::new();
         for replicas in 0..=2 {
             let workload = |addr: SocketAddr, n: usize| drive_followed(addr, n, program, replicas);
-            let cost = per_run(program, args, &workload);
+            let cost = per_run(program, &args, &workload);
             println!(
                 "{name:<8} {cost:>9.0} instructions per pair on a primary with {replicas} replica(s)"
             );
             costs.push(cost);
         }
         let workload = |addr: SocketAddr, n: usize| drive_as_replica(addr, n, program);
-        let applied = per_run(program, args, &workload);
+        let applied = per_run(program, &args, &workload);
         println!("{name:<8} {applied:>9.0} instructions per pair on a replica");
         added.push((costs[1] - costs[0], costs[2] - costs[0], applied));
     }
