@@ -117,6 +117,42 @@ fn stream_writes(con: &mut Connection, round: &str) {
     q(con, &["DEL", "raw"]);
     q(con, &["XADD", "stream", "*", "r", round]);
     q(con, &["SPOP", "bigset"]);
+    // Changes in place, which go as themselves or as the members they
+    // removed.
+    q(con, &["LSET", "biglist", "1", round]);
+    q(con, &["LINSERT", "biglist", "BEFORE", "m5", round]);
+    q(con, &["LREM", "biglist", "-1", round]);
+    q(con, &["LTRIM", "biglist", "1", "-2"]);
+    q(con, &["ZREMRANGEBYSCORE", "bigzset", "(3", "5"]);
+    q(con, &["ZREMRANGEBYRANK", "bigzset", "-1", "-1"]);
+    q(con, &["ZREMRANGEBYLEX", "zset", "[a", "[a"]);
+    // Recorded as themselves: a result far larger than the line.
+    let (union, copy) = (format!("union-{round}"), format!("copy-{round}"));
+    q(con, &["SUNIONSTORE", &union, "bigset", "set"]);
+    q(
+        con,
+        &[
+            "ZUNIONSTORE",
+            "zunion",
+            "2",
+            "bigzset",
+            "zset",
+            "WEIGHTS",
+            "2",
+            "1",
+        ],
+    );
+    q(con, &["ZRANGESTORE", "zrange", "bigzset", "10", "20"]);
+    q(
+        con,
+        &[
+            "SORT", "biglist", "ALPHA", "LIMIT", "0", "50", "STORE", "sorted",
+        ],
+    );
+    q(con, &["COPY", "bighash", &copy]);
+    q(con, &["RENAME", &copy, "renamed"]);
+    q(con, &["MOVE", "renamed", "3"]);
+    q(con, &["RENAMENX", &union, "union"]);
 }
 
 /// Every key of every database: its DUMP payload and absolute deadline.

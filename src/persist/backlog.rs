@@ -207,8 +207,11 @@ impl Backlog {
         }
         let mut inner = self.inner.lock();
         inner.stream.put(batch);
-        let bytes = std::mem::take(&mut inner.stream.buf);
+        // Encoded once for every replica, in a buffer kept for the next.
+        let mut bytes = std::mem::take(&mut inner.stream.buf);
         self.push(&mut inner, &bytes);
+        bytes.clear();
+        inner.stream.buf = bytes;
         Some(inner.offset)
     }
 
@@ -266,7 +269,16 @@ impl Backlog {
     }
 
     /// Up to `max` bytes from `from` on, moving reader `id` past them.
+    #[cfg(test)]
     pub fn read(&self, id: u64, from: i64, max: usize) -> Result<Vec<u8>, Gone> {
+        let mut out = Vec::new();
+        self.read_into(id, from, max, &mut out)?;
+        Ok(out)
+    }
+
+    /// `read` into `out` (cleared first), a buffer its reader keeps.
+    pub fn read_into(&self, id: u64, from: i64, max: usize, out: &mut Vec<u8>) -> Result<(), Gone> {
+        out.clear();
         let mut inner = self.inner.lock();
         let Some(ring) = &inner.ring else {
             return Err(Gone);
@@ -276,13 +288,20 @@ impl Backlog {
         }
         let start = (from - ring.first) as usize;
         let end = ring.data.len().min(start + max);
-        let out: Vec<u8> = ring.data.range(start..end).copied().collect();
+        let (front, back) = ring.data.as_slices();
+        let split = front.len();
+        if start < split {
+            out.extend_from_slice(&front[start..end.min(split)]);
+        }
+        if end > split {
+            out.extend_from_slice(&back[start.saturating_sub(split)..end - split]);
+        }
         let next = from + out.len() as i64;
         if let Some(pos) = inner.readers.get_mut(&id) {
             *pos = next;
         }
         trim(&mut inner);
-        Ok(out)
+        Ok(())
     }
 }
 

@@ -439,17 +439,15 @@ async fn apply_stream(
     tokio::pin!(killed);
     loop {
         loop {
-            let request = parser
-                .next_request_framed(&mut conn.buf, true)
-                .map_err(|e| LinkError::Protocol(e.message()))?;
-            let Some((frame, args)) = request else { break };
-            if is_getack(&args) {
-                conn.ack(state.offset()).await?;
-                // It changes no data: a capture on either side of it
-                // agrees with its offset.
-                state.backlog.feed(&frame);
-            } else {
-                apply(shared, client, &args, &frame).await;
+            match apply_buffered(shared, client, &mut parser, &mut conn.buf).await? {
+                Pause::Drained => break,
+                Pause::GetAck(frame) => {
+                    conn.ack(state.offset()).await?;
+                    // It changes no data: a capture on either side of it
+                    // agrees with its offset.
+                    state.backlog.feed(&frame);
+                }
+                Pause::Busy(frame, args) => apply(shared, client, &args, &frame).await,
             }
         }
         tokio::select! {
@@ -466,19 +464,67 @@ async fn apply_stream(
     }
 }
 
+/// Why `apply_buffered` stopped.
+enum Pause {
+    /// No whole command is left in the buffer.
+    Drained,
+    /// `REPLCONF GETACK`, to answer outside the apply gate.
+    GetAck(Bytes),
+    /// A busy script refused this command: `apply` runs it once it may.
+    Busy(Bytes, Vec<Bytes>),
+}
+
+/// Runs the primary's commands that arrived whole (their replies go
+/// nowhere), then passes their bytes on at once into this server's own
+/// stream, as they came, for replicas of it (a primary sends no empty
+/// requests, which the parser would skip uncounted). All of it happens
+/// under one hold of the apply gate, which is never held across a wait,
+/// so a snapshot waits for what one read brought at most, and one feed
+/// of the stream (one lock, one wake of this server's replicas) serves
+/// them all.
+async fn apply_buffered(
+    shared: &Shared,
+    client: &mut Client,
+    parser: &mut RequestParser,
+    buf: &mut BytesMut,
+) -> LinkResult<Pause> {
+    let state = &shared.replica;
+    let _applying = state.apply_gate.read().await;
+    let mut applied = Vec::new();
+    let pause = loop {
+        let request = parser
+            .next_request_framed(buf, true)
+            .map_err(|e| LinkError::Protocol(e.message()))?;
+        let Some((frame, args)) = request else {
+            break Pause::Drained;
+        };
+        if is_getack(&args) {
+            break Pause::GetAck(frame);
+        }
+        if let Reply::Error(e) = dispatch(shared, client, &args)
+            && e.code() == "BUSY"
+        {
+            break Pause::Busy(frame, args);
+        }
+        applied.extend_from_slice(&frame);
+    };
+    if !applied.is_empty() {
+        state.set_stream_db(client.db);
+        state.backlog.feed(&applied);
+    }
+    Ok(pause)
+}
+
 /// `REPLCONF GETACK *`: the primary wants the offset now.
 fn is_getack(args: &[Bytes]) -> bool {
     matches!(args, [name, sub, ..]
         if name.eq_ignore_ascii_case(b"replconf") && sub.eq_ignore_ascii_case(b"getack"))
 }
 
-/// Runs one of the primary's commands (its reply goes nowhere), then
-/// passes it on into this server's own stream, as it came, for replicas
-/// of it (a primary sends no empty requests, which the parser would skip
-/// uncounted). Both happen under the apply gate, which is never held
-/// across a wait, so a snapshot waits for one command at most. A busy
-/// script holds the command back rather than losing it, as Redis's busy
-/// event loop holds the primary's input.
+/// Runs one of the primary's commands that a busy script refused, as
+/// `apply_buffered` does, once it may: a busy script holds the command
+/// back rather than losing it, as Redis's busy event loop holds the
+/// primary's input.
 async fn apply(shared: &Shared, client: &mut Client, args: &[Bytes], frame: &[u8]) {
     let state = &shared.replica;
     loop {

@@ -274,16 +274,27 @@ impl<S: Stream> Served<S> {
 
     /// Sends the stream as it grows, reading the replica's ACKs; with
     /// `wait_ack`, only once the first has come.
+    ///
+    /// Woken by a write, it first lets the other tasks that are ready run
+    /// (`yield_now`), so that the writes of every client served in this
+    /// turn of the scheduler go out in one socket write, as Redis writes
+    /// a replica's buffer once per turn of its event loop rather than
+    /// once per command.
     async fn follow(&mut self, mut wait_ack: bool) -> Result<(), Ended> {
         let backlog = self.shared.replica.backlog.clone();
         let mut grown: watch::Receiver<i64> = backlog.watch();
+        let mut chunk = Vec::new();
+        // The silence check, moved only when the replica's last ACK did.
+        let silence = tokio::time::sleep(Duration::ZERO);
+        tokio::pin!(silence);
+        let mut checked_ack = None;
         loop {
             if self.take_input()? {
                 wait_ack = false;
             }
             if !wait_ack {
                 loop {
-                    let chunk = backlog.read(self.replica.id, self.next, CHUNK)?;
+                    backlog.read_into(self.replica.id, self.next, CHUNK, &mut chunk)?;
                     if chunk.is_empty() {
                         break;
                     }
@@ -292,24 +303,29 @@ impl<S: Stream> Served<S> {
                 }
                 self.stream.flush().await?;
             }
-            let timeout = Duration::from_secs(self.shared.config.read().repl_timeout as u64);
-            let silent_for =
-                Duration::from_millis(self.shared.now_ms().saturating_sub(self.replica.ack_ms()));
-            let Some(left) = timeout.checked_sub(silent_for) else {
-                return Err(Ended::TimedOut);
-            };
+            let ack_ms = self.replica.ack_ms();
+            if checked_ack != Some(ack_ms) || silence.is_elapsed() {
+                let timeout = Duration::from_secs(self.shared.config.read().repl_timeout as u64);
+                let silent_for = Duration::from_millis(self.shared.now_ms().saturating_sub(ack_ms));
+                let Some(left) = timeout.checked_sub(silent_for) else {
+                    return Err(Ended::TimedOut);
+                };
+                silence.as_mut().reset(tokio::time::Instant::now() + left);
+                checked_ack = Some(ack_ms);
+            }
             tokio::select! {
                 changed = grown.changed() => {
                     if changed.is_err() {
                         return Err(Ended::Closed);
                     }
+                    tokio::task::yield_now().await;
                 }
                 read = self.stream.read_buf(&mut self.input) => {
                     if read? == 0 {
                         return Err(Ended::Closed);
                     }
                 }
-                _ = tokio::time::sleep(left) => {}
+                _ = &mut silence => {}
             }
         }
     }
