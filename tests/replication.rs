@@ -941,6 +941,7 @@ fn an_rlockd_replica_of_rlockd_diskless_then_promoted() {
     );
     q(&mut p, &["CONFIG", "SET", "min-replicas-to-write", "0"]);
 
+    until_in_sync(&mut p, &mut r);
     promote(&mut r);
     let (want, got) = (keyspace(&mut p), keyspace(&mut r));
     assert_same_keys(&got, &want);
