@@ -53,7 +53,7 @@ pub fn flushdb(ctx: &mut Ctx) -> CmdResult<Reply> {
 /// Redis saves after the flush.
 pub fn flushall(ctx: &mut Ctx) -> CmdResult<Reply> {
     flush_mode_ok(ctx.args)?;
-    flush_all(ctx.locked);
+    flush_all(ctx.locked, Some(ctx.client.db));
     if !ctx.shared.config.read().save.is_empty() {
         let dirty = ctx.locked.shards().map(|s| s.stats.dirty).sum();
         // Redis answers OK even when this save fails; it logs why.

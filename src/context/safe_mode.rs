@@ -73,7 +73,7 @@ impl Shared {
         }
         self.replica
             .backlog
-            .command(&[b"REPLCONF", b"GETACK", b"*"]);
+            .command(None, &[b"REPLCONF", b"GETACK", b"*"]);
         loop {
             if self.replicas.acked_at_least(write.offset) >= write.wanted {
                 return Settled::Acknowledged;
