@@ -113,10 +113,10 @@ pub fn secret_args(args: &[Bytes]) -> impl Fn(usize) -> bool + use<> {
         hidden.extend(1..args.len());
     } else if name == b"migrate" {
         // The options follow host, port, key, db and timeout.
-        for i in 6..args.len() {
-            if args[i].eq_ignore_ascii_case(b"auth") {
+        for (i, arg) in args.iter().enumerate().skip(6) {
+            if arg.eq_ignore_ascii_case(b"auth") {
                 hidden.push(i + 1);
-            } else if args[i].eq_ignore_ascii_case(b"auth2") {
+            } else if arg.eq_ignore_ascii_case(b"auth2") {
                 hidden.extend([i + 1, i + 2]);
             }
         }
