@@ -89,7 +89,7 @@
 //! notes where the command's records end), and `context/grace.rs` is the
 //! grace period a promotion starts (as a restart does), during which the
 //! command layer undoes, with the keyspace's journal, a write that
-//! created a key.
+//! created a key or lowered an integer counter.
 
 pub(crate) mod client_handle;
 pub mod clock;

@@ -47,7 +47,7 @@ use std::time::{Duration, Instant};
 
 use common::rng::Rng;
 use redis::{Connection, Value};
-use rig::{Kind, NAME, SLOW, Server, Tools, field, listed_replica, sentinels, text, tools};
+use rig::{Kind, Server, Tools, Watched, tools};
 
 const LEASE_MIN_MS: u64 = 300;
 const LEASE_MAX_MS: u64 = 600;
@@ -338,29 +338,14 @@ impl Tally {
     }
 }
 
-/// A blocking connection with every wait bounded by `IO_TIMEOUT`.
+/// A connection to `port` with every wait bounded by `IO_TIMEOUT`.
 fn open(port: u16) -> Option<Connection> {
-    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).ok()?;
-    let con = client.get_connection_with_timeout(IO_TIMEOUT).ok()?;
-    con.set_read_timeout(Some(IO_TIMEOUT)).ok()?;
-    con.set_write_timeout(Some(IO_TIMEOUT)).ok()?;
-    Some(con)
+    rig::bounded(port, IO_TIMEOUT)
 }
 
 /// The primary as the first sentinel that answers names it.
 fn primary(sentinels: &[u16], first: usize) -> Option<u16> {
-    (0..sentinels.len()).find_map(|i| {
-        let mut con = open(sentinels[(first + i) % sentinels.len()])?;
-        let reply: Value = redis::cmd("SENTINEL")
-            .arg("GET-MASTER-ADDR-BY-NAME")
-            .arg(NAME)
-            .query(&mut con)
-            .ok()?;
-        let Value::Array(addr) = reply else {
-            return None;
-        };
-        text(addr.get(1)?.clone()).parse().ok()
-    })
+    rig::primary(sentinels, first, IO_TIMEOUT)
 }
 
 /// What one history shares between its clients and its fault injector.
@@ -584,31 +569,12 @@ fn inject(servers: &mut Servers, shared: &Shared, rng: &mut Rng) -> u64 {
 fn history(tools: &Tools, mode: Mode, seed: u64, length: Duration, reckless: bool) -> Tally {
     let dir = common::TempDir::new(&format!("{mode:?}-{seed}"));
     let kind = mode.kind();
-    let lines = mode.lines();
-    let first = Server::start(tools, kind, &dir, "s0", &lines);
-    let follow = format!("{lines}replicaof 127.0.0.1 {}\n", first.port);
-    let others = [1, 2].map(|i| Server::start(tools, kind, &dir, &format!("s{i}"), &follow));
-    let replicas = others.each_ref().map(|s| s.port);
-    let sentinels = sentinels(tools, &dir, first.port, 3);
-    let ports: Vec<u16> = sentinels.iter().map(|s| s.1).collect();
-    rig::wait_for("the sentinels to find both replicas", SLOW, || {
-        ports
-            .iter()
-            .all(|&at| {
-                replicas.iter().all(|&r| {
-                    listed_replica(at, r).is_some_and(|f| field(&f, "master-link-status") == "ok")
-                })
-            })
-            .then_some(())
-    });
+    let watched = Watched::start(tools, kind, &dir, &mode.lines());
+    let ports = watched.sentinel_ports();
     let mut servers = Servers {
         tools,
         kind,
-        running: [first]
-            .into_iter()
-            .chain(others)
-            .map(|s| (s.port, s))
-            .collect(),
+        running: watched.servers.into_iter().map(|s| (s.port, s)).collect(),
     };
     let shared = Shared {
         sentinels: &ports,

@@ -602,8 +602,9 @@ directives! {
         change: Runtime,
     }
     /// Ours: for this many ms after this server is promoted from replica to
-    /// primary, no write may create a key (a new lock), while renewals and
-    /// releases of the locks it has are served (0: off).
+    /// primary, no write may create a key (a new lock) or lower an integer
+    /// counter (a semaphore's permit), while renewals and releases of the
+    /// locks it has are served (0: off).
     "lock-promotion-grace-ms" => lock_promotion_grace_ms: u64 {
         default: 0,
         parse: parse_num,

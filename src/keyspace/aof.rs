@@ -500,8 +500,9 @@ impl Locked<'_> {
     }
 
     /// Logs everything the command changed, in the file and the
-    /// replication stream; called with its shards held.
-    pub(super) fn log_changes(&mut self) {
+    /// replication stream; called with its shards held. Returns where its
+    /// records end in the stream, if it made any there.
+    pub(super) fn log_changes(&mut self) -> Option<i64> {
         // The file the records go to, held until they are in it, so that
         // they are made for it: one still waiting for its first base
         // takes no list ops. The replication stream always can: a full
@@ -512,22 +513,18 @@ impl Locked<'_> {
         let ops =
             ks.copying.load(Ordering::Acquire) == 0 && aof.is_none_or(|aof| !aof.awaiting_base());
         self.checkpoint(ops);
-        let Some(changes) = &self.changes else {
-            return;
-        };
+        let changes = self.changes.as_ref()?;
         let backlog = self.ks.backlog.get();
         if let Some(backlog) = backlog {
             backlog.append(&changes.expired);
         }
         if changes.batch.is_empty() {
-            return;
+            return None;
         }
         if let Some(aof) = aof {
             aof.append(&changes.batch);
         }
-        if let Some(backlog) = backlog {
-            backlog.append_change(&changes.batch);
-        }
+        backlog?.append_change(&changes.batch)
     }
 }
 

@@ -191,11 +191,14 @@ impl Backlog {
     }
 
     /// Appends one command's (or transaction's, script's) changes, and
-    /// notes where they end for the reply (`take_appended`).
-    pub fn append_change(&self, batch: &Batch) {
-        if let Some(end) = self.append_at(batch) {
-            APPENDED.set(Some(end));
+    /// notes where they end for the reply (`take_appended`); returns that
+    /// end.
+    pub fn append_change(&self, batch: &Batch) -> Option<i64> {
+        let end = self.append_at(batch);
+        if end.is_some() {
+            APPENDED.set(end);
         }
+        end
     }
 
     fn append_at(&self, batch: &Batch) -> Option<i64> {
