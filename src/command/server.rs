@@ -740,7 +740,7 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             let blocked = shared
                 .clients
                 .iter()
-                .filter(|c| c.info.lock().blocked)
+                .filter(|c| c.info.lock().counts_as_blocked())
                 .count();
             line("blocked_clients", &blocked);
             line("tracking_clients", &shared.pubsub.tracking.counts().0);
