@@ -93,7 +93,7 @@ impl Shared {
         }
         self.replica
             .backlog
-            .command(&[b"REPLCONF", b"GETACK", b"*"]);
+            .command(None, &[b"REPLCONF", b"GETACK", b"*"]);
         loop {
             if self.acknowledged(write) {
                 return Settled::Acknowledged;

@@ -1007,7 +1007,7 @@ fn load_bytes(
 /// replaces them.
 pub fn empty_all(shared: &Shared) {
     let mut locked = lock_all(shared);
-    crate::keyspace::flush_all(&mut locked);
+    crate::keyspace::flush_all(&mut locked, None);
     drop(locked);
     shared.scripts.libraries.write().clear();
 }

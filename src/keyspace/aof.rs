@@ -748,7 +748,7 @@ mod tests {
         assert_eq!(logged(None), "*2 $6 SELECT $1 0 *2 $3 DEL $1 k ");
         let list = Value::List((0..65).map(|i| Bytes::from(i.to_string())).collect());
         let text = logged(Some(Entry::new(list, Some(5))));
-        assert!(text.starts_with("*1 $5 MULTI *2 $6 SELECT $1 0 *2 $3 DEL $1 k *66 $5 RPUSH"));
+        assert!(text.starts_with("*2 $6 SELECT $1 0 *1 $5 MULTI *2 $3 DEL $1 k *66 $5 RPUSH"));
         assert!(text.ends_with("*3 $5 RPUSH $1 k $2 64 *3 $9 PEXPIREAT $1 k $1 5 *1 $4 EXEC "));
     }
 
@@ -861,7 +861,7 @@ mod tests {
         }
         assert_eq!(
             written(aof, layout),
-            "*1 $5 MULTI *2 $6 SELECT $1 0 *2 $3 DEL $1 h *4 $4 HSET $1 h $1 a $1 v *1 $4 EXEC \
+            "*2 $6 SELECT $1 0 *1 $5 MULTI *2 $3 DEL $1 h *4 $4 HSET $1 h $1 a $1 v *1 $4 EXEC \
              *4 $4 HSET $1 h $1 b $1 v \
              *1 $5 MULTI *2 $3 DEL $1 h *8 $4 HSET $1 h $1 a $1 v $1 b $1 v $1 c $1 v *1 $4 EXEC \
              *1 $5 MULTI *2 $3 DEL $1 h *8 $4 HSET $1 h $1 a $1 v $1 b $1 v $1 c $1 v *1 $4 EXEC "
@@ -899,7 +899,7 @@ mod tests {
         rpush(&ks, b"l", &[b"e"]);
         assert_eq!(
             written(aof, layout),
-            "*1 $5 MULTI *2 $6 SELECT $1 0 *2 $3 DEL $1 l *3 $5 RPUSH $1 l $1 a *1 $4 EXEC \
+            "*2 $6 SELECT $1 0 *1 $5 MULTI *2 $3 DEL $1 l *3 $5 RPUSH $1 l $1 a *1 $4 EXEC \
              *4 $5 RPUSH $1 l $1 b $1 c \
              *1 $5 MULTI *3 $5 LPUSH $1 l $1 z *3 $4 RPOP $1 l $1 3 *1 $4 EXEC \
              *1 $5 MULTI *2 $3 DEL $1 l *4 $5 RPUSH $1 l $1 z $1 d *1 $4 EXEC \
@@ -967,7 +967,7 @@ mod tests {
         let text = written(aof, layout);
         assert_eq!(
             text,
-            "*1 $5 MULTI *2 $6 SELECT $1 1 *3 $3 SET $1 a $1 2 *2 $6 SELECT $1 0 \
+            "*2 $6 SELECT $1 1 *1 $5 MULTI *3 $3 SET $1 a $1 2 *2 $6 SELECT $1 0 \
              *1 $7 FLUSHDB *2 $6 SELECT $1 1 *1 $7 FLUSHDB *3 $3 SET $1 a $1 2 *1 $4 EXEC "
         );
     }

@@ -459,8 +459,10 @@ fn reclaim_if_expired(
 }
 
 /// FLUSHALL: every database of every shard (the plan must hold them all).
-pub fn flush_all(locked: &mut Locked<'_>) -> u64 {
-    locked.note_whole(None, b"FLUSHALL");
+/// `db` is the caller's database, which the record selects as Redis's
+/// stream does (None: none of its own, as when a load empties it).
+pub fn flush_all(locked: &mut Locked<'_>, db: Option<usize>) -> u64 {
+    locked.note_whole(db, b"FLUSHALL");
     locked.record_flush(None);
     let waited = locked.waited_streams(None);
     let now = locked.now;

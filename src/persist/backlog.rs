@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
-use super::{Batch, Stream, encode};
+use super::{Batch, Stream};
 
 /// How far behind a replica may fall before it is dropped: Redis's
 /// default `client-output-buffer-limit replica` hard limit.
@@ -216,15 +216,12 @@ impl Backlog {
     }
 
     /// Appends a command that changes no key (PUBLISH, PING, GETACK), on
-    /// a primary only.
-    pub fn command(&self, args: &[&[u8]]) {
-        if !self.recording() {
-            return;
-        }
-        let mut out = Vec::new();
-        encode(&mut out, args);
-        let mut inner = self.inner.lock();
-        self.push(&mut inner, &out);
+    /// a primary only; in `db` when it is a client's (Redis selects the
+    /// client's database first), in any for the server's own.
+    pub fn command(&self, db: Option<usize>, args: &[&[u8]]) {
+        let mut batch = Batch::default();
+        batch.push(db, args);
+        self.append_at(&batch);
     }
 
     /// Bytes of the primary's stream, applied (on a replica).

@@ -369,7 +369,9 @@ fn ack_offset(args: &[Bytes]) -> Option<i64> {
 /// backlog once `repl-backlog-ttl` passed without any replica.
 pub async fn cron(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
-    let mut last_ping_ms = 0u64;
+    // As Redis counts its cron's runs from the start: a replica that
+    // attaches later waits for the next period's PING, not one at once.
+    let mut last_ping_ms = shared.now_ms();
     loop {
         tokio::select! {
             _ = tick.tick() => {}
@@ -395,7 +397,7 @@ pub async fn cron(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
                 shared.replica.free_backlog();
             }
         } else if now.saturating_sub(last_ping_ms) >= period_s as u64 * 1000 {
-            backlog.command(&[b"PING"]);
+            backlog.command(None, &[b"PING"]);
             last_ping_ms = now;
         }
     }

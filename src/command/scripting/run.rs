@@ -7,6 +7,7 @@
 //! the script has not written yet, it starts over holding that shard too.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
@@ -303,7 +304,9 @@ impl Host for ScriptCalls<'_, '_, '_> {
             Some(CmdError::other(
                 "ERR Wrong number of args calling Redis command from script",
             ))
-        } else if spec.has(flag::NOSCRIPT) {
+        } else if spec.has(flag::NOSCRIPT)
+            && !self.ctx.shared.scripts.deny_lifted.load(Ordering::Relaxed)
+        {
             Some(CmdError::other(
                 "ERR This Redis command is not allowed from script",
             ))
