@@ -101,3 +101,27 @@ async fn scripts_may_call_denied_commands_while_allowed() {
         "{e}"
     );
 }
+
+#[tokio::test]
+async fn change_repl_id_gives_a_new_id_and_forgets_the_old_one() {
+    let server = server_with(DebugCommand::Yes).await;
+    let mut c = connect(&server).await;
+    let ids = |info: String| {
+        let field = |name: &str| {
+            info.lines()
+                .find_map(|l| l.strip_prefix(&format!("{name}:")))
+                .unwrap_or_else(|| panic!("no {name} in INFO"))
+                .trim()
+                .to_string()
+        };
+        (field("master_replid"), field("master_replid2"))
+    };
+    let before: String = cmd(&mut c, &["INFO", "replication"]).await.unwrap();
+    let ok: String = cmd(&mut c, &["DEBUG", "CHANGE-REPL-ID"]).await.unwrap();
+    assert_eq!(ok, "OK");
+    let after: String = cmd(&mut c, &["INFO", "replication"]).await.unwrap();
+    let ((old, _), (new, second)) = (ids(before), ids(after));
+    assert_ne!(old, new);
+    assert_eq!(new.len(), 40);
+    assert_eq!(second, "0".repeat(40));
+}

@@ -59,10 +59,13 @@ pub fn debug(ctx: &mut Ctx) -> CmdResult<Reply> {
     match (sub.as_str(), argc) {
         ("help", 2) => Ok(help()),
         ("sleep", 3) => sleep(ctx),
-        // Accepted for the suites that toggle them; rlockd's expiry wheel,
-        // replication ids and reply buffers have nothing to switch.
-        ("change-repl-id", 2)
-        | ("set-active-expire" | "pause-cron" | "set-skip-checksum-validation", 3) => Ok(Reply::OK),
+        ("change-repl-id", 2) => {
+            ctx.shared.replica.change_id();
+            Ok(Reply::OK)
+        }
+        // Accepted for the suites that toggle them; rlockd's expiry wheel
+        // and reply buffers have nothing to switch.
+        ("set-active-expire" | "pause-cron" | "set-skip-checksum-validation", 3) => Ok(Reply::OK),
         ("replybuffer", 4) => replybuffer(ctx),
         ("quicklist-packed-threshold", 3) => packed_threshold(ctx),
         ("set-disable-deny-scripts", 3) => {
@@ -99,7 +102,8 @@ fn help() -> Reply {
         "DEBUG",
         &[
             "CHANGE-REPL-ID",
-            "    Accepted; rlockd has no replication ids.",
+            "    Change the replication IDs of the instance.",
+            "    Dangerous: should be used only for testing the replication subsystem.",
             "DIGEST",
             "    A hex signature of every database's content.",
             "DIGEST-VALUE <key> [<key> ...]",

@@ -214,11 +214,17 @@ impl ReplicaState {
     /// `repl-backlog-ttl` passed without replicas: the backlog is freed,
     /// and the history with it.
     pub fn free_backlog(&self) {
+        self.change_id();
+        self.backlog.deactivate();
+    }
+
+    /// A history of a new id, the old one forgotten (DEBUG CHANGE-REPL-ID):
+    /// no replica can continue the stream it had.
+    pub fn change_id(&self) {
         let mut history = self.history.lock();
         history.replid = crate::util::random_hex(40);
         history.replid2 = NO_REPLID.into();
         history.second_offset = -1;
-        self.backlog.deactivate();
     }
 
     /// Whether a replica that stood at `offset` (the next byte it wants)
