@@ -284,7 +284,9 @@ impl<'a> Locked<'a> {
 
     /// Finds `key` in database `db` (live or not). The resolved key is
     /// found once a call.
-    #[inline]
+    // Inlined into the lookups, as the probe it wraps used to be: called,
+    // it cost a lock pair 2% more instructions.
+    #[inline(always)]
     pub(super) fn find(&mut self, db: usize, key: &[u8]) -> CmdResult<Lookup> {
         let shard = self.shard_of(key);
         let guard = self.take_shard(shard)?;

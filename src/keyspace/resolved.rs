@@ -45,7 +45,7 @@ struct MapSpot {
 
 impl ResolvedKey {
     /// Resolves `key`, answering its shard.
-    #[inline]
+    #[inline(always)]
     pub(super) fn set(&mut self, key: &[u8]) -> usize {
         self.key = Some(address(key));
         self.shard = key_shard(key);
@@ -58,13 +58,13 @@ impl ResolvedKey {
         self.found = None;
     }
 
-    #[inline]
+    #[inline(always)]
     fn is(&self, key: &[u8]) -> bool {
         self.key == Some(address(key))
     }
 
     /// The shard of `key`: remembered if it is the resolved key.
-    #[inline]
+    #[inline(always)]
     pub(super) fn shard_of(&self, key: &[u8]) -> usize {
         if self.is(key) {
             self.shard
@@ -75,7 +75,7 @@ impl ResolvedKey {
 
     /// The hash of `key` in `map` (database `db`), and its place there if
     /// a lookup of this call found it and it has not moved since.
-    #[inline]
+    #[inline(always)]
     pub(super) fn spot(&self, db: usize, key: &[u8], map: &DbMap) -> (u64, Option<Place>) {
         match self.found {
             Some(spot) if spot.db == db && self.is(key) => {
@@ -89,7 +89,7 @@ impl ResolvedKey {
     }
 
     /// Remembers where a lookup found `key` (or that it hashed it).
-    #[inline]
+    #[inline(always)]
     pub(super) fn found(&mut self, db: usize, key: &[u8], hash: u64, place: Option<Place>) {
         if self.is(key) {
             self.found = Some(MapSpot { db, hash, place });
@@ -98,7 +98,7 @@ impl ResolvedKey {
 }
 
 /// Where `key`'s bytes lie and how many there are.
-#[inline]
+#[inline(always)]
 fn address(key: &[u8]) -> (usize, usize) {
     (key.as_ptr() as usize, key.len())
 }
