@@ -235,8 +235,9 @@ async fn scripts_are_atomic_across_shards_even_with_undeclared_keys() {
 
 /// A script that must start over undoes only what it changed in big
 /// collections (each member it named, not a copy of the value), and
-/// brings back a large-encoded key it emptied: every counter ends at
-/// exactly one application per call, every size where it started.
+/// brings back a large-encoded key it emptied; small (compact) ones, kept
+/// whole, come back too: every counter ends at exactly one application
+/// per call, every size where it started.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restarted_scripts_undo_their_changes_to_big_collections() {
     let server = start().await;
@@ -250,9 +251,20 @@ async fn restarted_scripts_undo_their_changes_to_big_collections() {
            redis.call('rpush', KEYS[4], 'e' .. i) \
          end \
          redis.call('zadd', KEYS[5], 1, ARGV[1]) \
-         redis.call('hset', KEYS[6], ARGV[1], 'v')",
+         redis.call('hset', KEYS[6], ARGV[1], 'v') \
+         redis.call('hset', KEYS[7], 'a', 0, 'b', 0) \
+         redis.call('zadd', KEYS[8], 0, 'a', 0, 'b')",
     );
-    let keys = ["{c}h", "{c}s", "{c}z", "{c}l", "{c}zlong", "{c}hlong"];
+    let keys = [
+        "{c}h",
+        "{c}s",
+        "{c}z",
+        "{c}l",
+        "{c}zlong",
+        "{c}hlong",
+        "{c}hsmall",
+        "{c}zsmall",
+    ];
     let mut call = fill.prepare_invoke();
     keys.iter().for_each(|k| {
         call.key(*k);
@@ -282,6 +294,8 @@ async fn restarted_scripts_undo_their_changes_to_big_collections() {
          redis.call('zadd', KEYS[5], 1, ARGV[1]) \
          redis.call('hdel', KEYS[6], ARGV[1]) \
          redis.call('hset', KEYS[6], ARGV[1], 'v') \
+         redis.call('hincrby', KEYS[7], 'a', 1) \
+         redis.call('zincrby', KEYS[8], 1, 'a') \
          return redis.call('incr', ARGV[3])",
     );
     let (clients, calls) = (4, 100);
@@ -332,6 +346,8 @@ async fn restarted_scripts_undo_their_changes_to_big_collections() {
     assert_eq!(n(&["LLEN", "{c}l"]).await, 300);
     assert_eq!(n(&["ZCARD", "{c}zlong"]).await, 1);
     assert_eq!(n(&["HLEN", "{c}hlong"]).await, 1);
+    assert_eq!(n(&["HGET", "{c}hsmall", "a"]).await, total);
+    assert_eq!(n(&["ZSCORE", "{c}zsmall", "a"]).await, total);
     let encoding = |key: &'static str| {
         let mut c = setup.clone();
         async move {
@@ -342,6 +358,8 @@ async fn restarted_scripts_undo_their_changes_to_big_collections() {
     };
     assert_eq!(encoding("{c}zlong").await, "skiplist");
     assert_eq!(encoding("{c}hlong").await, "hashtable");
+    assert_eq!(encoding("{c}hsmall").await, "listpack");
+    assert_eq!(encoding("{c}zsmall").await, "listpack");
 }
 
 /// A read-only script that spins for `secs` seconds of wall time: bounded,

@@ -54,7 +54,7 @@ use bytes::Bytes;
 
 use super::journal::Touch;
 use super::shard::Map;
-use super::{End, Entry, Keyspace, Locked, SHARDS, Value, key_shard};
+use super::{End, Entry, Keyspace, Locked, SHARDS, Value};
 use crate::persist::backlog::Backlog;
 use crate::persist::{Aof, Batch, Stream};
 
@@ -433,7 +433,7 @@ impl Locked<'_> {
                 return None;
             };
             let now = self.deadline_clock();
-            let shard = self.shard(key_shard(key)).ok()?;
+            let shard = self.shard_for(key).ok()?;
             let collection = shard.dbs[db]
                 .get(key)
                 .filter(|n| !n.is_expired(now))
@@ -503,7 +503,7 @@ impl Locked<'_> {
         ops: bool,
     ) {
         let now = self.now;
-        let entry = match self.shard(key_shard(key)) {
+        let entry = match self.shard_for(key) {
             Ok(shard) => shard.dbs[db]
                 .get(key)
                 .filter(|n| !n.is_expired(now))

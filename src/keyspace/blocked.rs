@@ -23,7 +23,7 @@ impl Db<'_, '_> {
     /// Queues `waiter` on `key`, dropping waiters that stopped waiting.
     pub fn block(&mut self, key: &[u8], waiter: &Arc<Waiter>) -> Result<(), CmdError> {
         let db = self.index as u32;
-        let shard = self.locked.shard(key_shard(key))?;
+        let shard = self.locked.shard_for(key)?;
         let queue = shard
             .blocked
             .entry((db, Bytes::copy_from_slice(key)))
@@ -36,7 +36,7 @@ impl Db<'_, '_> {
     /// Takes `waiter` off `key`'s queue.
     pub fn unblock(&mut self, key: &[u8], waiter: &Arc<Waiter>) -> Result<(), CmdError> {
         let db = self.index as u32;
-        let shard = self.locked.shard(key_shard(key))?;
+        let shard = self.locked.shard_for(key)?;
         let k = (db, Bytes::copy_from_slice(key));
         if let Some(queue) = shard.blocked.get_mut(&k) {
             queue.retain(|w| !Arc::ptr_eq(w, waiter));
@@ -51,7 +51,7 @@ impl Db<'_, '_> {
     /// they are served when the command lets its shards go.
     pub fn signal_ready(&mut self, key: &[u8]) -> Result<(), CmdError> {
         let db = self.index;
-        let shard = self.locked.shard(key_shard(key))?;
+        let shard = self.locked.shard_for(key)?;
         if shard.blocked.is_empty()
             || !shard
                 .blocked
@@ -74,7 +74,7 @@ impl Db<'_, '_> {
         serves: fn(&Wanted) -> bool,
     ) -> Result<Option<Arc<Waiter>>, CmdError> {
         let k = (self.index as u32, key.clone());
-        let shard = self.locked.shard(key_shard(key))?;
+        let shard = self.locked.shard_for(key)?;
         let Some(queue) = shard.blocked.get_mut(&k) else {
             return Ok(None);
         };
@@ -97,7 +97,7 @@ impl Db<'_, '_> {
     /// The stream readers waiting on `key`, oldest first.
     fn stream_waiters(&mut self, key: &Bytes) -> Result<Vec<Arc<Waiter>>, CmdError> {
         let k = (self.index as u32, key.clone());
-        let shard = self.locked.shard(key_shard(key))?;
+        let shard = self.locked.shard_for(key)?;
         Ok(shard.blocked.get(&k).map_or_else(Vec::new, |queue| {
             queue
                 .iter()

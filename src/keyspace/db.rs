@@ -14,7 +14,6 @@ use super::events::Event;
 use super::limits::EncodingLimits;
 use super::locked::Locked;
 use super::shard::{Shard, WatchFlag};
-use super::slot::key_shard;
 use super::store::Keyspace;
 use super::value::{Entry, Value, ValueKind};
 use crate::error::{CmdError, CmdResult};
@@ -86,7 +85,7 @@ impl Db<'_, '_> {
     /// The access clock of `key`, if it is there (read without using it).
     pub fn access(&mut self, key: &[u8]) -> CmdResult<Option<AccessClock>> {
         let (now, db) = (self.locked.now, self.index);
-        let shard = self.locked.shard(key_shard(key))?;
+        let shard = self.locked.shard_for(key)?;
         Ok(shard.dbs[db]
             .get(key)
             .filter(|n| !n.is_expired(now))
@@ -96,7 +95,7 @@ impl Db<'_, '_> {
     /// Sets the existing `key`'s access clock (RESTORE's IDLETIME, FREQ).
     pub fn set_access(&mut self, key: &[u8], clock: AccessClock) -> CmdResult<()> {
         let db = self.index;
-        self.locked.shard(key_shard(key))?.dbs[db].set_clock(key, clock);
+        self.locked.shard_for(key)?.dbs[db].set_clock(key, clock);
         Ok(())
     }
 
@@ -116,11 +115,10 @@ impl Db<'_, '_> {
         let (now, db, ks) = (self.locked.now, self.index, self.locked.ks);
         let deadlines_at = self.locked.deadline_clock();
         self.locked.record(db, key)?;
-        let shard_index = key_shard(key);
-        let shard = self.locked.shard(shard_index)?;
-        let hash = shard.dbs[db].hash(key);
-        let place = shard.dbs[db].find_hashed(hash, key);
-        let live = match place {
+        let found = self.locked.find(db, key)?;
+        let (shard_index, hash) = (found.shard, found.hash);
+        let shard = &mut self.locked.guards[found.guard].1;
+        let live = match found.place {
             Some(place)
                 if shard.dbs[db]
                     .node_at(place)
@@ -203,7 +201,7 @@ impl Db<'_, '_> {
     /// proceed before it changes anything).
     pub fn peek(&mut self, key: &[u8]) -> CmdResult<Option<&Value>> {
         let (now, db) = (self.locked.deadline_clock(), self.index);
-        let shard = self.locked.shard(key_shard(key))?;
+        let shard = self.locked.shard_for(key)?;
         let hash = shard.dbs[db].hash(key);
         // Unpacked like a key about to change: a lock script looks at the
         // key it goes on to change.
@@ -258,7 +256,7 @@ impl Db<'_, '_> {
         let db = self.index;
         self.locked.note_change(db, key);
         let (now, lfu) = (self.locked.now, self.locked.ks.lfu());
-        let shard = self.locked.shard(key_shard(key))?;
+        let shard = self.locked.shard_for(key)?;
         // An unchanged deadline already has its wheel entry.
         if let Some(at) = expire_at.filter(|at| Some(*at) != previous) {
             shard.schedule(db, key, at);
@@ -288,7 +286,7 @@ impl Db<'_, '_> {
         }
         let db = self.index;
         self.locked.note_change(db, key);
-        let shard = self.locked.shard(key_shard(key))?;
+        let shard = self.locked.shard_for(key)?;
         let removed = shard.remove(db, key).map(|e| e.value);
         // Group readers blocked on a stream learn that it is gone.
         if matches!(removed, Some(Value::Stream(_))) {
@@ -305,7 +303,7 @@ impl Db<'_, '_> {
         let previous = entry.set_expire_at(at);
         let db = self.index;
         self.locked.note_change(db, key);
-        let shard = self.locked.shard(key_shard(key))?;
+        let shard = self.locked.shard_for(key)?;
         shard.dbs[db].deadline_changed(previous.is_some(), at.is_some());
         if let Some(at) = at.filter(|at| Some(*at) != previous) {
             shard.schedule(db, key, at);
@@ -365,7 +363,7 @@ impl Db<'_, '_> {
     /// it and tells client-side caching.
     fn counted(&mut self, key: &[u8]) -> CmdResult<()> {
         let db = self.index;
-        let shard = self.locked.shard(key_shard(key))?;
+        let shard = self.locked.shard_for(key)?;
         shard.stats.dirty += 1;
         shard.touch_watchers(db, key);
         self.locked.ks.events.changed(key, true);
@@ -376,7 +374,7 @@ impl Db<'_, '_> {
     /// bookkeeping).
     pub fn dirtied(&mut self, key: &[u8]) -> CmdResult<()> {
         self.locked.note_change(self.index, key);
-        self.locked.shard(key_shard(key))?.stats.dirty += 1;
+        self.locked.shard_for(key)?.stats.dirty += 1;
         Ok(())
     }
 
@@ -408,7 +406,7 @@ impl Db<'_, '_> {
     /// Registers a WATCH of `key` by `flag`.
     pub fn watch(&mut self, key: &[u8], flag: &Arc<WatchFlag>) -> CmdResult<()> {
         let db = self.index as u32;
-        let shard = self.locked.shard(key_shard(key))?;
+        let shard = self.locked.shard_for(key)?;
         shard
             .watched
             .entry((db, Bytes::copy_from_slice(key)))
@@ -419,7 +417,7 @@ impl Db<'_, '_> {
 
     pub fn unwatch(&mut self, key: &[u8], flag: &Arc<WatchFlag>) -> CmdResult<()> {
         let db = self.index as u32;
-        let shard = self.locked.shard(key_shard(key))?;
+        let shard = self.locked.shard_for(key)?;
         let k = (db, Bytes::copy_from_slice(key));
         if let Some(flags) = shard.watched.get_mut(&k) {
             flags.retain(|f| !Arc::ptr_eq(f, flag));

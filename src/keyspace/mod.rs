@@ -15,7 +15,8 @@
 //! - `dbmap`: one database's keys in one shard and their expiry wheel (the
 //!   crate's model for unsafe code: every block says why it is sound), and
 //!   a snapshot's hold on them: keys copied aside before they change.
-//! - `journal`: what undoes a script's writes.
+//! - `journal`: what undoes a script's writes. `resolved`: the key of a
+//!   script's call, found once for the call.
 //! - `blocked`: how clients blocked on keys are served.
 //! - `waiter`: what a blocked client waits for and how its wait ends.
 //! - `events`: keyspace notifications and `EventSink`, where they go.
@@ -43,6 +44,7 @@ mod limits;
 mod locked;
 mod memory;
 mod plan;
+mod resolved;
 mod set;
 mod shard;
 mod slot;

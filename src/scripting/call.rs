@@ -21,7 +21,7 @@ use super::stack::{Activation, Kind, Stack, State};
 use super::{CallScope, with_active};
 use crate::error::CmdError;
 use crate::protocol::Reply;
-use crate::util::format_double;
+use crate::util::push_double;
 
 /// # Safety
 /// Called by Lua only, as `redis.call`.
@@ -297,9 +297,7 @@ impl CallLine {
                     .scratch
                     .extend_from_slice(stack.to_bytes(idx).unwrap_or_default()),
                 // Lua 5.1 numbers are doubles; Redis prints them with %.17g.
-                Kind::Number => self
-                    .scratch
-                    .extend_from_slice(format_double(stack.to_number(idx)).as_bytes()),
+                Kind::Number => push_double(stack.to_number(idx), &mut self.scratch),
                 _ => return false,
             }
             self.ends.push(self.scratch.len());

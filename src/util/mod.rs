@@ -164,6 +164,26 @@ pub(crate) fn format_double(d: f64) -> String {
     format_g(d, 17)
 }
 
+/// `format_double` appended to `out`: an integer (a Lua number passed to
+/// `redis.call`, the common case) is written with no string made for it.
+pub(crate) fn push_double(d: f64, out: &mut Vec<u8>) {
+    match printed_integer(d, 17) {
+        Some(n) => out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes()),
+        None => out.extend_from_slice(format_double(d).as_bytes()),
+    }
+}
+
+/// An integer with no more digits than the precision, which `%.<precision>g`
+/// prints as itself: kept off the float formatter. Zero is left to it
+/// (`-0`).
+fn printed_integer(d: f64, precision: i32) -> Option<i64> {
+    (d != 0.0
+        && d.fract() == 0.0
+        && (1..=18).contains(&precision)
+        && d.abs() < 10u64.pow(precision as u32) as f64)
+        .then_some(d as i64)
+}
+
 /// C's `%.<precision>g`.
 pub(crate) fn format_g(d: f64, precision: i32) -> String {
     if d.is_nan() {
@@ -175,14 +195,8 @@ pub(crate) fn format_g(d: f64, precision: i32) -> String {
     if d == 0.0 {
         return if d.is_sign_negative() { "-0" } else { "0" }.into();
     }
-    // An integer with no more digits than the precision prints as itself:
-    // the common case (a Lua number passed to redis.call), kept off the
-    // float formatter.
-    if d.fract() == 0.0
-        && (1..=18).contains(&precision)
-        && d.abs() < 10u64.pow(precision as u32) as f64
-    {
-        return itoa::Buffer::new().format(d as i64).to_string();
+    if let Some(n) = printed_integer(d, precision) {
+        return itoa::Buffer::new().format(n).to_string();
     }
     let sci = format!("{:.*e}", (precision - 1) as usize, d);
     let (mantissa, exp) = sci.split_once('e').expect("exponent form");

@@ -18,7 +18,7 @@ use crate::command::registry::{execute, lock_plan, registry};
 use crate::command::{CommandSpec, Ctx, flag};
 use crate::context::{Client, Shared, guard};
 use crate::error::{CmdError, CmdResult};
-use crate::keyspace::{LockPlan, key_shard};
+use crate::keyspace::LockPlan;
 use crate::protocol::{Protocol, Reply};
 use crate::pubsub::HeldMessages;
 use crate::scripting::functions::Library;
@@ -278,6 +278,16 @@ impl Host for ScriptCalls<'_, '_, '_> {
     }
 
     fn call(&mut self, argv: &[Bytes], resp3: bool, run: &RunState) -> Reply {
+        let reply = self.call_resolved(argv, resp3, run);
+        self.ctx.locked.forget_resolved();
+        reply
+    }
+}
+
+impl ScriptCalls<'_, '_, '_> {
+    /// `call`, which may resolve the command's key (see
+    /// `Locked::resolve`) for the call's lookups.
+    fn call_resolved(&mut self, argv: &[Bytes], resp3: bool, run: &RunState) -> Reply {
         let fail = |text: &str| Reply::Error(CmdError::other(text));
         if self.retry.is_some() {
             return fail("ERR the script is being restarted");
@@ -336,8 +346,11 @@ impl Host for ScriptCalls<'_, '_, '_> {
         // Everything the command touches is taken before it runs.
         let ensured = match spec.only_key(argv) {
             // One key, the common case, needs no plan built.
+            // Its slot and its place in the map are worked out once, for
+            // this lock, the journal and the command's own lookups.
             Some(key) if !spec.has(flag::WHOLE_KEYSPACE) && !spec.has(flag::SLOT_ARG) => {
-                self.ctx.locked.ensure(&[key_shard(key)])
+                let shard = self.ctx.locked.resolve(key);
+                self.ctx.locked.ensure(&[shard])
             }
             _ => match lock_plan(spec, argv) {
                 LockPlan::All if !self.ctx.locked.holds_all() => Err(CmdError::ShardBusy),

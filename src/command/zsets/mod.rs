@@ -96,17 +96,27 @@ pub fn touches_zincrby(args: &[Bytes]) -> Option<Touch<'_>> {
 fn zadd_generic(ctx: &mut Ctx, mut at: usize, mut incr: bool) -> CmdResult<Reply> {
     let (mut nx, mut xx, mut gt, mut lt, mut ch) = (false, false, false, false, false);
     if !incr {
-        while at < ctx.args.len() {
-            match ctx.args[at].to_ascii_lowercase().as_slice() {
-                // The options of ZADD_OPTIONS.
-                b"nx" => nx = true,
-                b"xx" => xx = true,
-                b"gt" => gt = true,
-                b"lt" => lt = true,
-                b"ch" => ch = true,
-                b"incr" => incr = true,
-                _ => break,
-            }
+        // The options of ZADD_OPTIONS, matched in place: the first score
+        // is asked too, and a lowered copy of it cost every call an
+        // allocation.
+        while let Some(arg) = ctx.args.get(at) {
+            let option = |name: &[u8]| arg.eq_ignore_ascii_case(name);
+            let set = if option(b"nx") {
+                &mut nx
+            } else if option(b"xx") {
+                &mut xx
+            } else if option(b"gt") {
+                &mut gt
+            } else if option(b"lt") {
+                &mut lt
+            } else if option(b"ch") {
+                &mut ch
+            } else if option(b"incr") {
+                &mut incr
+            } else {
+                break;
+            };
+            *set = true;
             at += 1;
         }
     }
