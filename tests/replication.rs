@@ -1709,3 +1709,164 @@ fn a_replica_asking_during_a_disk_backed_sync_attaches_to_its_save() {
     assert!(dir.file("dump.rdb").exists(), "the save wrote dump.rdb");
     assert_all_same_data(&mut p, &mut replicas, &mut redis);
 }
+
+/// A replica of the server at `port` made by hand (issue #30): it asks
+/// for a full sync, skips the snapshot, and reads the stream after it.
+struct RawReplica {
+    link: std::net::TcpStream,
+    buf: Vec<u8>,
+}
+
+impl RawReplica {
+    fn attach(port: u16) -> RawReplica {
+        use std::io::Write;
+        let mut link = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        link.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        link.write_all(b"REPLCONF capa psync2\r\n").unwrap();
+        let mut replica = RawReplica {
+            link,
+            buf: Vec::new(),
+        };
+        // Redis refuses a PSYNC while a reply is still to be sent.
+        assert_eq!(replica.line(), "+OK");
+        replica.link.write_all(b"PSYNC ? -1\r\n").unwrap();
+        let answer = replica.line();
+        assert!(answer.starts_with("+FULLRESYNC"), "{answer}");
+        // Newlines keep the link alive while the snapshot is made.
+        let mut head = replica.line();
+        while head.is_empty() {
+            head = replica.line();
+        }
+        match head.strip_prefix("$EOF:") {
+            Some(mark) => {
+                let mark = mark.as_bytes().to_vec();
+                while !replica.buf.windows(mark.len()).any(|w| w == mark) {
+                    replica.more();
+                }
+                let at = replica.buf.windows(mark.len()).position(|w| w == mark);
+                replica.buf.drain(..at.unwrap() + mark.len());
+            }
+            None => {
+                let len: usize = head.strip_prefix('$').unwrap().parse().unwrap();
+                while replica.buf.len() < len {
+                    replica.more();
+                }
+                replica.buf.drain(..len);
+            }
+        }
+        replica
+    }
+
+    fn more(&mut self) {
+        use std::io::Read;
+        let mut chunk = [0u8; 4096];
+        let n = self.link.read(&mut chunk).expect("the stream stalled");
+        assert!(n > 0, "the primary closed the link");
+        self.buf.extend_from_slice(&chunk[..n]);
+    }
+
+    fn line(&mut self) -> String {
+        loop {
+            if let Some(end) = self.buf.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = self.buf.drain(..=end).collect();
+                return String::from_utf8_lossy(&line).trim_end().to_string();
+            }
+            self.more();
+        }
+    }
+
+    /// The commands of the stream up to `SET <end> 1`, that one left out,
+    /// and the primary's PINGs; absolute deadlines shown as `<at>`, which
+    /// differ by when each server ran the script.
+    fn until_set(&mut self, end: &str) -> Vec<String> {
+        let mut seen: Vec<Vec<String>> = Vec::new();
+        loop {
+            let Some(mut cmd) = common::fake_primary::take_command(&mut self.buf) else {
+                self.more();
+                continue;
+            };
+            cmd[0] = cmd[0].to_uppercase();
+            if cmd[..] == ["SET", end, "1"] {
+                return seen.into_iter().map(shown).collect();
+            }
+            if cmd[0] == "PING" {
+                continue;
+            }
+            if cmd[0] == "PEXPIREAT" {
+                cmd[2] = "<at>".into();
+            }
+            // rlockd sends the state a script left where Redis sends its
+            // calls: a change the DEL after it undoes is not in it.
+            let undone = cmd[0] == "DEL"
+                && seen
+                    .last()
+                    .is_some_and(|last| last[0] == "HINCRBY" && last[1] == cmd[1]);
+            if undone {
+                seen.pop();
+            }
+            seen.push(cmd);
+        }
+    }
+}
+
+/// A command of the stream as text; Redis's HINCRBY of a new field shown
+/// as the HSET of the count it left, which rlockd sends.
+fn shown(mut cmd: Vec<String>) -> String {
+    if cmd[0] == "HINCRBY" {
+        cmd[0] = "HSET".into();
+    }
+    cmd.join(" ")
+}
+
+/// What a server's replicas are sent for Redisson's lock on a new key and
+/// its unlock, a script that publishes between its writes, and one that
+/// replaces a string with a hash.
+fn scripts_as_streamed(con: &mut Connection) -> Vec<String> {
+    let mut replica = RawReplica::attach(port_of(con));
+    let wrote = |con: &mut Connection, script: &str, keys: &[&str], args: &[&str]| {
+        let n = keys.len().to_string();
+        let mut line = vec!["EVAL", script, &n];
+        line.extend_from_slice(keys);
+        line.extend_from_slice(args);
+        q(con, &line);
+    };
+    let lock = ["lock:{order}"];
+    wrote(con, common::redisson::LOCK, &lock, &["30000", "owner:1"]);
+    let unlock = ["lock:{order}", "redisson_lock__channel:{order}"];
+    wrote(
+        con,
+        common::redisson::UNLOCK,
+        &unlock,
+        &["0", "30000", "owner:1"],
+    );
+    let publishing = "redis.call('set', KEYS[1], 'a') redis.call('publish', 'ch', 'm') \
+                      redis.call('set', KEYS[2], 'b') redis.call('publish', 'ch', 'n') \
+                      redis.call('set', KEYS[1], 'c')";
+    wrote(con, publishing, &["p:{order}", "q:{order}"], &[]);
+    q(con, &["SET", "s:{order}", "text"]);
+    let replacing = "redis.call('del', KEYS[1]) redis.call('hset', KEYS[1], 'f', 'v')";
+    wrote(con, replacing, &["s:{order}"], &[]);
+    q(con, &["SET", "end:{order}", "1"]);
+    replica.until_set("end:{order}")
+}
+
+#[test]
+fn scripts_reach_replicas_in_the_order_and_shape_redis_sends() {
+    let Some((_redis, mut redis)) = primary("stream_order", None) else {
+        return;
+    };
+    let (_r, mut rlockd) = rlockd(&["--repl-diskless-sync-delay", "0"]);
+    let want = scripts_as_streamed(&mut redis);
+    let got = scripts_as_streamed(&mut rlockd);
+    assert_eq!(got, want);
+    // What the comparison covers, so that it cannot pass on two empty
+    // streams: a new lock is four commands, no DEL; the PUBLISH sits
+    // inside the script's MULTI where it was called.
+    let lock = "SELECT 0|MULTI|HSET lock:{order} owner:1 1|PEXPIREAT lock:{order} <at>|EXEC|\
+                MULTI|DEL lock:{order}|PUBLISH redisson_lock__channel:{order} 0|EXEC";
+    assert!(got.join("|").starts_with(lock), "{got:?}");
+    let publishing = "MULTI|SET p:{order} a|PUBLISH ch m|SET q:{order} b|PUBLISH ch n|\
+                      SET p:{order} c|EXEC";
+    assert!(got.join("|").contains(publishing), "{got:?}");
+}

@@ -124,11 +124,14 @@ pub fn spublish(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::Int(n as i64))
 }
 
-fn propagate(ctx: &Ctx, name: &[u8]) {
-    ctx.shared
-        .replica
-        .backlog
-        .command(Some(ctx.client.db), &[name, ctx.arg(1), ctx.arg(2)]);
+/// In a script or transaction, among its changes in the order it made
+/// them, as Redis sends it.
+fn propagate(ctx: &mut Ctx, name: &[u8]) {
+    let line = ctx.args;
+    let (db, args) = (ctx.client.db, [name, &line[1][..], &line[2][..]]);
+    if !ctx.locked.note_for_replicas(db, &args) {
+        ctx.shared.replica.backlog.command(Some(db), &args);
+    }
 }
 
 /// PUBSUB CHANNELS / SHARDCHANNELS take at most one pattern.

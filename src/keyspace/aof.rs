@@ -56,7 +56,7 @@ use super::journal::Touch;
 use super::shard::Map;
 use super::{End, Entry, Keyspace, Locked, SHARDS, Value};
 use crate::persist::backlog::Backlog;
-use crate::persist::{Aof, Batch, Stream};
+use crate::persist::{Aof, Audience, Batch, Stream};
 
 /// Elements per command when a collection is written out, as Redis's
 /// rewrite does, so no single command is huge.
@@ -66,6 +66,14 @@ const ITEMS_PER_COMMAND: usize = 64;
 enum Extent {
     /// All of it.
     Whole,
+    /// All of it, and no key of any kind, live or past its deadline, was
+    /// there before its first change since the last record: replicas
+    /// have none either (the DEL of a key reclaimed past its deadline
+    /// reaches them before the command's records), so they take it
+    /// without the DEL before it, as Redis sends a new key. The file keeps
+    /// that DEL: its loading expires nothing, and the keys the expiry
+    /// driver reclaims leave no record in it.
+    Created,
     /// These members (unsorted, perhaps repeated) and the deadline: the
     /// key held a collection before its first change since the last
     /// record, and every change since named the members it made.
@@ -154,28 +162,31 @@ pub(super) struct Changes {
 
 impl Changes {
     /// Notes a change to `key`: of the declared members if it is the
-    /// declared key, else of the whole key.
-    fn note(&mut self, db: usize, key: &[u8]) {
+    /// declared key, else of the whole key. True if this is the key's
+    /// first change since the last record, and recorded whole.
+    fn note(&mut self, db: usize, key: &[u8]) -> bool {
         let extent = match &mut self.declared {
             Some(d) if d.db == db && d.key == key => {
                 if d.noted {
-                    return;
+                    return false;
                 }
                 d.noted = true;
                 Extent::Members(std::mem::take(&mut d.members))
             }
             _ => Extent::Whole,
         };
-        self.note_extent(db, key, extent);
+        let whole = matches!(extent, Extent::Whole);
+        self.note_extent(db, key, extent) && whole
     }
 
-    /// Notes that `key` changed as `extent` says, after its changes so far.
-    fn note_extent(&mut self, db: usize, key: &[u8], extent: Extent) {
+    /// Notes that `key` changed as `extent` says, after its changes so
+    /// far. True if this is its first change since the last record.
+    fn note_extent(&mut self, db: usize, key: &[u8], extent: Extent) -> bool {
         let id = (db, Bytes::copy_from_slice(key));
         let Some(&at) = self.seen.get(&id) else {
             self.seen.insert(id.clone(), self.keys.len());
             self.keys.push((id.0, id.1, extent));
-            return;
+            return true;
         };
         let known = &mut self.keys[at].2;
         match (known, extent) {
@@ -189,15 +200,17 @@ impl Changes {
                     known.extend(rest);
                 }
             }
-            (Extent::Whole, _) | (Extent::Command { .. }, _) => {}
+            (Extent::Whole | Extent::Created | Extent::Command { .. }, _) => {}
             // A change of another sort, or to the whole key.
             (known, _) => *known = Extent::Whole,
         }
+        false
     }
 }
 
-/// Appends the commands that recreate `entry` at `key` (or delete it).
-fn record_key(batch: &mut Batch, db: usize, key: &[u8], entry: Option<&Entry>) {
+/// Appends the commands that recreate `entry` at `key` (or delete it);
+/// `created`: replicas know no key was there (see `Extent::Created`).
+fn record_key(batch: &mut Batch, db: usize, key: &[u8], entry: Option<&Entry>, created: bool) {
     let db = Some(db);
     let Some(entry) = entry else {
         batch.push(db, &[b"DEL", key]);
@@ -211,7 +224,12 @@ fn record_key(batch: &mut Batch, db: usize, key: &[u8], entry: Option<&Entry>) {
         }
         return;
     }
-    batch.push(db, &[b"DEL", key]);
+    let audience = if created {
+        Audience::File
+    } else {
+        Audience::Everyone
+    };
+    batch.push_for(audience, db, &[b"DEL", key]);
     match &entry.value {
         Value::Str(..) => {}
         Value::Hash(h) => {
@@ -381,8 +399,22 @@ fn push_chunked(
 impl Locked<'_> {
     /// Notes that `key` in `db` changed (when the AOF is on).
     pub(super) fn note_change(&mut self, db: usize, key: &[u8]) {
-        if let Some(changes) = &mut self.changes {
-            changes.note(db, key);
+        let Some(changes) = &mut self.changes else {
+            return;
+        };
+        if !changes.note(db, key) {
+            return;
+        }
+        // Asked before the change: every path that creates a key notes it
+        // before storing it, and one that notes after finds it there,
+        // which only keeps a DEL that was not needed.
+        let absent = self
+            .shard_for(key)
+            .is_ok_and(|shard| shard.dbs[db].get(key).is_none());
+        if let Some(changes) = self.changes.as_mut().filter(|_| absent)
+            && let Some(last) = changes.keys.last_mut()
+        {
+            last.2 = Extent::Created;
         }
     }
 
@@ -511,6 +543,7 @@ impl Locked<'_> {
             // Every changed key's shard is held.
             Err(_) => return,
         };
+        let created = matches!(extent, Extent::Created);
         let by_part = match (extent, entry.as_deref()) {
             (Extent::Members(members), Some(entry)) => {
                 record_members(batch, db, key, entry, members)
@@ -521,7 +554,7 @@ impl Locked<'_> {
             _ => false,
         };
         if !by_part {
-            record_key(batch, db, key, entry.as_deref());
+            record_key(batch, db, key, entry.as_deref(), created);
         }
     }
 
@@ -556,6 +589,22 @@ impl Locked<'_> {
         changes
             .keys
             .push((db, first, Extent::Command { args, keys }));
+    }
+
+    /// A command that changes no key and goes to replicas only (PUBLISH),
+    /// in `db`, after the records of the changes before it and before
+    /// those after it, as Redis puts it in a script's or a transaction's
+    /// MULTI. False, with nothing taken, if changes are not noted: it
+    /// goes down the stream on its own then.
+    pub fn note_for_replicas(&mut self, db: usize, args: &[&[u8]]) -> bool {
+        if self.changes.is_none() {
+            return false;
+        }
+        self.checkpoint(false);
+        if let Some(changes) = &mut self.changes {
+            changes.batch.push_for(Audience::Replicas, Some(db), args);
+        }
+        true
     }
 
     /// A change to whole databases (FLUSHDB, FLUSHALL), logged as the
@@ -623,7 +672,11 @@ impl Locked<'_> {
         if let Some(backlog) = backlog {
             backlog.append(&changes.expired);
         }
-        if changes.batch.is_empty() {
+        if !changes.batch.has_file_records() {
+            // Nothing changed, whatever it published: no reply waits.
+            if let Some(backlog) = backlog {
+                backlog.append(&changes.batch);
+            }
             return None;
         }
         if let Some(aof) = aof {
@@ -710,7 +763,7 @@ impl Keyspace {
             for (db, map) in shard.dbs.iter().enumerate() {
                 for node in map.iter().filter(|n| !n.is_expired(now)) {
                     let mut batch = Batch::default();
-                    record_key(&mut batch, db, node.key(), Some(&node.entry()));
+                    record_key(&mut batch, db, node.key(), Some(&node.entry()), false);
                     stream.put_plain(&batch);
                 }
             }
@@ -729,9 +782,9 @@ mod tests {
 
     fn logged(entry: Option<Entry>) -> String {
         let mut batch = Batch::default();
-        record_key(&mut batch, 0, b"k", entry.as_ref());
+        record_key(&mut batch, 0, b"k", entry.as_ref(), false);
         let mut stream = Stream::default();
-        stream.put(&batch);
+        stream.put(&batch, crate::persist::Audience::File);
         String::from_utf8_lossy(&stream.buf).replace("\r\n", " ")
     }
 
@@ -942,7 +995,7 @@ mod tests {
         }
         assert_eq!(
             written(aof, layout),
-            "*1 $5 MULTI *2 $6 SELECT $1 0 *3 $3 SET $6 before $1 1 *3 $4 COPY $3 src $1 k \
+            "*2 $6 SELECT $1 0 *1 $5 MULTI *3 $3 SET $6 before $1 1 *3 $4 COPY $3 src $1 k \
              *5 $3 SET $1 k $1 v $4 PXAT $13 4000000000000 *1 $4 EXEC \
              *1 $5 MULTI *3 $3 SET $6 before $1 1 \
              *5 $3 SET $1 k $1 w $4 PXAT $13 4000000000000 \

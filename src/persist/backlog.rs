@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
-use super::{Batch, Stream};
+use super::{Audience, Batch, Stream};
 
 /// How far behind a replica may fall before it is dropped: Redis's
 /// default `client-output-buffer-limit replica` hard limit.
@@ -202,11 +202,11 @@ impl Backlog {
     }
 
     fn append_at(&self, batch: &Batch) -> Option<i64> {
-        if !self.recording() || batch.is_empty() {
+        if !self.recording() || !batch.has_replica_records() {
             return None;
         }
         let mut inner = self.inner.lock();
-        inner.stream.put(batch);
+        inner.stream.put(batch, Audience::Replicas);
         // Encoded once for every replica, in a buffer kept for the next.
         let mut bytes = std::mem::take(&mut inner.stream.buf);
         self.push(&mut inner, &bytes);

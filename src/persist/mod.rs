@@ -70,7 +70,24 @@ impl Fsync {
 /// one is wrapped in MULTI/EXEC, so a torn tail never replays half of them.
 #[derive(Default)]
 pub struct Batch {
-    commands: Vec<(Option<usize>, Vec<u8>)>,
+    commands: Vec<Record>,
+}
+
+/// Who reads a command of a batch.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Audience {
+    Everyone,
+    /// The replication stream only: PUBLISH, which changes no key.
+    Replicas,
+    /// The file only: the DEL before a key recreated whole that a
+    /// replica knows is not there.
+    File,
+}
+
+struct Record {
+    db: Option<usize>,
+    bytes: Vec<u8>,
+    audience: Audience,
 }
 
 impl Batch {
@@ -78,10 +95,30 @@ impl Batch {
         self.commands.is_empty()
     }
 
+    /// Whether the file takes any of it.
+    pub fn has_file_records(&self) -> bool {
+        self.commands
+            .iter()
+            .any(|r| r.audience != Audience::Replicas)
+    }
+
+    /// Whether replicas take any of it.
+    pub fn has_replica_records(&self) -> bool {
+        self.commands.iter().any(|r| r.audience != Audience::File)
+    }
+
     pub fn push(&mut self, db: Option<usize>, args: &[&[u8]]) {
-        let mut out = Vec::with_capacity(16 + args.iter().map(|a| a.len() + 16).sum::<usize>());
-        encode(&mut out, args);
-        self.commands.push((db, out));
+        self.push_for(Audience::Everyone, db, args);
+    }
+
+    pub fn push_for(&mut self, audience: Audience, db: Option<usize>, args: &[&[u8]]) {
+        let mut bytes = Vec::with_capacity(16 + args.iter().map(|a| a.len() + 16).sum::<usize>());
+        encode(&mut bytes, args);
+        self.commands.push(Record {
+            db,
+            bytes,
+            audience,
+        });
     }
 }
 
@@ -118,33 +155,46 @@ impl Stream {
         }
     }
 
-    /// Appends a batch, as one transaction if it has several commands.
-    pub fn put(&mut self, batch: &Batch) {
-        self.put_as(batch, batch.commands.len() > 1);
+    /// Appends what `reader` takes of a batch, as one transaction if
+    /// that is several commands.
+    pub fn put(&mut self, batch: &Batch, reader: Audience) {
+        let taken = batch.commands.iter().filter(|r| r.takes(reader)).count();
+        self.put_as(batch, reader, taken > 1);
     }
 
     /// Appends a batch without MULTI/EXEC (a snapshot is read whole or not
     /// at all).
     pub fn put_plain(&mut self, batch: &Batch) {
-        self.put_as(batch, false);
+        self.put_as(batch, Audience::Everyone, false);
     }
 
-    fn put_as(&mut self, batch: &Batch, wrap: bool) {
+    fn put_as(&mut self, batch: &Batch, reader: Audience, wrap: bool) {
+        let mut taken = batch.commands.iter().filter(|r| r.takes(reader));
         if wrap {
             // As Redis: the first command's database is selected before
             // MULTI, so a reader sees the transaction start in its database.
-            if let Some((db, _)) = batch.commands.first() {
-                self.select(*db);
+            if let Some(first) = taken.clone().next() {
+                self.select(first.db);
             }
             encode(&mut self.buf, &[b"MULTI"]);
         }
-        for (db, command) in &batch.commands {
-            self.select(*db);
-            self.buf.extend_from_slice(command);
+        for record in &mut taken {
+            self.select(record.db);
+            self.buf.extend_from_slice(&record.bytes);
         }
         if wrap {
             encode(&mut self.buf, &[b"EXEC"]);
         }
+    }
+}
+
+impl Record {
+    /// Whether `reader` (the file or the replicas; `Everyone`: both, as a
+    /// snapshot) takes this command.
+    fn takes(&self, reader: Audience) -> bool {
+        reader == Audience::Everyone
+            || self.audience == Audience::Everyone
+            || self.audience == reader
     }
 }
 
@@ -281,7 +331,7 @@ impl Aof {
     /// so batches about the same keys are logged in the order they happened.
     pub fn append(&self, batch: &Batch) {
         let mut inner = self.inner.lock();
-        inner.pending.put(batch);
+        inner.pending.put(batch, Audience::File);
         inner.seq += 1;
         drop(inner);
         self.wake.notify_one();
