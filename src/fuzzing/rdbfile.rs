@@ -39,7 +39,7 @@ impl Harness {
             // Keys whose deadline passed since are in the image, and
             // dropped as expired on its load.
             let (_, expired) = shared.snapshots.last_load();
-            let again = key_count(shared) as u64;
+            let again = key_count(shared);
             assert_eq!(again + expired, held, "{data:?}: keys lost in a save");
         }
         taken
