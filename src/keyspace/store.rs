@@ -177,12 +177,6 @@ impl Keyspace {
         }
     }
 
-    /// Whether shard `idx` is held: just after the saver let it go, by a
-    /// command that was waiting for it.
-    pub(super) fn shard_held(&self, idx: usize) -> bool {
-        self.shards[idx].is_locked()
-    }
-
     /// Takes shard `idx`, refusing while a busy script holds it.
     pub(super) fn lock_shard(&self, idx: usize) -> CmdResult<MutexGuard<'_, Shard>> {
         if let Some(guard) = self.shards[idx].try_lock() {
