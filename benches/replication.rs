@@ -15,73 +15,18 @@
 
 mod support;
 
-use std::io;
-use std::net::SocketAddr;
-use std::sync::{Arc, Barrier};
-use std::thread;
 use std::time::{Duration, Instant};
 
-use support::{Conn, Reply, Server, free_port, join_clients, knob, launch, median, percentile};
+use support::replicated::{PairRound, Side, Wait, until_link_up};
+use support::{Conn, Reply, Server, knob, median, percentile};
 
-const LOCK_LUA: &str = include_str!("../src/command/scripting/lock_scripts/redisson_lock.lua");
-const UNLOCK_LUA: &str = include_str!("../src/command/scripting/lock_scripts/redisson_unlock.lua");
+/// How long a replica's sync may take, a million keys' included.
+const SYNC_LIMIT: Duration = Duration::from_secs(600);
 
-/// Which program plays every role of one side.
-struct Kind {
-    name: &'static str,
-    program: String,
-}
-
-impl Kind {
-    /// A server of this kind on a free port, persistence off, syncing
-    /// replicas at once (`extra`: its role).
-    fn start(&self, extra: &[String]) -> Server {
-        let mut args = support::transient_args(free_port(), "rlockd-bench-replication");
-        // A replica's sync file is removed once loaded, as nothing saves.
-        args.extend(
-            [
-                "--repl-diskless-sync-delay",
-                "0",
-                "--rdb-del-sync-files",
-                "yes",
-            ]
-            .map(String::from),
-        );
-        args.extend_from_slice(extra);
-        launch(self.name, &self.program, &args)
-            .unwrap_or_else(|| panic!("{} did not start", self.name))
-    }
-
-    /// A replica of `primary`, once its link is up.
-    fn replica_of(&self, primary: &Server) -> Server {
-        let port = primary.addr.port().to_string();
-        let replica = self.start(&["--replicaof".into(), "127.0.0.1".into(), port]);
-        until_link_up(replica.addr, Duration::from_secs(600));
-        replica
-    }
-}
-
-fn info(addr: SocketAddr, section: &str) -> String {
-    let mut conn = Conn::open(addr).expect("connect");
-    match conn.cmd(&["INFO", section]) {
-        Ok(Reply::Bulk(Some(text))) => String::from_utf8_lossy(&text).into_owned(),
-        other => panic!("INFO {section}: {other:?}"),
-    }
-}
-
-fn until_link_up(addr: SocketAddr, limit: Duration) {
-    let deadline = Instant::now() + limit;
-    while !info(addr, "replication").contains("master_link_status:up") {
-        assert!(Instant::now() < deadline, "no link up in {limit:?}");
-        thread::sleep(Duration::from_millis(5));
-    }
-}
-
-fn sha(conn: &mut Conn, script: &str) -> io::Result<String> {
-    match conn.cmd(&["SCRIPT", "LOAD", script])? {
-        Reply::Bulk(Some(sha)) => Ok(String::from_utf8(sha).expect("hex")),
-        other => Err(io::Error::other(format!("SCRIPT LOAD: {other:?}"))),
-    }
+/// A server of `side` (`role`: its own arguments), or the bench stops.
+fn start(side: &Side, role: &[String]) -> Server {
+    side.start(role)
+        .unwrap_or_else(|| panic!("{} did not start", side.name))
 }
 
 /// One round's pairs/s and lock p99 (µs, the WAIT included when asked).
@@ -91,63 +36,30 @@ fn round(
     length: Duration,
     wait_for: Option<usize>,
 ) -> (f64, f64) {
-    let addr = primary.addr;
-    let mut admin = Conn::open(addr).expect("connect");
-    let lock = sha(&mut admin, LOCK_LUA).expect("SCRIPT LOAD");
-    let unlock = sha(&mut admin, UNLOCK_LUA).expect("SCRIPT LOAD");
-    let start = Arc::new(Barrier::new(clients + 1));
-    let mut workers = Vec::new();
-    for n in 0..clients {
-        let (start, lock, unlock) = (start.clone(), lock.clone(), unlock.clone());
-        let mut conn = Conn::open(addr).expect("connect");
-        workers.push(thread::spawn(move || -> io::Result<(u64, Vec<f64>)> {
-            let name = format!("repl:{n}");
-            let channel = format!("redisson_lock__channel:{{{name}}}");
-            let owner = format!("8743c9c0-0795-4907-87fd-6c719a6b4586:{n}");
-            let wait = wait_for.map(|n| n.to_string());
-            let (mut pairs, mut lock_us) = (0u64, Vec::new());
-            start.wait();
-            let until = Instant::now() + length;
-            while Instant::now() < until {
-                let asked = Instant::now();
-                conn.cmd(&["EVALSHA", &lock, "1", &name, "30000", &owner])?;
-                if let Some(wait) = &wait {
-                    match conn.cmd(&["WAIT", wait, "1000"])? {
-                        Reply::Int(_) => {}
-                        other => return Err(io::Error::other(format!("WAIT: {other:?}"))),
-                    }
-                }
-                lock_us.push(asked.elapsed().as_secs_f64() * 1e6);
-                let unlocked = conn.cmd(&[
-                    "EVALSHA", &unlock, "2", &name, &channel, "0", "30000", &owner,
-                ])?;
-                if !matches!(unlocked, Reply::Int(1)) {
-                    return Err(io::Error::other(format!("unlock: {unlocked:?}")));
-                }
-                pairs += 1;
-            }
-            Ok((pairs, lock_us))
-        }));
-    }
-    start.wait();
-    let started = Instant::now();
-    let (pairs, lock_us) = join_clients(workers).expect("the clients");
-    (
-        pairs as f64 / started.elapsed().as_secs_f64(),
-        percentile(lock_us, 0.99),
-    )
+    let round = PairRound {
+        prefix: "repl",
+        clients,
+        length,
+        wait: wait_for.map(|replicas| Wait {
+            replicas,
+            timeout_ms: 1000,
+        }),
+    };
+    let pairs = round.run(primary.addr).expect("the clients");
+    (pairs.rate, percentile(pairs.lock_us, 0.99))
 }
 
 /// Pairs/s and p99 of each (replicas, WAIT) setting, medians of rounds.
 type Row = (usize, bool, f64, f64);
 
-fn pairs_with_replicas(kind: &Kind, clients: usize, rounds: usize, length: Duration) -> Vec<Row> {
-    let primary = kind.start(&[]);
+fn pairs_with_replicas(kind: &Side, clients: usize, rounds: usize, length: Duration) -> Vec<Row> {
+    let primary = start(kind, &[]);
     let mut replicas = Vec::new();
     let mut rows = Vec::new();
     for attached in 0..=2 {
         while replicas.len() < attached {
-            replicas.push(kind.replica_of(&primary));
+            let replica = kind.replica_of(&primary, SYNC_LIMIT);
+            replicas.push(replica.expect("a replica, its link up"));
         }
         let waits: &[bool] = if attached == 0 {
             &[false]
@@ -176,8 +88,8 @@ fn pairs_with_replicas(kind: &Kind, clients: usize, rounds: usize, length: Durat
 }
 
 /// Seconds from REPLICAOF to the link up, with `keys` Redisson locks.
-fn full_sync(kind: &Kind, keys: usize) -> f64 {
-    let primary = kind.start(&[]);
+fn full_sync(kind: &Side, keys: usize) -> f64 {
+    let primary = start(kind, &[]);
     let mut conn = Conn::open(primary.addr).expect("connect");
     let mut batch = Vec::new();
     for i in 0..keys {
@@ -191,14 +103,14 @@ fn full_sync(kind: &Kind, keys: usize) -> f64 {
         }
     }
     support::pipeline(&mut conn, &batch);
-    let replica = kind.start(&[]);
+    let replica = start(kind, &[]);
     let mut to_replica = Conn::open(replica.addr).expect("connect");
     let port = primary.addr.port().to_string();
     let started = Instant::now();
     to_replica
         .cmd(&["REPLICAOF", "127.0.0.1", &port])
         .expect("REPLICAOF");
-    until_link_up(replica.addr, Duration::from_secs(600));
+    assert!(until_link_up(replica.addr, SYNC_LIMIT), "no link up");
     let secs = started.elapsed().as_secs_f64();
     match to_replica.cmd(&["DBSIZE"]) {
         Ok(Reply::Int(n)) => assert_eq!(n as usize, keys, "{}'s replica got every key", kind.name),
@@ -219,16 +131,18 @@ fn main() {
         .output()
         .is_ok_and(|out| out.status.success());
     if redis_runs {
-        kinds.push(Kind {
+        kinds.push(Side {
             name: "redis",
             program: redis,
+            extra: Vec::new(),
         });
     } else {
         println!("redis-server not available: printing rlockd's figures only");
     }
-    kinds.push(Kind {
+    kinds.push(Side {
         name: "rlockd",
         program: support::rlockd_binary(),
+        extra: Vec::new(),
     });
     let rows: Vec<Vec<Row>> = kinds
         .iter()

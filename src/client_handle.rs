@@ -58,6 +58,15 @@ pub enum ClientAddr {
     Unix(Arc<str>),
 }
 
+impl ClientInfo {
+    /// Whether INFO's `blocked_clients` counts it: a client whose wait was
+    /// served no longer is, though its connection has not taken the reply
+    /// yet, as Redis unblocks it within the write that served it.
+    pub fn counts_as_blocked(&self) -> bool {
+        self.blocked && self.waiter.as_ref().is_none_or(|w| w.is_waiting())
+    }
+}
+
 impl ClientAddr {
     /// The IP address, for TCP.
     pub fn ip(&self) -> Option<IpAddr> {

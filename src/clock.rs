@@ -29,21 +29,38 @@ impl Clock for SystemClock {
 }
 
 /// A clock that moves only when told to: tests make time pass instead of
-/// sleeping. Starts at the time it is created.
+/// sleeping. Starts at the time it is created. A running one
+/// ([`ManualClock::running`]) goes on as the system clock does, and moving
+/// it steps it.
 #[derive(Debug)]
 pub struct ManualClock {
+    /// Standing still: the time, in µs since the epoch. Running: how far it
+    /// is from the system clock, in µs (wrapping, so a step back is a
+    /// large number).
     micros: AtomicU64,
+    running: bool,
 }
 
 impl Default for ManualClock {
     fn default() -> Self {
         ManualClock {
             micros: AtomicU64::new(SystemClock.now_us()),
+            running: false,
         }
     }
 }
 
 impl ManualClock {
+    /// A clock that runs with the system clock until it is moved, and from
+    /// where it was moved to after: a wall clock that an operator or NTP
+    /// steps, which is what leases measured on it must survive.
+    pub fn running() -> Self {
+        ManualClock {
+            micros: AtomicU64::new(0),
+            running: true,
+        }
+    }
+
     pub fn advance(&self, by: Duration) {
         self.micros
             .fetch_add(by.as_micros() as u64, Ordering::AcqRel);
@@ -54,11 +71,16 @@ impl ManualClock {
         let micros = to
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_micros() as u64);
-        self.micros.store(micros, Ordering::Release);
+        let value = if self.running {
+            micros.wrapping_sub(SystemClock.now_us())
+        } else {
+            micros
+        };
+        self.micros.store(value, Ordering::Release);
     }
 
     pub fn now(&self) -> SystemTime {
-        UNIX_EPOCH + Duration::from_micros(self.micros.load(Ordering::Acquire))
+        UNIX_EPOCH + Duration::from_micros(self.now_us())
     }
 }
 
@@ -68,6 +90,11 @@ impl Clock for ManualClock {
     }
 
     fn now_us(&self) -> u64 {
-        self.micros.load(Ordering::Acquire)
+        let micros = self.micros.load(Ordering::Acquire);
+        if self.running {
+            SystemClock.now_us().wrapping_add(micros)
+        } else {
+            micros
+        }
     }
 }

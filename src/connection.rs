@@ -3,6 +3,7 @@
 //! messages from the client's mailbox are written as they arrive, and
 //! ahead of the reply of the command during which they arrived.
 
+use std::ops::Range;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -87,6 +88,19 @@ pub async fn serve<S: Stream>(
 struct Output {
     buf: BytesMut,
     mail_bytes: usize,
+    /// The safe mode's replies in `buf` that wait for their writes'
+    /// acknowledgements, in order: the pipeline runs on meanwhile, and
+    /// its whole output goes once the last is acknowledged (group
+    /// commit: one round trip to the replicas per batch).
+    held: Vec<HeldReply>,
+}
+
+/// A reply in the output that must not go before its write is
+/// acknowledged.
+struct HeldReply {
+    /// Its bytes in the output.
+    at: Range<usize>,
+    write: PendingWrite,
 }
 
 impl Output {
@@ -109,6 +123,39 @@ impl Output {
     /// A frame of the client's own, not from the mailbox.
     fn write_frame(&mut self, frame: &[u8], protocol: Protocol) {
         write_frame(&mut self.buf, frame, protocol == Protocol::Resp3);
+    }
+
+    /// Queues a reply, held back until `write` is acknowledged if it is
+    /// one.
+    fn add_reply(&mut self, reply: &Reply, protocol: Protocol, write: Option<PendingWrite>) {
+        let start = self.buf.len();
+        reply.encode(protocol, &mut self.buf);
+        if let Some(write) = write {
+            let at = start..self.buf.len();
+            self.held.push(HeldReply { at, write });
+        }
+    }
+
+    /// Puts NOREPLICAS in the place of each held reply whose write was not
+    /// acknowledged (`acked` says), and lets go of them all.
+    fn settle_held(&mut self, protocol: Protocol, acked: impl Fn(&PendingWrite) -> bool) {
+        let mut refusal = BytesMut::new();
+        Reply::Error(CmdError::other(NOREPLICAS)).encode(protocol, &mut refusal);
+        let mut rebuilt: Option<BytesMut> = None;
+        let mut copied = 0;
+        for held in self.held.drain(..) {
+            if acked(&held.write) {
+                continue;
+            }
+            let out = rebuilt.get_or_insert_with(|| BytesMut::with_capacity(self.buf.len()));
+            out.extend_from_slice(&self.buf[copied..held.at.start]);
+            out.extend_from_slice(&refusal);
+            copied = held.at.end;
+        }
+        if let Some(mut out) = rebuilt {
+            out.extend_from_slice(&self.buf[copied..]);
+            self.buf = out;
+        }
     }
 
     /// Empties the written output; what came from the mailbox leaves the
@@ -219,6 +266,7 @@ impl<'c, S: Stream> Connection<'c, S> {
             output: Output {
                 buf: BytesMut::with_capacity(READ_CHUNK),
                 mail_bytes: 0,
+                held: Vec::new(),
             },
         }
     }
@@ -331,23 +379,17 @@ impl<'c, S: Stream> Connection<'c, S> {
         // Invalidations the command caused for this very client follow its
         // reply, as in Redis.
         let invalidations = scope.finish(&self.shared.pubsub.tracking);
-        let answer = match self.client.blocked.take() {
-            None => match written {
-                None => Answer::Now(reply),
-                Some(write) => match self.settle(write, reply).await? {
-                    Some(reply) => Answer::Now(reply),
-                    None => return Ok(Then::Abandon),
-                },
-            },
+        let (answer, written) = match self.client.blocked.take() {
+            None => (Answer::Now(reply), written),
             Some(blocked) => match self.wait_blocked(blocked, args).await? {
-                Some(reply) => Answer::AfterWait(reply),
+                Some((reply, written)) => (Answer::AfterWait(reply), written),
                 None => return Ok(Then::Abandon),
             },
         };
         if self.client.close_silently {
             return Ok(Then::Close);
         }
-        self.queue_answer(answer);
+        self.queue_answer(answer, written);
         for frame in &invalidations {
             self.output.write_frame(frame, self.client.protocol);
         }
@@ -360,23 +402,25 @@ impl<'c, S: Stream> Connection<'c, S> {
         })
     }
 
-    /// The safe mode: a write's reply once its replicas acknowledged it,
-    /// NOREPLICAS if they did not in time, `None` if the client was killed
-    /// meanwhile. What the pipeline answered before it goes out first.
-    async fn settle(
-        &mut self,
-        write: PendingWrite,
-        reply: Reply,
-    ) -> std::io::Result<Option<Reply>> {
-        self.send_answered().await?;
-        let settled = tokio::select! {
-            settled = self.shared.settle(write) => settled,
-            _ = self.handle.killed() => return Ok(None),
+    /// The safe mode, before the output goes: waits for the last held
+    /// write's acknowledgements (or its timeout), and answers NOREPLICAS
+    /// in place of each held reply whose write was not acknowledged.
+    async fn settle_held(&mut self) -> std::io::Result<()> {
+        let Some(last) = self.output.held.last() else {
+            return Ok(());
         };
-        Ok(Some(match settled {
-            Settled::Acknowledged => reply,
-            Settled::TimedOut => Reply::Error(CmdError::other(NOREPLICAS)),
-        }))
+        let settled = tokio::select! {
+            settled = self.shared.settle(&last.write) => settled,
+            _ = self.handle.killed() => return Err(std::io::ErrorKind::ConnectionAborted.into()),
+        };
+        let shared = self.shared;
+        match settled {
+            Settled::Acknowledged => self.output.held.clear(),
+            Settled::TimedOut => self
+                .output
+                .settle_held(self.client.protocol, |w| shared.acknowledged(w)),
+        }
+        Ok(())
     }
 
     /// Holds a request back while CLIENT PAUSE covers it; false if the
@@ -404,12 +448,13 @@ impl<'c, S: Stream> Connection<'c, S> {
         Ok(unpaused)
     }
 
-    /// The blocked command's reply, or `None` if the client went away.
+    /// The blocked command's reply and what it waits for, or `None` if the
+    /// client went away.
     async fn wait_blocked(
         &mut self,
         blocked: Blocked,
         args: &[Bytes],
-    ) -> std::io::Result<Option<Reply>> {
+    ) -> std::io::Result<Option<(Reply, Option<PendingWrite>)>> {
         self.send_answered().await?;
         let waiting = Waiting {
             shared: self.shared,
@@ -431,14 +476,15 @@ impl<'c, S: Stream> Connection<'c, S> {
     /// overtakes none of them, except that a monitor's own command's line
     /// follows its reply, as in Redis, as does what a served blocked
     /// command caused.
-    fn queue_answer(&mut self, answer: Answer) {
+    /// A write's reply (`written`) is held until it is acknowledged.
+    fn queue_answer(&mut self, answer: Answer, written: Option<PendingWrite>) {
         match answer {
             Answer::Now(reply) if !self.client.pubsub.monitoring() => {
                 self.queue_mail();
-                self.queue_reply(reply);
+                self.queue_reply(reply, written);
             }
             Answer::Now(reply) | Answer::AfterWait(reply) => {
-                self.queue_reply(reply);
+                self.queue_reply(reply, written);
                 self.queue_mail();
             }
         }
@@ -449,11 +495,11 @@ impl<'c, S: Stream> Connection<'c, S> {
             .take_mail(self.mail, self.client.protocol, false);
     }
 
-    fn queue_reply(&mut self, reply: Reply) {
+    fn queue_reply(&mut self, reply: Reply, written: Option<PendingWrite>) {
         // Pub/sub confirmations go out whatever CLIENT REPLY says, as in
         // Redis.
         if self.client.replies.answer_and_advance() | matches!(reply, Reply::Push(_)) {
-            reply.encode(self.client.protocol, &mut self.output.buf);
+            self.output.add_reply(&reply, self.client.protocol, written);
         }
     }
 
@@ -470,6 +516,9 @@ impl<'c, S: Stream> Connection<'c, S> {
     async fn flush(&mut self) -> std::io::Result<()> {
         if self.output.buf.is_empty() {
             return Ok(());
+        }
+        if !self.output.held.is_empty() {
+            self.settle_held().await?;
         }
         // `appendfsync always`: nothing is acknowledged before it is on disk.
         if let Some(aof) = self.shared.keyspace.log() {
@@ -506,13 +555,15 @@ struct Waiting<'w, S> {
 const BLOCKED_INPUT_MAX: usize = 64 * 1024 * 1024;
 
 impl<S: Stream> Waiting<'_, S> {
-    /// The blocking command's reply, or `None` if the client went away.
+    /// The blocking command's reply, with the write it waits for in the
+    /// safe mode (the pop that served it), or `None` if the client went
+    /// away.
     async fn wait(
         mut self,
         client: &mut Client,
         mut blocked: Blocked,
         args: &[Bytes],
-    ) -> std::io::Result<Option<Reply>> {
+    ) -> std::io::Result<Option<(Reply, Option<PendingWrite>)>> {
         let handle = client.handle.clone();
         handle.info.lock().blocked = true;
         let result = loop {
@@ -532,16 +583,22 @@ impl<S: Stream> Waiting<'_, S> {
                     let id = handle.info.lock().last_cmd;
                     self.shared.stats.record_unblocked_error(id, e.code());
                 }
-                break Ok(Some(reply));
+                let written = blocked
+                    .waiter
+                    .written_at()
+                    .and_then(|at| self.shared.pending_write(at, client.from_primary));
+                break Ok(Some((reply, written)));
             }
             // The element went elsewhere: run the command again, keeping
             // its deadline.
             client.retry_deadline = Some(blocked.deadline);
+            safe_mode::begin_command();
             let reply = dispatch(self.shared, client, args);
+            let written = self.shared.written(client.from_primary);
             client.retry_deadline = None;
             match client.blocked.take() {
                 Some(again) => blocked = again,
-                None => break Ok(Some(reply)),
+                None => break Ok(Some((reply, written))),
             }
         };
         {
@@ -611,3 +668,31 @@ fn is_http(name: &[u8]) -> bool {
 
 /// How often an attack is logged at most.
 const ATTACK_LOG_EVERY_MS: u64 = 60_000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unacknowledged_replies_become_noreplicas_in_place() {
+        let mut output = Output {
+            buf: BytesMut::new(),
+            mail_bytes: 0,
+            held: Vec::new(),
+        };
+        let write = |offset| Some(PendingWrite::at(offset));
+        output.add_reply(&Reply::status("OK"), Protocol::Resp2, write(10));
+        output.add_reply(&Reply::Int(7), Protocol::Resp2, None);
+        output.add_reply(&Reply::status("OK"), Protocol::Resp2, write(20));
+        output.write_frame(b"*1\r\n$4\r\nmail\r\n", Protocol::Resp2);
+        output.add_reply(&Reply::status("OK"), Protocol::Resp2, write(30));
+        // The replicas got as far as 20.
+        output.settle_held(Protocol::Resp2, |w| w.offset() <= 20);
+        let noreplicas = format!("-{NOREPLICAS}\r\n");
+        assert_eq!(
+            String::from_utf8_lossy(&output.buf),
+            format!("+OK\r\n:7\r\n+OK\r\n*1\r\n$4\r\nmail\r\n{noreplicas}")
+        );
+        assert!(output.held.is_empty());
+    }
+}

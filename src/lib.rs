@@ -81,15 +81,16 @@
 //! As a primary, four: `keyspace/aof.rs` hands each write's records to
 //! the backlog too (`persist/backlog.rs`), `replication/primary.rs`
 //! serves each replica, `context/replicas.rs` lists them for INFO, ROLE,
-//! WAIT and `min-replicas-to-write`, and `context/snapshot.rs`'s
-//! `sync_image` takes a full sync's snapshot and its offset;
+//! WAIT and `min-replicas-to-write`, and `context/full_sync.rs` takes
+//! one full sync's snapshot (through `context/snapshot.rs`) for every
+//! replica that asked in time and hands it to them as it is encoded;
 //! `context/failover.rs` runs FAILOVER's switch to a replica. The safe
 //! mode: `context/safe_mode.rs` holds a write's reply until its replicas
 //! acknowledged it (the connection waits on it; `persist/backlog.rs`
 //! notes where the command's records end), and `context/grace.rs` is the
 //! grace period a promotion starts (as a restart does), during which the
 //! command layer undoes, with the keyspace's journal, a write that
-//! created a key.
+//! created a key or lowered an integer counter.
 
 pub(crate) mod client_handle;
 pub mod clock;

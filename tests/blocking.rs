@@ -54,6 +54,35 @@ async fn a_push_wakes_the_waiter_at_once() {
     );
 }
 
+/// Once the push that served a waiter has answered, INFO no longer counts
+/// the waiter as blocked, though its connection may not have sent the
+/// reply yet: Redis's suite waits for `blocked_clients` to count the
+/// client's next blocking command.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_served_waiter_is_not_counted_as_blocked() {
+    let server = start().await;
+    let mut c = connect(&server).await;
+    for round in 0..50 {
+        let key = format!("served:{round}");
+        let waiter = {
+            let (url, key) = (server.url(), key.clone());
+            tokio::spawn(async move {
+                let mut w = connect_url(url).await;
+                let _: Option<(String, String)> = cmd(&mut w, &["BLPOP", &key, "0"]).await.unwrap();
+            })
+        };
+        until_blocked(&mut c, 1).await;
+        let _: i64 = cmd(&mut c, &["LPUSH", &key, "v"]).await.unwrap();
+        let info: String = cmd(&mut c, &["INFO", "clients"]).await.unwrap();
+        assert_eq!(
+            common::info_number(&info, "blocked_clients"),
+            0,
+            "round {round}"
+        );
+        waiter.await.unwrap();
+    }
+}
+
 #[tokio::test]
 async fn waiters_are_served_in_arrival_order() {
     let server = start().await;

@@ -80,6 +80,45 @@ async fn a_client_moves_time_and_leases_expire_with_their_events() {
     );
 }
 
+/// With `clock-control-runs`, the clock goes on by itself and a move steps
+/// it: a lease ends early by the step, as on a host whose wall clock an
+/// operator or NTP stepped forward.
+#[tokio::test]
+async fn a_running_clock_goes_on_and_a_step_ends_leases_early() {
+    let server = common::start_with(Config {
+        enable_clock_control: true,
+        clock_control_runs: true,
+        ..Config::default()
+    })
+    .await;
+    let mut c = connect(&server).await;
+    let t0: i64 = cmd(&mut c, &["RLOCKD.CLOCK", "GET"]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let t1: i64 = cmd(&mut c, &["RLOCKD.CLOCK", "GET"]).await.unwrap();
+    assert!(t1 >= t0 + 50, "the clock runs: {t0} then {t1}");
+
+    cmd::<()>(&mut c, &["SET", "lease", "owner", "PX", "30000"])
+        .await
+        .unwrap();
+    let t2: i64 = cmd(&mut c, &["RLOCKD.CLOCK", "ADVANCE", "29000"])
+        .await
+        .unwrap();
+    assert!(t2 >= t1 + 29000, "{t2}");
+    let left: i64 = cmd(&mut c, &["PTTL", "lease"]).await.unwrap();
+    assert!((0..=1000).contains(&left), "{left} ms left after the step");
+    // The clock keeps running from where the step put it.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(cmd::<i64>(&mut c, &["EXISTS", "lease"]).await.unwrap(), 0);
+
+    // SET steps it too, back as well as forward.
+    let t3: i64 = cmd(&mut c, &["RLOCKD.CLOCK", "SET", &t0.to_string()])
+        .await
+        .unwrap();
+    assert!((t0..t0 + 1000).contains(&t3), "{t3}");
+    let (secs, _): (i64, i64) = cmd(&mut c, &["TIME"]).await.unwrap();
+    assert!((t0 / 1000..=t0 / 1000 + 1).contains(&secs), "TIME {secs}");
+}
+
 #[tokio::test]
 async fn bad_arguments_get_redis_style_errors() {
     let server = start_controlled().await;

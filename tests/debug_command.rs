@@ -69,3 +69,35 @@ async fn debug_sleep_holds_the_keyspace() {
     assert!(started.elapsed() >= Duration::from_millis(250));
     sleep.await.unwrap();
 }
+
+/// SET-DISABLE-DENY-SCRIPTS 1 lets a script call a `noscript` command
+/// (DEBUG itself, as Redis's suite does); 0 refuses it again.
+#[tokio::test]
+async fn scripts_may_call_denied_commands_while_allowed() {
+    let server = server_with(DebugCommand::Yes).await;
+    let mut c = connect(&server).await;
+    let script = [
+        "EVAL",
+        "return redis.call('debug', 'protocol', 'integer')",
+        "0",
+    ];
+    let e = err(&mut c, &script).await;
+    assert!(
+        e.contains("This Redis command is not allowed from script"),
+        "{e}"
+    );
+    let ok: String = cmd(&mut c, &["DEBUG", "SET-DISABLE-DENY-SCRIPTS", "1"])
+        .await
+        .unwrap();
+    assert_eq!(ok, "OK");
+    let n: i64 = cmd(&mut c, &script).await.unwrap();
+    assert_eq!(n, 12345);
+    let _: String = cmd(&mut c, &["DEBUG", "SET-DISABLE-DENY-SCRIPTS", "0"])
+        .await
+        .unwrap();
+    let e = err(&mut c, &script).await;
+    assert!(
+        e.contains("This Redis command is not allowed from script"),
+        "{e}"
+    );
+}

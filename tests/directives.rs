@@ -17,6 +17,7 @@ use refserver::{RedisServer, Rlockd, TempDir, free_port};
 
 /// rlockd's own directives, which Redis lacks.
 const OURS: &[&str] = &[
+    "clock-control-runs",
     "enable-clock-control",
     "lock-promotion-grace-ms",
     "lock-restart-grace-ms",

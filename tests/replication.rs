@@ -117,6 +117,42 @@ fn stream_writes(con: &mut Connection, round: &str) {
     q(con, &["DEL", "raw"]);
     q(con, &["XADD", "stream", "*", "r", round]);
     q(con, &["SPOP", "bigset"]);
+    // Changes in place, which go as themselves or as the members they
+    // removed.
+    q(con, &["LSET", "biglist", "1", round]);
+    q(con, &["LINSERT", "biglist", "BEFORE", "m5", round]);
+    q(con, &["LREM", "biglist", "-1", round]);
+    q(con, &["LTRIM", "biglist", "1", "-2"]);
+    q(con, &["ZREMRANGEBYSCORE", "bigzset", "(3", "5"]);
+    q(con, &["ZREMRANGEBYRANK", "bigzset", "-1", "-1"]);
+    q(con, &["ZREMRANGEBYLEX", "zset", "[a", "[a"]);
+    // Recorded as themselves: a result far larger than the line.
+    let (union, copy) = (format!("union-{round}"), format!("copy-{round}"));
+    q(con, &["SUNIONSTORE", &union, "bigset", "set"]);
+    q(
+        con,
+        &[
+            "ZUNIONSTORE",
+            "zunion",
+            "2",
+            "bigzset",
+            "zset",
+            "WEIGHTS",
+            "2",
+            "1",
+        ],
+    );
+    q(con, &["ZRANGESTORE", "zrange", "bigzset", "10", "20"]);
+    q(
+        con,
+        &[
+            "SORT", "biglist", "ALPHA", "LIMIT", "0", "50", "STORE", "sorted",
+        ],
+    );
+    q(con, &["COPY", "bighash", &copy]);
+    q(con, &["RENAME", &copy, "renamed"]);
+    q(con, &["MOVE", "renamed", "3"]);
+    q(con, &["RENAMENX", &union, "union"]);
 }
 
 /// Every key of every database: its DUMP payload and absolute deadline.
@@ -905,6 +941,7 @@ fn an_rlockd_replica_of_rlockd_diskless_then_promoted() {
     );
     q(&mut p, &["CONFIG", "SET", "min-replicas-to-write", "0"]);
 
+    until_in_sync(&mut p, &mut r);
     promote(&mut r);
     let (want, got) = (keyspace(&mut p), keyspace(&mut r));
     assert_same_keys(&got, &want);
@@ -1323,4 +1360,352 @@ fn a_full_sync_of_100k_keys_of_every_type_both_ways() {
     let (_server, mut r) =
         redis_replica_of("full_sync_at_scale", port).expect("redis-server was found before");
     assert_same_at_scale(&mut p, &mut r);
+}
+
+// One full sync for several replicas (issue #30, the streamed sync): the
+// snapshot is taken once and streamed to every replica that asked within
+// the delay, as Redis 7.0 does.
+
+/// How many snapshots for replicas the log at `path` tells of, with the
+/// `target` Redis names (`replicas sockets`, `disk`).
+fn syncs_started(path: &std::path::Path, target: &str) -> usize {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .matches(&format!("Starting BGSAVE for SYNC with target: {target}\n"))
+        .count()
+}
+
+/// Each `slaveN` line's `state=`, in INFO replication.
+fn replica_states(primary: &mut Connection) -> Vec<String> {
+    info(primary)
+        .lines()
+        .filter(|l| l.starts_with("slave") && l.contains("state="))
+        .filter_map(|l| {
+            l.split("state=")
+                .nth(1)?
+                .split(',')
+                .next()
+                .map(String::from)
+        })
+        .collect()
+}
+
+/// A primary with DEBUG on and `extra` arguments, logging to a file in
+/// `dir`, whose path comes back too.
+fn logging_primary(
+    dir: &common::TempDir,
+    extra: &[&str],
+) -> (Running, Connection, std::path::PathBuf) {
+    let log = dir.file("primary.log");
+    let mut args = vec![
+        "--logfile",
+        log.to_str().unwrap(),
+        "--enable-debug-command",
+        "yes",
+    ];
+    args.extend_from_slice(extra);
+    let (server, con) = rlockd_in(dir, 0, &args);
+    (server, con, log)
+}
+
+/// A redis-server replica of `port` (`test` names it for the skip
+/// list), or, without redis-server, another rlockd one in `replicas`.
+fn redis_or_rlockd_replica(
+    test: &str,
+    port: u16,
+    replicas: &mut Vec<(Running, Connection)>,
+) -> Option<(RedisServer, Connection)> {
+    let redis = redis_replica_of(test, port);
+    if redis.is_none() {
+        replicas.push(rlockd(&["--replicaof", "127.0.0.1", &port.to_string()]));
+    }
+    redis
+}
+
+/// Each replica ends with the primary's data.
+fn assert_all_same_data(
+    p: &mut Connection,
+    replicas: &mut [(Running, Connection)],
+    redis: &mut Option<(RedisServer, Connection)>,
+) {
+    for (_, r) in replicas.iter_mut() {
+        assert_same_data(p, r);
+    }
+    if let Some((_, r)) = redis {
+        assert_same_data(p, r);
+    }
+}
+
+#[test]
+fn replicas_within_the_delay_share_one_streamed_snapshot() {
+    let dir = common::TempDir::new("shared-sync");
+    // A delay far longer than the test waits: the transfer starts because
+    // `repl-diskless-sync-max-replicas` replicas wait.
+    let (_p, mut p, log) = logging_primary(
+        &dir,
+        &[
+            "--repl-diskless-sync-delay",
+            "60",
+            "--repl-diskless-sync-max-replicas",
+            "3",
+        ],
+    );
+    fill(&mut p);
+    q(&mut p, &["DEBUG", "POPULATE", "3000", "bulk", "100"]);
+    let port = port_of(&mut p);
+    let arg = port.to_string();
+    let mut replicas = Vec::new();
+    let mut redis = None;
+    writing_while(port, || {
+        let (r1, c1) = rlockd(&["--replicaof", "127.0.0.1", &arg]);
+        let (r2, c2) = rlockd(&["--replicaof", "127.0.0.1", &arg]);
+        // Two wait, which is not enough to start.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while replica_states(&mut p).len() < 2 {
+            assert!(Instant::now() < deadline, "{}", info(&mut p));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(replica_states(&mut p), ["wait_bgsave", "wait_bgsave"]);
+        assert_eq!(
+            syncs_started(&log, "replicas sockets"),
+            0,
+            "no snapshot before the third"
+        );
+        replicas.extend([(r1, c1), (r2, c2)]);
+        redis = redis_or_rlockd_replica("replicas_share_one_snapshot", port, &mut replicas);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while replica_states(&mut p) != ["online", "online", "online"] {
+            assert!(Instant::now() < deadline, "{}", info(&mut p));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    assert_eq!(
+        syncs_started(&log, "replicas sockets"),
+        1,
+        "one snapshot for the three"
+    );
+    assert_eq!(sync_counts(&mut p), (3, 0));
+    stream_writes(&mut p, "after");
+    assert_all_same_data(&mut p, &mut replicas, &mut redis);
+}
+
+/// Waits, at most `limit`, until the replica's link to its primary is up
+/// (its full sync done).
+fn until_link_up(replica: &mut Connection, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while common::info_value(&info(replica), "master_link_status") != "up" {
+        assert!(Instant::now() < deadline, "the replica never synced");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The primary's resident memory, from /proc.
+fn rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS");
+    kb * 1024
+}
+
+#[test]
+fn a_streamed_sync_does_not_hold_the_image_in_memory() {
+    let (p_server, mut p) = rlockd(&[
+        "--repl-diskless-sync-delay",
+        "0",
+        "--rdbcompression",
+        "no",
+        "--enable-debug-command",
+        "yes",
+    ]);
+    // 64 MB of values, incompressible as the file is not compressed.
+    const KEYS: u64 = 200_000;
+    const SIZE: u64 = 320;
+    q(
+        &mut p,
+        &[
+            "DEBUG",
+            "POPULATE",
+            &KEYS.to_string(),
+            "big",
+            &SIZE.to_string(),
+        ],
+    );
+    let pid = p_server.0.id();
+    let before = rss_bytes(pid);
+    let port = port_of(&mut p).to_string();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut peak = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                peak = peak.max(rss_bytes(pid));
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            peak
+        })
+    };
+    let (_r, mut r) = rlockd(&["--replicaof", "127.0.0.1", &port]);
+    until_link_up(&mut r, Duration::from_secs(120));
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let peak = sampler.join().expect("the sampler");
+    assert_eq!(q(&mut r, &["DBSIZE"]), Value::Int(KEYS as i64));
+    let image = KEYS * SIZE;
+    let grown = peak.saturating_sub(before);
+    assert!(
+        grown < image / 4,
+        "the primary grew by {grown} bytes for an image of over {image}"
+    );
+}
+
+#[test]
+fn diskless_load_swapdb_serves_the_old_data_until_the_swap() {
+    let (_old, mut old) = rlockd(&["--repl-diskless-sync-delay", "0"]);
+    q(&mut old, &["SET", "old-key", "old"]);
+    let old_port = port_of(&mut old).to_string();
+    let (_r, mut r) = rlockd(&[
+        "--replicaof",
+        "127.0.0.1",
+        &old_port,
+        "--repl-diskless-load",
+        "swapdb",
+    ]);
+    until_in_sync(&mut old, &mut r);
+    assert_eq!(text(q(&mut r, &["GET", "old-key"])), "old");
+
+    // Another primary, with data enough for its load to take a while: a
+    // full sync, during which the replica answers from the old data.
+    const KEYS: i64 = 300_000;
+    let (_new, mut new) = rlockd(&[
+        "--repl-diskless-sync-delay",
+        "0",
+        "--enable-debug-command",
+        "yes",
+    ]);
+    q(
+        &mut new,
+        &["DEBUG", "POPULATE", &KEYS.to_string(), "new", "20"],
+    );
+    let new_port = port_of(&mut new).to_string();
+    q(&mut r, &["REPLICAOF", "127.0.0.1", &new_port]);
+    let (mut served_old_while_loading, mut stale_reads) = (false, 0);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let loading = text(q(&mut r, &["INFO", "persistence"]));
+        let value = q(&mut r, &["GET", "old-key"]);
+        if value == Value::Nil {
+            break;
+        }
+        assert_eq!(text(value), "old", "the old data, not -LOADING");
+        stale_reads += 1;
+        if common::info_value(&loading, "async_loading") == "1" {
+            assert_eq!(common::info_value(&loading, "loading"), "0");
+            served_old_while_loading = true;
+        }
+        assert!(Instant::now() < deadline, "the new data never came");
+    }
+    assert!(
+        served_old_while_loading,
+        "no read landed during the load ({stale_reads} reads of the old data)"
+    );
+    assert_eq!(q(&mut r, &["DBSIZE"]), Value::Int(KEYS));
+    assert_eq!(
+        common::info_value(&text(q(&mut r, &["INFO", "persistence"])), "async_loading"),
+        "0"
+    );
+    until_in_sync(&mut new, &mut r);
+    q(&mut new, &["SET", "after-the-swap", "1"]);
+    until_in_sync(&mut new, &mut r);
+    assert_eq!(text(q(&mut r, &["GET", "after-the-swap"])), "1");
+}
+
+#[test]
+fn a_replica_that_stops_reading_is_dropped_and_the_others_finish() {
+    let (_p, mut p) = rlockd(&[
+        "--repl-diskless-sync-delay",
+        "60",
+        "--repl-diskless-sync-max-replicas",
+        "2",
+        "--repl-timeout",
+        "3",
+        "--rdbcompression",
+        "no",
+        "--enable-debug-command",
+        "yes",
+    ]);
+    // 30 MB: more than the sockets' buffers hold for a replica that reads
+    // nothing.
+    q(&mut p, &["DEBUG", "POPULATE", "100000", "big", "300"]);
+    let port = port_of(&mut p);
+    // A replica that asks for the diskless form, then never reads.
+    let mut stuck = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    let mut reply = [0u8; 5];
+    for request in [
+        "*3\r\n$8\r\nREPLCONF\r\n$4\r\ncapa\r\n$3\r\neof\r\n",
+        "*3\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n",
+    ] {
+        std::io::Write::write_all(&mut stuck, request.as_bytes()).expect("send");
+        if request.contains("REPLCONF") {
+            std::io::Read::read_exact(&mut stuck, &mut reply).expect("+OK");
+            assert_eq!(&reply, b"+OK\r\n");
+        }
+    }
+    let (_r, mut r) = rlockd(&["--replicaof", "127.0.0.1", &port.to_string()]);
+    // Not held up by the replica that reads nothing beyond `repl-timeout`.
+    until_link_up(&mut r, Duration::from_secs(60));
+    assert_eq!(q(&mut r, &["DBSIZE"]), Value::Int(100_000));
+    let replication = info(&mut p);
+    assert_eq!(common::info_value(&replication, "connected_slaves"), "1");
+    assert_eq!(sync_counts(&mut p), (2, 0), "both took the one snapshot");
+    drop(stuck);
+}
+
+#[test]
+fn a_replica_asking_during_a_disk_backed_sync_attaches_to_its_save() {
+    let dir = common::TempDir::new("disk-sync");
+    let (_p, mut p, log) = logging_primary(&dir, &["--repl-diskless-sync", "no"]);
+    fill(&mut p);
+    q(&mut p, &["DEBUG", "POPULATE", "4000", "bulk", "100"]);
+    // About four seconds of saving, time for a second replica to ask.
+    q(&mut p, &["CONFIG", "SET", "rdb-key-save-delay", "1000"]);
+    let port = port_of(&mut p);
+    let arg = port.to_string();
+    let mut replicas = Vec::new();
+    let mut redis = None;
+    writing_while(port, || {
+        replicas.push(rlockd(&["--replicaof", "127.0.0.1", &arg]));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while syncs_started(&log, "disk") == 0 {
+            assert!(Instant::now() < deadline, "no save for the replica");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        redis = redis_or_rlockd_replica("disk_backed_sync_attaches", port, &mut replicas);
+        while replica_states(&mut p).len() < 2 {
+            assert!(Instant::now() < deadline, "{}", info(&mut p));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let persistence = text(q(&mut p, &["INFO", "persistence"]));
+        assert_eq!(
+            common::info_value(&persistence, "rdb_bgsave_in_progress"),
+            "1",
+            "the second asked while the save ran"
+        );
+        assert_eq!(replica_states(&mut p), ["wait_bgsave", "wait_bgsave"]);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while replica_states(&mut p) != ["online", "online"] {
+            assert!(Instant::now() < deadline, "{}", info(&mut p));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    q(&mut p, &["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+    assert_eq!(syncs_started(&log, "disk"), 1, "one save for the two");
+    let stats = text(q(&mut p, &["INFO", "persistence"]));
+    assert_eq!(common::info_number(&stats, "rdb_saves"), 1);
+    assert_eq!(sync_counts(&mut p), (2, 0));
+    assert!(dir.file("dump.rdb").exists(), "the save wrote dump.rdb");
+    assert_all_same_data(&mut p, &mut replicas, &mut redis);
 }

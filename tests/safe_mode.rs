@@ -243,11 +243,20 @@ fn a_primary_resumed_after_its_replica_was_promoted_grants_nothing() {
     assert_eq!(lock(&mut r, "new", "b:1", 30_000), Ok(Value::Nil));
     signal(&p_run, "-CONT");
     // The old primary's clients are not granted anything, however they ask.
+    // Until it sees its replica gone it applies a write and answers it
+    // NOREPLICAS at the timeout; a later ask for the same lock is then
+    // told that attempt's lease: no grant either.
     for i in 0..5 {
-        let e = lock(&mut p, "new", &format!("c:{i}"), 30_000).expect_err("no grant");
-        assert!(error_text(&e).starts_with("NOREPLICAS"), "{e}");
-        let e = lock(&mut p, &format!("other-{i}"), "c:1", 30_000).expect_err("no grant");
-        assert!(error_text(&e).starts_with("NOREPLICAS"), "{e}");
+        for (name, owner) in [
+            ("new".to_string(), format!("c:{i}")),
+            (format!("other-{i}"), "c:1".into()),
+        ] {
+            match lock(&mut p, &name, &owner, 30_000) {
+                Err(e) => assert!(error_text(&e).starts_with("NOREPLICAS"), "{e}"),
+                Ok(Value::Int(_)) if name == "new" && i > 0 => {}
+                Ok(granted) => panic!("{name} granted to {owner}: {granted:?}"),
+            }
+        }
     }
 }
 
@@ -346,4 +355,388 @@ fn failover_starts_the_grace_on_the_promoted_replica() {
     let lease = lock(&mut r, "held", "b:1", 30_000).expect("the holder's lease");
     assert!(matches!(lease, Value::Int(_)));
     assert_eq!(unlock(&mut r, "held", "a:1"), Ok(Value::Int(1)));
+}
+
+/// How many clients the server counts as blocked.
+fn blocked_clients(con: &mut Connection) -> u64 {
+    let Value::BulkString(info) = q(con, &["INFO", "clients"]) else {
+        panic!("INFO answers a bulk string")
+    };
+    common::info_number(&String::from_utf8_lossy(&info), "blocked_clients")
+}
+
+/// Runs `args` on a connection of its own in a thread that blocks in it;
+/// returns once the server counts it blocked. The thread gives the answer
+/// and how long after the push (`pushed`, set by the caller) it came.
+fn block_on(
+    port: u16,
+    p: &mut Connection,
+    args: &'static [&'static str],
+) -> std::thread::JoinHandle<(redis::RedisResult<Value>, Instant)> {
+    let before = blocked_clients(p);
+    let waiter = std::thread::spawn(move || {
+        let mut con = connect(port);
+        let mut c = redis::cmd(args[0]);
+        for a in &args[1..] {
+            c.arg(*a);
+        }
+        let answer = c.query::<Value>(&mut con);
+        (answer, Instant::now())
+    });
+    until("the client blocked", || blocked_clients(p) > before);
+    waiter
+}
+
+/// A write from a client of its own, in a thread: its answer.
+fn write_in_thread(
+    port: u16,
+    script: &'static [&'static [&'static str]],
+) -> std::thread::JoinHandle<Vec<redis::RedisResult<Value>>> {
+    std::thread::spawn(move || {
+        let mut con = connect(port);
+        script
+            .iter()
+            .map(|args| {
+                let mut c = redis::cmd(args[0]);
+                for a in &args[1..] {
+                    c.arg(*a);
+                }
+                c.query::<Value>(&mut con)
+            })
+            .collect()
+    })
+}
+
+/// The pushes that serve a blocked client in these tests: a plain
+/// command, a transaction and a script.
+const PUSHES: [&[&[&str]]; 3] = [
+    &[&["RPUSH", "queue", "job"]],
+    &[&["MULTI"], &["RPUSH", "queue", "job"], &["EXEC"]],
+    &[&[
+        "EVAL",
+        "return redis.call('rpush', KEYS[1], 'job')",
+        "1",
+        "queue",
+    ]],
+];
+
+/// The blocking commands served by a push to `queue` (or an entry added
+/// to the stream `events`, for the group read), with the push.
+const BLOCKING: [(&[&str], &[&[&str]]); 4] = [
+    (&["BLPOP", "queue", "0"], &[&["RPUSH", "queue", "job"]]),
+    (
+        &["BLMOVE", "queue", "taken", "LEFT", "RIGHT", "0"],
+        &[&["RPUSH", "queue", "job"]],
+    ),
+    (
+        &["BZPOPMIN", "queue", "0"],
+        &[&["ZADD", "queue", "1", "job"]],
+    ),
+    (
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "workers",
+            "w1",
+            "BLOCK",
+            "0",
+            "STREAMS",
+            "events",
+            ">",
+        ],
+        &[&["XADD", "events", "*", "job", "1"]],
+    ),
+];
+
+#[test]
+fn a_blocked_pop_is_answered_once_its_replica_has_it() {
+    let ((_p, mut p), (r_run, mut r)) = pair(&[]);
+    let port: u16 = port_of(&mut p).parse().unwrap();
+    q(
+        &mut p,
+        &["XGROUP", "CREATE", "events", "workers", "$", "MKSTREAM"],
+    );
+    // Served while the replica follows: the pop is on the replica once the
+    // waiter hears of it.
+    for (wait, push) in BLOCKING
+        .iter()
+        .map(|(w, p)| (*w, *p))
+        .chain(PUSHES.iter().map(|p| (&["BLPOP", "queue", "0"][..], *p)))
+    {
+        let waiter = block_on(port, &mut p, wait);
+        let pushed = write_in_thread(port, push).join().unwrap();
+        assert!(pushed.iter().all(|a| a.is_ok()), "{push:?}: {pushed:?}");
+        let (answer, _) = waiter.join().unwrap();
+        assert!(
+            matches!(answer, Ok(Value::Array(_) | Value::BulkString(_))),
+            "{wait:?} served: {answer:?}"
+        );
+        assert_eq!(
+            q(&mut r, &["EXISTS", "queue"]),
+            Value::Int(0),
+            "{wait:?}: the pop is on the replica"
+        );
+        let pending = q(&mut r, &["XPENDING", "events", "workers"]);
+        assert_eq!(
+            pending,
+            q(&mut p, &["XPENDING", "events", "workers"]),
+            "{wait:?}: the delivery too"
+        );
+    }
+    // The replica stopped: the waiter is told NOREPLICAS at the timeout,
+    // as the client whose push served it is, and not handed the element.
+    signal(&r_run, "-STOP");
+    for (wait, push) in BLOCKING
+        .iter()
+        .map(|(w, p)| (*w, *p))
+        .chain(PUSHES.iter().map(|p| (&["BLPOP", "queue", "0"][..], *p)))
+    {
+        let waiter = block_on(port, &mut p, wait);
+        let pushed_at = Instant::now();
+        let pushed = write_in_thread(port, push).join().unwrap();
+        let refused = pushed
+            .last()
+            .unwrap()
+            .as_ref()
+            .expect_err("the push is not acknowledged");
+        assert_eq!(error_text(refused), NOREPLICAS, "{push:?}");
+        let (answer, at) = waiter.join().unwrap();
+        let e = answer.expect_err("the waiter is not acknowledged either");
+        assert_eq!(error_text(&e), NOREPLICAS, "{wait:?}");
+        assert!(
+            at - pushed_at >= Duration::from_millis(400),
+            "{wait:?} answered at the timeout"
+        );
+    }
+    // A plain stream read changes nothing: answered at once.
+    let waiter = block_on(
+        port,
+        &mut p,
+        &["XREAD", "BLOCK", "0", "STREAMS", "events", "$"],
+    );
+    let pushed_at = Instant::now();
+    let pusher = write_in_thread(port, &[&["XADD", "events", "*", "job", "2"]]);
+    let (answer, at) = waiter.join().unwrap();
+    assert!(matches!(answer, Ok(Value::Array(_))), "{answer:?}");
+    assert!(
+        at - pushed_at < Duration::from_millis(300),
+        "a read waits for no replica"
+    );
+    assert!(pusher.join().unwrap()[0].is_err(), "the XADD itself waits");
+    signal(&r_run, "-CONT");
+}
+
+/// The stream offset INFO reports.
+fn offset(con: &mut Connection) -> u64 {
+    common::info_number(&info(con), "master_repl_offset")
+}
+
+/// The bytes `args` take in the replication stream.
+fn stream_len(args: &[&str]) -> u64 {
+    let head = format!("*{}\r\n", args.len()).len();
+    let body: usize = args
+        .iter()
+        .map(|a| format!("${}\r\n", a.len()).len() + a.len() + 2)
+        .sum();
+    (head + body) as u64
+}
+
+/// The next reply read, an error, as `CODE detail`.
+fn recv_error(con: &mut Connection) -> String {
+    match con.recv_response() {
+        Ok(Value::ServerError(e)) => format!("{} {}", e.code(), e.details().unwrap_or("")),
+        Err(e) => error_text(&e),
+        other => panic!("an error, not {other:?}"),
+    }
+}
+
+fn set_pipeline(prefix: &str, n: usize) -> redis::Pipeline {
+    let mut pipe = redis::pipe();
+    for i in 0..n {
+        pipe.cmd("SET").arg(format!("{prefix}{i:03}")).arg("v");
+    }
+    pipe
+}
+
+#[test]
+fn a_pipeline_of_writes_waits_once() {
+    let ((_p, mut p), (r_run, mut r)) = pair(&[]);
+    // What one SET takes in the stream, the safe mode off (no GETACK).
+    q(&mut p, &["CONFIG", "SET", "lock-sync-replicas", "0"]);
+    q(&mut p, &["SET", "k999", "v"]);
+    let before = offset(&mut p);
+    q(&mut p, &["SET", "k998", "v"]);
+    let set_bytes = offset(&mut p) - before;
+    q(&mut p, &["CONFIG", "SET", "lock-sync-replicas", "1"]);
+
+    // 100 SETs in one write: answered in order, after one GETACK (or a
+    // few, should the pipeline arrive in pieces), where waiting write by
+    // write asked 100 times.
+    let before = offset(&mut p);
+    let replies: Vec<Value> = set_pipeline("k", 100).query(&mut p).unwrap();
+    assert_eq!(replies, vec![Value::Okay; 100]);
+    let getacks =
+        (offset(&mut p) - before - 100 * set_bytes) / stream_len(&["REPLCONF", "GETACK", "*"]);
+    assert!(getacks <= 3, "{getacks} GETACKs for one pipeline");
+    // Every reply meant the replica had the write.
+    let Value::Array(on_replica) = q(&mut r, &["MGET", "k000", "k050", "k099"]) else {
+        panic!("MGET answers an array")
+    };
+    assert!(
+        on_replica
+            .iter()
+            .all(|v| *v == Value::BulkString(b"v".to_vec()))
+    );
+
+    // The replica stops in the middle of a pipeline: what it acknowledged
+    // is answered, what came after is NOREPLICAS, in order. (The BLPOP
+    // sends what was answered before it blocks, as it always did.)
+    let mut pipe = set_pipeline("a", 50);
+    pipe.cmd("BLPOP").arg("nothing").arg("1");
+    pipe.add_command(redis::cmd("INCR").arg("after").to_owned());
+    for i in 0..49 {
+        pipe.cmd("SET").arg(format!("b{i:03}")).arg("v");
+    }
+    pipe.cmd("GET").arg("after");
+    p.send_packed_command(&pipe.get_packed_pipeline()).unwrap();
+    for i in 0..50 {
+        assert_eq!(p.recv_response(), Ok(Value::Okay), "a{i:03}");
+    }
+    assert_eq!(
+        q(&mut r, &["EXISTS", "a049"]),
+        Value::Int(1),
+        "acknowledged"
+    );
+    signal(&r_run, "-STOP");
+    let stopped = Instant::now();
+    assert_eq!(p.recv_response(), Ok(Value::Nil), "BLPOP timed out");
+    for i in 0..50 {
+        assert_eq!(recv_error(&mut p), NOREPLICAS, "write {i} after the stop");
+    }
+    // A read in the pipeline is answered as it ran: the INCR applied on
+    // the primary, unacknowledged.
+    assert_eq!(p.recv_response(), Ok(Value::BulkString(b"1".to_vec())));
+    assert!(
+        stopped.elapsed() < Duration::from_secs(3),
+        "one timeout for the batch"
+    );
+    signal(&r_run, "-CONT");
+}
+
+const SEM_SET: &str = include_str!("../conformance/scripts/semaphore_set_permits.lua");
+const SEM_ACQUIRE: &str = include_str!("../conformance/scripts/semaphore_acquire.lua");
+const SEM_RELEASE: &str = include_str!("../conformance/scripts/semaphore_release.lua");
+const EXP_ACQUIRE: &str = include_str!("../conformance/scripts/expirable_acquire.lua");
+const EXP_RELEASE: &str = include_str!("../conformance/scripts/expirable_release.lua");
+const LOADING: &str = "LOADING Redis is loading the dataset in memory";
+
+fn eval(
+    con: &mut Connection,
+    script: &str,
+    keys: &[&str],
+    args: &[&str],
+) -> redis::RedisResult<Value> {
+    let mut c = redis::cmd("EVAL");
+    c.arg(script).arg(keys.len());
+    for k in keys {
+        c.arg(*k);
+    }
+    for a in args {
+        c.arg(*a);
+    }
+    c.query(con)
+}
+
+/// The expirable semaphore's keys: counter, permits' sorted set, channel.
+const EXP: [&str; 3] = ["exp", "{exp}:timeout", "redisson_sc:{exp}"];
+
+/// Takes an expirable permit `id` at client time `now` for `lease` ms.
+fn exp_acquire(con: &mut Connection, id: &str, lease: u64, now: u64) -> redis::RedisResult<Value> {
+    eval(
+        con,
+        EXP_ACQUIRE,
+        &EXP,
+        &[id, &lease.to_string(), &now.to_string()],
+    )
+}
+
+#[test]
+fn the_grace_refuses_permits_taken_from_a_counter() {
+    let ((p_run, mut p), (_r, mut r)) = graced_pair("3000");
+    // A semaphore of 3 with one permit out; an expirable one of 3 with a
+    // permit out for an hour and one that lapsed at client time 1001; a
+    // plain counter.
+    assert_eq!(
+        eval(&mut p, SEM_SET, &["sem", "redisson_sc:{sem}"], &["3"]),
+        Ok(Value::Int(1))
+    );
+    assert_eq!(
+        eval(&mut p, SEM_ACQUIRE, &["sem"], &["1"]),
+        Ok(Value::Int(1))
+    );
+    q(&mut p, &["SET", "exp", "3"]);
+    exp_acquire(&mut p, "held", 3_600_000, 1000).unwrap();
+    exp_acquire(&mut p, "lapsing", 1, 1000).unwrap();
+    q(&mut p, &["SET", "counter", "10"]);
+    q(&mut p, &["SET", "word", "ten"]);
+    drop(p_run);
+    assert_eq!(q(&mut r, &["REPLICAOF", "NO", "ONE"]), Value::Okay);
+
+    // Taking permits lowers a counter: refused, undone, whatever says it.
+    let e = eval(&mut r, SEM_ACQUIRE, &["sem"], &["1"]).expect_err("no permit");
+    assert_eq!(error_text(&e), LOADING);
+    for take in [
+        &["DECR", "counter"][..],
+        &["DECRBY", "counter", "3"],
+        &["INCRBY", "counter", "-1"],
+        &["SET", "counter", "9"],
+        &["GETSET", "counter", "0"],
+    ] {
+        assert_eq!(q_err(&mut r, take), LOADING, "{take:?}");
+    }
+    let e = eval(
+        &mut r,
+        "redis.call('incr', KEYS[1]); return redis.call('decrby', KEYS[1], 2)",
+        &["counter"],
+        &[],
+    )
+    .expect_err("lowered over the script as a whole");
+    assert_eq!(error_text(&e), LOADING);
+    // An expirable permit, with permits out (its sorted set exists, so no
+    // key is created), and one taken in the run that gives the lapsed one
+    // back (the counter ends where it was).
+    let e = exp_acquire(&mut r, "new", 1000, 2000).expect_err("no expirable permit");
+    assert_eq!(error_text(&e), LOADING);
+    assert_eq!(
+        q(&mut r, &["GET", "counter"]),
+        Value::BulkString(b"10".to_vec())
+    );
+    assert_eq!(q(&mut r, &["GET", "sem"]), Value::BulkString(b"2".to_vec()));
+    assert_eq!(q(&mut r, &["GET", "exp"]), Value::BulkString(b"1".to_vec()));
+    assert_eq!(q(&mut r, &["ZCARD", EXP[1]]), Value::Int(2));
+
+    // Releases raise counters: served. So are writes that lower nothing.
+    assert_eq!(
+        eval(&mut r, SEM_RELEASE, &["sem", "redisson_sc:{sem}"], &["1"]),
+        Ok(Value::Int(3))
+    );
+    assert_eq!(
+        eval(&mut r, EXP_RELEASE, &EXP, &["held"]),
+        Ok(Value::Int(1))
+    );
+    assert_eq!(q(&mut r, &["INCRBY", "counter", "5"]), Value::Int(15));
+    assert_eq!(q(&mut r, &["SET", "word", "nine"]), Value::Okay);
+    assert_eq!(q(&mut r, &["SET", "counter", "20"]), Value::Okay);
+
+    // Once the grace is over, permits are taken again.
+    until("the grace over", || grace_left(&mut r) == 0);
+    assert_eq!(
+        eval(&mut r, SEM_ACQUIRE, &["sem"], &["1"]),
+        Ok(Value::Int(1))
+    );
+    assert_eq!(q(&mut r, &["DECR", "counter"]), Value::Int(19));
+    assert_eq!(
+        exp_acquire(&mut r, "new", 1000, 2000),
+        Ok(Value::BulkString(b"new".to_vec()))
+    );
 }

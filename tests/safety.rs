@@ -57,6 +57,7 @@ use redis::{Script, Value};
 use rlockd::ServerHandle;
 use rlockd::server::PauseMode;
 
+use common::redisson;
 use common::rng::Rng;
 
 /// Operations a violation report ends with.
@@ -179,25 +180,19 @@ struct Scripts {
 
 impl Scripts {
     fn new(sabotage: Sabotage) -> Scripts {
-        let fair_acquire = include_str!("../conformance/scripts/fair_acquire.lua");
-        let write_acquire = include_str!("../conformance/scripts/rw_write_acquire.lua");
+        let fair_acquire = redisson::FAIR_ACQUIRE;
+        let write_acquire = redisson::WRITE_ACQUIRE;
         Scripts {
             lock: Script::new(if sabotage == Sabotage::Reentrant {
                 // Grants whoever asks: the checker must catch it.
                 "redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return nil"
             } else {
-                include_str!("../src/command/scripting/lock_scripts/redisson_lock.lua")
+                redisson::LOCK
             }),
-            unlock: Script::new(include_str!(
-                "../src/command/scripting/lock_scripts/redisson_unlock.lua"
-            )),
+            unlock: Script::new(redisson::UNLOCK),
             renew: Script::new(include_str!("../conformance/scripts/lock_renew_batch.lua")),
-            fenced: Script::new(include_str!(
-                "../conformance/scripts/lock_fenced_acquire.lua"
-            )),
-            cad: Script::new(
-                "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0",
-            ),
+            fenced: Script::new(redisson::FENCED),
+            cad: Script::new(redisson::CAD),
             cap: Script::new(
                 "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0",
             ),
@@ -211,16 +206,16 @@ impl Scripts {
             } else {
                 fair_acquire.to_string()
             }),
-            fair_release: Script::new(include_str!("../conformance/scripts/fair_release.lua")),
-            read_acquire: Script::new(include_str!("../conformance/scripts/rw_read_acquire.lua")),
-            read_release: Script::new(include_str!("../conformance/scripts/rw_read_release.lua")),
+            fair_release: Script::new(redisson::FAIR_RELEASE),
+            read_acquire: Script::new(redisson::READ_ACQUIRE),
+            read_release: Script::new(redisson::READ_RELEASE),
             read_renew: Script::new(READ_RENEW),
             write_acquire: Script::new(&if sabotage == Sabotage::ReadWrite {
                 write_acquire.replace("if mode == false then", "if mode ~= 'write' then")
             } else {
                 write_acquire.to_string()
             }),
-            write_release: Script::new(include_str!("../conformance/scripts/rw_write_release.lua")),
+            write_release: Script::new(redisson::WRITE_RELEASE),
         }
     }
 }
@@ -289,19 +284,17 @@ fn key(kind: Kind, name: usize) -> String {
 
 fn channel(kind: Kind, name: usize) -> String {
     match kind {
-        Kind::Read | Kind::Write => format!("redisson_rwlock:{}", key(kind, name)),
-        _ => format!("redisson_lock__channel:{}", key(kind, name)),
+        Kind::Read | Kind::Write => redisson::rw_channel(&key(kind, name)),
+        _ => redisson::lock_channel(&key(kind, name)),
     }
 }
 
-/// The prefix of a reader's timeout keys, one per hold: `<prefix>:<n>`.
 fn read_timeouts(name: usize, client: usize) -> String {
-    format!("{}:{}:rwlock_timeout", key(Kind::Read, name), owner(client))
+    redisson::read_timeouts(&key(Kind::Read, name), &owner(client))
 }
 
-/// The read/write lock's hash field of a client's write holds.
 fn writer(client: usize) -> String {
-    format!("{}:write", owner(client))
+    redisson::writer(&owner(client))
 }
 
 fn owner(client: usize) -> String {
@@ -319,12 +312,8 @@ fn is_error(reply: &Value, code: &str) -> bool {
     matches!(reply, Value::SimpleString(e) if e.starts_with(&format!("error {code}:")))
 }
 
-/// A fair lock's hash, queue and deadlines.
 fn fair_keys(name: usize) -> [String; 3] {
-    let k = key(Kind::Fair, name);
-    let queue = format!("redisson_lock_queue:{k}");
-    let timeouts = format!("redisson_lock_timeout:{k}");
-    [k, queue, timeouts]
+    redisson::fair_keys(&key(Kind::Fair, name))
 }
 
 /// A server on a manual clock starting at `at`, configured for `restarts`.

@@ -2,6 +2,8 @@
 //! `rlockd` binary on free ports, a blocking RESP client, and knobs.
 #![allow(dead_code)]
 
+pub mod replicated;
+
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -363,6 +365,14 @@ impl Conn {
     pub fn cmd(&mut self, args: &[&str]) -> io::Result<Reply> {
         self.send(args)?;
         self.read()
+    }
+
+    /// SCRIPT LOAD of `script`: its digest, for EVALSHA.
+    pub fn script_load(&mut self, script: &str) -> io::Result<String> {
+        match self.cmd(&["SCRIPT", "LOAD", script])? {
+            Reply::Bulk(Some(sha)) => Ok(String::from_utf8_lossy(&sha).into_owned()),
+            other => Err(io::Error::other(format!("SCRIPT LOAD: {other:?}"))),
+        }
     }
 
     pub fn read(&mut self) -> io::Result<Reply> {

@@ -230,7 +230,7 @@ pub fn wait(ctx: &mut Ctx) -> CmdResult<Reply> {
     ctx.shared
         .replica
         .backlog
-        .command(&[b"REPLCONF", b"GETACK", b"*"]);
+        .command(None, &[b"REPLCONF", b"GETACK", b"*"]);
     // The timeout is `serve_wait`'s: it answers how many acknowledged.
     let reply = block(
         ctx,

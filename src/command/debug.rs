@@ -6,6 +6,7 @@
 //! Redis 7.0 refuses DEBUG unless `enable-debug-command` allows it; so
 //! does rlockd, with the same setting and error.
 
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -64,6 +65,14 @@ pub fn debug(ctx: &mut Ctx) -> CmdResult<Reply> {
         | ("set-active-expire" | "pause-cron" | "set-skip-checksum-validation", 3) => Ok(Reply::OK),
         ("replybuffer", 4) => replybuffer(ctx),
         ("quicklist-packed-threshold", 3) => packed_threshold(ctx),
+        ("set-disable-deny-scripts", 3) => {
+            let lifted = parse_i64(ctx.arg(2)).is_some_and(|n| n != 0);
+            ctx.shared
+                .scripts
+                .deny_lifted
+                .store(lifted, Ordering::Relaxed);
+            Ok(Reply::OK)
+        }
         ("reload", _) => reload(ctx),
         ("log", 3) => {
             tracing::warn!("DEBUG LOG: {}", String::from_utf8_lossy(ctx.arg(2)));
@@ -113,9 +122,11 @@ fn help() -> Reply {
             "QUICKLIST-PACKED-THRESHOLD <size>",
             "    Accepted (checked); rlockd's lists have no packed nodes.",
             "RELOAD [MERGE] [NOFLUSH] [NOSAVE]",
-            "    Accepted; the data stays as it is.",
+            "    Saves the snapshot, empties the keyspace and loads the file back.",
             "REPLYBUFFER PEAK-RESET-TIME <NEVER|RESET|time> | RESIZING <0|1>",
             "    Accepted; rlockd sizes its reply buffers by itself.",
+            "SET-DISABLE-DENY-SCRIPTS <0|1>",
+            "    Lets scripts call the commands they may not (DEBUG among them).",
             "SET-ACTIVE-EXPIRE <0|1>",
             "    Accepted; rlockd's keys expire at their deadline.",
             "SLEEP <seconds>",

@@ -582,6 +582,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         .syntax("cursor [MATCH pattern] [COUNT count] [TYPE type]")
         .doc("2.8.0", "Iterates over the keys with a cursor."),
     CommandSpec::new("rename", 3, Group::Generic, rename)
+        .records_itself()
         .flags(WRITE)
         .acl(KEYSPACE)
         .keys(&[
@@ -591,6 +592,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         .syntax("key newkey")
         .doc("1.0.0", "Renames a key, replacing any key of the new name."),
     CommandSpec::new("renamenx", 3, Group::Generic, renamenx)
+        .records_itself()
         .flags(WRITE | FAST)
         .acl(KEYSPACE)
         .keys(&[
@@ -600,6 +602,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         .syntax("key newkey")
         .doc("1.0.0", "Renames a key only if no key has the new name."),
     CommandSpec::new("copy", -3, Group::Generic, copy)
+        .records_itself()
         .flags(WRITE | DENYOOM)
         .acl(KEYSPACE)
         .keys(&[
@@ -612,6 +615,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
             "Copies a key's value and time to live to another key, possibly in another database.",
         ),
     CommandSpec::new("move", 3, Group::Generic, move_)
+        .records_itself()
         .flags(WRITE | FAST)
         .acl(KEYSPACE)
         .keys(&key1(RW_ACCESS_UPDATE))

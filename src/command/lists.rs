@@ -39,13 +39,19 @@ fn resolve(index: i64, len: usize) -> Option<usize> {
     (0..len).contains(&i).then_some(i as usize)
 }
 
-/// After a removal: deletes an emptied list, raises `event` (and `del`).
-fn after_removal(db: &mut Db, key: &[u8], event: Event) -> CmdResult<()> {
+/// After a removal by `op`: deletes an emptied list, raises `event` (and
+/// `del`).
+fn after_removal(
+    db: &mut Db,
+    key: &[u8],
+    op: impl FnOnce() -> ListOp,
+    event: Event,
+) -> CmdResult<()> {
     let emptied = matches!(db.get_mut(key)?, Some(Value::List(l)) if l.is_empty());
     if emptied {
         db.remove(key)?;
     }
-    db.modified(key, event)?;
+    db.modified_list(key, op, event)?;
     if emptied {
         db.notify(key, Event::Del);
     }
@@ -280,7 +286,8 @@ pub fn lrem(ctx: &mut Ctx) -> CmdResult<Reply> {
         }
     }
     if removed > 0 {
-        after_removal(&mut db, &key, Event::Lrem)?;
+        let op = || ListOp::Remove(count, element);
+        after_removal(&mut db, &key, op, Event::Lrem)?;
     }
     Ok(Reply::Int(removed as i64))
 }
@@ -296,7 +303,7 @@ pub fn lset(ctx: &mut Ctx) -> CmdResult<Reply> {
         return Err(CmdError::other("ERR index out of range"));
     };
     list[i] = Bytes::copy_from_slice(&element);
-    db.modified(&key, Event::Lset)?;
+    db.modified_list(&key, || ListOp::Set(i, element), Event::Lset)?;
     Ok(Reply::OK)
 }
 
@@ -385,9 +392,14 @@ pub fn linsert(ctx: &mut Ctx) -> CmdResult<Reply> {
     let Some(at) = list.iter().position(|e| *e == pivot) else {
         return Ok(Reply::Int(-1));
     };
-    list.insert(at + after as usize, element);
+    list.insert(at + after as usize, element.clone());
     let len = list.len() as i64;
-    db.modified(&key, Event::Linsert)?;
+    let op = || ListOp::Insert {
+        after,
+        pivot,
+        element,
+    };
+    db.modified_list(&key, op, Event::Linsert)?;
     Ok(Reply::Int(len))
 }
 
@@ -408,7 +420,10 @@ pub fn ltrim(ctx: &mut Ctx) -> CmdResult<Reply> {
         list.truncate(stop.min(len - 1) as usize + 1);
         list.drain(..start as usize);
     }
-    after_removal(&mut db, &key, Event::Ltrim)?;
+    // What is left, from the head: an emptied list is recorded as gone.
+    let kept = list.len().saturating_sub(1);
+    let op = || ListOp::Trim(start as usize, start as usize + kept);
+    after_removal(&mut db, &key, op, Event::Ltrim)?;
     Ok(Reply::OK)
 }
 

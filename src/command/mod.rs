@@ -170,7 +170,8 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
         return Reply::status("QUEUED");
     }
     // After a promotion (`lock-promotion-grace-ms`), a write runs under
-    // the journal and is undone if it created a key: a new grant. A script
+    // the journal and is undone if it made a new grant: created a key, or
+    // lowered a counter (`Locked::made_a_grant`). A script
     // keeps its own journal and looks itself (`scripting/run.rs`). EXEC
     // takes shards of its own: a transaction that writes is refused whole.
     let journaled = !spec.has(flag::SCRIPT)
@@ -188,14 +189,15 @@ pub fn dispatch(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
     }
     if journaled {
         locked.begin_journal();
+        locked.watch_counters();
         locked.journal_next(true);
     }
     let mut reply = execute(shared, client, id, args, &mut locked);
     if journaled {
-        match locked.created_a_key() {
+        match locked.made_a_grant() {
             Ok(false) => locked.end_journal(),
-            created => {
-                let e = locked.rollback().and(created).err();
+            granted => {
+                let e = locked.rollback().and(granted).err();
                 reply = reject(client, Some(id), e.unwrap_or(CmdError::other(LOADING)));
             }
         }

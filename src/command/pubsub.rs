@@ -128,7 +128,7 @@ fn propagate(ctx: &Ctx, name: &[u8]) {
     ctx.shared
         .replica
         .backlog
-        .command(&[name, ctx.arg(1), ctx.arg(2)]);
+        .command(Some(ctx.client.db), &[name, ctx.arg(1), ctx.arg(2)]);
 }
 
 /// PUBSUB CHANNELS / SHARDCHANNELS take at most one pattern.

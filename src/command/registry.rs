@@ -226,6 +226,9 @@ pub fn execute(
     locked.declare_touch(client.db, args.get(1).map(|k| &k[..]), || {
         spec.touches.and_then(|touches| touches(args))
     });
+    if spec.records_itself {
+        locked.begin_command_record();
+    }
     let started = Instant::now();
     let mut ctx = Ctx {
         args,
@@ -235,6 +238,9 @@ pub fn execute(
     };
     let result = handler(&mut ctx);
     ctx.locked.end_touch();
+    if spec.records_itself && matches!(result, Ok(ref reply) if !matches!(reply, Reply::Error(_))) {
+        record_as_command(&mut ctx, spec);
+    }
     remember_reads(&ctx, spec);
     let took = started.elapsed();
     // A command that blocked is logged once served (see `log_if_slow`),
@@ -263,6 +269,17 @@ pub fn execute(
         shared.stats.record_error(e.code());
     }
     result.unwrap_or_else(Reply::Error)
+}
+
+/// Records a command that `records_itself` as its line, under its own
+/// name (not one `rename-command` gave it, which replicas and the file's
+/// readers do not know).
+fn record_as_command(ctx: &mut Ctx, spec: &CommandSpec) {
+    let name = spec.name.to_ascii_uppercase();
+    let mut line: Vec<&[u8]> = Vec::with_capacity(ctx.args.len());
+    line.push(name.as_bytes());
+    line.extend(ctx.args[1..].iter().map(|a| &a[..]));
+    ctx.locked.record_as_command(ctx.client.db, &line);
 }
 
 /// Remembers what a command read for a client tracking in default mode:

@@ -53,7 +53,7 @@ pub fn flushdb(ctx: &mut Ctx) -> CmdResult<Reply> {
 /// Redis saves after the flush.
 pub fn flushall(ctx: &mut Ctx) -> CmdResult<Reply> {
     flush_mode_ok(ctx.args)?;
-    flush_all(ctx.locked);
+    flush_all(ctx.locked, Some(ctx.client.db));
     if !ctx.shared.config.read().save.is_empty() {
         let dirty = ctx.locked.shards().map(|s| s.stats.dirty).sum();
         // Redis answers OK even when this save fails; it logs why.
@@ -740,7 +740,7 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             let blocked = shared
                 .clients
                 .iter()
-                .filter(|c| c.info.lock().blocked)
+                .filter(|c| c.info.lock().counts_as_blocked())
                 .count();
             line("blocked_clients", &blocked);
             line("tracking_clients", &shared.pubsub.tracking.counts().0);
@@ -782,7 +782,7 @@ fn section(shared: &Shared, facts: &KeyspaceFacts, name: &str) -> Option<String>
             // says it is loading, as its LOADING replies do.
             let loading = shared.snapshots.loading() || state.in_grace(|| shared.now_ms());
             line("loading", &u8::from(loading));
-            line("async_loading", &0);
+            line("async_loading", &u8::from(shared.snapshots.async_loading()));
             let snapshots = &shared.snapshots;
             // A capture's keys set aside stand for a fork's copied pages;
             // the figure only grows during a save, so its peak is itself.

@@ -495,6 +495,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         .syntax("key...")
         .doc("1.0.0", "Returns the members every given set has."),
     CommandSpec::new("sinterstore", -3, Group::Set, sinterstore)
+        .records_itself()
         .flags(WRITE | DENYOOM)
         .acl(SET)
         .keys(&store_keys(RW_UPDATE))
@@ -520,6 +521,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         .syntax("key...")
         .doc("1.0.0", "Returns the members of any of the given sets."),
     CommandSpec::new("sunionstore", -3, Group::Set, sunionstore)
+        .records_itself()
         .flags(WRITE | DENYOOM)
         .acl(SET)
         .keys(&store_keys(OW_UPDATE))
@@ -539,6 +541,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
             "Returns the members of the first set that no other given set has.",
         ),
     CommandSpec::new("sdiffstore", -3, Group::Set, sdiffstore)
+        .records_itself()
         .flags(WRITE | DENYOOM)
         .acl(SET)
         .keys(&store_keys(OW_UPDATE))

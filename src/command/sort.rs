@@ -304,7 +304,7 @@ const SORT_STORE_KEY: KeySpec = KeySpec::unknown(
 );
 
 pub(super) static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("sort", -2, Group::Generic, sort).flags(WRITE | DENYOOM | WHOLE_KEYSPACE).acl(SET | SORTEDSET | LIST | DANGEROUS).find_more_keys(store_key)
+    CommandSpec::new("sort", -2, Group::Generic, sort).records_itself().flags(WRITE | DENYOOM | WHOLE_KEYSPACE).acl(SET | SORTEDSET | LIST | DANGEROUS).find_more_keys(store_key)
         .keys(&[KeySpec::range(1, 0, 1, RO_ACCESS), SORT_PATTERN_KEYS, SORT_STORE_KEY])
         .syntax("key [BY pattern] [LIMIT offset count] [GET pattern]... [ASC | DESC] [ALPHA] [STORE destination]")
         .doc("1.0.0", "Sorts the elements of a list, set or sorted set, optionally by or with other keys' values, and returns or stores them."),

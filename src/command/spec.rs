@@ -438,6 +438,12 @@ pub struct CommandSpec {
     /// What a `variable_flags` key spec's flags are for a line.
     pub vary_key_flags: Option<KeyFlagsReader>,
     pub touches: Option<Toucher>,
+    /// Whether its changes are recorded (AOF, replication stream) as the
+    /// command itself rather than as the keys it left: a command that
+    /// makes the same change wherever it is run again over the same
+    /// data, and whose result may be far larger than its line (RENAME,
+    /// SUNIONSTORE…), as Redis propagates it.
+    pub records_itself: bool,
     pub channels: Option<ChannelArgs>,
     pub script_target: Option<ScriptTarget>,
 }
@@ -460,6 +466,7 @@ impl CommandSpec {
             find_more_keys: None,
             vary_key_flags: None,
             touches: None,
+            records_itself: false,
             channels: None,
             script_target: None,
         }
@@ -483,6 +490,7 @@ impl CommandSpec {
             find_more_keys: None,
             vary_key_flags: None,
             touches: None,
+            records_itself: false,
             channels: None,
             script_target: None,
         }
@@ -516,6 +524,11 @@ impl CommandSpec {
 
     pub const fn touches(mut self, touches: Toucher) -> Self {
         self.touches = Some(touches);
+        self
+    }
+
+    pub const fn records_itself(mut self) -> Self {
+        self.records_itself = true;
         self
     }
 

@@ -526,6 +526,14 @@ directives! {
         parse: |v| bare_name(v, "dbfilename can't be a path, just a filename"),
         change: Runtime,
     }
+    /// Redis's testing delay: microseconds a snapshot waits per key saved
+    /// (negative: one for every that many keys), with no shard held.
+    "rdb-key-save-delay" => rdb_key_save_delay: i64 {
+        default: 0,
+        parse: |v| parse_int_in(v, i32::MIN.into(), i32::MAX.into()),
+        change: Runtime,
+        hidden: true,
+    }
     /// yes: LZF-compress long strings in snapshots.
     "rdbcompression" => rdbcompression: bool {
         default: true,
@@ -602,8 +610,9 @@ directives! {
         change: Runtime,
     }
     /// Ours: for this many ms after this server is promoted from replica to
-    /// primary, no write may create a key (a new lock), while renewals and
-    /// releases of the locks it has are served (0: off).
+    /// primary, no write may create a key (a new lock) or lower an integer
+    /// counter (a semaphore's permit), while renewals and releases of the
+    /// locks it has are served (0: off).
     "lock-promotion-grace-ms" => lock_promotion_grace_ms: u64 {
         default: 0,
         parse: parse_num,
@@ -626,6 +635,14 @@ directives! {
     /// Ours: run on a manual clock that clients move with RLOCKD.CLOCK
     /// (tests only); without it that command does not exist.
     "enable-clock-control" => enable_clock_control: bool {
+        default: false,
+        parse: parse_yes_no,
+        change: Startup,
+    }
+    /// Ours: with enable-clock-control, the clock runs as the system clock
+    /// does and RLOCKD.CLOCK steps it (a wall clock stepped by an operator
+    /// or NTP), rather than standing still between moves.
+    "clock-control-runs" => clock_control_runs: bool {
         default: false,
         parse: parse_yes_no,
         change: Startup,
@@ -848,6 +865,13 @@ directives! {
     /// Seconds a diskless full sync waits before it starts.
     "repl-diskless-sync-delay" => repl_diskless_sync_delay: i64 {
         default: 5,
+        parse: |v| parse_int(v, 0),
+        change: Runtime,
+    }
+    /// A diskless full sync starts before its delay ends once this many
+    /// replicas wait for it (0: only the delay counts).
+    "repl-diskless-sync-max-replicas" => repl_diskless_sync_max_replicas: i64 {
+        default: 0,
         parse: |v| parse_int(v, 0),
         change: Runtime,
     }

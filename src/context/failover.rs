@@ -139,7 +139,7 @@ async fn run(shared: &Shared, ask: FailoverAsk) {
         shared
             .replica
             .backlog
-            .command(&[b"REPLCONF", b"GETACK", b"*"]);
+            .command(None, &[b"REPLCONF", b"GETACK", b"*"]);
         tokio::time::sleep(STEP * 10).await;
     };
     tracing::info!(

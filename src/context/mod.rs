@@ -7,6 +7,7 @@ pub mod acl;
 pub mod client;
 pub mod failover;
 mod fault;
+pub mod full_sync;
 pub mod grace;
 pub mod guard;
 pub mod introspect;
@@ -82,6 +83,8 @@ pub struct Shared {
     pub replica: replica::ReplicaState,
     /// The replicas this server serves.
     pub replicas: Arc<replicas::Replicas>,
+    /// The full syncs under way for them, one snapshot for several.
+    pub full_syncs: full_sync::FullSyncs,
     /// After a promotion, no new grant (`lock-promotion-grace-ms`).
     pub promotion_grace: grace::Grace,
     /// FAILOVER's switch to a replica, while one is under way.
@@ -152,6 +155,7 @@ impl Shared {
             run_id: crate::util::random_hex(40),
             replica: replica::ReplicaState::new(crate::util::random_hex(40), backlog),
             replicas: Arc::new(replicas::Replicas::new(started_ms)),
+            full_syncs: Default::default(),
             promotion_grace: grace::Grace::default(),
             failover: Default::default(),
             attack_logged_ms: AtomicU64::new(0),

@@ -12,19 +12,27 @@
 //!
 //! The wait is the client's own: its connection holds its reply, as a
 //! blocked command's, with no shard held and no other client held back.
+//! It runs the rest of a pipeline meanwhile and waits once, for the last
+//! write, before the batch's replies go (group commit). A blocked command
+//! served by another client's write waits for that write's records,
+//! which hold what it took (`Waiter::written_at`).
 
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use super::Shared;
 use crate::persist::backlog;
 
 /// A write whose reply waits for its acknowledgements.
+#[derive(Clone, Debug)]
 pub struct PendingWrite {
     /// Where its records end in the stream.
     offset: i64,
     /// How many replicas must have read that far.
     wanted: usize,
-    timeout: Duration,
+    /// `lock-sync-timeout-ms` after it ran.
+    deadline: Instant,
 }
 
 /// How a safe-mode wait ended.
@@ -50,6 +58,12 @@ impl Shared {
     /// primary, and the command changed something.
     pub fn written(&self, from_primary: bool) -> Option<PendingWrite> {
         let offset = backlog::take_appended()?;
+        self.pending_write(offset, from_primary)
+    }
+
+    /// What the reply to a change whose records end at `offset` must wait
+    /// for (a blocked command's, served by another client's write).
+    pub fn pending_write(&self, offset: i64, from_primary: bool) -> Option<PendingWrite> {
         let wanted = self.guard.sync_replicas();
         if wanted == 0 || from_primary || self.replica.is_replica() {
             return None;
@@ -58,30 +72,52 @@ impl Shared {
         Some(PendingWrite {
             offset,
             wanted,
-            timeout: Duration::from_millis(timeout),
+            deadline: Instant::now() + Duration::from_millis(timeout),
         })
     }
 
-    /// Waits until the write's replicas acknowledged it, or its timeout.
+    /// Whether enough replicas acknowledged the write already.
+    pub fn acknowledged(&self, write: &PendingWrite) -> bool {
+        self.replicas.acked_at_least(write.offset) >= write.wanted
+    }
+
+    /// Waits until the write's replicas acknowledged it, or its deadline.
     /// Replicas are asked for their offsets at once (GETACK) rather than
-    /// at their next once-a-second ACK.
-    pub async fn settle(&self, write: PendingWrite) -> Settled {
-        let deadline = tokio::time::Instant::now() + write.timeout;
+    /// at their next once-a-second ACK. Acknowledgements are offsets, so
+    /// this settles every earlier write of the stream too: a connection
+    /// waits once, for its last, over a pipeline's writes.
+    pub async fn settle(&self, write: &PendingWrite) -> Settled {
         let mut acks = self.replicas.watch_acks();
-        if self.replicas.acked_at_least(write.offset) >= write.wanted {
+        if self.acknowledged(write) {
             return Settled::Acknowledged;
         }
         self.replica
             .backlog
-            .command(&[b"REPLCONF", b"GETACK", b"*"]);
+            .command(None, &[b"REPLCONF", b"GETACK", b"*"]);
         loop {
-            if self.replicas.acked_at_least(write.offset) >= write.wanted {
+            if self.acknowledged(write) {
                 return Settled::Acknowledged;
             }
             tokio::select! {
                 _ = acks.changed() => {}
-                _ = tokio::time::sleep_until(deadline) => return Settled::TimedOut,
+                _ = tokio::time::sleep_until(write.deadline) => return Settled::TimedOut,
             }
         }
+    }
+}
+
+#[cfg(test)]
+impl PendingWrite {
+    /// One for `offset`, wanting one replica, due a second from now.
+    pub fn at(offset: i64) -> PendingWrite {
+        PendingWrite {
+            offset,
+            wanted: 1,
+            deadline: Instant::now() + Duration::from_secs(1),
+        }
+    }
+
+    pub fn offset(&self) -> i64 {
+        self.offset
     }
 }

@@ -18,8 +18,10 @@ use super::Shared;
 use super::job::JobRecord;
 use super::replica::SavedPoint;
 use crate::config::{Config, save_points};
+use crate::keyspace::Keyspace;
 use crate::keyspace::snapshot::{Capture, CaptureOptions, Clocks, LoadedKey};
 use crate::persist::rdb::{FileReader, FileWriter, Item, RdbError};
+use crate::scripting::functions::Library;
 
 /// How long a failed background save waits before the schedule tries
 /// again (Redis's `CONFIG_BGSAVE_RETRY_DELAY`).
@@ -54,6 +56,9 @@ pub struct Snapshots {
     /// Set while `dump.rdb` loads at start: commands without the LOADING
     /// flag are refused.
     loading: AtomicBool,
+    /// Set while a replica loads its primary's snapshot aside, serving
+    /// the old data (`repl-diskless-load swapdb`).
+    async_loading: AtomicBool,
     /// FLUSHALL while a BGSAVE runs: its file, older than the flush, is
     /// not written (Redis kills the child).
     cancelled: AtomicBool,
@@ -98,6 +103,7 @@ impl Snapshots {
             asked: Notify::new(),
             cancelled: AtomicBool::new(false),
             loading: AtomicBool::new(false),
+            async_loading: AtomicBool::new(false),
             current: Mutex::new(None),
             started: AtomicU64::new(0),
             last_aside: AtomicU64::new(0),
@@ -182,6 +188,11 @@ impl Snapshots {
         self.loading.load(Ordering::Acquire)
     }
 
+    /// INFO's `async_loading`.
+    pub fn async_loading(&self) -> bool {
+        self.async_loading.load(Ordering::Acquire)
+    }
+
     pub fn set_loading(&self, on: bool) {
         self.loading.store(on, Ordering::Release);
     }
@@ -244,6 +255,7 @@ fn plan(shared: &Shared) -> Plan {
         options: CaptureOptions {
             compress: config.rdbcompression,
             clocks,
+            key_delay_us: config.rdb_key_save_delay,
         },
         checksum: config.rdbchecksum,
         path: rdb_path(&config),
@@ -290,7 +302,8 @@ fn begin(shared: &Shared, aof_base: bool) -> Begun {
     }
 }
 
-/// `begin`, for `dump.rdb`, between two of a primary's commands. The
+/// `begin`, for `dump.rdb` or a replica's full sync, between two of a
+/// primary's commands. The
 /// link holds its side only while it applies one, never across a wait,
 /// so this waits a moment at most, on any thread.
 fn begin_between_commands(shared: &Shared) -> Begun {
@@ -307,7 +320,7 @@ fn begin_between_commands(shared: &Shared) -> Begun {
 /// dozen keys at a time (see `keyspace::snapshot`), and ends the capture
 /// (`aof_base`: as the base of an AOF, which says so in an aux field).
 /// Every snapshot leaves the server this way: `dump.rdb` (SAVE, BGSAVE),
-/// and through `rdb_now` an AOF's base or a replica's full sync. Gives
+/// an AOF's base (`rdb_now`), a replica's full sync (`SaveClaim`). Gives
 /// the sink back, flushed.
 fn write_rdb<W: Write>(
     shared: &Shared,
@@ -400,31 +413,78 @@ fn finish(shared: &Shared, begun: Begun) -> std::io::Result<bool> {
     Ok(written)
 }
 
-/// A replica's full sync: the dataset as of now, as an RDB, and the
-/// replication offset that moment stands at (the replica's stream starts
-/// after it).
-pub fn sync_image(shared: &Shared) -> std::io::Result<(Vec<u8>, i64)> {
-    rdb_now(shared, Vec::new(), false)
-}
-
 /// The dataset as of now, as an RDB streamed to `sink` while clients go
 /// on: an AOF rewrite's base (`aof_base`, with `aof-use-rdb-preamble
-/// yes`), or a replica's full sync. Waits for a save under way, as one
-/// capture runs at a time. Gives the sink back, flushed, with the
-/// replication offset of that moment.
+/// yes`). Waits for a save under way, as one capture runs at a time.
+/// Gives the sink back, flushed, with the replication offset of that
+/// moment.
 pub fn rdb_now<W: Write>(shared: &Shared, sink: W, aof_base: bool) -> std::io::Result<(W, i64)> {
-    let state = &shared.snapshots;
-    while !state.claim() {
-        // A rewrite behind a BGSAVE is scheduled, in INFO's words.
-        state.rewrite_waits.store(aof_base, Ordering::Release);
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    state.rewrite_waits.store(false, Ordering::Release);
+    let _claim = SaveClaim::wait(shared, aof_base);
     let begun = begin(shared, aof_base);
     let offset = begun.capture.repl_offset;
-    let written = write_rdb(shared, &begun, sink, aof_base);
-    state.running.store(false, Ordering::Release);
-    written.map(|sink| (sink, offset))
+    write_rdb(shared, &begun, sink, aof_base).map(|sink| (sink, offset))
+}
+
+/// The right to save, held until dropped: one capture runs at a time.
+pub struct SaveClaim<'s> {
+    shared: &'s Shared,
+}
+
+impl<'s> SaveClaim<'s> {
+    /// Waits for the save under way, if any (`rewrite`: an AOF rewrite
+    /// waits, which INFO calls scheduled).
+    pub fn wait(shared: &'s Shared, rewrite: bool) -> SaveClaim<'s> {
+        let state = &shared.snapshots;
+        while !state.claim() {
+            state.rewrite_waits.store(rewrite, Ordering::Release);
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        state.rewrite_waits.store(false, Ordering::Release);
+        SaveClaim { shared }
+    }
+
+    /// A diskless full sync: the snapshot as of now, between two of this
+    /// server's own primary's commands if it is a replica, streamed to the
+    /// sink `open` makes once the capture's offset is known (replicas are
+    /// told it before the bytes). Gives the sink back, flushed.
+    pub fn stream_to<W: Write>(
+        &self,
+        open: impl FnOnce(i64) -> std::io::Result<W>,
+    ) -> std::io::Result<W> {
+        let begun = begin_between_commands(self.shared);
+        match open(begun.capture.repl_offset) {
+            Ok(sink) => write_rdb(self.shared, &begun, sink, false),
+            Err(e) => {
+                self.shared.keyspace.abandon_capture();
+                *self.shared.snapshots.current.lock() = None;
+                Err(e)
+            }
+        }
+    }
+
+    /// A disk-backed full sync: the snapshot as of now saved as
+    /// `dump.rdb`, as BGSAVE saves it (and counted as one); `begun` hears
+    /// its offset first. The file's path once written; None if a FLUSHALL
+    /// meanwhile made it stale. While the claim is held no other save
+    /// replaces the file.
+    pub fn save_file(&self, begun: impl FnOnce(i64)) -> std::io::Result<Option<PathBuf>> {
+        start_background(self.shared);
+        let capture = begin_between_commands(self.shared);
+        begun(capture.capture.repl_offset);
+        let path = capture.plan.path.clone();
+        let result = finish(self.shared, capture);
+        finished_in_background(self.shared, &result);
+        result.map(|written| written.then_some(path))
+    }
+}
+
+impl Drop for SaveClaim<'_> {
+    fn drop(&mut self) {
+        self.shared
+            .snapshots
+            .running
+            .store(false, Ordering::Release);
+    }
 }
 
 /// SAVE (and the save at shutdown): the file written before it returns.
@@ -460,12 +520,7 @@ pub fn background_save(shared: &Shared) -> Result<(), SaveError> {
         return Err(SaveError::InProgress);
     }
     state.scheduled.store(false, Ordering::Release);
-    state.cancelled.store(false, Ordering::Release);
-    state
-        .last_try
-        .store((shared.now_ms() / 1000) as i64, Ordering::Relaxed);
-    state.job.start();
-    state.started.fetch_add(1, Ordering::Relaxed);
+    start_background(shared);
     let begun = begin_between_commands(shared);
     *state.pending.lock() = Some(begun);
     state.asked.notify_one();
@@ -483,18 +538,8 @@ pub fn finish_in_background(shared: &Arc<Shared>) {
         .name("rlockd-bgsave".into())
         .spawn(move || {
             let result = finish(&worker, begun);
-            let state = &worker.snapshots;
-            match &result {
-                Ok(true) => {
-                    tracing::info!("DB saved on disk");
-                    tracing::info!("Background saving terminated with success");
-                }
-                Ok(false) => tracing::warn!("Background saving terminated by signal 10"),
-                Err(e) => tracing::warn!("Background saving error: {e}"),
-            }
-            state.job.end(result.is_ok());
-            worker.guard.set_save_failed(result.is_err());
-            state.running.store(false, Ordering::Release);
+            finished_in_background(&worker, &result);
+            worker.snapshots.running.store(false, Ordering::Release);
         });
     if let Err(e) = spawned {
         tracing::warn!("Can't save in background: {e}");
@@ -505,6 +550,32 @@ pub fn finish_in_background(shared: &Arc<Shared>) {
         shared.guard.set_save_failed(true);
         shared.snapshots.running.store(false, Ordering::Release);
     }
+}
+
+/// Records a background save's start (`rdb_saves`, INFO's timings).
+fn start_background(shared: &Shared) {
+    let state = &shared.snapshots;
+    state.cancelled.store(false, Ordering::Release);
+    state
+        .last_try
+        .store((shared.now_ms() / 1000) as i64, Ordering::Relaxed);
+    state.job.start();
+    state.started.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Logs and records how a background save (BGSAVE's, or a disk-backed
+/// full sync's) ended.
+fn finished_in_background(shared: &Shared, result: &std::io::Result<bool>) {
+    match result {
+        Ok(true) => {
+            tracing::info!("DB saved on disk");
+            tracing::info!("Background saving terminated with success");
+        }
+        Ok(false) => tracing::warn!("Background saving terminated by signal 10"),
+        Err(e) => tracing::warn!("Background saving error: {e}"),
+    }
+    shared.snapshots.job.end(result.is_ok());
+    shared.guard.set_save_failed(result.is_err());
 }
 
 /// FLUSHALL with `save` points: the file made empty of keys at once
@@ -679,7 +750,7 @@ pub fn load_data(
 ) -> Result<Option<SavedPoint>, LoadError> {
     let started = Instant::now();
     shared.keyspace.set_loading(true);
-    let loaded = load_bytes(shared, data, verify, merge);
+    let loaded = load_bytes(shared, &mut Dest::live(shared), data, verify, merge);
     shared.keyspace.set_loading(false);
     let counts = loaded?;
     counts.log(&shared.snapshots);
@@ -690,12 +761,79 @@ pub fn load_data(
     Ok(counts.point.complete(shared.keyspace.databases()))
 }
 
+/// Where a load puts what it reads: the keyspace itself, or one aside
+/// (`repl-diskless-load swapdb`) with the libraries kept beside it.
+struct Dest<'k> {
+    keys: &'k Keyspace,
+    /// Staged: the libraries read, added at the swap; None: added as read.
+    libraries: Option<Vec<Library>>,
+}
+
+impl<'k> Dest<'k> {
+    fn live(shared: &'k Shared) -> Dest<'k> {
+        Dest {
+            keys: &shared.keyspace,
+            libraries: None,
+        }
+    }
+}
+
+fn add_libraries(shared: &Shared, libraries: Vec<Library>, merge: bool) -> Result<(), LoadError> {
+    shared
+        .scripts
+        .libraries
+        .write()
+        .add(libraries, merge)
+        .map_err(|_| LoadError::Function("a library or function that exists already".into()))
+}
+
+/// `repl-diskless-load swapdb`: a primary's snapshot is loaded aside
+/// while clients go on with the old data (INFO's `async_loading`), then
+/// swapped in at once, as Redis 7.0 does; the old data is dropped after.
+pub fn load_swapping(shared: &Shared, data: &[u8], verify: bool) -> Result<(), LoadError> {
+    let started = Instant::now();
+    let staged = shared.keyspace.staging();
+    let mut dest = Dest {
+        keys: &staged,
+        libraries: Some(Vec::new()),
+    };
+    shared
+        .snapshots
+        .async_loading
+        .store(true, Ordering::Release);
+    let loaded = load_bytes(shared, &mut dest, data, verify, false).and_then(|counts| {
+        // No capture may walk maps while they move.
+        let _claim = SaveClaim::wait(shared, false);
+        lock_all(shared)
+            .replace_all(&staged)
+            .map_err(|e| LoadError::Key(e.to_string()))?;
+        shared.scripts.libraries.write().clear();
+        add_libraries(shared, dest.libraries.take().unwrap_or_default(), false)?;
+        Ok(counts)
+    });
+    shared
+        .snapshots
+        .async_loading
+        .store(false, Ordering::Release);
+    let counts = loaded?;
+    drop(staged);
+    counts.log(&shared.snapshots);
+    tracing::info!(
+        "MASTER <-> REPLICA sync: Swapped the old data for the new one in {:.3} seconds",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
 /// Keys loaded per hold of their shards.
 const LOAD_BATCH: usize = 1024;
 
-fn load_batch(shared: &Shared, batch: &mut Vec<LoadedKey>) -> Result<u64, LoadError> {
-    shared
-        .keyspace
+fn load_batch(
+    shared: &Shared,
+    dest: &Dest<'_>,
+    batch: &mut Vec<LoadedKey>,
+) -> Result<u64, LoadError> {
+    dest.keys
         // A replica keeps keys past their deadline, as Redis's does: they
         // read as gone, and the primary's DELs remove them.
         .load_keys(batch, shared.replica.is_replica())
@@ -775,7 +913,7 @@ impl Counts {
 /// loading); the bytes it took, after which commands may follow.
 pub fn load_aof_preamble(shared: &Shared, data: &[u8]) -> Result<usize, LoadError> {
     let verify = shared.config.read().rdbchecksum;
-    let counts = load_bytes(shared, data, verify, false)?;
+    let counts = load_bytes(shared, &mut Dest::live(shared), data, verify, false)?;
     counts.log(&shared.snapshots);
     Ok(counts.length)
 }
@@ -783,6 +921,7 @@ pub fn load_aof_preamble(shared: &Shared, data: &[u8]) -> Result<usize, LoadErro
 /// Loads a whole file.
 fn load_bytes(
     shared: &Shared,
+    dest: &mut Dest<'_>,
     data: &[u8],
     verify: bool,
     merge: bool,
@@ -822,14 +961,10 @@ fn load_bytes(
                     .scripts
                     .prepare_library(Bytes::copy_from_slice(&code), heap)
                     .map_err(|e| LoadError::Function(e.to_string()))?;
-                shared
-                    .scripts
-                    .libraries
-                    .write()
-                    .add(vec![library], merge)
-                    .map_err(|_| {
-                        LoadError::Function("a library or function that exists already".into())
-                    })?;
+                match &mut dest.libraries {
+                    Some(staged) => staged.push(library),
+                    None => add_libraries(shared, vec![library], merge)?,
+                }
             }
             Item::Key { kind, key, meta } => {
                 let value = match crate::keyspace::dump::read_value(kind, reader.decoder(), &limits)
@@ -850,13 +985,13 @@ fn load_bytes(
                     meta,
                 });
                 if batch.len() == LOAD_BATCH {
-                    expired += load_batch(shared, &mut batch)?;
+                    expired += load_batch(shared, dest, &mut batch)?;
                 }
             }
             Item::End => break,
         }
     }
-    expired += load_batch(shared, &mut batch)?;
+    expired += load_batch(shared, dest, &mut batch)?;
     let length = reader.end_offset();
     reader.finish(verify)?;
     Ok(Counts {
@@ -872,7 +1007,7 @@ fn load_bytes(
 /// replaces them.
 pub fn empty_all(shared: &Shared) {
     let mut locked = lock_all(shared);
-    crate::keyspace::flush_all(&mut locked);
+    crate::keyspace::flush_all(&mut locked, None);
     drop(locked);
     shared.scripts.libraries.write().clear();
 }

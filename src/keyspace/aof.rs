@@ -35,8 +35,9 @@
 //! key right.
 //!
 //! Lists (Redisson's queues) are the exception: a push or pop onto a list
-//! that was there is recorded as itself (`RPUSH key items`, `LPOP key n`,
-//! then the deadline), which is not idempotent. That is sound only where
+//! that was there, or an LSET, LINSERT, LREM or LTRIM of it, is recorded
+//! as itself (`RPUSH key items`, `LPOP key n`, `LTRIM key 0 9`…, then
+//! the deadline), which is not idempotent. That is sound only where
 //! the records are replayed in order over exactly the state they were
 //! made from, so never while a copy of the keyspace is being taken that
 //! records will be replayed over (`CopyUnderWay`: a rewrite, from before
@@ -69,18 +70,40 @@ enum Extent {
     /// key held a collection before its first change since the last
     /// record, and every change since named the members it made.
     Members(Vec<Bytes>),
-    /// These pushes and pops, in order, and the deadline: the key held a
+    /// These list commands, in order, and the deadline: the key held a
     /// list before its first change since the last record, and every
     /// change since was one of these.
     Ops(Vec<ListOp>),
+    /// One command's changes to `keys`, recorded as the command itself
+    /// (`args`, resolved) where records are replayed in order over the
+    /// state they were made from, else as those keys whole. The key it is
+    /// filed under is its first, and is never merged into: a later change
+    /// to one of its keys makes a record of its own after it.
+    Command {
+        args: Vec<Bytes>,
+        keys: Vec<(usize, Bytes)>,
+    },
 }
 
-/// A change at one end of a list, recorded as the command that makes it.
+/// A change to a list, recorded as the command that makes it.
 pub(crate) enum ListOp {
     /// These elements pushed one after another.
     Push(End, Vec<Bytes>),
     /// This many elements popped.
     Pop(End, usize),
+    /// LSET of the element at this index (from the head).
+    Set(usize, Bytes),
+    /// LINSERT of `element` before (or `after`) the first `pivot`.
+    Insert {
+        after: bool,
+        pivot: Bytes,
+        element: Bytes,
+    },
+    /// LREM of up to `count` elements equal to this one (all for 0, from
+    /// the tail for a negative count).
+    Remove(i64, Bytes),
+    /// LTRIM to the elements from `start` to `stop` (from the head).
+    Trim(usize, usize),
 }
 
 impl ListOp {
@@ -122,6 +145,10 @@ pub(super) struct Changes {
     /// The DEL of each key found past its deadline, for replicas only
     /// (the file's records carry absolute deadlines already).
     expired: Batch,
+    /// Whether the file takes `expired` too: a command recorded as
+    /// itself may have read those keys as missing, which the file, whose
+    /// loading expires nothing, must know before it.
+    expired_in_file: bool,
     declared: Option<Declared>,
 }
 
@@ -162,7 +189,7 @@ impl Changes {
                     known.extend(rest);
                 }
             }
-            (Extent::Whole, _) => {}
+            (Extent::Whole, _) | (Extent::Command { .. }, _) => {}
             // A change of another sort, or to the whole key.
             (known, _) => *known = Extent::Whole,
         }
@@ -269,7 +296,7 @@ fn record_members(
     true
 }
 
-/// Appends the pushes and pops that made the list at `key` what `entry`
+/// Appends the list commands that made the list at `key` what `entry`
 /// holds from what it held at the last record, then its deadline (a key
 /// replayed past its deadline is gone, and the pushes must not make it
 /// anew without one). False, with nothing appended, if it holds no list.
@@ -292,6 +319,24 @@ fn record_ops(batch: &mut Batch, db: usize, key: &[u8], entry: &Entry, ops: &[Li
             ListOp::Pop(end, count) => {
                 let cmd: &[u8] = if *end == End::Left { b"LPOP" } else { b"RPOP" };
                 batch.push(db, &[cmd, key, count.to_string().as_bytes()]);
+            }
+            ListOp::Set(index, element) => {
+                batch.push(db, &[b"LSET", key, index.to_string().as_bytes(), element]);
+            }
+            ListOp::Insert {
+                after,
+                pivot,
+                element,
+            } => {
+                let place: &[u8] = if *after { b"AFTER" } else { b"BEFORE" };
+                batch.push(db, &[b"LINSERT", key, place, pivot, element]);
+            }
+            ListOp::Remove(count, element) => {
+                batch.push(db, &[b"LREM", key, count.to_string().as_bytes(), element]);
+            }
+            ListOp::Trim(start, stop) => {
+                let (start, stop) = (start.to_string(), stop.to_string());
+                batch.push(db, &[b"LTRIM", key, start.as_bytes(), stop.as_bytes()]);
             }
         }
     }
@@ -427,31 +472,90 @@ impl Locked<'_> {
         let Some(mut changes) = self.changes.take() else {
             return;
         };
-        let now = self.now;
+        let batch = &mut changes.batch;
         for (db, key, mut extent) in changes.keys.drain(..) {
-            let entry = match self.shard(key_shard(&key)) {
-                Ok(shard) => shard.dbs[db]
-                    .get(&key)
-                    .filter(|n| !n.is_expired(now))
-                    .map(|n| n.entry()),
-                // Every changed key's shard is held.
-                Err(_) => continue,
-            };
-            let by_part = match (&mut extent, entry.as_deref()) {
-                (Extent::Members(members), Some(entry)) => {
-                    record_members(&mut changes.batch, db, &key, entry, members)
+            match &mut extent {
+                Extent::Command { args, .. } if ops => {
+                    let args: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
+                    batch.push(Some(db), &args);
+                    changes.expired_in_file = true;
                 }
-                (Extent::Ops(list_ops), Some(entry)) if ops => {
-                    record_ops(&mut changes.batch, db, &key, entry, list_ops)
+                Extent::Command { keys, .. } => {
+                    for (db, key) in keys {
+                        self.record_now(batch, *db, key, &mut Extent::Whole, ops);
+                    }
                 }
-                _ => false,
-            };
-            if !by_part {
-                record_key(&mut changes.batch, db, &key, entry.as_deref());
+                extent => self.record_now(batch, db, &key, extent, ops),
             }
         }
         changes.seen.clear();
         self.changes = Some(changes);
+    }
+
+    /// Records `key`'s state now: by the parts `extent` names where it
+    /// can, else whole.
+    fn record_now(
+        &mut self,
+        batch: &mut Batch,
+        db: usize,
+        key: &[u8],
+        extent: &mut Extent,
+        ops: bool,
+    ) {
+        let now = self.now;
+        let entry = match self.shard(key_shard(key)) {
+            Ok(shard) => shard.dbs[db]
+                .get(key)
+                .filter(|n| !n.is_expired(now))
+                .map(|n| n.entry()),
+            // Every changed key's shard is held.
+            Err(_) => return,
+        };
+        let by_part = match (extent, entry.as_deref()) {
+            (Extent::Members(members), Some(entry)) => {
+                record_members(batch, db, key, entry, members)
+            }
+            (Extent::Ops(list_ops), Some(entry)) if ops => {
+                record_ops(batch, db, key, entry, list_ops)
+            }
+            _ => false,
+        };
+        if !by_part {
+            record_key(batch, db, key, entry.as_deref());
+        }
+    }
+
+    /// The command about to run may be recorded as itself
+    /// (`record_as_command`): the changes before it are recorded first,
+    /// as they stand now. Lists go whole, as whether their commands may
+    /// go as themselves is known only once the records are appended.
+    pub fn begin_command_record(&mut self) {
+        if self.changes.as_ref().is_some_and(|c| !c.keys.is_empty()) {
+            self.checkpoint(false);
+        }
+    }
+
+    /// Records what the command changed since `begin_command_record` as
+    /// the command itself, `args` in database `db`, where records are
+    /// replayed in order over the state they were made from (a full
+    /// sync's snapshot is one exact point of the stream; an AOF while no
+    /// copy of the keyspace is under way), else as the keys it changed,
+    /// whole. `args` must name everything that it read at random or from
+    /// the clock, so that running it again makes the same change.
+    pub fn record_as_command(&mut self, db: usize, args: &[&[u8]]) {
+        let Some(changes) = &mut self.changes else {
+            return;
+        };
+        if changes.keys.is_empty() {
+            return;
+        }
+        let keys: Vec<(usize, Bytes)> = changes.keys.drain(..).map(|(db, k, _)| (db, k)).collect();
+        changes.seen.clear();
+        let args = args.iter().map(|a| Bytes::copy_from_slice(a)).collect();
+        let first = keys[0].1.clone();
+        changes
+            .keys
+            .push((db, first, Extent::Command { args, keys }));
     }
 
     /// A change to whole databases (FLUSHDB, FLUSHALL), logged as the
@@ -466,18 +570,19 @@ impl Locked<'_> {
         }
     }
 
-    /// SWAPDB, once swapped: every key of both databases is written out
-    /// whole after both were emptied (`note_whole` before the swap), so
-    /// the record stays idempotent (a swap replayed twice would undo itself).
-    pub(super) fn note_swapped(&mut self, a: usize, b: usize) {
+    /// SWAPDB (or a replica's swapped-in snapshot), once swapped: every
+    /// key of the databases `dbs` is written out whole after they were
+    /// emptied (`note_whole` before the swap), so the record stays
+    /// idempotent (a swap replayed twice would undo itself).
+    pub(super) fn note_swapped(&mut self, dbs: &[usize]) {
         if self.changes.is_none() {
             return;
         }
         let keys: Vec<(usize, Bytes)> = self
             .shards()
             .flat_map(|s| {
-                [a, b]
-                    .into_iter()
+                dbs.iter()
+                    .copied()
                     .flat_map(|db| {
                         s.dbs[db]
                             .iter()
@@ -500,8 +605,9 @@ impl Locked<'_> {
     }
 
     /// Logs everything the command changed, in the file and the
-    /// replication stream; called with its shards held.
-    pub(super) fn log_changes(&mut self) {
+    /// replication stream; called with its shards held. Returns where its
+    /// records end in the stream, if it made any there.
+    pub(super) fn log_changes(&mut self) -> Option<i64> {
         // The file the records go to, held until they are in it, so that
         // they are made for it: one still waiting for its first base
         // takes no list ops. The replication stream always can: a full
@@ -512,22 +618,21 @@ impl Locked<'_> {
         let ops =
             ks.copying.load(Ordering::Acquire) == 0 && aof.is_none_or(|aof| !aof.awaiting_base());
         self.checkpoint(ops);
-        let Some(changes) = &self.changes else {
-            return;
-        };
+        let changes = self.changes.as_ref()?;
         let backlog = self.ks.backlog.get();
         if let Some(backlog) = backlog {
             backlog.append(&changes.expired);
         }
         if changes.batch.is_empty() {
-            return;
+            return None;
         }
         if let Some(aof) = aof {
+            if changes.expired_in_file && !changes.expired.is_empty() {
+                aof.append(&changes.expired);
+            }
             aof.append(&changes.batch);
         }
-        if let Some(backlog) = backlog {
-            backlog.append_change(&changes.batch);
-        }
+        backlog?.append_change(&changes.batch)
     }
 }
 
@@ -643,7 +748,7 @@ mod tests {
         assert_eq!(logged(None), "*2 $6 SELECT $1 0 *2 $3 DEL $1 k ");
         let list = Value::List((0..65).map(|i| Bytes::from(i.to_string())).collect());
         let text = logged(Some(Entry::new(list, Some(5))));
-        assert!(text.starts_with("*1 $5 MULTI *2 $6 SELECT $1 0 *2 $3 DEL $1 k *66 $5 RPUSH"));
+        assert!(text.starts_with("*2 $6 SELECT $1 0 *1 $5 MULTI *2 $3 DEL $1 k *66 $5 RPUSH"));
         assert!(text.ends_with("*3 $5 RPUSH $1 k $2 64 *3 $9 PEXPIREAT $1 k $1 5 *1 $4 EXEC "));
     }
 
@@ -756,7 +861,7 @@ mod tests {
         }
         assert_eq!(
             written(aof, layout),
-            "*1 $5 MULTI *2 $6 SELECT $1 0 *2 $3 DEL $1 h *4 $4 HSET $1 h $1 a $1 v *1 $4 EXEC \
+            "*2 $6 SELECT $1 0 *1 $5 MULTI *2 $3 DEL $1 h *4 $4 HSET $1 h $1 a $1 v *1 $4 EXEC \
              *4 $4 HSET $1 h $1 b $1 v \
              *1 $5 MULTI *2 $3 DEL $1 h *8 $4 HSET $1 h $1 a $1 v $1 b $1 v $1 c $1 v *1 $4 EXEC \
              *1 $5 MULTI *2 $3 DEL $1 h *8 $4 HSET $1 h $1 a $1 v $1 b $1 v $1 c $1 v *1 $4 EXEC "
@@ -794,11 +899,54 @@ mod tests {
         rpush(&ks, b"l", &[b"e"]);
         assert_eq!(
             written(aof, layout),
-            "*1 $5 MULTI *2 $6 SELECT $1 0 *2 $3 DEL $1 l *3 $5 RPUSH $1 l $1 a *1 $4 EXEC \
+            "*2 $6 SELECT $1 0 *1 $5 MULTI *2 $3 DEL $1 l *3 $5 RPUSH $1 l $1 a *1 $4 EXEC \
              *4 $5 RPUSH $1 l $1 b $1 c \
              *1 $5 MULTI *3 $5 LPUSH $1 l $1 z *3 $4 RPOP $1 l $1 3 *1 $4 EXEC \
              *1 $5 MULTI *2 $3 DEL $1 l *4 $5 RPUSH $1 l $1 z $1 d *1 $4 EXEC \
              *3 $5 RPUSH $1 l $1 e "
+        );
+    }
+
+    /// Sets `key` to `value` as a command recorded as itself, `line`.
+    fn set_as_command(ks: &Keyspace, key: &[u8], value: &'static [u8], line: &[&[u8]]) {
+        let mut locked = ks.lock(&LockPlan::All).unwrap();
+        // A change before it in the same batch: recorded before it.
+        locked
+            .db(0)
+            .insert(
+                b"before",
+                Value::string(Bytes::from_static(b"1")),
+                Ttl::Clear,
+            )
+            .unwrap();
+        locked.begin_command_record();
+        locked
+            .db(0)
+            .insert(key, Value::string(Bytes::from_static(value)), Ttl::Clear)
+            .unwrap();
+        locked.record_as_command(0, line);
+        // A change after it to the same key: a record of its own.
+        locked
+            .db(0)
+            .set_expire(key, Some(4_000_000_000_000))
+            .unwrap();
+    }
+
+    #[test]
+    fn a_command_recorded_as_itself_goes_whole_while_a_copy_is_under_way() {
+        let (ks, aof, layout) = logging("itself");
+        set_as_command(&ks, b"k", b"v", &[b"COPY", b"src", b"k"]);
+        {
+            let _copy = ks.begin_copy();
+            set_as_command(&ks, b"k", b"w", &[b"COPY", b"src", b"k"]);
+        }
+        assert_eq!(
+            written(aof, layout),
+            "*1 $5 MULTI *2 $6 SELECT $1 0 *3 $3 SET $6 before $1 1 *3 $4 COPY $3 src $1 k \
+             *5 $3 SET $1 k $1 v $4 PXAT $13 4000000000000 *1 $4 EXEC \
+             *1 $5 MULTI *3 $3 SET $6 before $1 1 \
+             *5 $3 SET $1 k $1 w $4 PXAT $13 4000000000000 \
+             *5 $3 SET $1 k $1 w $4 PXAT $13 4000000000000 *1 $4 EXEC "
         );
     }
 
@@ -814,12 +962,12 @@ mod tests {
                 .unwrap();
             locked.note_whole(Some(0), b"FLUSHDB");
             locked.note_whole(Some(1), b"FLUSHDB");
-            locked.note_swapped(0, 1);
+            locked.note_swapped(&[0, 1]);
         }
         let text = written(aof, layout);
         assert_eq!(
             text,
-            "*1 $5 MULTI *2 $6 SELECT $1 1 *3 $3 SET $1 a $1 2 *2 $6 SELECT $1 0 \
+            "*2 $6 SELECT $1 1 *1 $5 MULTI *3 $3 SET $1 a $1 2 *2 $6 SELECT $1 0 \
              *1 $7 FLUSHDB *2 $6 SELECT $1 1 *1 $7 FLUSHDB *3 $3 SET $1 a $1 2 *1 $4 EXEC "
         );
     }

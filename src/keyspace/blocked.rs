@@ -16,6 +16,9 @@ use super::waiter::{End, Outcome, Taken, Waiter, Wanted, ZEnd};
 use super::{Db, ListOp, Locked, Shard, Ttl, Value, key_shard};
 use crate::error::CmdError;
 
+/// Waiters served by one command, with what each was handed.
+pub(super) type Served = Vec<(Arc<Waiter>, Outcome)>;
+
 impl Db<'_, '_> {
     /// Queues `waiter` on `key`, dropping waiters that stopped waiting.
     pub fn block(&mut self, key: &[u8], waiter: &Arc<Waiter>) -> Result<(), CmdError> {
@@ -105,10 +108,11 @@ impl Db<'_, '_> {
     }
 
     /// Serves every stream reader on `key` that can now be answered, in
-    /// arrival order: a group read takes entries past the group's last id
-    /// (so a second reader of the group usually finds none left); a group
-    /// or stream that is gone answers its readers with an error.
-    fn serve_stream_readers(&mut self, key: &Bytes) -> Result<(), CmdError> {
+    /// arrival order, into `served`: a group read takes entries past the
+    /// group's last id (so a second reader of the group usually finds
+    /// none left); a group or stream that is gone answers its readers
+    /// with an error.
+    fn serve_stream_readers(&mut self, key: &Bytes, served: &mut Served) -> Result<(), CmdError> {
         let now = self.now();
         for waiter in self.stream_waiters(key)? {
             let Wanted::Stream(wait) = &waiter.wanted else {
@@ -159,7 +163,7 @@ impl Db<'_, '_> {
                     }
                 },
             };
-            waiter.finish(outcome);
+            served.push((waiter, outcome));
         }
         Ok(())
     }
@@ -264,8 +268,10 @@ impl Db<'_, '_> {
 impl Locked<'_> {
     /// Hands the elements of the keys marked ready to their waiters, oldest
     /// waiter first, until each key is empty or has no one waiting. A move
-    /// can make its destination ready in turn; that is served too.
-    pub(super) fn serve_ready(&mut self) {
+    /// can make its destination ready in turn; that is served too. The
+    /// waiters are told (`Waiter::finish`) by the caller.
+    pub(super) fn serve_ready(&mut self) -> Served {
+        let mut served = Served::new();
         // In the order the keys became ready, as Redis serves them: a client
         // waiting on two keys filled in one transaction takes from the first.
         // A key signalled again while others are served queues again.
@@ -276,7 +282,7 @@ impl Locked<'_> {
             // stream, group readers are unblocked, after any list or
             // sorted set waiters (Redis's order).
             if !matches!(db.peek(&key), Ok(Some(Value::List(_) | Value::ZSet(_)))) {
-                let _ = db.serve_stream_readers(&key);
+                let _ = db.serve_stream_readers(&key, &mut served);
                 continue;
             }
             loop {
@@ -289,10 +295,11 @@ impl Locked<'_> {
                     break;
                 };
                 let outcome = serve_one(&mut db, &key, &waiter.wanted);
-                waiter.finish(outcome);
+                served.push((waiter, outcome));
             }
-            let _ = db.serve_stream_readers(&key);
+            let _ = db.serve_stream_readers(&key, &mut served);
         }
+        served
     }
 
     /// The keys of database `db` (every database with `None`) holding a
@@ -330,7 +337,7 @@ impl Shard {
         };
         for waiter in queue {
             if matches!(&waiter.wanted, Wanted::Stream(w) if w.group.is_some()) && waiter.claim() {
-                waiter.finish(stream_gone());
+                waiter.finish(stream_gone(), None);
             }
         }
     }

@@ -459,8 +459,10 @@ fn reclaim_if_expired(
 }
 
 /// FLUSHALL: every database of every shard (the plan must hold them all).
-pub fn flush_all(locked: &mut Locked<'_>) -> u64 {
-    locked.note_whole(None, b"FLUSHALL");
+/// `db` is the caller's database, which the record selects as Redis's
+/// stream does (None: none of its own, as when a load empties it).
+pub fn flush_all(locked: &mut Locked<'_>, db: Option<usize>) -> u64 {
+    locked.note_whole(db, b"FLUSHALL");
     locked.record_flush(None);
     let waited = locked.waited_streams(None);
     let now = locked.now;
@@ -533,7 +535,39 @@ impl<'a> Locked<'a> {
         if let Some(shard) = self.shards().next() {
             shard.stats.dirty += 1;
         }
-        self.note_swapped(a, b);
+        self.note_swapped(&[a, b]);
+        for (db, key) in waited {
+            self.db(db as usize).signal_ready(&key)?;
+        }
+        Ok(())
+    }
+
+    /// `repl-diskless-load swapdb`'s end: every database takes what
+    /// `staged` loaded (the plan must hold every shard), and `staged` the
+    /// old contents, to be dropped once the shards are let go. As SWAPDB
+    /// does, WATCHes on keys of either side break and clients waiting on
+    /// keys now there are served; tracking clients forget every key.
+    pub(crate) fn replace_all(&mut self, staged: &Keyspace) -> CmdResult<()> {
+        self.note_whole(None, b"FLUSHALL");
+        let now = self.now;
+        let mut waited = Vec::new();
+        for (idx, shard) in &mut self.guards {
+            shard.touch_flushed_watchers(None);
+            std::mem::swap(&mut shard.dbs, &mut staged.wait_shard(*idx).dbs);
+            shard.touch_flushed_watchers(None);
+            for db in 0..shard.dbs.len() {
+                shard.timed.mark(db);
+            }
+            // A pass looks at the shard soon and files its next deadline.
+            self.ks.expiry_alarm().ring_by(*idx, now);
+            waited.extend(shard.blocked.keys().cloned());
+        }
+        if let Some(shard) = self.shards().next() {
+            shard.stats.dirty += 1;
+        }
+        let all: Vec<usize> = (0..self.ks.databases()).collect();
+        self.note_swapped(&all);
+        self.ks.events.flushed();
         for (db, key) in waited {
             self.db(db as usize).signal_ready(&key)?;
         }

@@ -264,6 +264,21 @@ pub(super) struct Journal {
     /// whether its key was copied already.
     wholes: hashbrown::HashTable<usize>,
     hasher: foldhash::fast::RandomState,
+    /// Kept only during the promotion grace.
+    counters: Option<Counters>,
+}
+
+/// The integer counters (strings holding an integer) a run's writing
+/// commands found, each with the value the last of them found: taking
+/// permits from a counter lowers it, and the promotion grace refuses
+/// that as a new grant. Watched command by command, not over the run as
+/// a whole, so that a script that gives lapsed permits back and takes one
+/// in the same run, leaving the counter where it was, is seen taking it.
+#[derive(Default)]
+pub(super) struct Counters {
+    seen: Vec<(usize, Span, i64)>,
+    /// A command found a counter lower than the one before it had.
+    lowered: bool,
 }
 
 impl Journal {
@@ -335,6 +350,52 @@ impl Journal {
             .filter(|(_, _, prior)| matches!(prior, Prior::Whole(None)))
             .map(|(db, key, _)| (*db, self.arena.get(*key).to_vec()))
             .collect()
+    }
+
+    /// Starts watching counters (`Counters`).
+    pub(super) fn watch_counters(&mut self) {
+        self.counters = Some(Counters::default());
+    }
+
+    pub(super) fn watches_counters(&self) -> bool {
+        self.counters.is_some()
+    }
+
+    /// Notes the integer a writing command found at `key` before it ran.
+    pub(super) fn saw_counter(&mut self, db: usize, key: &[u8], value: i64) {
+        let Some(counters) = &mut self.counters else {
+            return;
+        };
+        let arena = &self.arena;
+        match counters
+            .seen
+            .iter_mut()
+            .find(|(d, k, _)| *d == db && arena.get(*k) == key)
+        {
+            Some((_, _, last)) => {
+                counters.lowered |= value < *last;
+                *last = value;
+            }
+            None => {
+                let key = self.arena.put(key);
+                counters.seen.push((db, key, value));
+            }
+        }
+    }
+
+    /// Whether a command lowered a counter another one found, and each
+    /// counter's value before the last writing command that found it:
+    /// the caller compares it with what is there now.
+    pub(super) fn counters(&self) -> (bool, Vec<(usize, Vec<u8>, i64)>) {
+        let Some(counters) = &self.counters else {
+            return (false, Vec::new());
+        };
+        let seen = counters
+            .seen
+            .iter()
+            .map(|(db, key, last)| (*db, self.arena.get(*key).to_vec(), *last))
+            .collect();
+        (counters.lowered, seen)
     }
 
     /// The prior states, newest first (the order to put them back in),

@@ -13,8 +13,9 @@ use super::plan::LockPlan;
 use super::shard::Shard;
 use super::slot::{SHARDS, key_shard, key_slot, slot_shard};
 use super::store::Keyspace;
-use super::value::Entry;
+use super::value::{Entry, Value};
 use crate::error::{CmdError, CmdResult};
+use crate::util::parse_i64;
 
 /// The shards one command holds, and the time it runs at.
 pub struct Locked<'a> {
@@ -39,13 +40,22 @@ impl Drop for Locked<'_> {
         if std::thread::panicking() {
             return;
         }
-        if !self.ready.is_empty() {
-            self.serve_ready();
-        }
+        let served = if self.ready.is_empty() {
+            Vec::new()
+        } else {
+            self.serve_ready()
+        };
         // Before the shards are let go: records about the same keys reach
         // the file in the order the changes happened.
-        if self.changes.is_some() {
-            self.log_changes();
+        let logged = if self.changes.is_some() {
+            self.log_changes()
+        } else {
+            None
+        };
+        // Waiters hear of what they were handed only once its records are
+        // in the stream: the safe mode holds their replies until then.
+        for (waiter, outcome) in served {
+            waiter.finish(outcome, logged);
         }
     }
 }
@@ -98,6 +108,13 @@ impl<'a> Locked<'a> {
         self.journal = Some(Journal::default());
     }
 
+    /// Has the journal watch counters too, for `made_a_grant`.
+    pub fn watch_counters(&mut self) {
+        if let Some(journal) = &mut self.journal {
+            journal.watch_counters();
+        }
+    }
+
     pub fn end_journal(&mut self) {
         self.journal = None;
     }
@@ -110,16 +127,28 @@ impl<'a> Locked<'a> {
         }
     }
 
-    /// Whether a key the journal saw absent is there now: the command
-    /// created it (the promotion grace's test for a new grant).
-    pub fn created_a_key(&mut self) -> CmdResult<bool> {
+    /// Whether what the journal saw was a new grant (the promotion
+    /// grace's test): a key it saw absent is there now (a lock, a lease,
+    /// a permit's entry), or an integer it saw in a string is now a
+    /// smaller one (permits taken from a counter, which has no lease to
+    /// wait out). Raising a counter (a release) is no grant.
+    pub fn made_a_grant(&mut self) -> CmdResult<bool> {
         let Some(journal) = &self.journal else {
             return Ok(false);
         };
+        let (absent, (lowered, counters)) = (journal.absent_keys(), journal.counters());
+        if lowered {
+            return Ok(true);
+        }
         let now = self.now;
-        for (db, key) in journal.absent_keys() {
+        for (db, key) in absent {
             let shard = self.shard(key_shard(&key))?;
             if shard.dbs[db].get(&key).is_some_and(|n| !n.is_expired(now)) {
+                return Ok(true);
+            }
+        }
+        for (db, key, before) in counters {
+            if self.integer_at(db, &key)?.is_some_and(|now| now < before) {
                 return Ok(true);
             }
         }
@@ -197,10 +226,29 @@ impl<'a> Locked<'a> {
         }
     }
 
+    /// The integer a string at `key` holds, if it does (a counter).
+    fn integer_at(&mut self, db: usize, key: &[u8]) -> CmdResult<Option<i64>> {
+        let now = self.now;
+        Ok(self.shard(key_shard(key))?.dbs[db]
+            .get(key)
+            .filter(|n| !n.is_expired(now))
+            .and_then(|n| match &n.entry().value {
+                Value::Str(s, _) => parse_i64(s),
+                _ => None,
+            }))
+    }
+
     pub(super) fn record(&mut self, db: usize, key: &[u8]) -> CmdResult<()> {
         let Some(journal) = self.journal.as_ref().filter(|j| j.recording) else {
             return Ok(());
         };
+        if journal.watches_counters()
+            && let Some(value) = self.integer_at(db, key)?
+        {
+            let journal = self.journal.as_mut().expect("checked above");
+            journal.saw_counter(db, key, value);
+        }
+        let journal = self.journal.as_ref().expect("checked above");
         if journal.has_whole(db, key) {
             return Ok(());
         }

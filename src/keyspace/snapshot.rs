@@ -52,6 +52,22 @@ pub(crate) struct CaptureOptions {
     /// `rdbcompression`.
     pub compress: bool,
     pub clocks: Clocks,
+    /// `rdb-key-save-delay`: microseconds to wait per key saved (negative:
+    /// one per that many keys), to slow a save down in tests, as Redis's
+    /// child sleeps.
+    pub key_delay_us: i64,
+}
+
+impl CaptureOptions {
+    /// The wait `rdb-key-save-delay` asks for after `keys` keys.
+    fn delay_for(&self, keys: u64) -> Option<Duration> {
+        let micros = match self.key_delay_us {
+            0 => return None,
+            d if d > 0 => keys * d as u64,
+            d => keys / d.unsigned_abs(),
+        };
+        (micros > 0).then(|| Duration::from_micros(micros))
+    }
 }
 
 /// How long a hold of a shard may go on taking keys: a command finding
@@ -268,6 +284,9 @@ impl Keyspace {
             // it stepped aside only every 100 us or when a command took
             // its shard, on a loaded machine).
             std::thread::yield_now();
+            if let Some(delay) = capture.options.delay_for(saved) {
+                std::thread::sleep(delay);
+            }
             saver.send(false)?;
             capture.saved.fetch_add(saved, Ordering::Relaxed);
             let SaveStep::Done(aside) = step else {
@@ -295,6 +314,15 @@ impl Keyspace {
         (0..SHARDS)
             .map(|idx| self.wait_shard(idx).stats.dirty)
             .sum()
+    }
+
+    /// An empty keyspace of the same shape, which a load fills aside
+    /// (`repl-diskless-load swapdb`) before `Locked::replace_all` swaps
+    /// it in: nothing is recorded or published of what it holds.
+    pub(crate) fn staging(&self) -> Keyspace {
+        let staged = Keyspace::new(self.databases(), self.clock.clone());
+        staged.set_limits(self.limits());
+        staged
     }
 
     /// Loads keys read from a file, in one hold of their shards (loading

@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
@@ -100,6 +101,16 @@ impl Wanted {
     pub(super) fn takes_zset(&self) -> bool {
         matches!(self, Wanted::ZSet { .. })
     }
+
+    /// Whether being served changes data (a pop, a move, a group's
+    /// delivery), as a write does; a plain stream read changes nothing.
+    fn writes(&self) -> bool {
+        match self {
+            Wanted::List { .. } | Wanted::ZSet { .. } | Wanted::Move { .. } => true,
+            Wanted::Stream(wait) => wait.group.is_some(),
+            Wanted::Time => false,
+        }
+    }
 }
 
 /// What a served waiter was handed.
@@ -141,6 +152,9 @@ pub struct Waiter {
     pub keys: Vec<Bytes>,
     pub wanted: Wanted,
     outcome: Mutex<Outcome>,
+    /// Where the records of the change serving it made end in the
+    /// replication stream (0: none made): the safe mode's wait.
+    written_at: AtomicI64,
     wake: Notify,
 }
 
@@ -151,6 +165,7 @@ impl Waiter {
             keys,
             wanted,
             outcome: Mutex::new(Outcome::Waiting),
+            written_at: AtomicI64::new(0),
             wake: Notify::new(),
         })
     }
@@ -169,9 +184,25 @@ impl Waiter {
         true
     }
 
-    pub(super) fn finish(&self, end: Outcome) {
+    /// Ends a claimed wait with `end`, served by a command whose records
+    /// end at `logged` in the replication stream.
+    pub(super) fn finish(&self, end: Outcome, logged: Option<i64>) {
+        if let Some(at) = logged
+            && matches!(end, Outcome::Served { .. })
+            && self.wanted.writes()
+        {
+            self.written_at.store(at, Ordering::Relaxed);
+        }
         *self.outcome.lock() = end;
         self.wake.notify_one();
+    }
+
+    /// Where the change that served it ends in the replication stream, if
+    /// serving it wrote: what its reply waits for in the safe mode. Read
+    /// once `served` returned (the outcome's lock orders the two).
+    pub fn written_at(&self) -> Option<i64> {
+        let at = self.written_at.load(Ordering::Relaxed);
+        (at > 0).then_some(at)
     }
 
     /// Ends a wait from outside (CLIENT UNBLOCK) with `end`; false if the

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
-use super::{Batch, Stream, encode};
+use super::{Batch, Stream};
 
 /// How far behind a replica may fall before it is dropped: Redis's
 /// default `client-output-buffer-limit replica` hard limit.
@@ -191,11 +191,14 @@ impl Backlog {
     }
 
     /// Appends one command's (or transaction's, script's) changes, and
-    /// notes where they end for the reply (`take_appended`).
-    pub fn append_change(&self, batch: &Batch) {
-        if let Some(end) = self.append_at(batch) {
-            APPENDED.set(Some(end));
+    /// notes where they end for the reply (`take_appended`); returns that
+    /// end.
+    pub fn append_change(&self, batch: &Batch) -> Option<i64> {
+        let end = self.append_at(batch);
+        if end.is_some() {
+            APPENDED.set(end);
         }
+        end
     }
 
     fn append_at(&self, batch: &Batch) -> Option<i64> {
@@ -204,21 +207,21 @@ impl Backlog {
         }
         let mut inner = self.inner.lock();
         inner.stream.put(batch);
-        let bytes = std::mem::take(&mut inner.stream.buf);
+        // Encoded once for every replica, in a buffer kept for the next.
+        let mut bytes = std::mem::take(&mut inner.stream.buf);
         self.push(&mut inner, &bytes);
+        bytes.clear();
+        inner.stream.buf = bytes;
         Some(inner.offset)
     }
 
     /// Appends a command that changes no key (PUBLISH, PING, GETACK), on
-    /// a primary only.
-    pub fn command(&self, args: &[&[u8]]) {
-        if !self.recording() {
-            return;
-        }
-        let mut out = Vec::new();
-        encode(&mut out, args);
-        let mut inner = self.inner.lock();
-        self.push(&mut inner, &out);
+    /// a primary only; in `db` when it is a client's (Redis selects the
+    /// client's database first), in any for the server's own.
+    pub fn command(&self, db: Option<usize>, args: &[&[u8]]) {
+        let mut batch = Batch::default();
+        batch.push(db, args);
+        self.append_at(&batch);
     }
 
     /// Bytes of the primary's stream, applied (on a replica).
@@ -263,7 +266,16 @@ impl Backlog {
     }
 
     /// Up to `max` bytes from `from` on, moving reader `id` past them.
+    #[cfg(test)]
     pub fn read(&self, id: u64, from: i64, max: usize) -> Result<Vec<u8>, Gone> {
+        let mut out = Vec::new();
+        self.read_into(id, from, max, &mut out)?;
+        Ok(out)
+    }
+
+    /// `read` into `out` (cleared first), a buffer its reader keeps.
+    pub fn read_into(&self, id: u64, from: i64, max: usize, out: &mut Vec<u8>) -> Result<(), Gone> {
+        out.clear();
         let mut inner = self.inner.lock();
         let Some(ring) = &inner.ring else {
             return Err(Gone);
@@ -273,13 +285,20 @@ impl Backlog {
         }
         let start = (from - ring.first) as usize;
         let end = ring.data.len().min(start + max);
-        let out: Vec<u8> = ring.data.range(start..end).copied().collect();
+        let (front, back) = ring.data.as_slices();
+        let split = front.len();
+        if start < split {
+            out.extend_from_slice(&front[start..end.min(split)]);
+        }
+        if end > split {
+            out.extend_from_slice(&back[start.saturating_sub(split)..end - split]);
+        }
         let next = from + out.len() as i64;
         if let Some(pos) = inner.readers.get_mut(&id) {
             *pos = next;
         }
         trim(&mut inner);
-        Ok(out)
+        Ok(())
     }
 }
 

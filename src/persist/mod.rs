@@ -109,6 +109,15 @@ pub struct Stream {
 }
 
 impl Stream {
+    fn select(&mut self, db: Option<usize>) {
+        if let Some(db) = db
+            && self.db != Some(db)
+        {
+            encode(&mut self.buf, &[b"SELECT", db.to_string().as_bytes()]);
+            self.db = Some(db);
+        }
+    }
+
     /// Appends a batch, as one transaction if it has several commands.
     pub fn put(&mut self, batch: &Batch) {
         self.put_as(batch, batch.commands.len() > 1);
@@ -122,15 +131,15 @@ impl Stream {
 
     fn put_as(&mut self, batch: &Batch, wrap: bool) {
         if wrap {
+            // As Redis: the first command's database is selected before
+            // MULTI, so a reader sees the transaction start in its database.
+            if let Some((db, _)) = batch.commands.first() {
+                self.select(*db);
+            }
             encode(&mut self.buf, &[b"MULTI"]);
         }
         for (db, command) in &batch.commands {
-            if let Some(db) = *db
-                && self.db != Some(db)
-            {
-                encode(&mut self.buf, &[b"SELECT", db.to_string().as_bytes()]);
-                self.db = Some(db);
-            }
+            self.select(*db);
             self.buf.extend_from_slice(command);
         }
         if wrap {

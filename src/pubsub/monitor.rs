@@ -91,13 +91,45 @@ fn line(db: usize, origin: Origin, args: &[Bytes]) -> Bytes {
     out.into()
 }
 
-/// Which arguments carry a password: all of AUTH's, and the two after
-/// each AUTH option of HELLO (scanned as HELLO parses its options).
+/// The directives whose values CONFIG SET hides, as Redis's
+/// `SENSITIVE_CONFIG` ones.
+const SENSITIVE_DIRECTIVES: &[&[u8]] = &[
+    b"requirepass",
+    b"masterauth",
+    b"tls-key-file-pass",
+    b"tls-client-key-file-pass",
+];
+
+/// Which arguments carry a secret, as Redis redacts them: all of AUTH's;
+/// the two after each AUTH option of HELLO (scanned as HELLO parses its
+/// options); MIGRATE's AUTH password and AUTH2 user and password; every
+/// argument of ACL SETUSER from the user's name on; the value CONFIG SET
+/// gives a sensitive directive.
 pub fn secret_args(args: &[Bytes]) -> impl Fn(usize) -> bool + use<> {
     let name = args[0].to_ascii_lowercase();
+    let sub = |s: &[u8]| args.get(1).is_some_and(|a| a.eq_ignore_ascii_case(s));
     let mut hidden = Vec::new();
     if name == b"auth" {
         hidden.extend(1..args.len());
+    } else if name == b"migrate" {
+        // The options follow host, port, key, db and timeout.
+        for (i, arg) in args.iter().enumerate().skip(6) {
+            if arg.eq_ignore_ascii_case(b"auth") {
+                hidden.push(i + 1);
+            } else if arg.eq_ignore_ascii_case(b"auth2") {
+                hidden.extend([i + 1, i + 2]);
+            }
+        }
+    } else if name == b"acl" && sub(b"setuser") {
+        hidden.extend(2..args.len());
+    } else if name == b"config" && sub(b"set") {
+        let pairs = args.get(2..).unwrap_or_default().chunks(2);
+        for (n, pair) in pairs.enumerate() {
+            let directive = pair[0].to_ascii_lowercase();
+            if SENSITIVE_DIRECTIVES.contains(&directive.as_slice()) {
+                hidden.push(3 + 2 * n);
+            }
+        }
     } else if name == b"hello" {
         let mut i = 2;
         while i < args.len() {
@@ -139,6 +171,37 @@ mod tests {
         assert_eq!(
             shown(&[b"hello", b"3", b"SETNAME", b"n", b"auth", b"u", b"p"]),
             "[3 lua] \"hello\" \"3\" \"SETNAME\" \"n\" \"auth\" \"(redacted)\" \"(redacted)\"\r\n"
+        );
+    }
+
+    /// The arguments Redis 7.0 redacts beyond AUTH and HELLO's.
+    fn hidden(args: &[&[u8]]) -> Vec<usize> {
+        let args: Vec<Bytes> = args.iter().map(|a| Bytes::copy_from_slice(a)).collect();
+        let secret = secret_args(&args);
+        (0..args.len()).filter(|&i| secret(i)).collect()
+    }
+
+    #[test]
+    fn migrate_acl_setuser_and_sensitive_directives_are_redacted() {
+        let migrate: &[&[u8]] = &[b"MIGRATE", b"h", b"1", b"k", b"0", b"5", b"COPY"];
+        assert_eq!(hidden(migrate), Vec::<usize>::new());
+        assert_eq!(hidden(&[migrate, &[b"auth", b"pw"]].concat()), [8]);
+        assert_eq!(
+            hidden(&[migrate, &[b"AUTH2", b"u", b"pw"]].concat()),
+            [8, 9]
+        );
+        assert_eq!(
+            hidden(&[b"acl", b"SETUSER", b"n", b"on", b">pw"]),
+            [2, 3, 4]
+        );
+        assert_eq!(hidden(&[b"acl", b"whoami"]), Vec::<usize>::new());
+        assert_eq!(
+            hidden(&[b"CONFIG", b"set", b"maxclients", b"9", b"MasterAuth", b"pw"]),
+            [5]
+        );
+        assert_eq!(
+            hidden(&[b"config", b"get", b"requirepass"]),
+            Vec::<usize>::new()
         );
     }
 }

@@ -13,7 +13,9 @@ use crate::command::dispatch;
 use crate::config::DisklessLoad;
 use crate::context::failover::FailoverState;
 use crate::context::replica::{LinkState, Primary};
-use crate::context::snapshot::{LoadError, empty_all, holds_keys, load_data, rdb_path};
+use crate::context::snapshot::{
+    LoadError, empty_all, holds_keys, load_data, load_swapping, rdb_path,
+};
 use crate::context::{Client, Shared};
 use crate::protocol::{Reply, RequestParser};
 
@@ -376,10 +378,12 @@ fn parse_psync(reply: &str) -> LinkResult<Sync> {
 }
 
 /// Replaces the data with the snapshot's, off the async threads: clients
-/// are told LOADING meanwhile, as Redis tells them. As `repl-diskless-load`
-/// says, the snapshot is first written to the snapshot file, as a Redis
-/// replica loads it from there (the file is then the replica's own
-/// snapshot, unless `rdb-del-sync-files` removes it).
+/// are told LOADING meanwhile, as Redis tells them, except under
+/// `repl-diskless-load swapdb`, which loads it aside and serves the old
+/// data until the swap. As `repl-diskless-load` says, the snapshot is
+/// first written to the snapshot file, as a Redis replica loads it from
+/// there (the file is then the replica's own snapshot, unless
+/// `rdb-del-sync-files` removes it).
 async fn load(shared: &Arc<Shared>, data: Vec<u8>) -> LinkResult<()> {
     let worker = shared.clone();
     tokio::task::spawn_blocking(move || {
@@ -397,10 +401,15 @@ async fn load(shared: &Arc<Shared>, data: Vec<u8>) -> LinkResult<()> {
             })
                 .map_err(LinkError::SyncFile)?;
         }
-        worker.snapshots.set_loading(true);
-        empty_all(&worker);
-        let loaded = load_data(&worker, &data, config.rdbchecksum, false);
-        worker.snapshots.set_loading(false);
+        let loaded = if matches!(config.repl_diskless_load, DisklessLoad::Swapdb) {
+            load_swapping(&worker, &data, config.rdbchecksum)
+        } else {
+            worker.snapshots.set_loading(true);
+            empty_all(&worker);
+            let loaded = load_data(&worker, &data, config.rdbchecksum, false).map(drop);
+            worker.snapshots.set_loading(false);
+            loaded
+        };
         let persistent = !config.save.is_empty() || config.appendonly;
         if to_file && config.rdb_del_sync_files && !persistent {
             tracing::info!(
@@ -409,7 +418,7 @@ async fn load(shared: &Arc<Shared>, data: Vec<u8>) -> LinkResult<()> {
             let _ = std::fs::remove_file(&file);
         }
         // The primary's history is the one PSYNC named, not the file's.
-        loaded.map(drop).map_err(LinkError::Load)
+        loaded.map_err(LinkError::Load)
     })
     .await
     .map_err(|e| LinkError::Protocol(e.to_string()))?
@@ -430,17 +439,15 @@ async fn apply_stream(
     tokio::pin!(killed);
     loop {
         loop {
-            let request = parser
-                .next_request_framed(&mut conn.buf, true)
-                .map_err(|e| LinkError::Protocol(e.message()))?;
-            let Some((frame, args)) = request else { break };
-            if is_getack(&args) {
-                conn.ack(state.offset()).await?;
-                // It changes no data: a capture on either side of it
-                // agrees with its offset.
-                state.backlog.feed(&frame);
-            } else {
-                apply(shared, client, &args, &frame).await;
+            match apply_buffered(shared, client, &mut parser, &mut conn.buf).await? {
+                Pause::Drained => break,
+                Pause::GetAck(frame) => {
+                    conn.ack(state.offset()).await?;
+                    // It changes no data: a capture on either side of it
+                    // agrees with its offset.
+                    state.backlog.feed(&frame);
+                }
+                Pause::Busy(frame, args) => apply(shared, client, &args, &frame).await,
             }
         }
         tokio::select! {
@@ -457,19 +464,67 @@ async fn apply_stream(
     }
 }
 
+/// Why `apply_buffered` stopped.
+enum Pause {
+    /// No whole command is left in the buffer.
+    Drained,
+    /// `REPLCONF GETACK`, to answer outside the apply gate.
+    GetAck(Bytes),
+    /// A busy script refused this command: `apply` runs it once it may.
+    Busy(Bytes, Vec<Bytes>),
+}
+
+/// Runs the primary's commands that arrived whole (their replies go
+/// nowhere), then passes their bytes on at once into this server's own
+/// stream, as they came, for replicas of it (a primary sends no empty
+/// requests, which the parser would skip uncounted). All of it happens
+/// under one hold of the apply gate, which is never held across a wait,
+/// so a snapshot waits for what one read brought at most, and one feed
+/// of the stream (one lock, one wake of this server's replicas) serves
+/// them all.
+async fn apply_buffered(
+    shared: &Shared,
+    client: &mut Client,
+    parser: &mut RequestParser,
+    buf: &mut BytesMut,
+) -> LinkResult<Pause> {
+    let state = &shared.replica;
+    let _applying = state.apply_gate.read().await;
+    let mut applied = Vec::new();
+    let pause = loop {
+        let request = parser
+            .next_request_framed(buf, true)
+            .map_err(|e| LinkError::Protocol(e.message()))?;
+        let Some((frame, args)) = request else {
+            break Pause::Drained;
+        };
+        if is_getack(&args) {
+            break Pause::GetAck(frame);
+        }
+        if let Reply::Error(e) = dispatch(shared, client, &args)
+            && e.code() == "BUSY"
+        {
+            break Pause::Busy(frame, args);
+        }
+        applied.extend_from_slice(&frame);
+    };
+    if !applied.is_empty() {
+        state.set_stream_db(client.db);
+        state.backlog.feed(&applied);
+    }
+    Ok(pause)
+}
+
 /// `REPLCONF GETACK *`: the primary wants the offset now.
 fn is_getack(args: &[Bytes]) -> bool {
     matches!(args, [name, sub, ..]
         if name.eq_ignore_ascii_case(b"replconf") && sub.eq_ignore_ascii_case(b"getack"))
 }
 
-/// Runs one of the primary's commands (its reply goes nowhere), then
-/// passes it on into this server's own stream, as it came, for replicas
-/// of it (a primary sends no empty requests, which the parser would skip
-/// uncounted). Both happen under the apply gate, which is never held
-/// across a wait, so a snapshot waits for one command at most. A busy
-/// script holds the command back rather than losing it, as Redis's busy
-/// event loop holds the primary's input.
+/// Runs one of the primary's commands that a busy script refused, as
+/// `apply_buffered` does, once it may: a busy script holds the command
+/// back rather than losing it, as Redis's busy event loop holds the
+/// primary's input.
 async fn apply(shared: &Shared, client: &mut Client, args: &[Bytes], frame: &[u8]) {
     let state = &shared.replica;
     loop {

@@ -1,9 +1,12 @@
 //! This server as a primary: a connection that asked for the stream
 //! (SYNC, PSYNC) is served here. It either continues from the backlog
 //! (`+CONTINUE`), or gets a full sync: `+FULLRESYNC <replid> <offset>`, a
-//! point-in-time snapshot (`$<len>`, or `$EOF:<mark>` streamed for a
-//! replica that takes it so under `repl-diskless-sync`), then the stream
-//! from that offset on. Its `REPLCONF ACK`s say how far it applied.
+//! point-in-time snapshot (`$<len>` and the file saved for it, or
+//! `$EOF:<mark>` and the bytes as they are encoded, for a replica that
+//! takes it so under `repl-diskless-sync`), then the stream from that
+//! offset on. The snapshot may serve other replicas too: it is
+//! `context::full_sync`'s, which hands this connection its feed. Its
+//! `REPLCONF ACK`s say how far it applied.
 //!
 //! Beside it, `cron` pings replicas every `repl-ping-replica-period`,
 //! frees the backlog after `repl-backlog-ttl` without any, and counts
@@ -20,8 +23,8 @@ use tokio::sync::watch;
 use crate::connection::{Handoff, Stream};
 use crate::context::Shared;
 use crate::context::client::{ReplicaHello, SyncAsk};
+use crate::context::full_sync::{Feed, FeedReceiver};
 use crate::context::replicas::{ServedReplica, SyncState};
-use crate::context::snapshot::sync_image;
 use crate::persist::backlog::Gone;
 use crate::protocol::RequestParser;
 use crate::util::parse_i64;
@@ -43,6 +46,10 @@ enum Ended {
     /// It fell further behind than the backlog keeps.
     Behind,
     TimedOut,
+    /// Its snapshot could not be taken or sent.
+    SyncFailed,
+    /// It took no bytes of its diskless snapshot for `repl-timeout`.
+    Stalled,
 }
 
 impl From<std::io::Error> for Ended {
@@ -65,6 +72,8 @@ impl std::fmt::Display for Ended {
             Ended::Killed => f.write_str("Client killed"),
             Ended::Behind => f.write_str("fell behind the replication backlog"),
             Ended::TimedOut => f.write_str("timeout: no ACK received"),
+            Ended::SyncFailed => f.write_str("its full sync's snapshot failed"),
+            Ended::Stalled => f.write_str("timeout streaming its snapshot (streaming sync)"),
         }
     }
 }
@@ -125,7 +134,7 @@ pub async fn serve<S: Stream>(shared: Arc<Shared>, handoff: Handoff<S>) {
 impl<S: Stream> Served<S> {
     async fn run(&mut self, ask: &SyncAsk, hello: &ReplicaHello) -> Result<(), Ended> {
         let shared = self.shared.clone();
-        let (backlog, syncs) = (&shared.replica.backlog, &shared.replicas);
+        let syncs = &shared.replicas;
         if let SyncAsk::Psync { replid, offset } = ask {
             if self.shared.replica.may_continue(replid, *offset) {
                 return self.continue_from(*offset, hello.capa_psync2).await;
@@ -136,42 +145,21 @@ impl<S: Stream> Served<S> {
         }
         syncs.sync_full.fetch_add(1, Ordering::Relaxed);
         self.shared.replica.start_backlog();
-        // Held from before the capture, so nothing after it is dropped
-        // before this replica has read it.
-        backlog.attach(self.replica.id, backlog.offset() + 1);
-        let (diskless, delay) = {
-            let config = self.shared.config.read();
-            let diskless = config.repl_diskless_sync && hello.capa_eof;
-            (diskless, config.repl_diskless_sync_delay.max(0) as u64)
+        let mut feed = shared
+            .full_syncs
+            .join(&shared, self.replica.id, hello.capa_eof);
+        let Feed::Begun { offset, diskless } = self.next_feed(&mut feed, true).await? else {
+            return Err(Ended::SyncFailed);
         };
-        if diskless && delay > 0 {
-            // Replicas that come meanwhile would share this snapshot in
-            // Redis; here each takes its own, so the wait only keeps
-            // Redis's timing.
-            self.keep_alive(Duration::from_secs(delay)).await?;
-        }
-        tracing::info!(
-            "Starting BGSAVE for SYNC with target: {}",
-            if diskless { "replicas sockets" } else { "disk" }
-        );
-        let (rdb, offset) = self.snapshot().await?;
-        let replid = self.shared.replica.history().replid;
         if matches!(ask, SyncAsk::Psync { .. }) {
+            let replid = self.shared.replica.history().replid;
             let line = format!("+FULLRESYNC {replid} {offset}\r\n");
             self.stream.write_all(line.as_bytes()).await?;
         }
-        self.replica
-            .set_state(SyncState::SendBulk, self.shared.now_ms());
         if diskless {
-            let mark = crate::util::random_hex(EOF_MARK_LEN);
-            let head = format!("$EOF:{mark}\r\n");
-            self.stream.write_all(head.as_bytes()).await?;
-            self.stream.write_all(&rdb).await?;
-            self.stream.write_all(mark.as_bytes()).await?;
+            self.send_diskless(&mut feed).await?;
         } else {
-            let head = format!("${}\r\n", rdb.len());
-            self.stream.write_all(head.as_bytes()).await?;
-            self.stream.write_all(&rdb).await?;
+            self.send_file(&mut feed).await?;
         }
         self.stream.flush().await?;
         tracing::info!(
@@ -186,6 +174,75 @@ impl<S: Stream> Served<S> {
         // A diskless replica reads the stream only once it has loaded the
         // snapshot, which its first ACK tells.
         self.follow(diskless).await
+    }
+
+    /// The diskless payload, `$EOF:<mark>`, the bytes as the snapshot
+    /// hands them over, the mark. The replica stays `wait_bgsave` until it
+    /// has them all, as in Redis; one that takes no bytes for
+    /// `repl-timeout` is dropped, which frees the others.
+    async fn send_diskless(&mut self, feed: &mut FeedReceiver) -> Result<(), Ended> {
+        let mark = crate::util::random_hex(EOF_MARK_LEN);
+        let head = format!("$EOF:{mark}\r\n");
+        self.stream.write_all(head.as_bytes()).await?;
+        let stall = Duration::from_secs(self.shared.config.read().repl_timeout as u64);
+        loop {
+            match self.next_feed(feed, false).await? {
+                Feed::Piece(piece) => {
+                    let sent = async {
+                        self.stream.write_all(&piece).await?;
+                        self.stream.flush().await
+                    };
+                    tokio::time::timeout(stall, sent)
+                        .await
+                        .map_err(|_| Ended::Stalled)??;
+                }
+                Feed::Ended => break,
+                _ => return Err(Ended::SyncFailed),
+            }
+        }
+        self.stream.write_all(mark.as_bytes()).await?;
+        Ok(())
+    }
+
+    /// The disk-backed payload: once the snapshot file is written,
+    /// `$<length>` and the file.
+    async fn send_file(&mut self, feed: &mut FeedReceiver) -> Result<(), Ended> {
+        let Feed::File(file, len) = self.next_feed(feed, true).await? else {
+            return Err(Ended::SyncFailed);
+        };
+        self.replica
+            .set_state(SyncState::SendBulk, self.shared.now_ms());
+        let head = format!("${len}\r\n");
+        self.stream.write_all(head.as_bytes()).await?;
+        let mut file = tokio::fs::File::from_std(file).take(len);
+        let sent = tokio::io::copy(&mut file, &mut self.stream).await?;
+        if sent < len {
+            return Err(Ended::SyncFailed);
+        }
+        Ok(())
+    }
+
+    /// The next thing the full sync hands this replica, reading what it
+    /// sends meanwhile; with `keep_alive`, a newline every second tells it
+    /// the primary is alive, as Redis sends one while it saves.
+    async fn next_feed(
+        &mut self,
+        feed: &mut FeedReceiver,
+        keep_alive: bool,
+    ) -> Result<Feed, Ended> {
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + KEEPALIVE, KEEPALIVE);
+        loop {
+            tokio::select! {
+                item = feed.recv() => return item.ok_or(Ended::SyncFailed),
+                _ = tick.tick(), if keep_alive => self.stream.write_all(b"\n").await?,
+                read = self.stream.read_buf(&mut self.input) => {
+                    if read? == 0 {
+                        return Err(Ended::Closed);
+                    }
+                    self.take_input()?;
+                }
+            }
+        }
     }
 
     /// `+CONTINUE`: the backlog has everything from `offset` on.
@@ -215,55 +272,29 @@ impl<S: Stream> Served<S> {
         self.follow(false).await
     }
 
-    /// The snapshot and its offset, taken off the async threads.
-    async fn snapshot(&mut self) -> Result<(Vec<u8>, i64), Ended> {
-        let shared = self.shared.clone();
-        let mut capture = tokio::task::spawn_blocking(move || {
-            // As a replica itself, between two of its primary's commands.
-            let _between = shared.replica.apply_gate.blocking_write();
-            sync_image(&shared)
-        });
-        loop {
-            tokio::select! {
-                done = &mut capture => {
-                    let image = done.map_err(|e| std::io::Error::other(e.to_string()))?;
-                    return image.map_err(Ended::from);
-                }
-                _ = tokio::time::sleep(KEEPALIVE) => self.stream.write_all(b"\n").await?,
-            }
-        }
-    }
-
-    /// Sends a newline every second for `wait`, reading what arrives.
-    async fn keep_alive(&mut self, wait: Duration) -> Result<(), Ended> {
-        let until = tokio::time::Instant::now() + wait;
-        while tokio::time::Instant::now() < until {
-            let tick = until.min(tokio::time::Instant::now() + KEEPALIVE);
-            tokio::select! {
-                _ = tokio::time::sleep_until(tick) => self.stream.write_all(b"\n").await?,
-                read = self.stream.read_buf(&mut self.input) => {
-                    if read? == 0 {
-                        return Err(Ended::Closed);
-                    }
-                    self.take_input()?;
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// Sends the stream as it grows, reading the replica's ACKs; with
     /// `wait_ack`, only once the first has come.
+    ///
+    /// Woken by a write, it first lets the other tasks that are ready run
+    /// (`yield_now`), so that the writes of every client served in this
+    /// turn of the scheduler go out in one socket write, as Redis writes
+    /// a replica's buffer once per turn of its event loop rather than
+    /// once per command.
     async fn follow(&mut self, mut wait_ack: bool) -> Result<(), Ended> {
         let backlog = self.shared.replica.backlog.clone();
         let mut grown: watch::Receiver<i64> = backlog.watch();
+        let mut chunk = Vec::new();
+        // The silence check, moved only when the replica's last ACK did.
+        let silence = tokio::time::sleep(Duration::ZERO);
+        tokio::pin!(silence);
+        let mut checked_ack = None;
         loop {
             if self.take_input()? {
                 wait_ack = false;
             }
             if !wait_ack {
                 loop {
-                    let chunk = backlog.read(self.replica.id, self.next, CHUNK)?;
+                    backlog.read_into(self.replica.id, self.next, CHUNK, &mut chunk)?;
                     if chunk.is_empty() {
                         break;
                     }
@@ -272,24 +303,29 @@ impl<S: Stream> Served<S> {
                 }
                 self.stream.flush().await?;
             }
-            let timeout = Duration::from_secs(self.shared.config.read().repl_timeout as u64);
-            let silent_for =
-                Duration::from_millis(self.shared.now_ms().saturating_sub(self.replica.ack_ms()));
-            let Some(left) = timeout.checked_sub(silent_for) else {
-                return Err(Ended::TimedOut);
-            };
+            let ack_ms = self.replica.ack_ms();
+            if checked_ack != Some(ack_ms) || silence.is_elapsed() {
+                let timeout = Duration::from_secs(self.shared.config.read().repl_timeout as u64);
+                let silent_for = Duration::from_millis(self.shared.now_ms().saturating_sub(ack_ms));
+                let Some(left) = timeout.checked_sub(silent_for) else {
+                    return Err(Ended::TimedOut);
+                };
+                silence.as_mut().reset(tokio::time::Instant::now() + left);
+                checked_ack = Some(ack_ms);
+            }
             tokio::select! {
                 changed = grown.changed() => {
                     if changed.is_err() {
                         return Err(Ended::Closed);
                     }
+                    tokio::task::yield_now().await;
                 }
                 read = self.stream.read_buf(&mut self.input) => {
                     if read? == 0 {
                         return Err(Ended::Closed);
                     }
                 }
-                _ = tokio::time::sleep(left) => {}
+                _ = &mut silence => {}
             }
         }
     }
@@ -333,7 +369,9 @@ fn ack_offset(args: &[Bytes]) -> Option<i64> {
 /// backlog once `repl-backlog-ttl` passed without any replica.
 pub async fn cron(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
-    let mut last_ping_ms = 0u64;
+    // As Redis counts its cron's runs from the start: a replica that
+    // attaches later waits for the next period's PING, not one at once.
+    let mut last_ping_ms = shared.now_ms();
     loop {
         tokio::select! {
             _ = tick.tick() => {}
@@ -359,7 +397,7 @@ pub async fn cron(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
                 shared.replica.free_backlog();
             }
         } else if now.saturating_sub(last_ping_ms) >= period_s as u64 * 1000 {
-            backlog.command(&[b"PING"]);
+            backlog.command(None, &[b"PING"]);
             last_ping_ms = now;
         }
     }

@@ -446,6 +446,9 @@ pub(crate) struct ScriptEngine {
     pub counters: Arc<ScriptCounters>,
     /// FUNCTION LOAD's libraries.
     pub libraries: parking_lot::RwLock<functions::Libraries>,
+    /// `DEBUG SET-DISABLE-DENY-SCRIPTS 1`: scripts may call the commands
+    /// flagged `noscript` (Redis's suite lets a script call DEBUG so).
+    pub deny_lifted: AtomicBool,
 }
 
 /// Script activity since startup, for the metrics endpoint.

@@ -104,7 +104,7 @@ pub fn render(shared: &Shared) -> String {
     let blocked = shared
         .clients
         .iter()
-        .filter(|c| c.info.lock().blocked)
+        .filter(|c| c.info.lock().counts_as_blocked())
         .count();
     family(
         &mut out,

@@ -305,7 +305,13 @@ impl ServerBuilder {
         };
         // Clients can only move a clock that tests could move too.
         let manual = match self.manual {
-            None if self.config.enable_clock_control => Some(Arc::new(ManualClock::default())),
+            None if self.config.enable_clock_control => {
+                Some(Arc::new(if self.config.clock_control_runs {
+                    ManualClock::running()
+                } else {
+                    ManualClock::default()
+                }))
+            }
             manual => manual,
         };
         let metrics = match self.config.metrics_port {

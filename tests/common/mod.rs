@@ -3,6 +3,7 @@
 
 pub mod blocking;
 pub mod fake_primary;
+pub mod redisson;
 pub mod resp;
 pub mod rng;
 

@@ -1,7 +1,8 @@
 //! Servers and real `redis-sentinel`s on loopback for the tests that run a
-//! failover (`tests/sentinel.rs`, `tests/safety_failover.rs`). Not a module
-//! of `common` itself: it needs `refserver`, which not every test has, so
-//! those two include it by path, each using a part of it.
+//! failover (`tests/sentinel.rs`, `tests/safety_failover.rs`) and the bench
+//! that times one (`benches/failover.rs`). Not a module of `common` itself:
+//! it needs `refserver`, which not every test has, so those include it by
+//! path, each using a part of it.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -10,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::{self, blocking::Running, blocking::connect, blocking::q};
 use crate::refserver;
-use redis::Value;
+use redis::{Connection, Value};
 
 /// How long Sentinel gets for what takes it a few seconds (discovery, a
 /// failover) on a loaded machine.
@@ -233,4 +234,73 @@ pub fn listed_replica(at: u16, port: u16) -> Option<Vec<(String, String)>> {
         .into_iter()
         .map(fields)
         .find(|f| field(f, "port") == port.to_string())
+}
+
+/// A blocking connection whose every wait (connect, read, write) is
+/// bounded by `timeout`: a dead or stalled server must not hold its client.
+pub fn bounded(port: u16, timeout: Duration) -> Option<Connection> {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).ok()?;
+    let con = client.get_connection_with_timeout(timeout).ok()?;
+    con.set_read_timeout(Some(timeout)).ok()?;
+    con.set_write_timeout(Some(timeout)).ok()?;
+    Some(con)
+}
+
+/// The primary's port as the first sentinel that answers names it (`SENTINEL
+/// GET-MASTER-ADDR-BY-NAME`), asking from the `first`th on, as a client in
+/// Sentinel mode does.
+pub fn primary(sentinels: &[u16], first: usize, timeout: Duration) -> Option<u16> {
+    (0..sentinels.len()).find_map(|i| {
+        let mut con = bounded(sentinels[(first + i) % sentinels.len()], timeout)?;
+        let reply: Value = redis::cmd("SENTINEL")
+            .arg("GET-MASTER-ADDR-BY-NAME")
+            .arg(NAME)
+            .query(&mut con)
+            .ok()?;
+        let Value::Array(addr) = reply else {
+            return None;
+        };
+        text(addr.get(1)?.clone()).parse().ok()
+    })
+}
+
+/// A primary and two replicas of one kind, each with the config `lines`,
+/// and three sentinels watching them.
+pub struct Watched {
+    /// The primary first.
+    pub servers: Vec<Server>,
+    pub sentinels: Vec<(Running, u16)>,
+}
+
+impl Watched {
+    /// Starts them, and returns once every sentinel lists both replicas
+    /// with their links up (so a failover can pick either).
+    pub fn start(tools: &Tools, kind: Kind, dir: &common::TempDir, lines: &str) -> Watched {
+        let first = Server::start(tools, kind, dir, "s0", lines);
+        let follow = format!("{lines}replicaof 127.0.0.1 {}\n", first.port);
+        let others = [1, 2].map(|i| Server::start(tools, kind, dir, &format!("s{i}"), &follow));
+        let replicas = others.each_ref().map(|s| s.port);
+        let sentinels = sentinels(tools, dir, first.port, 3);
+        let watched = Watched {
+            servers: [first].into_iter().chain(others).collect(),
+            sentinels,
+        };
+        let ports = watched.sentinel_ports();
+        wait_for("the sentinels to find both replicas", SLOW, || {
+            ports
+                .iter()
+                .all(|&at| {
+                    replicas.iter().all(|&r| {
+                        listed_replica(at, r)
+                            .is_some_and(|f| field(&f, "master-link-status") == "ok")
+                    })
+                })
+                .then_some(())
+        });
+        watched
+    }
+
+    pub fn sentinel_ports(&self) -> Vec<u16> {
+        self.sentinels.iter().map(|s| s.1).collect()
+    }
 }

@@ -104,7 +104,10 @@ pub fn function_load(ctx: &mut Ctx) -> CmdResult<Reply> {
 /// it (the calls' writes go as their effects).
 fn propagate(ctx: &Ctx) {
     let args: Vec<&[u8]> = ctx.args.iter().map(|a| &a[..]).collect();
-    ctx.shared.replica.backlog.command(&args);
+    ctx.shared
+        .replica
+        .backlog
+        .command(Some(ctx.client.db), &args);
 }
 
 pub fn function_delete(ctx: &mut Ctx) -> CmdResult<Reply> {

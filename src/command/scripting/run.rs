@@ -7,6 +7,7 @@
 //! the script has not written yet, it starts over holding that shard too.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
@@ -140,8 +141,12 @@ pub(crate) fn run(
     // What the script publishes (keyspace events included) reaches
     // subscribers only once its writes are final.
     let held = HeldMessages::hold();
+    let graced = shared.promotion_grace.active(|| shared.now_ms());
     let outcome = loop {
         ctx.locked.begin_journal();
+        if graced {
+            ctx.locked.watch_counters();
+        }
         let busy = BusyMarks {
             flags: shared.keyspace.busy_flags(),
             held: ctx.locked.held(),
@@ -178,19 +183,17 @@ pub(crate) fn run(
             Err(e) => break Err(e),
         }
     };
-    // After a promotion, a run that created a key (a new grant) is undone
-    // and refused (`lock-promotion-grace-ms`).
+    // After a promotion, a run that made a new grant (created a key,
+    // lowered a counter) is undone and refused (`lock-promotion-grace-ms`).
     let outcome = match outcome {
-        Ok(reply) if shared.promotion_grace.active(|| shared.now_ms()) => {
-            match ctx.locked.created_a_key() {
-                Ok(false) => Ok(reply),
-                created => {
-                    held.discard();
-                    let e = ctx.locked.rollback().and(created).err();
-                    Err(e.unwrap_or(CmdError::other(guard::LOADING)))
-                }
+        Ok(reply) if graced => match ctx.locked.made_a_grant() {
+            Ok(false) => Ok(reply),
+            granted => {
+                held.discard();
+                let e = ctx.locked.rollback().and(granted).err();
+                Err(e.unwrap_or(CmdError::other(guard::LOADING)))
             }
-        }
+        },
         other => other,
     };
     ctx.locked.end_journal();
@@ -301,7 +304,9 @@ impl Host for ScriptCalls<'_, '_, '_> {
             Some(CmdError::other(
                 "ERR Wrong number of args calling Redis command from script",
             ))
-        } else if spec.has(flag::NOSCRIPT) {
+        } else if spec.has(flag::NOSCRIPT)
+            && !self.ctx.shared.scripts.deny_lifted.load(Ordering::Relaxed)
+        {
             Some(CmdError::other(
                 "ERR This Redis command is not allowed from script",
             ))

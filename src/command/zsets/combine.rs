@@ -315,6 +315,7 @@ pub(super) const ZDIFF: CommandSpec = CommandSpec::new("zdiff", -3, Group::Sorte
 
 pub(super) const ZUNIONSTORE: CommandSpec =
     CommandSpec::new("zunionstore", -4, Group::SortedSet, zunionstore)
+        .records_itself()
         .flags(WRITE | DENYOOM)
         .acl(SORTEDSET)
         .keys(&ZSTORE_KEYS)
@@ -326,6 +327,7 @@ pub(super) const ZUNIONSTORE: CommandSpec =
 
 pub(super) const ZINTERSTORE: CommandSpec =
     CommandSpec::new("zinterstore", -4, Group::SortedSet, zinterstore)
+        .records_itself()
         .flags(WRITE | DENYOOM)
         .acl(SORTEDSET)
         .keys(&ZSTORE_KEYS)
@@ -337,6 +339,7 @@ pub(super) const ZINTERSTORE: CommandSpec =
 
 pub(super) const ZDIFFSTORE: CommandSpec =
     CommandSpec::new("zdiffstore", -4, Group::SortedSet, zdiffstore)
+        .records_itself()
         .flags(WRITE | DENYOOM)
         .acl(SORTEDSET)
         .keys(&ZSTORE_KEYS)

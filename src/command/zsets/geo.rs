@@ -485,14 +485,14 @@ pub(in crate::command) static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("geopos", -2, Group::Geo, geopos).flags(READONLY).acl(GEO).keys(&key1(RO_ACCESS))
         .syntax("key [member...]")
         .doc("3.2.0", "Returns members' longitudes and latitudes."),
-    CommandSpec::new("georadius", -6, Group::Geo, georadius).flags(WRITE | DENYOOM).acl(GEO)
+    CommandSpec::new("georadius", -6, Group::Geo, georadius).records_itself().flags(WRITE | DENYOOM).acl(GEO)
         .keys(&[KeySpec::range(1, 0, 1, RO_ACCESS), KeySpec::keyword("STORE", 6, OW_UPDATE), KeySpec::keyword("STOREDIST", 6, OW_UPDATE)])
         .syntax("key longitude latitude radius (M | KM | FT | MI) [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC | DESC] [STORE key | STOREDIST key]")
         .doc("3.2.0", "Finds the members within a radius of a point, optionally storing them."),
     CommandSpec::new("georadius_ro", -6, Group::Geo, georadius_ro).flags(READONLY).acl(GEO).keys(&key1(RO_ACCESS))
         .syntax("key longitude latitude radius (M | KM | FT | MI) [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC | DESC]")
         .doc("3.2.10", "Finds the members within a radius of a point."),
-    CommandSpec::new("georadiusbymember", -5, Group::Geo, georadiusbymember).flags(WRITE | DENYOOM).acl(GEO)
+    CommandSpec::new("georadiusbymember", -5, Group::Geo, georadiusbymember).records_itself().flags(WRITE | DENYOOM).acl(GEO)
         .keys(&[KeySpec::range(1, 0, 1, RO_ACCESS), KeySpec::keyword("STORE", 5, OW_UPDATE), KeySpec::keyword("STOREDIST", 5, OW_UPDATE)])
         .syntax("key member radius (M | KM | FT | MI) [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC | DESC] [STORE key | STOREDIST key]")
         .doc("3.2.0", "Finds the members within a radius of a member, optionally storing them."),
@@ -502,7 +502,7 @@ pub(in crate::command) static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("geosearch", -7, Group::Geo, geosearch).flags(READONLY).acl(GEO).keys(&key1(RO_ACCESS))
         .syntax("key (FROMMEMBER member | FROMLONLAT longitude latitude) (BYRADIUS radius (M | KM | FT | MI) | BYBOX width height (M | KM | FT | MI)) [ASC | DESC] [COUNT count [ANY]] [WITHCOORD] [WITHDIST] [WITHHASH]")
         .doc("6.2.0", "Finds the members within a radius or box around a member or a point."),
-    CommandSpec::new("geosearchstore", -8, Group::Geo, geosearchstore).flags(WRITE | DENYOOM).acl(GEO)
+    CommandSpec::new("geosearchstore", -8, Group::Geo, geosearchstore).records_itself().flags(WRITE | DENYOOM).acl(GEO)
         .keys(&[KeySpec::range(1, 0, 1, OW_UPDATE), KeySpec::range(2, 0, 1, RO_ACCESS)])
         .syntax("destination source (FROMMEMBER member | FROMLONLAT longitude latitude) (BYRADIUS radius (M | KM | FT | MI) | BYBOX width height (M | KM | FT | MI)) [ASC | DESC] [COUNT count [ANY]] [STOREDIST]")
         .doc("6.2.0", "Stores the members GEOSEARCH would find as a sorted set."),

@@ -231,14 +231,25 @@ pub fn zmscore(ctx: &mut Ctx) -> CmdResult<Reply> {
     ))
 }
 
+/// What a removal took out of a sorted set.
+enum Removed {
+    /// This many of the members the command declared it touches (ZREM).
+    Declared(usize),
+    /// These members, which the records name (ZREMRANGEBY…).
+    Members(Vec<Bytes>),
+}
+
 /// Deletes the key if its set is now empty, after the command's own event.
-fn finish_removal(db: &mut Db, key: &[u8], removed: usize, event: Event) -> CmdResult<()> {
+fn finish_removal(db: &mut Db, key: &[u8], removed: Removed, event: Event) -> CmdResult<()> {
     let emptied = matches!(db.get_mut(key)?, Some(Value::ZSet(z)) if z.is_empty());
     if emptied {
         db.remove(key)?;
     }
-    if removed > 0 {
-        db.modified(key, event)?;
+    match removed {
+        Removed::Declared(0) => {}
+        Removed::Declared(_) => db.modified(key, event)?,
+        Removed::Members(members) if members.is_empty() => {}
+        Removed::Members(members) => db.modified_members(key, members, event)?,
     }
     if emptied {
         db.notify(key, Event::Del);
@@ -261,7 +272,7 @@ pub fn zrem(ctx: &mut Ctx) -> CmdResult<Reply> {
             }
         }
     }
-    finish_removal(&mut db, &key, removed, Event::Zrem)?;
+    finish_removal(&mut db, &key, Removed::Declared(removed), Event::Zrem)?;
     Ok(Reply::Int(removed as i64))
 }
 

@@ -4,7 +4,7 @@
 
 use bytes::Bytes;
 
-use super::{finish_removal, parse_long, scored_reply, store_result, syntax};
+use super::{Removed, finish_removal, parse_long, scored_reply, store_result, syntax};
 use crate::command::Ctx;
 use crate::command::presets::{OW_UPDATE, READ_FAST, RO_ACCESS, RW_DELETE, key1};
 use crate::command::spec::acl::SORTEDSET;
@@ -390,12 +390,13 @@ fn zremrange(ctx: &mut Ctx, by: RangeBy, event: Event) -> CmdResult<Reply> {
     let Some(zset) = db.typed_for_write::<SortedSet>(&key)? else {
         return Ok(Reply::Int(0));
     };
-    let doomed = query.select(zset);
-    for (m, _) in &doomed {
+    let doomed: Vec<Bytes> = query.select(zset).into_iter().map(|(m, _)| m).collect();
+    for m in &doomed {
         zset.remove(m);
     }
-    finish_removal(&mut db, &key, doomed.len(), event)?;
-    Ok(Reply::Int(doomed.len() as i64))
+    let count = doomed.len() as i64;
+    finish_removal(&mut db, &key, Removed::Members(doomed), event)?;
+    Ok(Reply::Int(count))
 }
 
 pub fn zlexcount(ctx: &mut Ctx) -> CmdResult<Reply> {
@@ -496,6 +497,7 @@ pub(super) const ZREVRANGEBYLEX: CommandSpec =
 
 pub(super) const ZRANGESTORE: CommandSpec =
     CommandSpec::new("zrangestore", -5, Group::SortedSet, zrangestore)
+        .records_itself()
         .flags(WRITE | DENYOOM)
         .acl(SORTEDSET)
         .keys(&[

@@ -54,9 +54,6 @@ kept! {
     "no-appendfsync-on-rewrite" = "no", Runtime, YES_NO;
     /// No effect: a snapshot is fsynced once, when written.
     "rdb-save-incremental-fsync" = "yes", Runtime, YES_NO;
-    /// Redis's testing setting (hidden): no effect, no delay per key saved.
-    "rdb-key-save-delay" = "0", Runtime,
-        Check::new(|v| int_text(v, i32::MIN.into(), i32::MAX.into())), hidden: true;
     /// No effect: RESTORE's payloads are always checked in full.
     "sanitize-dump-payload" = "no", Runtime,
         Check::new(|v| parse_enum(v, &["no", "yes", "clients"]));

@@ -7,8 +7,6 @@ kept! {
     /// No effect: not yet built into rlockd's replication.
     "repl-disable-tcp-nodelay" = "no", Runtime, YES_NO;
     /// No effect: not yet built into rlockd's replication.
-    "repl-diskless-sync-max-replicas" = "0", Runtime, Check::new(|v| int_from(v, 0));
-    /// No effect: not yet built into rlockd's replication.
     "replica-ignore-disk-write-errors" = "no", Runtime, YES_NO;
     /// No effect: not yet built into rlockd's replication.
     "replica-ignore-maxmemory" | "slave-ignore-maxmemory" = "yes", Runtime, YES_NO;
