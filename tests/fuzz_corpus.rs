@@ -76,7 +76,8 @@ fn rdb_corpus() {
 /// A fuzzer's work without the fuzzer, for a machine without nightly
 /// Rust: each corpus file loaded with random damage (bytes changed,
 /// inserted, removed, runs copied from elsewhere in it) for
-/// `RLOCKD_FUZZ_SECS` seconds. Ignored in the suite; run with
+/// `RLOCKD_FUZZ_SECS` seconds, from `RLOCKD_FUZZ_SEED` (nonzero) if set.
+/// Ignored in the suite; run with
 /// `RLOCKD_FUZZ_SECS=300 cargo test --test fuzz_corpus -- --ignored`.
 #[test]
 #[ignore]
@@ -85,7 +86,8 @@ fn rdb_mutations() {
     let until = Instant::now() + Duration::from_secs(secs);
     let seeds = corpus("rdb");
     let mut harness = Harness::new();
-    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let mut state = std::env::var("RLOCKD_FUZZ_SEED")
+        .map_or(0x2545_f491_4f6c_dd1d_u64, |s| s.parse().expect("a seed"));
     let mut next = move |bound: usize| {
         state ^= state << 13;
         state ^= state >> 7;
