@@ -444,6 +444,16 @@ fn a_damaged_snapshot_stops_the_start() {
     std::fs::write(dir.file("dump.rdb"), b"REDIS0099 not a snapshot").unwrap();
     let log = refused_start(&dir);
     assert!(log.contains("Wrong signature"), "{log}");
+
+    // A key named twice (the fuzz corpus's finding): refused, not one of
+    // its values dropped.
+    let twice = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fuzz/corpus/rdb/regression-duplicate-key.rdb"
+    );
+    std::fs::copy(twice, dir.file("dump.rdb")).unwrap();
+    let log = refused_start(&dir);
+    assert!(log.contains("duplicated key"), "{log}");
 }
 
 /// BGSAVE while clients write: every transaction moves all the counters

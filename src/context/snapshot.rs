@@ -832,11 +832,12 @@ fn load_batch(
     shared: &Shared,
     dest: &Dest<'_>,
     batch: &mut Vec<LoadedKey>,
+    merge: bool,
 ) -> Result<u64, LoadError> {
     dest.keys
         // A replica keeps keys past their deadline, as Redis's does: they
         // read as gone, and the primary's DELs remove them.
-        .load_keys(batch, shared.replica.is_replica())
+        .load_keys(batch, shared.replica.is_replica(), merge)
         .map_err(|e| LoadError::Key(e.to_string()))
 }
 
@@ -985,13 +986,13 @@ fn load_bytes(
                     meta,
                 });
                 if batch.len() == LOAD_BATCH {
-                    expired += load_batch(shared, dest, &mut batch)?;
+                    expired += load_batch(shared, dest, &mut batch, merge)?;
                 }
             }
             Item::End => break,
         }
     }
-    expired += load_batch(shared, dest, &mut batch)?;
+    expired += load_batch(shared, dest, &mut batch, merge)?;
     let length = reader.end_offset();
     reader.finish(verify)?;
     Ok(Counts {

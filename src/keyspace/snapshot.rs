@@ -34,7 +34,7 @@ use super::dbmap::{Node, SaveStep};
 use super::dump::{value_kind, write_body};
 use super::slot::SHARDS;
 use super::{Keyspace, LockPlan, Ttl, Value};
-use crate::error::CmdResult;
+use crate::error::{CmdError, CmdResult};
 use crate::persist::rdb::{Encoder, FileWriter, KeyMeta, key_prefix};
 
 /// Which access clock the file keeps for each key: Redis writes the LRU
@@ -330,10 +330,14 @@ impl Keyspace {
     /// past its deadline is skipped, as Redis skips it, unless
     /// `keep_expired` (a replica: the primary's DEL will come); returns
     /// how many were skipped.
+    /// `replace`: a key already held takes the loaded value (DEBUG RELOAD
+    /// MERGE); otherwise a key named twice is refused, as Redis stops on
+    /// it, rather than one of its values silently dropped.
     pub(crate) fn load_keys(
         &self,
         batch: &mut Vec<LoadedKey>,
         keep_expired: bool,
+        replace: bool,
     ) -> CmdResult<u64> {
         let plan = LockPlan::for_keys(batch.iter().map(|k| &k.key[..]));
         let mut locked = self.lock(&plan)?;
@@ -354,15 +358,21 @@ impl Keyspace {
                 Some(at) => Ttl::At(at as u64),
                 None => Ttl::Clear,
             };
-            let mut db = locked.db(db);
-            db.insert(&key, value, ttl)?;
+            let mut target = locked.db(db);
+            if !replace && target.exists(&key)? {
+                return Err(CmdError::Other(format!(
+                    "duplicated key '{}' in DB {db}",
+                    String::from_utf8_lossy(&key)
+                )));
+            }
+            target.insert(&key, value, ttl)?;
             let clock = match (meta.freq, meta.idle) {
                 (Some(freq), _) => Some(AccessClock::freq(freq, now)),
                 (None, Some(idle)) => Some(AccessClock::idle(idle, now)),
                 (None, None) => None,
             };
             if let Some(clock) = clock {
-                db.set_access(&key, clock)?;
+                target.set_access(&key, clock)?;
             }
         }
         Ok(expired)
