@@ -1709,3 +1709,56 @@ fn a_replica_asking_during_a_disk_backed_sync_attaches_to_its_save() {
     assert!(dir.file("dump.rdb").exists(), "the save wrote dump.rdb");
     assert_all_same_data(&mut p, &mut replicas, &mut redis);
 }
+
+/// FLUSHALL during a full sync's snapshot stops it, as Redis kills its
+/// RDB child: the replica, streamed or handed a file, never gets the
+/// flushed data; it syncs again, to the empty dataset, long before the
+/// stopped snapshot's twenty seconds.
+#[test]
+fn flushall_stops_a_full_sync_and_the_replica_syncs_again() {
+    for (diskless, target) in [("yes", "replicas sockets"), ("no", "disk")] {
+        let dir = common::TempDir::new("flush-sync");
+        let (_p, mut p, log) = logging_primary(
+            &dir,
+            &[
+                "--repl-diskless-sync",
+                diskless,
+                "--repl-diskless-sync-delay",
+                "0",
+            ],
+        );
+        q(&mut p, &["DEBUG", "POPULATE", "1000"]);
+        q(&mut p, &["CONFIG", "SET", "rdb-key-save-delay", "20000"]);
+        let port = port_of(&mut p);
+        let mut replicas = Vec::new();
+        let mut redis = redis_or_rlockd_replica(
+            "flushall_stops_a_full_sync_and_the_replica_syncs_again",
+            port,
+            &mut replicas,
+        );
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while syncs_started(&log, target) == 0 {
+            assert!(Instant::now() < deadline, "no sync for the replica");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        q(&mut p, &["FLUSHALL"]);
+        let flushed = Instant::now();
+        q(&mut p, &["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+        q(&mut p, &["SET", "after", "1"]);
+        let r = match (&mut redis, replicas.first_mut()) {
+            (Some((_, r)), _) | (None, Some((_, r))) => r,
+            (None, None) => unreachable!("one replica or the other"),
+        };
+        until_link_up(r, Duration::from_secs(10));
+        until_in_sync(&mut p, r);
+        assert!(
+            flushed.elapsed() < Duration::from_secs(10),
+            "{target}: the stopped snapshot ran on"
+        );
+        assert_eq!(syncs_started(&log, target), 2, "{target}: synced again");
+        assert_eq!(sync_counts(&mut p).0, 2, "{target}");
+        assert_eq!(q(r, &["DBSIZE"]), Value::Int(1), "{target}");
+        assert_eq!(keyspace(r), keyspace(&mut p), "{target}");
+    }
+}
