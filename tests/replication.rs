@@ -1762,3 +1762,55 @@ fn flushall_stops_a_full_sync_and_the_replica_syncs_again() {
         assert_eq!(keyspace(r), keyspace(&mut p), "{target}");
     }
 }
+
+/// Waits up to `limit` for `file` to be gone; whether it went.
+fn gone_within(file: &std::path::Path, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while file.exists() {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    true
+}
+
+/// `rdb-del-sync-files yes` on a primary without persistence: the
+/// `dump.rdb` a disk-backed sync wrote is removed once its replica is
+/// online, as redis-server removes its own in the same steps; a file
+/// SAVE wrote stays.
+#[test]
+fn a_primary_without_persistence_removes_its_sync_file() {
+    let settings = [("repl-diskless-sync", "no"), ("rdb-del-sync-files", "yes")];
+    let dir = common::TempDir::new("del-sync");
+    let (_p, mut p, log) = logging_primary(&dir, &[]);
+    let mut primaries = vec![("rlockd", dir.file("dump.rdb"), port_of(&mut p))];
+    let redis = refserver::redis_server_path("a_primary_without_persistence_removes_its_sync_file")
+        .map(|bin| RedisServer::start(&bin));
+    if let Some(redis) = &redis {
+        primaries.push(("redis-server", redis.dir().join("dump.rdb"), redis.port()));
+    }
+    for (who, file, port) in primaries {
+        let mut con = connect(port);
+        for (name, value) in settings {
+            q(&mut con, &["CONFIG", "SET", name, value]);
+        }
+        q(&mut con, &["SET", "k", "v"]);
+        let (_r, mut r) = rlockd(&["--replicaof", "127.0.0.1", &port.to_string()]);
+        until_in_sync(&mut con, &mut r);
+        assert!(
+            gone_within(&file, Duration::from_secs(5)),
+            "{who}: kept {file:?}"
+        );
+        q(&mut con, &["SAVE"]);
+        assert!(
+            !gone_within(&file, Duration::from_secs(2)),
+            "{who}: removed SAVE's file"
+        );
+    }
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        log.contains("Removing the RDB file used to feed replicas in a persistence-less instance"),
+        "{log}"
+    );
+}

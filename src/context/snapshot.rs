@@ -64,6 +64,9 @@ pub struct Snapshots {
     /// data the user just flushed never becomes the file left on disk or
     /// a replica's dataset.
     cancelled: AtomicBool,
+    /// The file on disk was written for a disk-backed full sync, not
+    /// asked for: `rdb-del-sync-files` may remove it.
+    for_replicas: AtomicBool,
     /// The capture being written, for INFO's progress figures.
     current: Mutex<Option<Arc<Capture>>>,
     /// SAVEs and background saves started (`rdb_saves`).
@@ -104,6 +107,7 @@ impl Snapshots {
             pending: Mutex::new(None),
             asked: Notify::new(),
             cancelled: AtomicBool::new(false),
+            for_replicas: AtomicBool::new(false),
             loading: AtomicBool::new(false),
             async_loading: AtomicBool::new(false),
             current: Mutex::new(None),
@@ -213,6 +217,13 @@ impl Snapshots {
     /// its RDB child.
     pub fn cancel(&self) {
         self.cancelled.store(true, Ordering::Release);
+    }
+
+    /// Whether the file on disk was written only to feed replicas; false
+    /// from then on (`rdb-del-sync-files`: it is being removed, or the
+    /// setting is off and forgets it, as Redis's flag).
+    pub fn take_for_replicas(&self) -> bool {
+        self.for_replicas.swap(false, Ordering::AcqRel)
     }
 
     /// Claims the right to save; false while another save runs.
@@ -461,6 +472,7 @@ fn finish(shared: &Shared, begun: Begun) -> std::io::Result<bool> {
     })?;
     if written {
         let state = &shared.snapshots;
+        state.for_replicas.store(false, Ordering::Release);
         state
             .last_save
             .store((shared.now_ms() / 1000) as i64, Ordering::Relaxed);
@@ -531,6 +543,12 @@ impl<'s> SaveClaim<'s> {
         begun(capture.capture.repl_offset);
         let path = capture.plan.path.clone();
         let result = finish(self.shared, capture);
+        if matches!(result, Ok(true)) {
+            self.shared
+                .snapshots
+                .for_replicas
+                .store(true, Ordering::Release);
+        }
         finished_in_background(self.shared, &result);
         result.map(|written| written.then_some(path))
     }
@@ -664,6 +682,7 @@ pub fn save_flushed(shared: &Shared, dirty: u64) -> std::io::Result<()> {
         open_file(&plan, &header, out)?.finish(plan.checksum)?;
         Ok(true)
     })?;
+    state.for_replicas.store(false, Ordering::Release);
     state
         .last_save
         .store((shared.now_ms() / 1000) as i64, Ordering::Relaxed);
