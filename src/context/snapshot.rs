@@ -383,7 +383,7 @@ fn write_rdb<W: Write>(
 }
 
 /// A snapshot's sink that fails its next write once `stop` is set: a
-/// FLUSHALL ends the save within one step of keys, not at its end.
+/// FLUSHALL ends the save at its next write of keys, not at its end.
 struct Stoppable<'f, W> {
     sink: W,
     /// None for an AOF's base, which a FLUSHALL does not stop.
@@ -661,9 +661,9 @@ fn finished_in_background(shared: &Shared, result: &std::io::Result<bool>) {
 
 /// FLUSHALL with `save` points: the file made empty of keys at once
 /// (its libraries stay, as FLUSHALL leaves them), while the caller holds
-/// every shard, after `Snapshots::cancel` stopped any under way. `dirty` is the keyspace's
-/// change counter after the flush, which counts as one change after the
-/// save, as in Redis.
+/// every shard, after `Snapshots::cancel` stopped any under way. `dirty`
+/// is the keyspace's change counter after the flush, which counts as one
+/// change after the save, as in Redis.
 pub fn save_flushed(shared: &Shared, dirty: u64) -> std::io::Result<()> {
     let state = &shared.snapshots;
     let plan = plan(shared);
