@@ -63,6 +63,64 @@ fn restore_corpus() {
     replay("restore", restore);
 }
 
+/// The seeds are real files from rlockd and redis-server 7.0.15: a loader
+/// that refused them all would test nothing past the header.
+#[test]
+fn rdb_corpus() {
+    let mut harness = Harness::new();
+    let mut taken = 0;
+    replay("rdb", |data| taken += harness.load_rdb(data));
+    assert!(taken >= 20, "only {taken} loads took a corpus file");
+}
+
+/// A fuzzer's work without the fuzzer, for a machine without nightly
+/// Rust: each corpus file loaded with random damage (bytes changed,
+/// inserted, removed, runs copied from elsewhere in it) for
+/// `RLOCKD_FUZZ_SECS` seconds, from `RLOCKD_FUZZ_SEED` (nonzero) if set.
+/// Ignored in the suite; run with
+/// `RLOCKD_FUZZ_SECS=300 cargo test --test fuzz_corpus -- --ignored`.
+#[test]
+#[ignore]
+fn rdb_mutations() {
+    let secs = std::env::var("RLOCKD_FUZZ_SECS").map_or(10, |s| s.parse().expect("seconds"));
+    let until = Instant::now() + Duration::from_secs(secs);
+    let seeds = corpus("rdb");
+    let mut harness = Harness::new();
+    let mut state = std::env::var("RLOCKD_FUZZ_SEED")
+        .map_or(0x2545_f491_4f6c_dd1d_u64, |s| s.parse().expect("a seed"));
+    let mut next = move |bound: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % bound.max(1) as u64) as usize
+    };
+    let (mut runs, mut taken) = (0u64, 0);
+    while Instant::now() < until {
+        let (_, seed) = &seeds[next(seeds.len())];
+        let mut data = seed.clone();
+        for _ in 0..=next(4) {
+            let at = next(data.len());
+            match next(4) {
+                0 if !data.is_empty() => data[at] = next(256) as u8,
+                1 => data.insert(at, next(256) as u8),
+                2 if !data.is_empty() => drop(data.remove(at)),
+                _ => {
+                    let from = next(data.len());
+                    let run: Vec<u8> = data[from..].iter().take(next(16)).copied().collect();
+                    data.splice(at..at, run);
+                }
+            }
+        }
+        let load = std::panic::AssertUnwindSafe(|| harness.load_rdb(&data));
+        match std::panic::catch_unwind(load) {
+            Ok(n) => taken += n,
+            Err(_) => panic!("a finding, as a corpus file's bytes: {data:?}"),
+        }
+        runs += 1;
+    }
+    eprintln!("{runs} damaged files, {taken} loads took one");
+}
+
 #[test]
 fn eval_corpus() {
     let mut harness = Harness::new();

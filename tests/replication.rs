@@ -1877,3 +1877,108 @@ fn scripts_reach_replicas_in_the_order_and_shape_redis_sends() {
                       SET p:{order} c|EXEC";
     assert!(got.join("|").contains(publishing), "{got:?}");
 }
+
+/// FLUSHALL during a full sync's snapshot stops it, as Redis kills its
+/// RDB child: the replica, streamed or handed a file, never gets the
+/// flushed data; it syncs again, to the empty dataset, long before the
+/// stopped snapshot's twenty seconds.
+#[test]
+fn flushall_stops_a_full_sync_and_the_replica_syncs_again() {
+    for (diskless, target) in [("yes", "replicas sockets"), ("no", "disk")] {
+        let dir = common::TempDir::new("flush-sync");
+        let (_p, mut p, log) = logging_primary(
+            &dir,
+            &[
+                "--repl-diskless-sync",
+                diskless,
+                "--repl-diskless-sync-delay",
+                "0",
+            ],
+        );
+        q(&mut p, &["DEBUG", "POPULATE", "1000"]);
+        q(&mut p, &["CONFIG", "SET", "rdb-key-save-delay", "20000"]);
+        let port = port_of(&mut p);
+        let mut replicas = Vec::new();
+        let mut redis = redis_or_rlockd_replica(
+            "flushall_stops_a_full_sync_and_the_replica_syncs_again",
+            port,
+            &mut replicas,
+        );
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while syncs_started(&log, target) == 0 {
+            assert!(Instant::now() < deadline, "no sync for the replica");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        q(&mut p, &["FLUSHALL"]);
+        let flushed = Instant::now();
+        q(&mut p, &["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+        q(&mut p, &["SET", "after", "1"]);
+        let r = match (&mut redis, replicas.first_mut()) {
+            (Some((_, r)), _) | (None, Some((_, r))) => r,
+            (None, None) => unreachable!("one replica or the other"),
+        };
+        until_link_up(r, Duration::from_secs(10));
+        until_in_sync(&mut p, r);
+        assert!(
+            flushed.elapsed() < Duration::from_secs(10),
+            "{target}: the stopped snapshot ran on"
+        );
+        assert_eq!(syncs_started(&log, target), 2, "{target}: synced again");
+        assert_eq!(sync_counts(&mut p).0, 2, "{target}");
+        assert_eq!(q(r, &["DBSIZE"]), Value::Int(1), "{target}");
+        assert_eq!(keyspace(r), keyspace(&mut p), "{target}");
+    }
+}
+
+/// Waits up to `limit` for `file` to be gone; whether it went.
+fn gone_within(file: &std::path::Path, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while file.exists() {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    true
+}
+
+/// `rdb-del-sync-files yes` on a primary without persistence: the
+/// `dump.rdb` a disk-backed sync wrote is removed once its replica is
+/// online, as redis-server removes its own in the same steps; a file
+/// SAVE wrote stays.
+#[test]
+fn a_primary_without_persistence_removes_its_sync_file() {
+    let settings = [("repl-diskless-sync", "no"), ("rdb-del-sync-files", "yes")];
+    let dir = common::TempDir::new("del-sync");
+    let (_p, mut p, log) = logging_primary(&dir, &[]);
+    let mut primaries = vec![("rlockd", dir.file("dump.rdb"), port_of(&mut p))];
+    let redis = refserver::redis_server_path("a_primary_without_persistence_removes_its_sync_file")
+        .map(|bin| RedisServer::start(&bin));
+    if let Some(redis) = &redis {
+        primaries.push(("redis-server", redis.dir().join("dump.rdb"), redis.port()));
+    }
+    for (who, file, port) in primaries {
+        let mut con = connect(port);
+        for (name, value) in settings {
+            q(&mut con, &["CONFIG", "SET", name, value]);
+        }
+        q(&mut con, &["SET", "k", "v"]);
+        let (_r, mut r) = rlockd(&["--replicaof", "127.0.0.1", &port.to_string()]);
+        until_in_sync(&mut con, &mut r);
+        assert!(
+            gone_within(&file, Duration::from_secs(5)),
+            "{who}: kept {file:?}"
+        );
+        q(&mut con, &["SAVE"]);
+        assert!(
+            !gone_within(&file, Duration::from_secs(2)),
+            "{who}: removed SAVE's file"
+        );
+    }
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        log.contains("Removing the RDB file used to feed replicas in a persistence-less instance"),
+        "{log}"
+    );
+}

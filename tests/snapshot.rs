@@ -444,6 +444,16 @@ fn a_damaged_snapshot_stops_the_start() {
     std::fs::write(dir.file("dump.rdb"), b"REDIS0099 not a snapshot").unwrap();
     let log = refused_start(&dir);
     assert!(log.contains("Wrong signature"), "{log}");
+
+    // A key named twice (the fuzz corpus's finding): refused, not one of
+    // its values dropped.
+    let twice = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fuzz/corpus/rdb/regression-duplicate-key.rdb"
+    );
+    std::fs::copy(twice, dir.file("dump.rdb")).unwrap();
+    let log = refused_start(&dir);
+    assert!(log.contains("duplicated key"), "{log}");
 }
 
 /// BGSAVE while clients write: every transaction moves all the counters
@@ -823,4 +833,99 @@ fn files_without_compression_or_checksum_load_too() {
     );
     check_rdb(test, &dir.file("dump.rdb"));
     redis_loads(test, &dir, &ours);
+}
+
+/// What FLUSHALL did to a slow BGSAVE under way, on one server.
+#[derive(Debug, PartialEq, Eq)]
+struct FlushDuringSave {
+    /// The save was still running when FLUSHALL came.
+    running_at_flush: bool,
+    /// It ended within seconds, not the twenty its keys' delays take.
+    stopped_soon: bool,
+    last_status: String,
+    /// `dump.rdb` after: as the SAVE before left it, or holding no key.
+    file_kept: bool,
+    file_empty: bool,
+}
+
+/// SAVE of one key, then 1000 keys saved at 20 ms each by a BGSAVE that
+/// FLUSHALL interrupts; `save` is the `save` schedule meanwhile.
+fn flush_during_save(con: &mut Connection, file: &Path, save: &str) -> FlushDuringSave {
+    q(con, &["SET", "before", "1"]);
+    q(con, &["SAVE"]);
+    let before = std::fs::read(file).unwrap();
+    q(con, &["DEBUG", "POPULATE", "1000"]);
+    q(con, &["CONFIG", "SET", "save", save]);
+    q(con, &["CONFIG", "SET", "rdb-key-save-delay", "20000"]);
+    assert_eq!(text(&q(con, &["BGSAVE"])), "Background saving started");
+    std::thread::sleep(Duration::from_millis(300));
+    let running = text(&q(con, &["INFO", "persistence"]));
+    q(con, &["FLUSHALL"]);
+    let flushed = Instant::now();
+    let after = wait_for_info(con, "rdb_bgsave_in_progress:0");
+    let stopped_soon = flushed.elapsed() < Duration::from_secs(10);
+    q(con, &["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+    q(con, &["CONFIG", "SET", "save", ""]);
+    let now = std::fs::read(file).unwrap();
+    let check = TempDir::new("flushed-file");
+    std::fs::write(check.file("dump.rdb"), &now).unwrap();
+    let (_loaded, port) = start(&check, &[]);
+    let file_empty = text(&q(&mut connect(port), &["DBSIZE"])) == "0";
+    FlushDuringSave {
+        running_at_flush: info_field(&running, "rdb_bgsave_in_progress") == "1",
+        stopped_soon,
+        last_status: info_field(&after, "rdb_last_bgsave_status"),
+        file_kept: now == before,
+        file_empty,
+    }
+}
+
+/// FLUSHALL stops a BGSAVE under way, as Redis kills its child: the file
+/// it leaves is never one of the data just flushed. Without save points
+/// the last file stays; with them, FLUSHALL's own save of the empty
+/// dataset replaces it. The last save's status stays "ok". The same
+/// steps on redis-server give the same.
+#[test]
+fn flushall_stops_a_bgsave_under_way() {
+    let dir = TempDir::new("flushcancel");
+    let (_child, port) = start(&dir, &["--enable-debug-command", "yes"]);
+    let mut con = connect(port);
+    let file = dir.file("dump.rdb");
+    let kept = flush_during_save(&mut con, &file, "");
+    assert_eq!(
+        kept,
+        FlushDuringSave {
+            running_at_flush: true,
+            stopped_soon: true,
+            last_status: "ok".into(),
+            file_kept: true,
+            file_empty: false,
+        }
+    );
+    let emptied = flush_during_save(&mut con, &file, "3600 1");
+    assert_eq!(
+        emptied,
+        FlushDuringSave {
+            running_at_flush: true,
+            stopped_soon: true,
+            last_status: "ok".into(),
+            file_kept: false,
+            file_empty: true,
+        }
+    );
+    if let Some(server) = refserver::redis_server_path("flushall_stops_a_bgsave_under_way") {
+        let redis = refserver::RedisServer::start_setup(&server, refserver::Setup::default());
+        let mut rcon = connect(redis.port());
+        let rfile = redis.dir().join("dump.rdb");
+        assert_eq!(
+            flush_during_save(&mut rcon, &rfile, ""),
+            kept,
+            "redis-server"
+        );
+        assert_eq!(
+            flush_during_save(&mut rcon, &rfile, "3600 1"),
+            emptied,
+            "redis-server"
+        );
+    }
 }

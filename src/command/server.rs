@@ -49,11 +49,13 @@ pub fn flushdb(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::OK)
 }
 
-/// FLUSHALL; with `save` points set the snapshot is emptied too, as
-/// Redis saves after the flush.
+/// FLUSHALL; a snapshot under way is given up, and with `save` points
+/// set the file is emptied too, as Redis kills its RDB child and saves
+/// after the flush.
 pub fn flushall(ctx: &mut Ctx) -> CmdResult<Reply> {
     flush_mode_ok(ctx.args)?;
     flush_all(ctx.locked, Some(ctx.client.db));
+    ctx.shared.snapshots.cancel();
     if !ctx.shared.config.read().save.is_empty() {
         let dirty = ctx.locked.shards().map(|s| s.stats.dirty).sum();
         // Redis answers OK even when this save fails; it logs why.

@@ -467,8 +467,10 @@ directives! {
         parse: DisklessLoad::parse,
         change: Runtime,
     }
-    /// yes: a replica without persistence (no `save` points, `appendonly
-    /// no`) deletes the snapshot file a full sync wrote once it is loaded.
+    /// yes: without persistence (no `save` points, `appendonly no`), a
+    /// replica deletes the snapshot file a full sync wrote once it is
+    /// loaded, and a primary the one a disk-backed sync wrote once its
+    /// replicas have it.
     "rdb-del-sync-files" => rdb_del_sync_files: bool {
         default: false,
         parse: parse_yes_no,

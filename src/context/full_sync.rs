@@ -29,7 +29,8 @@ use parking_lot::Mutex;
 use tokio::sync::{Notify, mpsc};
 
 use super::Shared;
-use super::snapshot::SaveClaim;
+use super::replicas::SyncState;
+use super::snapshot::{SaveClaim, rdb_path};
 
 /// The diskless payload goes to replicas in pieces of this many bytes.
 const PIECE: usize = 64 * 1024;
@@ -277,6 +278,42 @@ fn take(shared: &Shared, transfer: &Arc<Transfer>) {
     }
     transfer.close();
     drop(claim);
+}
+
+/// `rdb-del-sync-files` on a primary that persists nothing (no `save`
+/// points, no AOF): the `dump.rdb` a disk-backed sync wrote only to feed
+/// replicas is removed once none waits for it or reads it, as Redis
+/// does, so that a restart does not load data the server was told not
+/// to keep. Run once a second, as Redis's replication cron.
+pub fn remove_sync_file(shared: &Shared) {
+    let (enabled, persists, path) = {
+        let config = shared.config.read();
+        (
+            config.rdb_del_sync_files,
+            !config.save.is_empty() || config.appendonly,
+            rdb_path(&config),
+        )
+    };
+    let snapshots = &shared.snapshots;
+    if !enabled {
+        // Forgotten, so that turning the setting on later removes only a
+        // file written after.
+        snapshots.take_for_replicas();
+        return;
+    }
+    let busy = snapshots.in_progress()
+        || shared
+            .replicas
+            .all()
+            .iter()
+            .any(|r| r.state() != SyncState::Online);
+    if persists || busy || !path.exists() || !snapshots.take_for_replicas() {
+        return;
+    }
+    tracing::info!("Removing the RDB file used to feed replicas in a persistence-less instance");
+    if let Err(e) = std::fs::remove_file(&path) {
+        tracing::warn!("Can't remove {}: {e}", path.display());
+    }
 }
 
 fn open_file(path: &Path) -> std::io::Result<Feed> {

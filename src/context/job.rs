@@ -40,18 +40,24 @@ impl JobRecord {
     }
 
     pub fn end(&self, ok: bool) {
-        let secs = self
-            .started
-            .lock()
-            .take()
-            .map_or(0, |s| s.elapsed().as_secs() as i64);
-        self.last_secs.store(secs, Ordering::Relaxed);
+        self.end_stopped();
         self.last_ok.store(ok, Ordering::Relaxed);
         if ok {
             self.failures_in_a_row.store(0, Ordering::Relaxed);
         } else {
             self.failures_in_a_row.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// Ends the one under way without a verdict: it was stopped on
+    /// purpose, and the last one's status stands.
+    pub fn end_stopped(&self) {
+        let secs = self
+            .started
+            .lock()
+            .take()
+            .map_or(0, |s| s.elapsed().as_secs() as i64);
+        self.last_secs.store(secs, Ordering::Relaxed);
     }
 
     pub fn started_count(&self) -> u64 {

@@ -59,9 +59,14 @@ pub struct Snapshots {
     /// Set while a replica loads its primary's snapshot aside, serving
     /// the old data (`repl-diskless-load swapdb`).
     async_loading: AtomicBool,
-    /// FLUSHALL while a BGSAVE runs: its file, older than the flush, is
-    /// not written (Redis kills the child).
+    /// FLUSHALL while a snapshot is written (a BGSAVE, a full sync's):
+    /// it stops at its next write, as Redis kills its RDB child, so that
+    /// data the user just flushed never becomes the file left on disk or
+    /// a replica's dataset.
     cancelled: AtomicBool,
+    /// The file on disk was written for a disk-backed full sync, not
+    /// asked for: `rdb-del-sync-files` may remove it.
+    for_replicas: AtomicBool,
     /// The capture being written, for INFO's progress figures.
     current: Mutex<Option<Arc<Capture>>>,
     /// SAVEs and background saves started (`rdb_saves`).
@@ -102,6 +107,7 @@ impl Snapshots {
             pending: Mutex::new(None),
             asked: Notify::new(),
             cancelled: AtomicBool::new(false),
+            for_replicas: AtomicBool::new(false),
             loading: AtomicBool::new(false),
             async_loading: AtomicBool::new(false),
             current: Mutex::new(None),
@@ -206,6 +212,20 @@ impl Snapshots {
         self.asked.notified().await
     }
 
+    /// FLUSHALL: the snapshot under way, if any, is given up (see
+    /// `cancelled`); an AOF rewrite's base is not one, as Redis kills only
+    /// its RDB child.
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Release);
+    }
+
+    /// Whether the file on disk was written only to feed replicas; false
+    /// from then on (`rdb-del-sync-files`: it is being removed, or the
+    /// setting is off and forgets it, as Redis's flag).
+    pub fn take_for_replicas(&self) -> bool {
+        self.for_replicas.swap(false, Ordering::AcqRel)
+    }
+
     /// Claims the right to save; false while another save runs.
     fn claim(&self) -> bool {
         !self.running.swap(true, Ordering::AcqRel)
@@ -284,6 +304,10 @@ fn library_codes(shared: &Shared) -> Vec<Bytes> {
 /// two of its primary's commands, so that the offset and the data agree.
 fn begin(shared: &Shared, aof_base: bool) -> Begun {
     let plan = plan(shared);
+    if !aof_base {
+        // A FLUSHALL from here on flushed what this capture holds.
+        shared.snapshots.cancelled.store(false, Ordering::Release);
+    }
     let capture = shared.keyspace.begin_capture(plan.options);
     let point = (!aof_base)
         .then(|| shared.replica.saved_point(capture.repl_offset))
@@ -333,6 +357,10 @@ fn write_rdb<W: Write>(
         point: begun.point.as_ref(),
         aof_base,
     };
+    let sink = Stoppable {
+        sink,
+        stop: (!aof_base).then_some(&shared.snapshots.cancelled),
+    };
     let written = match open_file(&begun.plan, &header, sink) {
         Ok(mut file) => shared
             .keyspace
@@ -351,7 +379,45 @@ fn write_rdb<W: Write>(
         &state.last_aside
     };
     last.store(begun.capture.aside_bytes(), Ordering::Relaxed);
-    written
+    written.map(|stoppable| stoppable.sink)
+}
+
+/// A snapshot's sink that fails its next write once `stop` is set: a
+/// FLUSHALL ends the save at its next write of keys, not at its end.
+struct Stoppable<'f, W> {
+    sink: W,
+    /// None for an AOF's base, which a FLUSHALL does not stop.
+    stop: Option<&'f AtomicBool>,
+}
+
+/// The error a snapshot stopped by FLUSHALL ends with.
+#[derive(Debug)]
+struct Flushed;
+
+impl std::fmt::Display for Flushed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the dataset was flushed during the save")
+    }
+}
+
+impl std::error::Error for Flushed {}
+
+/// Whether `e` is a FLUSHALL's stop rather than a failure.
+fn is_flushed(e: &std::io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<Flushed>())
+}
+
+impl<W: Write> Write for Stoppable<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.stop.is_some_and(|stop| stop.load(Ordering::Acquire)) {
+            return Err(std::io::Error::other(Flushed));
+        }
+        self.sink.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.sink.flush()
+    }
 }
 
 /// What a file says before its first database.
@@ -398,11 +464,15 @@ const REPL_OFFSET: &str = "repl-offset";
 fn finish(shared: &Shared, begun: Begun) -> std::io::Result<bool> {
     let path = begun.plan.path.clone();
     let written = crate::persist::write_atomically(&path, |out| {
-        write_rdb(shared, &begun, out, false)?;
-        Ok(!shared.snapshots.cancelled.swap(false, Ordering::AcqRel))
+        match write_rdb(shared, &begun, out, false) {
+            Ok(_) => Ok(!shared.snapshots.cancelled.swap(false, Ordering::AcqRel)),
+            Err(e) if is_flushed(&e) => Ok(false),
+            Err(e) => Err(e),
+        }
     })?;
     if written {
         let state = &shared.snapshots;
+        state.for_replicas.store(false, Ordering::Release);
         state
             .last_save
             .store((shared.now_ms() / 1000) as i64, Ordering::Relaxed);
@@ -473,6 +543,12 @@ impl<'s> SaveClaim<'s> {
         begun(capture.capture.repl_offset);
         let path = capture.plan.path.clone();
         let result = finish(self.shared, capture);
+        if matches!(result, Ok(true)) {
+            self.shared
+                .snapshots
+                .for_replicas
+                .store(true, Ordering::Release);
+        }
         finished_in_background(self.shared, &result);
         result.map(|written| written.then_some(path))
     }
@@ -492,7 +568,6 @@ pub fn save(shared: &Shared) -> Result<(), SaveError> {
     if !shared.snapshots.claim() {
         return Err(SaveError::InProgress);
     }
-    shared.snapshots.cancelled.store(false, Ordering::Release);
     let begun = begin_between_commands(shared);
     let result = finish(shared, begun);
     shared.snapshots.running.store(false, Ordering::Release);
@@ -555,7 +630,6 @@ pub fn finish_in_background(shared: &Arc<Shared>) {
 /// Records a background save's start (`rdb_saves`, INFO's timings).
 fn start_background(shared: &Shared) {
     let state = &shared.snapshots;
-    state.cancelled.store(false, Ordering::Release);
     state
         .last_try
         .store((shared.now_ms() / 1000) as i64, Ordering::Relaxed);
@@ -571,7 +645,14 @@ fn finished_in_background(shared: &Shared, result: &std::io::Result<bool>) {
             tracing::info!("DB saved on disk");
             tracing::info!("Background saving terminated with success");
         }
-        Ok(false) => tracing::warn!("Background saving terminated by signal 10"),
+        Ok(false) => {
+            // As Redis after it kills its child (SIGUSR1): the last save's
+            // status, and the refusal of writes it may cause, stay as
+            // they were.
+            tracing::warn!("Background saving terminated by signal 10");
+            shared.snapshots.job.end_stopped();
+            return;
+        }
         Err(e) => tracing::warn!("Background saving error: {e}"),
     }
     shared.snapshots.job.end(result.is_ok());
@@ -580,12 +661,11 @@ fn finished_in_background(shared: &Shared, result: &std::io::Result<bool>) {
 
 /// FLUSHALL with `save` points: the file made empty of keys at once
 /// (its libraries stay, as FLUSHALL leaves them), while the caller holds
-/// every shard; a BGSAVE under way is dropped. `dirty` is the keyspace's
-/// change counter after the flush, which counts as one change after the
-/// save, as in Redis.
+/// every shard, after `Snapshots::cancel` stopped any under way. `dirty`
+/// is the keyspace's change counter after the flush, which counts as one
+/// change after the save, as in Redis.
 pub fn save_flushed(shared: &Shared, dirty: u64) -> std::io::Result<()> {
     let state = &shared.snapshots;
-    state.cancelled.store(true, Ordering::Release);
     let plan = plan(shared);
     let functions = library_codes(shared);
     // The offset as the flush finds it (Redis saves before it propagates
@@ -597,10 +677,12 @@ pub fn save_flushed(shared: &Shared, dirty: u64) -> std::io::Result<()> {
         point: point.as_ref(),
         aof_base: false,
     };
-    crate::persist::write_atomically(&plan.path, |out| {
+    let tmp = format!("temp-flushall-{}.rdb", std::process::id());
+    crate::persist::write_atomically_via(&plan.path, &tmp, |out| {
         open_file(&plan, &header, out)?.finish(plan.checksum)?;
         Ok(true)
     })?;
+    state.for_replicas.store(false, Ordering::Release);
     state
         .last_save
         .store((shared.now_ms() / 1000) as i64, Ordering::Relaxed);
@@ -832,11 +914,12 @@ fn load_batch(
     shared: &Shared,
     dest: &Dest<'_>,
     batch: &mut Vec<LoadedKey>,
+    merge: bool,
 ) -> Result<u64, LoadError> {
     dest.keys
         // A replica keeps keys past their deadline, as Redis's does: they
         // read as gone, and the primary's DELs remove them.
-        .load_keys(batch, shared.replica.is_replica())
+        .load_keys(batch, shared.replica.is_replica(), merge)
         .map_err(|e| LoadError::Key(e.to_string()))
 }
 
@@ -985,13 +1068,13 @@ fn load_bytes(
                     meta,
                 });
                 if batch.len() == LOAD_BATCH {
-                    expired += load_batch(shared, dest, &mut batch)?;
+                    expired += load_batch(shared, dest, &mut batch, merge)?;
                 }
             }
             Item::End => break,
         }
     }
-    expired += load_batch(shared, dest, &mut batch)?;
+    expired += load_batch(shared, dest, &mut batch, merge)?;
     let length = reader.end_offset();
     reader.finish(verify)?;
     Ok(Counts {

@@ -7,6 +7,7 @@
 //! sockets, so one input costs microseconds rather than a round trip.
 
 mod payload;
+mod rdbfile;
 mod script;
 
 use std::net::{Ipv4Addr, SocketAddr};

@@ -9,7 +9,7 @@ use crate::persist::rdb;
 use crate::scripting::functions::undump;
 
 /// Limits small enough that every conversion on load is taken.
-const TIGHT: EncodingLimits = EncodingLimits {
+pub(super) const TIGHT: EncodingLimits = EncodingLimits {
     hash_max_listpack_entries: 2,
     hash_max_listpack_value: 4,
     set_max_intset_entries: 2,

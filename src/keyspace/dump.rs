@@ -16,6 +16,7 @@
 //! the reader panic or allocate beyond its own size.
 
 use std::collections::VecDeque;
+use std::ops::Range;
 
 use bytes::Bytes;
 
@@ -25,7 +26,7 @@ use super::{EncodingLimits, HashValue, SetValue, SortedSet, Value};
 use crate::persist::rdb::{
     self, Decoder, Encoder, RdbError, intset, kind, listpack, ziplist, zipmap,
 };
-use crate::util::{format_double, parse_f64};
+use crate::util::{format_double, parse_f64, printed_integer};
 
 /// A quicklist node's container (`RDB_TYPE_LIST_QUICKLIST_2`): one
 /// element as it is, or a listpack of several.
@@ -87,42 +88,58 @@ pub fn restore(payload: &[u8], limits: &EncodingLimits) -> Result<Value, DumpErr
 /// Appends the value's RDB type byte and body, in the encoding Redis 7.0
 /// gives such a value.
 pub fn write_value(enc: &mut Encoder, value: &Value) {
+    enc.byte(value_kind(value));
+    write_body(enc, value);
+}
+
+/// The RDB type byte of the encoding Redis 7.0 gives such a value.
+pub fn value_kind(value: &Value) -> u8 {
     match value {
-        Value::Str(s, _) => {
-            enc.byte(kind::STRING);
-            enc.string(s);
-        }
+        Value::Str(..) => kind::STRING,
+        Value::List(_) => kind::LIST_QUICKLIST_2,
+        Value::Set(set) => match &**set {
+            SetValue::Ints { .. } => kind::SET_INTSET,
+            SetValue::Table(_) => kind::SET,
+        },
+        Value::ZSet(zset) if zset.is_compact() => kind::ZSET_LISTPACK,
+        Value::ZSet(_) => kind::ZSET_2,
+        Value::Hash(hash) if hash.is_listpack() => kind::HASH_LISTPACK,
+        Value::Hash(_) => kind::HASH,
+        Value::Stream(_) => kind::STREAM_LISTPACKS_2,
+    }
+}
+
+/// The value's RDB body, in the encoding `value_kind` names: a file
+/// writes the key's name between the two.
+pub fn write_body(enc: &mut Encoder, value: &Value) {
+    match value {
+        Value::Str(s, _) => enc.string(s),
         Value::List(items) => {
-            enc.byte(kind::LIST_QUICKLIST_2);
-            let nodes = quicklist_nodes(items);
-            enc.len(nodes.len() as u64);
-            for node in nodes {
+            let spans = quicklist_spans(items);
+            enc.len(spans.len() as u64);
+            for span in spans {
                 enc.len(CONTAINER_PACKED);
-                enc.string(&node);
+                enc.listpack(|lp| items.range(span).for_each(|item| lp.push(item)));
             }
         }
         Value::Set(set) => match &**set {
-            SetValue::Ints { items, width } => {
-                enc.byte(kind::SET_INTSET);
-                enc.string(&intset::build(items, *width));
-            }
+            SetValue::Ints { items, width } => enc.intset(items, *width),
             SetValue::Table(members) => {
-                enc.byte(kind::SET);
                 enc.len(members.len() as u64);
                 members.iter().for_each(|m| enc.string(m));
             }
         },
-        Value::ZSet(zset) if zset.is_compact() => {
-            enc.byte(kind::ZSET_LISTPACK);
-            let mut lp = listpack::Builder::default();
+        Value::ZSet(zset) if zset.is_compact() => enc.listpack(|lp| {
             for (member, score) in zset.iter() {
                 lp.push(member);
-                lp.push(format_double(score).as_bytes());
+                // Redis's listpack holds a whole score as that integer.
+                match printed_integer(score, 17) {
+                    Some(n) => lp.push_int(n),
+                    None => lp.push(format_double(score).as_bytes()),
+                }
             }
-            enc.string(&lp.finish());
-        }
+        }),
         Value::ZSet(zset) => {
-            enc.byte(kind::ZSET_2);
             enc.len(zset.len() as u64);
             // Highest first, as Redis walks its skiplist from the tail so
             // that a loader inserts each member at the head.
@@ -131,27 +148,20 @@ pub fn write_value(enc: &mut Encoder, value: &Value) {
                 enc.binary_double(score);
             }
         }
-        Value::Hash(hash) if hash.is_listpack() => {
-            enc.byte(kind::HASH_LISTPACK);
-            let mut lp = listpack::Builder::default();
+        Value::Hash(hash) if hash.is_listpack() => enc.listpack(|lp| {
             for (field, value) in hash.iter() {
                 lp.push(field);
                 lp.push(value);
             }
-            enc.string(&lp.finish());
-        }
+        }),
         Value::Hash(hash) => {
-            enc.byte(kind::HASH);
             enc.len(hash.len() as u64);
             for (field, value) in hash.iter() {
                 enc.string(field);
                 enc.string(value);
             }
         }
-        Value::Stream(stream) => {
-            enc.byte(kind::STREAM_LISTPACKS_2);
-            write_stream(enc, stream);
-        }
+        Value::Stream(stream) => write_stream(enc, stream),
     }
 }
 
@@ -164,26 +174,33 @@ pub fn serialized_len(value: &Value) -> usize {
 /// The size of each listpack a list is cut into (DEBUG OBJECT's
 /// `ql_nodes` and `ql_uncompressed_size`).
 pub fn list_node_sizes(items: &VecDeque<Bytes>) -> Vec<usize> {
-    quicklist_nodes(items).iter().map(Vec::len).collect()
+    quicklist_spans(items)
+        .into_iter()
+        .map(|span| {
+            let body: usize = items.range(span).map(|i| listpack::element_size(i)).sum();
+            listpack::EMPTY_SIZE + body
+        })
+        .collect()
 }
 
-/// A list cut into listpacks where Redis's default node size
-/// (`list-max-listpack-size -2`, 8 KB) cuts a list pushed at its tail.
-fn quicklist_nodes(items: &VecDeque<Bytes>) -> Vec<Vec<u8>> {
-    let mut nodes = Vec::new();
-    let mut node = listpack::Builder::default();
-    for item in items {
+/// Where a list is cut into listpacks, as Redis's default node size
+/// (`list-max-listpack-size -2`, 8 KB) cuts a list pushed at its tail:
+/// the ranges of items each node holds, known before any is built.
+fn quicklist_spans(items: &VecDeque<Bytes>) -> Vec<Range<usize>> {
+    let mut spans = Vec::new();
+    let (mut start, mut size) = (0, listpack::EMPTY_SIZE);
+    for (at, item) in items.iter().enumerate() {
         // Redis weighs the node's whole listpack, its end byte included.
-        let size = node.size() + 1 + item.len() + NODE_ELEMENT_OVERHEAD;
-        if node.count() > 0 && size > LIST_NODE_BYTES as usize {
-            nodes.push(std::mem::take(&mut node).finish());
+        if at > start && size + item.len() + NODE_ELEMENT_OVERHEAD > LIST_NODE_BYTES as usize {
+            spans.push(start..at);
+            (start, size) = (at, listpack::EMPTY_SIZE);
         }
-        node.push(item);
+        size += listpack::element_size(item);
     }
-    if node.count() > 0 {
-        nodes.push(node.finish());
+    if items.len() > start {
+        spans.push(start..items.len());
     }
-    nodes
+    spans
 }
 
 /// A stream id as a radix tree key and a PEL entry hold it: 128 bits,

@@ -614,11 +614,27 @@ pub fn write_atomically(
     path: &Path,
     fill: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<bool>,
 ) -> std::io::Result<bool> {
-    let tmp = path.with_file_name(format!("temp-{}.rdb", std::process::id()));
+    write_atomically_via(path, &format!("temp-{}.rdb", std::process::id()), fill)
+}
+
+/// `write_atomically` through the temporary file named `tmp`: a save
+/// that may run while another is being given up (FLUSHALL's, as Redis's
+/// parent saves beside its dying child) takes a name of its own, so the
+/// two never share a file.
+pub fn write_atomically_via(
+    path: &Path,
+    tmp: &str,
+    fill: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<bool>,
+) -> std::io::Result<bool> {
+    let tmp = path.with_file_name(tmp);
     let written = File::create(&tmp).and_then(|file| {
         let mut out = BufWriter::new(file);
-        if !fill(&mut out)? {
-            return Ok(false);
+        let filled = fill(&mut out);
+        if !matches!(filled, Ok(true)) {
+            // Dropped, the buffer would be written: a file given up gets
+            // nothing more.
+            let (_, _unwritten) = out.into_parts();
+            return filled;
         }
         let file = out.into_inner().map_err(|e| e.into_error())?;
         file.sync_all()?;

@@ -379,6 +379,7 @@ pub async fn cron(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
         }
         let now = shared.now_ms();
         shared.refresh_good_replicas();
+        crate::context::full_sync::remove_sync_file(&shared);
         let (period_s, ttl_s) = {
             let config = shared.config.read();
             (config.repl_ping_replica_period, config.repl_backlog_ttl)

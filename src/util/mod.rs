@@ -176,7 +176,7 @@ pub(crate) fn push_double(d: f64, out: &mut Vec<u8>) {
 /// An integer with no more digits than the precision, which `%.<precision>g`
 /// prints as itself: kept off the float formatter. Zero is left to it
 /// (`-0`).
-fn printed_integer(d: f64, precision: i32) -> Option<i64> {
+pub(crate) fn printed_integer(d: f64, precision: i32) -> Option<i64> {
     (d != 0.0
         && d.fract() == 0.0
         && (1..=18).contains(&precision)
@@ -198,24 +198,87 @@ pub(crate) fn format_g(d: f64, precision: i32) -> String {
     if let Some(n) = printed_integer(d, precision) {
         return itoa::Buffer::new().format(n).to_string();
     }
-    let sci = format!("{:.*e}", (precision - 1) as usize, d);
-    let (mantissa, exp) = sci.split_once('e').expect("exponent form");
-    let exp: i32 = exp.parse().expect("exponent digits");
-    if !(-4..precision).contains(&exp) {
-        let m = trim_fraction(mantissa);
-        format!("{m}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
-    } else {
-        let decimals = (precision - 1 - exp).max(0) as usize;
-        trim_fraction(&format!("{:.*}", decimals, d)).to_string()
+    if let Some(text) = exact_short(d, precision) {
+        return text;
     }
+    let sci = format!("{:.*e}", (precision - 1) as usize, d);
+    let (digits, exp) = split_sci(&sci);
+    g_from_digits(d < 0.0, &digits, exp, precision)
 }
 
-fn trim_fraction(s: &str) -> &str {
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.')
-    } else {
-        s
+/// Exact powers of ten as doubles (10^22 is the last one a double holds).
+const POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// `%.<precision>g` of `d` when its shortest decimal form (which the
+/// fast shortest-digits formatter finds) is exactly its value, with no
+/// more digits than the precision: then those are the digits C prints.
+/// That is a score like 2.5 or 0.125, which the exact formatter (asked
+/// for 17 digits) takes its slowest path for, thousands of instructions.
+fn exact_short(d: f64, precision: i32) -> Option<String> {
+    let shortest = format!("{d:e}");
+    let (digits, exp) = split_sci(&shortest);
+    let fraction_digits = usize::try_from(digits.len() as i32 - 1 - exp).ok()?;
+    let scaled: u64 = digits.parse().ok()?;
+    let fits = digits.len() as i32 <= precision
+        && (1..POW10.len()).contains(&fraction_digits)
+        && scaled < 1 << f64::MANTISSA_DIGITS;
+    // |d| * 10^k - M with one rounding: zero only when |d| is M / 10^k.
+    let exact = fits && d.abs().mul_add(POW10[fraction_digits], -(scaled as f64)) == 0.0;
+    exact.then(|| g_from_digits(d < 0.0, &digits, exp, precision))
+}
+
+/// A `{:e}` rendering's significant digits (no sign, no point) and its
+/// decimal exponent.
+fn split_sci(sci: &str) -> (String, i32) {
+    let (mantissa, exp) = sci.split_once('e').expect("exponent form");
+    let digits = mantissa
+        .bytes()
+        .filter(u8::is_ascii_digit)
+        .map(char::from)
+        .collect();
+    (digits, exp.parse().expect("exponent digits"))
+}
+
+/// C's `%.<precision>g` of a finite, nonzero number from its significant
+/// digits (at most `precision` of them) and decimal exponent: the
+/// exponent form outside [-4, precision), else the fixed form, without
+/// trailing zeros after the point.
+fn g_from_digits(negative: bool, digits: &str, exp: i32, precision: i32) -> String {
+    let digits = digits.trim_end_matches('0');
+    let mut out = String::with_capacity(digits.len() + 8);
+    if negative {
+        out.push('-');
     }
+    if !(-4..precision).contains(&exp) {
+        out.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        out.push_str(if exp < 0 { "e-" } else { "e+" });
+        if exp.abs() < 10 {
+            out.push('0');
+        }
+        out.push_str(itoa::Buffer::new().format(exp.abs()));
+    } else if exp >= 0 {
+        let int = exp as usize + 1;
+        if digits.len() <= int {
+            out.push_str(digits);
+            out.extend(std::iter::repeat_n('0', int - digits.len()));
+        } else {
+            out.push_str(&digits[..int]);
+            out.push('.');
+            out.push_str(&digits[int..]);
+        }
+    } else {
+        out.push_str("0.");
+        out.extend(std::iter::repeat_n('0', (-exp - 1) as usize));
+        out.push_str(digits);
+    }
+    out
 }
 
 /// C's `%.17Lf` with trailing zeros (and a bare point) cut: how Redis
@@ -263,6 +326,39 @@ mod tests {
             b"9223372036854775808",
         ] {
             assert_eq!(parse_i64(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    /// C's own printf agrees, over doubles of every magnitude, whole
+    /// numbers, short binary fractions and the precisions in use.
+    #[test]
+    fn format_g_is_printf() {
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        for i in 0..30_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let d = match i % 4 {
+                0 => f64::from_bits(state),
+                1 => (state >> 11) as f64 / 1024.0,
+                2 => (state % 200_000) as f64 / 8.0 - 10_000.0,
+                _ => (state % 1_000_000) as f64 * 1e-9,
+            };
+            if !d.is_finite() {
+                continue;
+            }
+            for precision in [17, 14, 3, 1] {
+                let format = std::ffi::CString::new(format!("%.{precision}g")).unwrap();
+                let mut buf = [0u8; 64];
+                // SAFETY: `buf` is writable for its 64 bytes and snprintf
+                // writes at most that many, its NUL included; the format
+                // takes exactly the one double passed.
+                let n = unsafe {
+                    libc::snprintf(buf.as_mut_ptr().cast(), buf.len(), format.as_ptr(), d)
+                };
+                let printf = std::str::from_utf8(&buf[..n as usize]).unwrap();
+                assert_eq!(format_g(d, precision), printf, "{d:e} at {precision}");
+            }
         }
     }
 

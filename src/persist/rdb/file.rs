@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 use std::io::Write;
 
-use super::{CRC64, Decoder, Encoder, MAGIC, RdbError, VERSION, opcode};
+use super::{CRC64, Crc64, Decoder, Encoder, MAGIC, RdbError, VERSION, opcode};
 
 /// What goes before a key's type byte.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -30,11 +30,11 @@ pub struct FileWriter<W: Write> {
     sink: W,
     /// Where each framing piece is encoded before it is sent.
     scratch: Encoder,
-    crc: crc::Digest<'static, u64>,
+    crc: crc::Digest<'static, u64, crc::Table<16>>,
 }
 
 /// `CRC64` where a running digest can borrow it for as long as a file.
-static FILE_CRC: crc::Crc<u64> = CRC64;
+static FILE_CRC: Crc64 = CRC64;
 
 impl<W: Write> FileWriter<W> {
     /// A file whose strings LZF-compresses when `compress`

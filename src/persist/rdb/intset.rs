@@ -7,15 +7,15 @@ use super::RdbError;
 const HEADER: usize = 8;
 
 /// The blob for `members` (ascending, distinct) at `width` bytes each.
-pub fn build(members: &[i64], width: u8) -> Vec<u8> {
+pub fn build_into(out: &mut Vec<u8>, members: &[i64], width: u8) {
     let width = usize::from(width);
-    let mut out = Vec::with_capacity(HEADER + members.len() * width);
+    out.clear();
+    out.reserve(HEADER + members.len() * width);
     out.extend_from_slice(&(width as u32).to_le_bytes());
     out.extend_from_slice(&(members.len() as u32).to_le_bytes());
     for m in members {
         out.extend_from_slice(&m.to_le_bytes()[..width]);
     }
-    out
 }
 
 /// The members of an intset and its width, checked as Redis's deep check
@@ -52,6 +52,12 @@ pub fn read(blob: &[u8], at: usize) -> Result<(Vec<i64>, u8), RdbError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn build(members: &[i64], width: u8) -> Vec<u8> {
+        let mut out = Vec::new();
+        build_into(&mut out, members, width);
+        out
+    }
 
     #[test]
     fn round_trips_at_each_width() {

@@ -43,21 +43,30 @@ impl<'a> Item<'a> {
     }
 }
 
-/// Builds a listpack element by element.
-#[derive(Debug, Default)]
+/// Builds a listpack element by element, in a buffer that starts with
+/// room for the header, so that `finish` gives that buffer back whole and
+/// a caller building many can reuse one (`reusing`).
+#[derive(Debug)]
 pub struct Builder {
     body: Vec<u8>,
     count: usize,
 }
 
-impl Builder {
-    /// How many bytes the listpack has so far (without its end byte).
-    pub fn size(&self) -> usize {
-        HEADER + self.body.len()
+impl Default for Builder {
+    fn default() -> Self {
+        Builder::reusing(Vec::new())
     }
+}
 
-    pub fn count(&self) -> usize {
-        self.count
+impl Builder {
+    /// A listpack built in `buf`, whatever it held before.
+    pub fn reusing(mut buf: Vec<u8>) -> Builder {
+        buf.clear();
+        buf.resize(HEADER, 0);
+        Builder {
+            body: buf,
+            count: 0,
+        }
     }
 
     /// A string, stored as an integer when it is one's canonical text.
@@ -124,16 +133,36 @@ impl Builder {
     }
 
     pub fn finish(self) -> Vec<u8> {
-        let total = self.size() + 1;
-        let mut out = Vec::with_capacity(total);
-        out.extend_from_slice(&(total as u32).to_le_bytes());
-        let count = u16::try_from(self.count).unwrap_or(COUNT_UNKNOWN);
-        out.extend_from_slice(&count.to_le_bytes());
-        out.extend_from_slice(&self.body);
+        let mut out = self.body;
         out.push(END);
+        let total = out.len() as u32;
+        let count = u16::try_from(self.count).unwrap_or(COUNT_UNKNOWN);
+        out[..4].copy_from_slice(&total.to_le_bytes());
+        out[4..HEADER].copy_from_slice(&count.to_le_bytes());
         out
     }
 }
+
+/// The bytes `Builder::push` adds for `s`: its encoding, its data and
+/// its back-length. A list's node sizes are known from these before any
+/// node is built.
+pub fn element_size(s: &[u8]) -> usize {
+    let size = match crate::util::parse_i64(s) {
+        Some(0..=127) => 1,
+        Some(-4096..=4095) => 2,
+        Some(n) if i16::try_from(n).is_ok() => 3,
+        Some(n) if (-(1 << 23)..1 << 23).contains(&n) => 4,
+        Some(n) if i32::try_from(n).is_ok() => 5,
+        Some(_) => 9,
+        None if s.len() < 64 => 1 + s.len(),
+        None if s.len() < 4096 => 2 + s.len(),
+        None => 5 + s.len(),
+    };
+    size + back_len_size(size)
+}
+
+/// An empty listpack's size, its header and end byte.
+pub const EMPTY_SIZE: usize = HEADER + 1;
 
 /// Every element of `blob`, checked as Redis's deep integrity check does:
 /// the declared size and count, each element's encoding and back-length,

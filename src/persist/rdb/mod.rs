@@ -78,7 +78,11 @@ pub mod opcode {
 
 /// Redis's CRC-64 (Jones polynomial, reflected), over a whole file before
 /// its last eight bytes, or over a DUMP payload before its checksum.
-pub const CRC64: crc::Crc<u64> = crc::Crc::<u64>::new(&crc::CRC_64_REDIS);
+/// Sixteen bytes a step: byte at a time, the checksum cost a snapshot a
+/// tenth of its instructions (Redis's own takes eight a step).
+pub const CRC64: Crc64 = Crc64::new(&crc::CRC_64_REDIS);
+
+pub type Crc64 = crc::Crc<u64, crc::Table<16>>;
 
 /// The RDB version and checksum that close a DUMP payload.
 const PAYLOAD_TRAILER: usize = 2 + 8;
