@@ -248,8 +248,16 @@ fn has_type(handle: &ClientHandle, kind: &[u8]) -> bool {
     }
 }
 
+/// The clients still open: Redis frees a killed client at once, ours stays
+/// registered until its task notices, and must not be listed or killed
+/// (and counted) a second time meanwhile.
 fn sorted_clients(shared: &Shared) -> Vec<std::sync::Arc<ClientHandle>> {
-    let mut all: Vec<_> = shared.clients.iter().map(|c| c.value().clone()).collect();
+    let mut all: Vec<_> = shared
+        .clients
+        .iter()
+        .filter(|c| !c.is_killed())
+        .map(|c| c.value().clone())
+        .collect();
     all.sort_by_key(|c| c.id);
     all
 }
