@@ -20,6 +20,12 @@ use tokio::net::TcpStream;
 /// How long a test waits for something that should happen at once.
 pub const WAIT: Duration = Duration::from_secs(10);
 
+/// How long a process started by a test gets to print each line it is
+/// waited for: a debug build starting with `appendfsync always` took over
+/// `WAIT` to get ready on a loaded machine, its disk busy with the other
+/// tests' fsyncs.
+pub const STARTUP_WAIT: Duration = Duration::from_secs(60);
+
 /// The value of INFO's `name:value` line.
 pub fn info_value<'a>(info: &'a str, name: &str) -> &'a str {
     info.lines()
@@ -152,7 +158,7 @@ pub fn ready_port(line: &str) -> Option<u16> {
 
 /// `spawn_binary`, also waiting for a log line containing `marker` after
 /// the ready line; returns what follows the marker in it. Each line must
-/// come within `WAIT`.
+/// come within `STARTUP_WAIT`.
 pub fn spawn_binary_logging(args: &[&str], marker: Option<&str>) -> (Child, u16, String) {
     spawn_logging(
         Command::new(env!("CARGO_BIN_EXE_rlockd")).args(args),
@@ -178,8 +184,8 @@ pub fn spawn_logging(command: &mut Command, marker: Option<&str>) -> (Child, u16
     });
     let next_line = || {
         lines
-            .recv_timeout(WAIT)
-            .unwrap_or_else(|e| panic!("{command:?}: no line in {WAIT:?}: {e}"))
+            .recv_timeout(STARTUP_WAIT)
+            .unwrap_or_else(|e| panic!("{command:?}: no line in {STARTUP_WAIT:?}: {e}"))
     };
     let port = loop {
         if let Some(port) = ready_port(&next_line()) {
