@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use common::resp::{Conn, F};
 use common::{cmd, connect};
-use tokio::io::AsyncWriteExt;
 use rlockd::server::PauseMode;
+use tokio::io::AsyncWriteExt;
 
 async fn timed<T: redis::FromRedisValue>(
     con: &mut redis::aio::MultiplexedConnection,
