@@ -117,12 +117,7 @@ async fn a_pipeline_gets_the_replies_before_the_paused_command() {
 async fn keys_do_not_expire_while_paused() {
     // The keys' deadline passes on a manual clock once the pause is on,
     // however long the commands before it take.
-    let server = rlockd::Server::builder()
-        .port(0)
-        .manual_clock()
-        .start()
-        .await
-        .expect("server starts");
+    let server = common::start_with_manual_clock().await;
     let mut c = connect(&server).await;
     cmd::<()>(&mut c, &["SET", "lease", "x", "PX", "50"])
         .await

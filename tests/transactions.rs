@@ -74,12 +74,7 @@ async fn watch_aborts_when_the_key_expires() {
     // wall clock, a WATCH that a loaded machine sent after the lease's 50 ms
     // found the key already gone and watched nothing (as in Redis), and the
     // EXEC ran.
-    let server = rlockd::Server::builder()
-        .port(0)
-        .manual_clock()
-        .start()
-        .await
-        .expect("server starts");
+    let server = common::start_with_manual_clock().await;
     let mut c = Conn::open(server.addr()).await;
     assert_eq!(c.cmd(&["SET", "lease", "1", "PX", "50"]).await, ok());
     assert_eq!(c.cmd(&["WATCH", "lease"]).await, ok());

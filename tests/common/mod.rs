@@ -73,6 +73,18 @@ pub async fn start_with(config: rlockd::Config) -> ServerHandle {
         .expect("server starts")
 }
 
+/// A server on a free port whose clock moves only when the test moves it
+/// (`server.clock()`), so a deadline passes where the test says, however
+/// slow the commands before it.
+pub async fn start_with_manual_clock() -> ServerHandle {
+    Server::builder()
+        .port(0)
+        .manual_clock()
+        .start()
+        .await
+        .expect("server starts")
+}
+
 pub async fn connect(server: &ServerHandle) -> MultiplexedConnection {
     connect_url(server.url()).await
 }
