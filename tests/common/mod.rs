@@ -194,10 +194,15 @@ pub fn spawn_logging(command: &mut Command, marker: Option<&str>) -> (Child, u16
             let _ = tx.send(line.expect("utf-8 output"));
         }
     });
-    let next_line = || {
-        lines
-            .recv_timeout(STARTUP_WAIT)
-            .unwrap_or_else(|e| panic!("{command:?}: no line in {STARTUP_WAIT:?}: {e}"))
+    // A server that never gets ready is stopped before the test fails: one
+    // left running keeps the test runner's output open, and the run hangs.
+    let mut next_line = || match lines.recv_timeout(STARTUP_WAIT) {
+        Ok(line) => line,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{command:?}: no line in {STARTUP_WAIT:?}: {e}")
+        }
     };
     let port = loop {
         if let Some(port) = ready_port(&next_line()) {
