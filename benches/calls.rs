@@ -1,0 +1,204 @@
+//! What one `redis.call` costs, `redis-server` versus `rlockd`, in
+//! instructions counted under callgrind (`support/callgrind.rs`): HGET,
+//! HSET, SISMEMBER, SADD, ZSCORE, ZADD, LINDEX and LSET, each called from a
+//! script's loop on a collection of 1,000 members under a 28-byte key.
+//!
+//! Each server runs once as the base: it fills the four collections, loads
+//! the eight scripts and calls each of them `RLOCKD_BENCH_CALLS / 100`
+//! times with a loop of no calls. Then once per command, the same but with
+//! that command's script looping 100 times a call. The difference over the
+//! calls made is the cost of one `redis.call` (the loop's step included),
+//! with the script's own cost (EVALSHA, the run, its reply), start-up and
+//! shut-down cancelled out.
+//!
+//! Writes change something each time: HSET and LSET write a new value, ZADD
+//! a new score, SADD a new member.
+//!
+//! Run with `cargo bench --bench calls`. Knob: `RLOCKD_BENCH_CALLS` (2000
+//! calls of each command). Needs `valgrind`; without it the bench says so
+//! and exits.
+
+mod support;
+
+use std::io;
+use std::net::SocketAddr;
+
+use support::callgrind::{self, count};
+use support::{Conn, Reply, knob, rlockd_binary};
+
+/// Members of each collection.
+const MEMBERS: usize = 1000;
+/// `redis.call`s in one script run.
+const PER_RUN: usize = 100;
+/// The length of every collection's key.
+const KEY_LEN: usize = 28;
+
+/// One collection: the word its key starts with and the command that fills
+/// it, called with a member `m1`…`m1000` and a number.
+struct Collection {
+    name: &'static str,
+    fill: &'static str,
+}
+
+const HASH: Collection = Collection {
+    name: "hash",
+    fill: "redis.call('hset', KEYS[1], 'm' .. i, i)",
+};
+const SET: Collection = Collection {
+    name: "set",
+    fill: "redis.call('sadd', KEYS[1], 'm' .. i)",
+};
+const ZSET: Collection = Collection {
+    name: "zset",
+    fill: "redis.call('zadd', KEYS[1], i, 'm' .. i)",
+};
+const LIST: Collection = Collection {
+    name: "list",
+    fill: "redis.call('rpush', KEYS[1], 'm' .. i)",
+};
+
+/// One command measured: its collection and its call in the loop, where
+/// `i` counts 1…100 and `t` is a number new to each script run.
+struct Case {
+    command: &'static str,
+    on: &'static Collection,
+    call: &'static str,
+}
+
+const CASES: [Case; 8] = [
+    Case {
+        command: "HGET",
+        on: &HASH,
+        call: "redis.call('hget', KEYS[1], 'm' .. i)",
+    },
+    Case {
+        command: "HSET",
+        on: &HASH,
+        call: "redis.call('hset', KEYS[1], 'm' .. i, t)",
+    },
+    Case {
+        command: "SISMEMBER",
+        on: &SET,
+        call: "redis.call('sismember', KEYS[1], 'm' .. i)",
+    },
+    Case {
+        command: "SADD",
+        on: &SET,
+        call: "redis.call('sadd', KEYS[1], 'n' .. (t + i))",
+    },
+    Case {
+        command: "ZSCORE",
+        on: &ZSET,
+        call: "redis.call('zscore', KEYS[1], 'm' .. i)",
+    },
+    Case {
+        command: "ZADD",
+        on: &ZSET,
+        call: "redis.call('zadd', KEYS[1], t + i, 'm' .. i)",
+    },
+    Case {
+        command: "LINDEX",
+        on: &LIST,
+        call: "redis.call('lindex', KEYS[1], i)",
+    },
+    Case {
+        command: "LSET",
+        on: &LIST,
+        call: "redis.call('lset', KEYS[1], i, t)",
+    },
+];
+
+/// A collection's key: its name, padded to `KEY_LEN` bytes.
+fn key(on: &Collection) -> String {
+    format!("{:0<KEY_LEN$}", format!("callbench:{}:", on.name))
+}
+
+fn script(case: &Case) -> String {
+    format!(
+        "local n, t = tonumber(ARGV[1]), tonumber(ARGV[2]) \
+         for i = 1, n do {} end return n",
+        case.call
+    )
+}
+
+/// Fills the collections and runs every case's script `runs` times,
+/// looping `PER_RUN` times in `measured`'s and not at all in the others'.
+fn workload(addr: SocketAddr, runs: usize, measured: Option<usize>) -> io::Result<()> {
+    let mut conn = Conn::open(addr)?;
+    for on in [&HASH, &SET, &ZSET, &LIST] {
+        let fill = format!("for i = 1, {MEMBERS} do {} end", on.fill);
+        conn.cmd(&["EVAL", &fill, "1", &key(on)])?;
+    }
+    let shas = CASES
+        .iter()
+        .map(|case| conn.script_load(&script(case)))
+        .collect::<io::Result<Vec<_>>>()?;
+    for (idx, (case, sha)) in CASES.iter().zip(&shas).enumerate() {
+        let calls = if measured == Some(idx) { PER_RUN } else { 0 };
+        for run in 0..runs {
+            // New to each run: SADD's members lie past the fill's.
+            let tag = (MEMBERS + run * PER_RUN).to_string();
+            let args = ["EVALSHA", sha, "1", &key(case.on), &calls.to_string(), &tag];
+            match conn.cmd(&args)? {
+                Reply::Int(n) if n as usize == calls => {}
+                other => {
+                    return Err(io::Error::other(format!("{}: {other:?}", case.command)));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn main() {
+    if !callgrind::available() {
+        return;
+    }
+    let runs = (knob("RLOCKD_BENCH_CALLS", 2000) / PER_RUN).max(1);
+    let calls = (runs * PER_RUN) as f64;
+    let redis = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+    let rlockd = rlockd_binary();
+    let servers: [(&str, &[&str]); 2] = [
+        (&redis, &["--save", "", "--appendonly", "no"]),
+        (&rlockd, &[]),
+    ];
+    // Instructions per call, by case, for each server.
+    let per_call: Vec<Vec<f64>> = servers
+        .iter()
+        .map(|&(program, args)| {
+            let base = count(program, args, &|addr, n| workload(addr, n, None), runs);
+            (0..CASES.len())
+                .map(|idx| {
+                    let measured = |addr, n| workload(addr, n, Some(idx));
+                    let total = count(program, args, &measured, runs);
+                    total.saturating_sub(base) as f64 / calls
+                })
+                .collect()
+        })
+        .collect();
+    println!(
+        "instructions per redis.call in a script, {MEMBERS}-member collections, \
+         {KEY_LEN}-byte keys ({calls} calls each)"
+    );
+    println!(
+        "{:<10} {:>9} {:>9} {:>14}",
+        "command", "redis", "rlockd", "rlockd / redis"
+    );
+    let mut fields = Vec::new();
+    for (idx, case) in CASES.iter().enumerate() {
+        let (theirs, ours) = (per_call[0][idx], per_call[1][idx]);
+        let ratio = ours / theirs;
+        println!(
+            "{:<10} {theirs:>9.0} {ours:>9.0} {ratio:>14.2}",
+            case.command
+        );
+        fields.push(format!(
+            "\"{}\":{{\"redis\":{theirs:.0},\"rlockd\":{ours:.0},\"ratio\":{ratio:.3}}}",
+            case.command.to_lowercase()
+        ));
+    }
+    println!(
+        "BENCH {{\"bench\":\"calls\",\"calls\":{calls},{}}}",
+        fields.join(",")
+    );
+}
