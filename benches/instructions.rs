@@ -28,7 +28,6 @@ mod support;
 
 use std::io;
 use std::net::SocketAddr;
-use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
