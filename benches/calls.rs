@@ -8,11 +8,16 @@
 //! times with a loop of no calls. Then once per command, the same but with
 //! that command's script looping 100 times a call. The difference over the
 //! calls made is the cost of one `redis.call` (the loop's step included),
-//! with the script's own cost (EVALSHA, the run, its reply), start-up and
-//! shut-down cancelled out.
+//! with the script's own cost (EVALSHA, the run, its reply) cancelled out.
+//! Only what runs inside each server's script function is counted
+//! (`evalGenericCommand`, `eval_generic`), so start-up, shut-down and
+//! background work (Redis's cron, which runs by wall time) are left out.
 //!
-//! Writes change something each time: HSET and LSET write a new value, ZADD
-//! a new score, SADD a new member.
+//! The loop reads each call's arguments from ARGV, strings the bench made,
+//! so that it spends nothing on making them (a number or a concatenation
+//! would cost each server a `printf`); every run sends them all, looping
+//! over them or not. The writes change something: HSET and LSET write a
+//! value new to the run, ZADD a new score, SADD a new member.
 //!
 //! Run with `cargo bench --bench calls`. Knob: `RLOCKD_BENCH_CALLS` (2000
 //! calls of each command). Needs `valgrind`; without it the bench says so
@@ -23,7 +28,7 @@ mod support;
 use std::io;
 use std::net::SocketAddr;
 
-use support::callgrind::{self, count};
+use support::callgrind::{self, count_within};
 use support::{Conn, Reply, knob, rlockd_binary};
 
 /// Members of each collection.
@@ -34,77 +39,90 @@ const PER_RUN: usize = 100;
 const KEY_LEN: usize = 28;
 
 /// One collection: the word its key starts with and the command that fills
-/// it, called with a member `m1`…`m1000` and a number.
+/// it, called with a member `m1`…`m1000` and a number `i`.
 struct Collection {
     name: &'static str,
     fill: &'static str,
 }
 
-const HASH: Collection = Collection {
-    name: "hash",
-    fill: "redis.call('hset', KEYS[1], 'm' .. i, i)",
-};
-const SET: Collection = Collection {
-    name: "set",
-    fill: "redis.call('sadd', KEYS[1], 'm' .. i)",
-};
-const ZSET: Collection = Collection {
-    name: "zset",
-    fill: "redis.call('zadd', KEYS[1], i, 'm' .. i)",
-};
-const LIST: Collection = Collection {
-    name: "list",
-    fill: "redis.call('rpush', KEYS[1], 'm' .. i)",
-};
+const fn collection(name: &'static str, fill: &'static str) -> Collection {
+    Collection { name, fill }
+}
 
-/// One command measured: its collection and its call in the loop, where
-/// `i` counts 1…100 and `t` is a number new to each script run.
+const HASH: Collection = collection("hash", "redis.call('hset', KEYS[1], 'm' .. i, i)");
+const SET: Collection = collection("set", "redis.call('sadd', KEYS[1], 'm' .. i)");
+const ZSET: Collection = collection("zset", "redis.call('zadd', KEYS[1], i, 'm' .. i)");
+const LIST: Collection = collection("list", "redis.call('rpush', KEYS[1], 'm' .. i)");
+
+/// One command measured: its collection, its call in the loop, and what
+/// the call's `a` and `b` are in a script run's `i`th call.
 struct Case {
     command: &'static str,
     on: &'static Collection,
     call: &'static str,
+    args: fn(run: usize, i: usize) -> (String, String),
+}
+
+fn member(_: usize, i: usize) -> (String, String) {
+    (format!("m{i}"), String::new())
+}
+
+fn new_value(run: usize, i: usize) -> (String, String) {
+    (format!("m{i}"), format!("v{run}"))
+}
+
+fn index(_: usize, i: usize) -> (String, String) {
+    (i.to_string(), String::new())
 }
 
 const CASES: [Case; 8] = [
     Case {
         command: "HGET",
         on: &HASH,
-        call: "redis.call('hget', KEYS[1], 'm' .. i)",
+        call: "redis.call('hget', KEYS[1], a)",
+        args: member,
     },
     Case {
         command: "HSET",
         on: &HASH,
-        call: "redis.call('hset', KEYS[1], 'm' .. i, t)",
+        call: "redis.call('hset', KEYS[1], a, b)",
+        args: new_value,
     },
     Case {
         command: "SISMEMBER",
         on: &SET,
-        call: "redis.call('sismember', KEYS[1], 'm' .. i)",
+        call: "redis.call('sismember', KEYS[1], a)",
+        args: member,
     },
     Case {
         command: "SADD",
         on: &SET,
-        call: "redis.call('sadd', KEYS[1], 'n' .. (t + i))",
+        call: "redis.call('sadd', KEYS[1], a)",
+        args: |run, i| (format!("n{run}:{i}"), String::new()),
     },
     Case {
         command: "ZSCORE",
         on: &ZSET,
-        call: "redis.call('zscore', KEYS[1], 'm' .. i)",
+        call: "redis.call('zscore', KEYS[1], a)",
+        args: member,
     },
     Case {
         command: "ZADD",
         on: &ZSET,
-        call: "redis.call('zadd', KEYS[1], t + i, 'm' .. i)",
+        call: "redis.call('zadd', KEYS[1], b, a)",
+        args: |run, i| (format!("m{i}"), (MEMBERS + run * PER_RUN + i).to_string()),
     },
     Case {
         command: "LINDEX",
         on: &LIST,
-        call: "redis.call('lindex', KEYS[1], i)",
+        call: "redis.call('lindex', KEYS[1], a)",
+        args: index,
     },
     Case {
         command: "LSET",
         on: &LIST,
-        call: "redis.call('lset', KEYS[1], i, t)",
+        call: "redis.call('lset', KEYS[1], a, b)",
+        args: |run, i| (i.to_string(), format!("v{run}")),
     },
 ];
 
@@ -113,10 +131,14 @@ fn key(on: &Collection) -> String {
     format!("{:0<KEY_LEN$}", format!("callbench:{}:", on.name))
 }
 
+/// The script of `case`: `ARGV[1]` calls, the `i`th with `a` and `b` from
+/// `ARGV[2i]` and `ARGV[2i + 1]`, strings made by the bench, so that the
+/// loop makes none (a number argument or a concatenation would cost each
+/// server a `printf`).
 fn script(case: &Case) -> String {
     format!(
-        "local n, t = tonumber(ARGV[1]), tonumber(ARGV[2]) \
-         for i = 1, n do {} end return n",
+        "local n = tonumber(ARGV[1]) \
+         for i = 1, n do local a, b = ARGV[2 * i], ARGV[2 * i + 1] {} end return n",
         case.call
     )
 }
@@ -136,10 +158,21 @@ fn workload(addr: SocketAddr, runs: usize, measured: Option<usize>) -> io::Resul
     for (idx, (case, sha)) in CASES.iter().zip(&shas).enumerate() {
         let calls = if measured == Some(idx) { PER_RUN } else { 0 };
         for run in 0..runs {
-            // New to each run: SADD's members lie past the fill's.
-            let tag = (MEMBERS + run * PER_RUN).to_string();
-            let args = ["EVALSHA", sha, "1", &key(case.on), &calls.to_string(), &tag];
-            match conn.cmd(&args)? {
+            // Every run sends every call's arguments, looping over them or
+            // not, so that only the calls differ between the runs.
+            let mut line = vec![
+                "EVALSHA".to_string(),
+                sha.clone(),
+                "1".into(),
+                key(case.on),
+                calls.to_string(),
+            ];
+            for i in 1..=PER_RUN {
+                let (a, b) = (case.args)(run, i);
+                line.extend([a, b]);
+            }
+            let line: Vec<&str> = line.iter().map(String::as_str).collect();
+            match conn.cmd(&line)? {
                 Reply::Int(n) if n as usize == calls => {}
                 other => {
                     return Err(io::Error::other(format!("{}: {other:?}", case.command)));
@@ -158,19 +191,32 @@ fn main() {
     let calls = (runs * PER_RUN) as f64;
     let redis = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
     let rlockd = rlockd_binary();
-    let servers: [(&str, &[&str]); 2] = [
-        (&redis, &["--save", "", "--appendonly", "no"]),
-        (&rlockd, &[]),
+    // Each server with the function that runs a script: only what runs
+    // inside it is counted.
+    let servers: [(&str, &[&str], &str); 2] = [
+        (
+            &redis,
+            &["--save", "", "--appendonly", "no"],
+            "evalGenericCommand",
+        ),
+        (&rlockd, &[], "rlockd::command::scripting::eval_generic"),
     ];
     // Instructions per call, by case, for each server.
     let per_call: Vec<Vec<f64>> = servers
         .iter()
-        .map(|&(program, args)| {
-            let base = count(program, args, &|addr, n| workload(addr, n, None), runs);
+        .map(|&(program, args, eval)| {
+            let base = count_within(
+                program,
+                args,
+                &|addr, n| workload(addr, n, None),
+                runs,
+                Some(eval),
+            );
+            assert!(base > 0, "nothing counted in {eval}: was it renamed?");
             (0..CASES.len())
                 .map(|idx| {
                     let measured = |addr, n| workload(addr, n, Some(idx));
-                    let total = count(program, args, &measured, runs);
+                    let total = count_within(program, args, &measured, runs, Some(eval));
                     total.saturating_sub(base) as f64 / calls
                 })
                 .collect()

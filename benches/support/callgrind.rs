@@ -25,6 +25,21 @@ pub fn available() -> bool {
 /// Instructions the server ran, start to shut-down, running `workload`
 /// with `pairs` as its count.
 pub fn count(program: &str, args: &[&str], workload: Workload<'_>, pairs: usize) -> u64 {
+    count_within(program, args, workload, pairs, None)
+}
+
+/// `count`, or with `function` (a callgrind `--toggle-collect` pattern)
+/// only the instructions run inside that function: what the server does
+/// in the background (Redis's cron runs ten times a second of a run's
+/// wall time, which valgrind stretches by how busy the machine is) is
+/// left out.
+pub fn count_within(
+    program: &str,
+    args: &[&str],
+    workload: Workload<'_>,
+    pairs: usize,
+    function: Option<&str>,
+) -> u64 {
     // One file a process: redis-server's forks (a replica's snapshot)
     // must not write over the server's.
     let stem = format!("rlockd-callgrind-{}.out", free_port());
@@ -33,6 +48,7 @@ pub fn count(program: &str, args: &[&str], workload: Workload<'_>, pairs: usize)
     let mut child = Command::new("valgrind")
         .arg("--tool=callgrind")
         .arg(format!("--callgrind-out-file={}.%p", out.display()))
+        .args(function.map(|f| format!("--toggle-collect={f}")))
         .arg(program)
         .args(args)
         .args(["--port", &port.to_string()])
