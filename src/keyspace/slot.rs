@@ -65,7 +65,7 @@ pub fn key_slot(key: &[u8]) -> u16 {
 
 /// The shard hash's seed: any constant, so that a key's shard is the same
 /// in every run (benches and tests pick keys by shard).
-const SHARD_SEED: u64 = 0x5eed_0f_5ba4d;
+const SHARD_SEED: u64 = 0x05ee_d0f5_ba4d;
 
 pub fn key_shard(key: &[u8]) -> usize {
     (FixedState::with_seed(SHARD_SEED).hash_one(hashed_part(key)) % SHARDS as u64) as usize
