@@ -6,7 +6,7 @@
 //! Each server runs once as the base: it fills the four collections, loads
 //! the eight scripts and calls each of them `RLOCKD_BENCH_CALLS / 100`
 //! times with a loop of no calls. Then once per command, the same but with
-//! that command's script looping 100 times a call. The difference over the
+//! that command's script looping 100 times a run. The difference over the
 //! calls made is the cost of one `redis.call` (the loop's step included),
 //! with the script's own cost (EVALSHA, the run, its reply) cancelled out.
 //! Only what runs inside each server's script function is counted
