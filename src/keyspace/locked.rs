@@ -13,7 +13,7 @@ use super::journal::{Before, Journal, Prior, Touch};
 use super::plan::LockPlan;
 use super::resolved::ResolvedKey;
 use super::shard::Shard;
-use super::slot::{SHARDS, key_shard, key_slot, slot_shard};
+use super::slot::{SHARDS, key_shard, key_slot};
 use super::store::Keyspace;
 use super::value::{Entry, Value};
 use crate::error::{CmdError, CmdResult};
@@ -424,20 +424,21 @@ impl<'a> Locked<'a> {
     }
 
     /// Runs `read` over the live keys of database `db` in one hash slot,
-    /// taken from that slot's shard alone.
+    /// from every shard held (a slot's keys are spread over all of them).
     pub fn in_slot<T>(
         &mut self,
         db: usize,
         slot: u16,
         read: impl FnOnce(&mut dyn Iterator<Item = &[u8]>) -> T,
-    ) -> CmdResult<T> {
+    ) -> T {
         let now = self.now;
-        let shard = self.shard(slot_shard(slot))?;
-        let mut keys = shard
-            .entries(db, now)
+        let mut keys = self
+            .guards
+            .iter()
+            .flat_map(|(_, shard)| shard.entries(db, now))
             .map(|(key, _)| key)
             .filter(|key| key_slot(key) == slot);
-        Ok(read(&mut keys))
+        read(&mut keys)
     }
 
     pub fn shards(&mut self) -> impl Iterator<Item = &mut Shard> {
