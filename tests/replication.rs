@@ -1819,9 +1819,9 @@ fn shown(mut cmd: Vec<String>) -> String {
     cmd.join(" ")
 }
 
-/// What a server's replicas are sent for Redisson's lock on a new key and
-/// its unlock, a script that publishes between its writes, and one that
-/// replaces a string with a hash.
+/// What a server's replicas are sent for Redisson's lock on a new key, its
+/// renewal and its unlock, a script that publishes between its writes,
+/// one that replaces a string with a hash, and a hash's new deadline.
 fn scripts_as_streamed(con: &mut Connection) -> Vec<String> {
     let mut replica = RawReplica::attach(port_of(con));
     let wrote = |con: &mut Connection, script: &str, keys: &[&str], args: &[&str]| {
@@ -1833,6 +1833,10 @@ fn scripts_as_streamed(con: &mut Connection) -> Vec<String> {
     };
     let lock = ["lock:{order}"];
     wrote(con, common::redisson::LOCK, &lock, &["30000", "owner:1"]);
+    // Redisson's watchdog renewing the lease.
+    let renew = "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then \
+                 redis.call('pexpire', KEYS[1], ARGV[1]); return 1; end; return 0;";
+    wrote(con, renew, &lock, &["30000", "owner:1"]);
     let unlock = ["lock:{order}", "redisson_lock__channel:{order}"];
     wrote(
         con,
@@ -1847,6 +1851,8 @@ fn scripts_as_streamed(con: &mut Connection) -> Vec<String> {
     q(con, &["SET", "s:{order}", "text"]);
     let replacing = "redis.call('del', KEYS[1]) redis.call('hset', KEYS[1], 'f', 'v')";
     wrote(con, replacing, &["s:{order}"], &[]);
+    q(con, &["HSET", "h:{order}", "f", "v"]);
+    q(con, &["PEXPIRE", "h:{order}", "100000"]);
     q(con, &["SET", "end:{order}", "1"]);
     replica.until_set("end:{order}")
 }
@@ -1864,6 +1870,7 @@ fn scripts_reach_replicas_in_the_order_and_shape_redis_sends() {
     // streams: a new lock is four commands, no DEL; the PUBLISH sits
     // inside the script's MULTI where it was called.
     let lock = "SELECT 0|MULTI|HSET lock:{order} owner:1 1|PEXPIREAT lock:{order} <at>|EXEC|\
+                PEXPIREAT lock:{order} <at>|\
                 MULTI|DEL lock:{order}|PUBLISH redisson_lock__channel:{order} 0|EXEC";
     assert!(got.join("|").starts_with(lock), "{got:?}");
     let publishing = "MULTI|SET p:{order} a|PUBLISH ch m|SET q:{order} b|PUBLISH ch n|\
