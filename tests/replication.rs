@@ -1833,10 +1833,7 @@ fn scripts_as_streamed(con: &mut Connection) -> Vec<String> {
     };
     let lock = ["lock:{order}"];
     wrote(con, common::redisson::LOCK, &lock, &["30000", "owner:1"]);
-    // Redisson's watchdog renewing the lease.
-    let renew = "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then \
-                 redis.call('pexpire', KEYS[1], ARGV[1]); return 1; end; return 0;";
-    wrote(con, renew, &lock, &["30000", "owner:1"]);
+    wrote(con, common::redisson::RENEW, &lock, &["30000", "owner:1"]);
     let unlock = ["lock:{order}", "redisson_lock__channel:{order}"];
     wrote(
         con,
