@@ -1446,20 +1446,12 @@ fn collection_writes_while_config_set_appendonly_writes_the_first_base_come_back
 /// before its renewal on a loaded machine, short enough to wait out.
 const FIRST_LEASE_MS: u64 = 1_000;
 
-/// Milliseconds since the epoch, the clock servers' deadlines count by.
-fn epoch_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
-}
-
 /// Gives keys a first lease and renews each before it ends: a lock hash
 /// renewed after the base written with it, Redisson's read/write lock
 /// taken, re-entered and renewed by its watchdog, and a hash given a
 /// deadline, then `last`. Returns the latest first deadline.
 fn renew_leases(con: &mut Connection, last: u64) -> u64 {
-    let first = epoch_ms() + FIRST_LEASE_MS;
+    let first = common::epoch_ms() + FIRST_LEASE_MS;
     let renewed = |con: &mut Connection, key: &str| {
         let answer: i64 = con.pexpire_at(key, last as i64).unwrap();
         assert_eq!(
@@ -1580,16 +1572,12 @@ fn renewed_leases_come_back_after_their_first_lease_passed() {
         Replaying::ours("renewed-aof", "no"),
     ];
     servers.extend(Replaying::redis(test));
-    let last = epoch_ms() + 600_000;
+    let last = common::epoch_ms() + 600_000;
     let mut first_leases_end = 0;
     for (_, con) in &mut servers {
         first_leases_end = first_leases_end.max(renew_leases(con, last));
     }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while epoch_ms() <= first_leases_end {
-        assert!(Instant::now() < deadline, "the clock stands still");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    common::until_clock_past(first_leases_end);
     let mut reloaded = Vec::new();
     for (mut server, mut con) in servers {
         let before = leases(&mut con);

@@ -1979,3 +1979,73 @@ fn a_primary_without_persistence_removes_its_sync_file() {
         "{log}"
     );
 }
+
+/// The commands a replica ran since its stats were reset, each with its
+/// count of calls, but those a test or the link asks of it (INFO, PING,
+/// CONFIG, SELECT, REPLCONF).
+fn applied(replica: &mut Connection) -> Vec<String> {
+    let stats = text(q(replica, &["INFO", "commandstats"]));
+    let mut ran: Vec<String> = stats
+        .lines()
+        .filter_map(|l| l.strip_prefix("cmdstat_")?.split_once(':'))
+        .filter(|(name, _)| {
+            let command = name.split('|').next().unwrap_or_default();
+            !["info", "ping", "config", "select", "replconf"].contains(&command)
+        })
+        .map(|(name, stats)| {
+            let calls = stats.split(',').find_map(|s| s.strip_prefix("calls="));
+            format!("{name} {}", calls.unwrap_or("?"))
+        })
+        .collect();
+    ran.sort();
+    ran
+}
+
+/// Redisson's watchdog renewing a lease reaches replicas as the lease's
+/// `PEXPIREAT` alone, as Redis sends it, rather than the lock's hash
+/// again: after the lock's MULTI (HSET, PEXPIREAT), an rlockd and a
+/// redis-server replica each run that one command more. Once the first
+/// lease has passed, both still hold the lock, with the primary's fields
+/// and deadline.
+#[test]
+fn a_renewal_reaches_replicas_as_its_deadline_alone() {
+    let test = "a_renewal_reaches_replicas_as_its_deadline_alone";
+    let (_p, mut p) = rlockd(&["--repl-diskless-sync-delay", "0"]);
+    let port = port_of(&mut p);
+    let (_r, mut ours) = rlockd(&["--replicaof", "127.0.0.1", &port.to_string()]);
+    let mut redis = redis_replica_of(test, port);
+    let mut replicas = vec![&mut ours];
+    replicas.extend(redis.as_mut().map(|(_, r)| r));
+    for r in replicas.iter_mut() {
+        until_in_sync(&mut p, r);
+        q(r, &["CONFIG", "RESETSTAT"]);
+    }
+    let lock = "lock:{renewed}";
+    let taken = ["EVAL", common::redisson::LOCK, "1", lock, "1000", "owner:1"];
+    assert_eq!(q(&mut p, &taken), Value::Nil);
+    let Value::Int(first) = q(&mut p, &["PEXPIRETIME", lock]) else {
+        panic!("the lock has a deadline")
+    };
+    let renew = [
+        "EVAL",
+        common::redisson::RENEW,
+        "1",
+        lock,
+        "600000",
+        "owner:1",
+    ];
+    assert_eq!(q(&mut p, &renew), Value::Int(1));
+    common::until_clock_past(first as u64);
+    let want = (
+        q(&mut p, &["HGETALL", lock]),
+        q(&mut p, &["PEXPIRETIME", lock]),
+    );
+    let fields = ["owner:1", "1"].map(|f| Value::BulkString(f.into()));
+    assert_eq!(want.0, Value::Array(fields.to_vec()));
+    for r in replicas {
+        until_in_sync(&mut p, r);
+        assert_eq!(applied(r), ["exec 1", "hset 1", "multi 1", "pexpireat 2"]);
+        let got = (q(r, &["HGETALL", lock]), q(r, &["PEXPIRETIME", lock]));
+        assert_eq!(got, want);
+    }
+}
