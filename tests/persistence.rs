@@ -1493,8 +1493,11 @@ fn renew_leases(con: &mut Connection, last: u64) -> u64 {
     first.max(entered)
 }
 
-/// Each key of `renew_leases`: its fields and its deadline (PEXPIRETIME).
-fn leases(con: &mut Connection) -> Vec<(&'static str, Vec<(String, String)>, i64)> {
+/// A key of `renew_leases`, its fields and its deadline (PEXPIRETIME).
+type Lease = (&'static str, Vec<(String, String)>, i64);
+
+/// Each key of `renew_leases` as it stands.
+fn leases(con: &mut Connection) -> Vec<Lease> {
     ["based", "rw", "plain"]
         .into_iter()
         .map(|key| {
@@ -1600,7 +1603,7 @@ fn renewed_leases_come_back_after_their_first_lease_passed() {
     }
     // The renewal of the read/write lock is relative: its deadline is
     // each server's own.
-    let shared = |leases: &[(&str, Vec<(String, String)>, i64)]| -> Vec<String> {
+    let shared = |leases: &[Lease]| -> Vec<String> {
         leases
             .iter()
             .map(|(key, fields, at)| match *key {
