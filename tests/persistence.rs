@@ -1452,3 +1452,177 @@ fn collection_writes_while_config_set_appendonly_writes_the_first_base_come_back
     let _server = KillOnDrop(Some(child));
     assert_eq!(before, dataset(&mut connect(port)));
 }
+
+/// The first lease each key below is given: long enough for the writes
+/// before its renewal on a loaded machine, short enough to wait out.
+const FIRST_LEASE_MS: u64 = 1_000;
+
+/// Gives keys a first lease and renews each before it ends: a lock hash
+/// renewed after the base written with it, Redisson's read/write lock
+/// taken, re-entered and renewed by its watchdog, and a hash given a
+/// deadline, then `last`. Returns the latest first deadline.
+fn renew_leases(con: &mut Connection, last: u64) -> u64 {
+    let first = common::epoch_ms() + FIRST_LEASE_MS;
+    let renewed = |con: &mut Connection, key: &str| {
+        let answer: i64 = con.pexpire_at(key, last as i64).unwrap();
+        assert_eq!(
+            answer, 1,
+            "{key} was gone before its renewal: a slow machine?"
+        );
+    };
+    let _: () = con
+        .hset_multiple("based", &[("mode", "write"), ("owner:write", "1")])
+        .unwrap();
+    let _: i64 = con.pexpire_at("based", first as i64).unwrap();
+    let _: String = redis::cmd("BGREWRITEAOF").query(con).unwrap();
+    wait_rewrite(con);
+    renewed(con, "based");
+    let acquire = Script::new(include_str!("../conformance/scripts/rw_write_acquire.lua"));
+    for _ in 0..2 {
+        let taken: Option<i64> = acquire
+            .key("rw")
+            .arg(FIRST_LEASE_MS)
+            .arg("owner:write")
+            .invoke(con)
+            .unwrap();
+        assert_eq!(taken, None, "the write lock is taken, then entered again");
+    }
+    let entered: u64 = redis::cmd("PEXPIRETIME").arg("rw").query(con).unwrap();
+    let watchdog: i64 = Script::new(common::redisson::RENEW)
+        .key("rw")
+        .arg(600_000)
+        .arg("owner:write")
+        .invoke(con)
+        .unwrap();
+    assert_eq!(
+        watchdog, 1,
+        "rw was gone before its renewal: a slow machine?"
+    );
+    let _: i64 = con.hset("plain", "f", "v").unwrap();
+    let _: i64 = con.pexpire_at("plain", first as i64).unwrap();
+    renewed(con, "plain");
+    first.max(entered)
+}
+
+/// A key of `renew_leases`, its fields and its deadline (PEXPIRETIME).
+type Lease = (&'static str, Vec<(String, String)>, i64);
+
+/// Each key of `renew_leases` as it stands.
+fn leases(con: &mut Connection) -> Vec<Lease> {
+    ["based", "rw", "plain"]
+        .into_iter()
+        .map(|key| {
+            let mut fields: Vec<(String, String)> = con.hgetall(key).unwrap();
+            fields.sort();
+            let at: i64 = redis::cmd("PEXPIRETIME").arg(key).query(con).unwrap();
+            (key, fields, at)
+        })
+        .collect()
+}
+
+/// A server that replays the records of `renew_leases`: rlockd restarted
+/// on its file, or redis-server reloading its own (DEBUG LOADAOF).
+enum Replaying {
+    Ours {
+        dir: TempDir,
+        args: [&'static str; 2],
+        server: KillOnDrop,
+    },
+    Redis(refserver::RedisServer),
+}
+
+impl Replaying {
+    fn ours(name: &str, preamble: &'static str) -> (Replaying, Connection) {
+        let dir = TempDir::new(name);
+        let args = ["--aof-use-rdb-preamble", preamble];
+        let (child, port) = start(&dir, &args);
+        let server = KillOnDrop(Some(child));
+        (Replaying::Ours { dir, args, server }, connect(port))
+    }
+
+    fn redis(test: &str) -> Option<(Replaying, Connection)> {
+        let server = refserver::RedisServer::start(&refserver::redis_server_path(test)?);
+        let mut con = connect(server.port());
+        let _: () = redis::cmd("CONFIG")
+            .arg(&["SET", "appendonly", "yes"])
+            .query(&mut con)
+            .unwrap();
+        wait_rewrite(&mut con);
+        Some((Replaying::Redis(server), con))
+    }
+
+    /// Loads the file again: a crash and a restart for rlockd.
+    fn reload(&mut self, con: Connection) -> Connection {
+        match self {
+            Replaying::Ours { dir, args, server } => {
+                drop(con);
+                kill9(server.0.take().expect("a server running"));
+                let (child, port) = start(dir, &args[..]);
+                server.0 = Some(child);
+                connect(port)
+            }
+            Replaying::Redis(server) => {
+                let mut con = con;
+                let _: () = redis::cmd("DEBUG").arg("LOADAOF").query(&mut con).unwrap();
+                connect(server.port())
+            }
+        }
+    }
+}
+
+/// A renewal is recorded as its deadline alone (`PEXPIREAT`, as Redis
+/// records it), so the file keeps a key's first lease and then the new
+/// one. A restart once the first lease passed replays the renewal over a
+/// key whose recorded deadline is behind the clock: loading expires
+/// nothing, as Redis's loading, whether the key is in the base (an RDB
+/// preamble or commands) or made after it, so every key comes back with
+/// its fields and its last deadline, the same in rlockd and in
+/// redis-server, and Redis reads rlockd's file the same.
+#[test]
+fn renewed_leases_come_back_after_their_first_lease_passed() {
+    let test = "renewed_leases_come_back_after_their_first_lease_passed";
+    let mut servers = vec![
+        Replaying::ours("renewed-rdb", "yes"),
+        Replaying::ours("renewed-aof", "no"),
+    ];
+    servers.extend(Replaying::redis(test));
+    let last = common::epoch_ms() + 600_000;
+    let mut first_leases_end = 0;
+    for (_, con) in &mut servers {
+        first_leases_end = first_leases_end.max(renew_leases(con, last));
+    }
+    common::until_clock_past(first_leases_end);
+    let mut reloaded = Vec::new();
+    for (mut server, mut con) in servers {
+        let before = leases(&mut con);
+        assert!(
+            before.iter().all(|(_, fields, _)| !fields.is_empty()),
+            "{before:?}"
+        );
+        let mut con = server.reload(con);
+        assert_eq!(leases(&mut con), before);
+        if let Replaying::Ours { dir, .. } = &server
+            && let Some(redis) = redis_from_aof(test, &dir.file("appendonlydir"))
+        {
+            assert_eq!(
+                leases(&mut connect(redis.port())),
+                before,
+                "Redis reads our file"
+            );
+        }
+        reloaded.push(before);
+    }
+    // The renewal of the read/write lock is relative: its deadline is
+    // each server's own.
+    let shared = |leases: &[Lease]| -> Vec<String> {
+        leases
+            .iter()
+            .map(|(key, fields, at)| match *key {
+                "rw" => format!("{key} {fields:?}"),
+                _ => format!("{key} {fields:?} {at}"),
+            })
+            .collect()
+    };
+    let views: Vec<Vec<String>> = reloaded.iter().map(|l| shared(l)).collect();
+    assert!(views.windows(2).all(|w| w[0] == w[1]), "{views:?}");
+}

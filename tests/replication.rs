@@ -1837,9 +1837,9 @@ fn shown(mut cmd: Vec<String>) -> String {
     cmd.join(" ")
 }
 
-/// What a server's replicas are sent for Redisson's lock on a new key and
-/// its unlock, a script that publishes between its writes, and one that
-/// replaces a string with a hash.
+/// What a server's replicas are sent for Redisson's lock on a new key, its
+/// renewal and its unlock, a script that publishes between its writes,
+/// one that replaces a string with a hash, and a hash's new deadline.
 fn scripts_as_streamed(con: &mut Connection) -> Vec<String> {
     let mut replica = RawReplica::attach(port_of(con));
     let wrote = |con: &mut Connection, script: &str, keys: &[&str], args: &[&str]| {
@@ -1851,6 +1851,7 @@ fn scripts_as_streamed(con: &mut Connection) -> Vec<String> {
     };
     let lock = ["lock:{order}"];
     wrote(con, common::redisson::LOCK, &lock, &["30000", "owner:1"]);
+    wrote(con, common::redisson::RENEW, &lock, &["30000", "owner:1"]);
     let unlock = ["lock:{order}", "redisson_lock__channel:{order}"];
     wrote(
         con,
@@ -1865,6 +1866,8 @@ fn scripts_as_streamed(con: &mut Connection) -> Vec<String> {
     q(con, &["SET", "s:{order}", "text"]);
     let replacing = "redis.call('del', KEYS[1]) redis.call('hset', KEYS[1], 'f', 'v')";
     wrote(con, replacing, &["s:{order}"], &[]);
+    q(con, &["HSET", "h:{order}", "f", "v"]);
+    q(con, &["PEXPIRE", "h:{order}", "100000"]);
     q(con, &["SET", "end:{order}", "1"]);
     replica.until_set("end:{order}")
 }
@@ -1882,6 +1885,7 @@ fn scripts_reach_replicas_in_the_order_and_shape_redis_sends() {
     // streams: a new lock is four commands, no DEL; the PUBLISH sits
     // inside the script's MULTI where it was called.
     let lock = "SELECT 0|MULTI|HSET lock:{order} owner:1 1|PEXPIREAT lock:{order} <at>|EXEC|\
+                PEXPIREAT lock:{order} <at>|\
                 MULTI|DEL lock:{order}|PUBLISH redisson_lock__channel:{order} 0|EXEC";
     assert!(got.join("|").starts_with(lock), "{got:?}");
     let publishing = "MULTI|SET p:{order} a|PUBLISH ch m|SET q:{order} b|PUBLISH ch n|\
@@ -1989,4 +1993,74 @@ fn a_primary_without_persistence_removes_its_sync_file() {
         log.contains("Removing the RDB file used to feed replicas in a persistence-less instance"),
         "{log}"
     );
+}
+
+/// The commands a replica ran since its stats were reset, each with its
+/// count of calls, but those a test or the link asks of it (INFO, PING,
+/// CONFIG, SELECT, REPLCONF).
+fn applied(replica: &mut Connection) -> Vec<String> {
+    let stats = text(q(replica, &["INFO", "commandstats"]));
+    let mut ran: Vec<String> = stats
+        .lines()
+        .filter_map(|l| l.strip_prefix("cmdstat_")?.split_once(':'))
+        .filter(|(name, _)| {
+            let command = name.split('|').next().unwrap_or_default();
+            !["info", "ping", "config", "select", "replconf"].contains(&command)
+        })
+        .map(|(name, stats)| {
+            let calls = stats.split(',').find_map(|s| s.strip_prefix("calls="));
+            format!("{name} {}", calls.unwrap_or("?"))
+        })
+        .collect();
+    ran.sort();
+    ran
+}
+
+/// Redisson's watchdog renewing a lease reaches replicas as the lease's
+/// `PEXPIREAT` alone, as Redis sends it, rather than the lock's hash
+/// again: after the lock's MULTI (HSET, PEXPIREAT), an rlockd and a
+/// redis-server replica each run that one command more. Once the first
+/// lease has passed, both still hold the lock, with the primary's fields
+/// and deadline.
+#[test]
+fn a_renewal_reaches_replicas_as_its_deadline_alone() {
+    let test = "a_renewal_reaches_replicas_as_its_deadline_alone";
+    let (_p, mut p) = rlockd(&["--repl-diskless-sync-delay", "0"]);
+    let port = port_of(&mut p);
+    let (_r, mut ours) = rlockd(&["--replicaof", "127.0.0.1", &port.to_string()]);
+    let mut redis = redis_replica_of(test, port);
+    let mut replicas = vec![&mut ours];
+    replicas.extend(redis.as_mut().map(|(_, r)| r));
+    for r in replicas.iter_mut() {
+        until_in_sync(&mut p, r);
+        q(r, &["CONFIG", "RESETSTAT"]);
+    }
+    let lock = "lock:{renewed}";
+    let taken = ["EVAL", common::redisson::LOCK, "1", lock, "1000", "owner:1"];
+    assert_eq!(q(&mut p, &taken), Value::Nil);
+    let Value::Int(first) = q(&mut p, &["PEXPIRETIME", lock]) else {
+        panic!("the lock has a deadline")
+    };
+    let renew = [
+        "EVAL",
+        common::redisson::RENEW,
+        "1",
+        lock,
+        "600000",
+        "owner:1",
+    ];
+    assert_eq!(q(&mut p, &renew), Value::Int(1));
+    common::until_clock_past(first as u64);
+    let want = (
+        q(&mut p, &["HGETALL", lock]),
+        q(&mut p, &["PEXPIRETIME", lock]),
+    );
+    let fields = ["owner:1", "1"].map(|f| Value::BulkString(f.into()));
+    assert_eq!(want.0, Value::Array(fields.to_vec()));
+    for r in replicas {
+        until_in_sync(&mut p, r);
+        assert_eq!(applied(r), ["exec 1", "hset 1", "multi 1", "pexpireat 2"]);
+        let got = (q(r, &["HGETALL", lock]), q(r, &["PEXPIRETIME", lock]));
+        assert_eq!(got, want);
+    }
 }

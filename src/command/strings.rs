@@ -388,7 +388,7 @@ pub fn getex(ctx: &mut Ctx) -> CmdResult<Reply> {
                 db.modified(&key, Event::Del)?;
             } else {
                 db.set_expire(&key, Some(at))?;
-                db.modified(&key, Event::Expire)?;
+                db.deadline_modified(&key)?;
             }
         }
         GetexTtl::Persist => {

@@ -921,6 +921,29 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_new_deadline_on_a_collection_logs_the_deadline_alone() {
+        let (ks, aof, layout) = logging("deadline");
+        hset(&ks, b"h", b"a", true);
+        {
+            let mut locked = ks.lock(&LockPlan::All).unwrap();
+            let mut db = locked.db(0);
+            db.set_expire(b"h", Some(4_000_000_000_000)).unwrap();
+            db.deadline_modified(b"h").unwrap();
+        }
+        // Cleared: no member record could say so.
+        {
+            let mut locked = ks.lock(&LockPlan::All).unwrap();
+            locked.db(0).set_expire(b"h", None).unwrap();
+        }
+        assert_eq!(
+            written(aof, layout),
+            "*2 $6 SELECT $1 0 *1 $5 MULTI *2 $3 DEL $1 h *4 $4 HSET $1 h $1 a $1 v *1 $4 EXEC \
+             *3 $9 PEXPIREAT $1 h $13 4000000000000 \
+             *1 $5 MULTI *2 $3 DEL $1 h *4 $4 HSET $1 h $1 a $1 v *1 $4 EXEC "
+        );
+    }
+
     /// Pushes `items` at the back of the list at `key`, as RPUSH does.
     fn rpush(ks: &Keyspace, key: &[u8], items: &[&'static [u8]]) {
         let mut locked = ks.lock(&LockPlan::All).unwrap();

@@ -26,6 +26,25 @@ pub const WAIT: Duration = Duration::from_secs(10);
 /// tests' fsyncs.
 pub const STARTUP_WAIT: Duration = Duration::from_secs(60);
 
+/// Milliseconds since the epoch: the wall clock servers' deadlines
+/// count by.
+pub fn epoch_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("a clock after 1970")
+        .as_millis() as u64
+}
+
+/// Waits until the wall clock is past `at` (ms since the epoch): a
+/// deadline given out before has passed on every server of this machine.
+pub fn until_clock_past(at: u64) {
+    let limit = std::time::Instant::now() + Duration::from_secs(30);
+    while epoch_ms() <= at {
+        assert!(std::time::Instant::now() < limit, "the clock stands still");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// The value of INFO's `name:value` line.
 pub fn info_value<'a>(info: &'a str, name: &str) -> &'a str {
     info.lines()
