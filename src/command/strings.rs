@@ -437,6 +437,8 @@ pub fn setrange(ctx: &mut Ctx) -> CmdResult<Reply> {
 /// result kept in the human form (no exponent), TTL untouched.
 pub fn incrbyfloat(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (key, raw_delta) = (ctx.arg(1).clone(), ctx.arg(2).clone());
+    // Sent as Redis sends it: the value it left, the deadline kept.
+    ctx.locked.begin_command_record();
     let mut db = ctx.db();
     let current = match db.typed_for_write::<Bytes>(&key)?.cloned() {
         None => LongDouble::ZERO,
@@ -450,6 +452,8 @@ pub fn incrbyfloat(ctx: &mut Ctx) -> CmdResult<Reply> {
     let text = Bytes::from(next.to_human());
     db.insert(&key, Value::Str(text.clone(), StrForm::Text), Ttl::Keep)?;
     db.modified(&key, Event::Incrbyfloat)?;
+    let line: [&[u8]; 4] = [b"SET", &key, &text, b"KEEPTTL"];
+    ctx.locked.record_as_command(ctx.client.db, &line);
     Ok(Reply::Bulk(text))
 }
 
@@ -672,25 +676,25 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("getrange", 4, Group::String, getrange).flags(READONLY).acl(STRING).keys(&key1(RO_ACCESS))
         .syntax("key start end")
         .doc("2.4.0", "Returns a substring of a string value."),
-    CommandSpec::new("incr", 2, Group::String, incr).flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
+    CommandSpec::new("incr", 2, Group::String, incr).records_itself().flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
         .syntax("key")
         .doc("1.0.0", "Adds one to an integer value."),
-    CommandSpec::new("incrby", 3, Group::String, incrby).flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
+    CommandSpec::new("incrby", 3, Group::String, incrby).records_itself().flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
         .syntax("key increment")
         .doc("1.0.0", "Adds an amount to an integer value."),
-    CommandSpec::new("decr", 2, Group::String, decr).flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
+    CommandSpec::new("decr", 2, Group::String, decr).records_itself().flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
         .syntax("key")
         .doc("1.0.0", "Subtracts one from an integer value."),
-    CommandSpec::new("decrby", 3, Group::String, decrby).flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
+    CommandSpec::new("decrby", 3, Group::String, decrby).records_itself().flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
         .syntax("key decrement")
         .doc("1.0.0", "Subtracts an amount from an integer value."),
-    CommandSpec::new("append", 3, Group::String, append).flags(WRITE_FAST).acl(STRING).keys(&key1(&["RW", "insert"]))
+    CommandSpec::new("append", 3, Group::String, append).records_itself().flags(WRITE_FAST).acl(STRING).keys(&key1(&["RW", "insert"]))
         .syntax("key value")
         .doc("2.0.0", "Appends to a string value; returns the new length."),
     CommandSpec::new("substr", 4, Group::String, substr).flags(READONLY).acl(STRING).keys(&key1(RO_ACCESS))
         .syntax("key start end")
         .doc("1.0.0", "Returns a substring of a string value (GETRANGE's old name)."),
-    CommandSpec::new("setrange", 4, Group::String, setrange).flags(WRITE | DENYOOM).acl(STRING).keys(&key1(RW_UPDATE))
+    CommandSpec::new("setrange", 4, Group::String, setrange).records_itself().flags(WRITE | DENYOOM).acl(STRING).keys(&key1(RW_UPDATE))
         .syntax("key offset value")
         .doc("2.2.0", "Overwrites part of a string value from an offset; returns the new length."),
     CommandSpec::new("getex", -2, Group::String, getex).flags(WRITE | FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))

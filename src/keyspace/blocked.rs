@@ -121,6 +121,10 @@ impl Db<'_, '_> {
             let Some(at) = waiter.keys.iter().position(|k| k == key) else {
                 continue;
             };
+            // A group read served goes to replicas as Redis's forms of it,
+            // after the records of the write that made the key ready.
+            self.locked.begin_command_record();
+            let mut lines = Vec::new();
             let stream = match self.get_mut(key)? {
                 Some(Value::Stream(s)) => Some(s),
                 _ => None,
@@ -153,6 +157,7 @@ impl Db<'_, '_> {
                         let (consumer, created) = group.consumer(&read.consumer, now);
                         consumer.seen_time = now;
                         let entries = stream.deliver_new(read, wait.count, now);
+                        lines = stream.group_read_lines(key, read, &entries, created, false);
                         if created {
                             self.notify(key, Event::XgroupCreateConsumer);
                         }
@@ -164,6 +169,10 @@ impl Db<'_, '_> {
                 },
             };
             served.push((waiter, outcome));
+            if !lines.is_empty() {
+                self.dirtied(key)?;
+                self.locked.record_as_commands(self.index, lines);
+            }
         }
         Ok(())
     }
