@@ -587,6 +587,12 @@ fn write_sample(con: &mut Connection) -> Vec<String> {
         "PFADD hll a b",
         "PFMERGE hll2 hll",
         "INCRBYFLOAT float 2.5",
+        "SET leased v",
+        "PEXPIRE leased 600000",
+        "SET kept v EX 100",
+        "PERSIST kept",
+        "MSET m1 a m2 b",
+        "SET leased w KEEPTTL",
     ] {
         let words: Vec<&str> = line.split(' ').collect();
         let _: redis::Value = redis::cmd(words[0]).arg(&words[1..]).query(con).unwrap();
@@ -673,6 +679,8 @@ fn our_files_read_back_and_redis_agrees(test: &str, preamble: &str, format: &str
         "MAXLEN\r\n$1\r\n=",
         "APPEND",
         "PFMERGE",
+        "MSET\r\n",
+        "KEEPTTL",
     ] {
         assert!(incr.contains(form), "{form} in {incr}");
     }

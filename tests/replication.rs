@@ -1999,7 +1999,8 @@ fn a_primary_without_persistence_removes_its_sync_file() {
 /// made exact, XTRIM likewise, the group commands as themselves, XCLAIM
 /// and XAUTOCLAIM as one XCLAIM per entry, a NOACK read as the consumer
 /// and the group's position, and the string and bit commands as they came
-/// (INCRBYFLOAT as the SET of its result).
+/// (INCRBYFLOAT as the SET of its result), MSET and a SET that keeps the
+/// deadline as themselves.
 fn forms_writes(con: &mut Connection) {
     let lines = [
         "XADD fs * f v",
@@ -2047,6 +2048,9 @@ fn forms_writes(con: &mut Connection) {
         "DECRBY n 3",
         "INCRBYFLOAT fl 1.5",
         "INCRBYFLOAT fl 2",
+        "MSET m1 a m2 b",
+        "MSETNX m3 c m4 d",
+        "SET str ef KEEPTTL",
     ];
     for line in lines {
         q(con, &line.split(' ').collect::<Vec<_>>());
@@ -2096,6 +2100,8 @@ fn stream_and_string_writes_reach_replicas_in_redis_forms() {
         "XGROUP SETID cs g 3-1 ENTRIESREAD ",
         "APPEND str cd",
         "SET fl 3.5 KEEPTTL",
+        "MSETNX m3 c m4 d",
+        "SET str ef KEEPTTL",
     ] {
         assert!(all.contains(form), "{form} in {got:#?}");
     }

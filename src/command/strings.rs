@@ -116,6 +116,11 @@ pub fn set(ctx: &mut Ctx) -> CmdResult<Reply> {
         None => Ttl::Clear,
     };
     let (key, value) = (ctx.arg(1).clone(), ctx.arg(2).clone());
+    // A SET that keeps the deadline goes as itself, as Redis sends it;
+    // any other as the value and deadline it left (`SET key value PXAT`).
+    if opts.keepttl {
+        ctx.locked.begin_command_record();
+    }
     let mut db = ctx.db();
     let old = if opts.get {
         db.typed::<Bytes>(&key)?.cloned()
@@ -134,6 +139,11 @@ pub fn set(ctx: &mut Ctx) -> CmdResult<Reply> {
     db.modified(&key, Event::Set)?;
     if opts.expire.is_some() {
         db.notify(&key, Event::Expire);
+    }
+    if opts.keepttl {
+        let mut line: Vec<&[u8]> = ctx.args.iter().map(|a| &a[..]).collect();
+        line[0] = b"SET";
+        ctx.locked.record_as_command(ctx.client.db, &line);
     }
     Ok(if opts.get {
         Reply::opt_bulk(old)
@@ -663,12 +673,12 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         .keys(&keys_all(RO_ACCESS))
         .syntax("key...")
         .doc("1.0.0", "Returns the values of several keys."),
-    CommandSpec::new("mset", -3, Group::String, mset).flags(WRITE | DENYOOM).acl(STRING)
+    CommandSpec::new("mset", -3, Group::String, mset).records_itself().flags(WRITE | DENYOOM).acl(STRING)
         .tips(&["request_policy:multi_shard", "response_policy:all_succeeded"])
         .keys(&[KeySpec::range(1, -1, 2, OW_UPDATE)])
         .syntax("(key value)...")
         .doc("1.0.1", "Sets several string values atomically."),
-    CommandSpec::new("msetnx", -3, Group::String, msetnx).flags(WRITE | DENYOOM).acl(STRING)
+    CommandSpec::new("msetnx", -3, Group::String, msetnx).records_itself().flags(WRITE | DENYOOM).acl(STRING)
         .tips(&["request_policy:multi_shard", "response_policy:agg_min"])
         .keys(&[KeySpec::range(1, -1, 2, &["OW", "insert"])])
         .syntax("(key value)...")
