@@ -1029,6 +1029,43 @@ mod tests {
         );
     }
 
+    /// Two commands recorded as themselves in one batch (a transaction):
+    /// the first is recorded before the second runs, when whether the
+    /// batch may go as commands is not known yet.
+    fn two_commands(ks: &Keyspace) {
+        let mut locked = ks.lock(&LockPlan::All).unwrap();
+        for (key, value) in [(b"a", b"1"), (b"b", b"2")] {
+            locked.begin_command_record();
+            locked
+                .db(0)
+                .insert(key, Value::string(Bytes::from_static(value)), Ttl::Clear)
+                .unwrap();
+            locked.record_as_commands(
+                0,
+                vec![vec![
+                    Bytes::from_static(b"APPEND"),
+                    Bytes::from_static(key),
+                    Bytes::from_static(value),
+                ]],
+            );
+        }
+    }
+
+    #[test]
+    fn commands_in_one_batch_go_as_commands_or_all_whole() {
+        let (ks, aof, layout) = logging("batch");
+        two_commands(&ks);
+        {
+            let _copy = ks.begin_copy();
+            two_commands(&ks);
+        }
+        assert_eq!(
+            written(aof, layout),
+            "*2 $6 SELECT $1 0 *1 $5 MULTI *3 $6 APPEND $1 a $1 1 *3 $6 APPEND $1 b $1 2 *1 $4 EXEC \
+             *1 $5 MULTI *3 $3 SET $1 a $1 1 *3 $3 SET $1 b $1 2 *1 $4 EXEC "
+        );
+    }
+
     #[test]
     fn a_command_logs_what_it_left() {
         let (ks, aof, layout) = logging("unit");
