@@ -2183,3 +2183,19 @@ fn replicas_of_rlockd_end_with_its_streams_and_strings() {
         assert_same_data(&mut p, redis);
     }
 }
+
+/// rlockd follows a redis-server primary through the same writes: it
+/// applies Redis's forms of them (an approximate trim sent as `MAXLEN = n
+/// LIMIT m`, which only a primary's link may send, XCLAIM … FORCE JUSTID
+/// LASTID, XGROUP SETID … ENTRIESREAD) and ends with the primary's data.
+#[test]
+fn an_rlockd_replica_applies_redis_forms() {
+    let Some((server, mut p)) = primary("forms_from_redis", None) else {
+        return;
+    };
+    fill(&mut p);
+    let (_r, mut r) = rlockd(&["--replicaof", "127.0.0.1", &server.port().to_string()]);
+    until_in_sync(&mut p, &mut r);
+    forms_writes(&mut p);
+    assert_same_data(&mut p, &mut r);
+}
