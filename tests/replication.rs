@@ -2000,7 +2000,7 @@ fn a_primary_without_persistence_removes_its_sync_file() {
 /// and XAUTOCLAIM as one XCLAIM per entry, a NOACK read as the consumer
 /// and the group's position, and the string and bit commands as they came
 /// (INCRBYFLOAT as the SET of its result), MSET and a SET that keeps the
-/// deadline as themselves.
+/// deadline as themselves, and pops that empty a list as the pops.
 fn forms_writes(con: &mut Connection) {
     let lines = [
         "XADD fs * f v",
@@ -2051,6 +2051,11 @@ fn forms_writes(con: &mut Connection) {
         "MSET m1 a m2 b",
         "MSETNX m3 c m4 d",
         "SET str ef KEEPTTL",
+        "RPUSH pl a b c",
+        "LPOP pl 2",
+        "RPOP pl 1",
+        "RPUSH pl2 x y",
+        "LMPOP 1 pl2 LEFT COUNT 10",
     ];
     for line in lines {
         q(con, &line.split(' ').collect::<Vec<_>>());
@@ -2102,6 +2107,8 @@ fn stream_and_string_writes_reach_replicas_in_redis_forms() {
         "SET fl 3.5 KEEPTTL",
         "MSETNX m3 c m4 d",
         "SET str ef KEEPTTL",
+        "RPOP pl 1",
+        "LPOP pl2 2",
     ] {
         assert!(all.contains(form), "{form} in {got:#?}");
     }

@@ -318,9 +318,17 @@ fn record_members(
 /// Appends the list commands that made the list at `key` what `entry`
 /// holds from what it held at the last record, then its deadline (a key
 /// replayed past its deadline is gone, and the pushes must not make it
-/// anew without one). False, with nothing appended, if it holds no list.
-fn record_ops(batch: &mut Batch, db: usize, key: &[u8], entry: &Entry, ops: &[ListOp]) -> bool {
-    if !matches!(entry.value, Value::List(_)) {
+/// anew without one); no `entry`: the ops emptied the list (a list is
+/// deleted once empty, and every other removal is recorded whole). False,
+/// with nothing appended, if it holds no list.
+fn record_ops(
+    batch: &mut Batch,
+    db: usize,
+    key: &[u8],
+    entry: Option<&Entry>,
+    ops: &[ListOp],
+) -> bool {
+    if entry.is_some_and(|e| !matches!(e.value, Value::List(_))) {
         return false;
     }
     let db = Some(db);
@@ -359,7 +367,9 @@ fn record_ops(batch: &mut Batch, db: usize, key: &[u8], entry: &Entry, ops: &[Li
             }
         }
     }
-    record_deadline(batch, db, key, entry);
+    if let Some(entry) = entry {
+        record_deadline(batch, db, key, entry);
+    }
     true
 }
 
@@ -559,9 +569,7 @@ impl Locked<'_> {
             (Extent::Members(members), Some(entry)) => {
                 record_members(batch, db, key, entry, members)
             }
-            (Extent::Ops(list_ops), Some(entry)) if ops => {
-                record_ops(batch, db, key, entry, list_ops)
-            }
+            (Extent::Ops(list_ops), entry) if ops => record_ops(batch, db, key, entry, list_ops),
             _ => false,
         };
         if !by_part {
