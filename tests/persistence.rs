@@ -478,7 +478,11 @@ fn dataset(con: &mut Connection) -> Vec<String> {
         for key in keys {
             let kind: String = redis::cmd("TYPE").arg(&key).query(con).unwrap();
             let value = match kind.as_str() {
-                "string" => con.get::<_, String>(&key).unwrap(),
+                // Bitmaps and HyperLogLogs are bytes.
+                "string" => match String::from_utf8(con.get::<_, Vec<u8>>(&key).unwrap()) {
+                    Ok(text) => text,
+                    Err(bytes) => format!("{:?}", bytes.into_bytes()),
+                },
                 "hash" => {
                     let mut pairs: Vec<(String, String)> = con.hgetall(&key).unwrap();
                     pairs.sort();
@@ -495,20 +499,14 @@ fn dataset(con: &mut Connection) -> Vec<String> {
                     con.zrange_withscores::<_, Vec<(String, String)>>(&key, 0, -1)
                         .unwrap()
                 ),
-                "stream" => {
-                    let entries: redis::Value = redis::cmd("XRANGE")
-                        .arg(&key)
-                        .arg("-")
-                        .arg("+")
+                // Its entries, groups, pending entries and consumers; when a
+                // consumer was last seen is the clock's at loading.
+                "stream" => common::without_seen_times(
+                    redis::cmd("XINFO")
+                        .arg(&["STREAM", &key, "FULL"])
                         .query(con)
-                        .unwrap();
-                    let groups: redis::Value = redis::cmd("XINFO")
-                        .arg("GROUPS")
-                        .arg(&key)
-                        .query(con)
-                        .unwrap();
-                    format!("{entries:?} {groups:?}")
-                }
+                        .unwrap(),
+                ),
                 other => other.to_string(),
             };
             let pttl: i64 = con.pttl(&key).unwrap();
@@ -569,12 +567,37 @@ fn write_sample(con: &mut Connection) -> Vec<String> {
     let _: () = redis::cmd("SELECT").arg(0).query(con).unwrap();
     let _: i64 = con.del("counter").unwrap();
     let _: i64 = con.incr("counter", 1).unwrap();
-    // A stream is logged as a RESTORE of its DUMP payload, Redis's own.
+    // Streams and strings are logged in Redis's forms of their commands
+    // (XADD with its id, a group read as XCLAIM…).
     for line in [
         "XADD s 1-1 f v",
         "XADD s 2-0 f w g x",
         "XGROUP CREATE s g 0",
         "XREADGROUP GROUP g alice COUNT 1 STREAMS s >",
+        "XADD s MAXLEN ~ 1 * f y",
+        "XADD seq 5-* f z",
+        "XREADGROUP GROUP g bob NOACK COUNT 1 STREAMS s >",
+        "XREADGROUP GROUP g alice STREAMS s 0",
+        "XCLAIM s g carol 0 1-1 JUSTID",
+        "XAUTOCLAIM s g dave 0 0",
+        "XDEL s 2-0",
+        "XTRIM s MINID ~ 0",
+        "XACK s g 1-1",
+        "XGROUP CREATECONSUMER s g erin",
+        "APPEND text ab",
+        "SETRANGE text 4 cd",
+        "SETBIT bits 9 1",
+        "BITFIELD bits INCRBY u8 8 7",
+        "BITOP XOR both text bits",
+        "PFADD hll a b",
+        "PFMERGE hll2 hll",
+        "INCRBYFLOAT float 2.5",
+        "SET leased v",
+        "PEXPIRE leased 600000",
+        "SET kept v EX 100",
+        "PERSIST kept",
+        "MSET m1 a m2 b",
+        "SET leased w KEEPTTL",
     ] {
         let words: Vec<&str> = line.split(' ').collect();
         let _: redis::Value = redis::cmd(words[0]).arg(&words[1..]).query(con).unwrap();
@@ -652,6 +675,21 @@ fn our_files_read_back_and_redis_agrees(test: &str, preamble: &str, format: &str
     let base =
         std::fs::read(dir.file(&format!("appendonlydir/appendonly.aof.2.base.{format}"))).unwrap();
     assert!(base.starts_with(head), "{}", String::from_utf8_lossy(&base));
+    // The writes after the rewrite, in Redis's forms.
+    let incr = std::fs::read(dir.file("appendonlydir/appendonly.aof.2.incr.aof")).unwrap();
+    let incr = String::from_utf8_lossy(&incr);
+    for form in [
+        "XCLAIM",
+        "XGROUP\r\n$5\r\nSETID",
+        "MAXLEN\r\n$1\r\n=",
+        "APPEND",
+        "PFMERGE",
+        "MSET\r\n",
+        "KEEPTTL",
+    ] {
+        assert!(incr.contains(form), "{form} in {incr}");
+    }
+    assert!(!incr.contains("RESTORE"), "{incr}");
     let (child, port) = start(&dir, &[]);
     assert_eq!(ours, dataset(&mut connect(port)));
     kill9(child);

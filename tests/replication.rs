@@ -179,8 +179,15 @@ fn keyspace(con: &mut Connection) -> Vec<String> {
 }
 
 /// A key's value: its DUMP payload, except for hash tables, whose
-/// payloads follow their own iteration order; those are compared sorted.
+/// payloads follow their own iteration order; those are compared sorted;
+/// and streams, whose payloads carry when each consumer was last seen,
+/// which a replica sets by its own clock as it applies XCLAIM (Redis's
+/// replicas too): XINFO STREAM FULL without it.
 fn value(con: &mut Connection, key: &str, encoding: &str) -> String {
+    if encoding == "stream" {
+        let full = q(con, &["XINFO", "STREAM", key, "FULL"]);
+        return common::without_seen_times(full);
+    }
     if encoding != "hashtable" {
         return format!("{:?}", q(con, &["DUMP", key]));
     }
@@ -1872,15 +1879,26 @@ fn scripts_as_streamed(con: &mut Connection) -> Vec<String> {
     replica.until_set("end:{order}")
 }
 
+/// What `streamed` reads from a redis-server primary and from an rlockd
+/// one, which must be the same; `None` (the test skipped) without
+/// redis-server.
+fn streamed_by_both(
+    test: &str,
+    streamed: fn(&mut Connection) -> Vec<String>,
+) -> Option<Vec<String>> {
+    let (_redis, mut redis) = primary(test, None)?;
+    let (_r, mut rlockd) = rlockd(&["--repl-diskless-sync-delay", "0"]);
+    let want = streamed(&mut redis);
+    let got = streamed(&mut rlockd);
+    assert_eq!(got, want);
+    Some(got)
+}
+
 #[test]
 fn scripts_reach_replicas_in_the_order_and_shape_redis_sends() {
-    let Some((_redis, mut redis)) = primary("stream_order", None) else {
+    let Some(got) = streamed_by_both("stream_order", scripts_as_streamed) else {
         return;
     };
-    let (_r, mut rlockd) = rlockd(&["--repl-diskless-sync-delay", "0"]);
-    let want = scripts_as_streamed(&mut redis);
-    let got = scripts_as_streamed(&mut rlockd);
-    assert_eq!(got, want);
     // What the comparison covers, so that it cannot pass on two empty
     // streams: a new lock is four commands, no DEL; the PUBLISH sits
     // inside the script's MULTI where it was called.
@@ -2063,4 +2081,217 @@ fn a_renewal_reaches_replicas_as_its_deadline_alone() {
         let got = (q(r, &["HGETALL", lock]), q(r, &["PEXPIRETIME", lock]));
         assert_eq!(got, want);
     }
+}
+
+/// Writes to streams and strings that Redis sends as commands of its own
+/// forms (issue #30): XADD with the id it made and an approximate trim
+/// made exact, XTRIM likewise, the group commands as themselves, XCLAIM
+/// and XAUTOCLAIM as one XCLAIM per entry, a NOACK read as the consumer
+/// and the group's position, and the string and bit commands as they came
+/// (INCRBYFLOAT as the SET of its result), MSET and a SET that keeps the
+/// deadline as themselves, and pops that empty a list as the pops.
+fn forms_writes(con: &mut Connection) {
+    let lines = [
+        "XADD fs * f v",
+        "XADD fs * f w",
+        "XADD fs MAXLEN ~ 1 * g h",
+        "XADD fs MINID ~ 0 LIMIT 10 * g h",
+        "XADD ids 5-* a b",
+        "XADD ids 5-* a c",
+        "XADD ids 7-1 a d",
+        "XDEL ids 5-0 6-0",
+        "XTRIM ids MINID 6",
+        "XTRIM fs MAXLEN = 3",
+        "XGROUP CREATE fs g 0",
+        "XGROUP CREATECONSUMER fs g c9",
+        "XREADGROUP GROUP g c2 NOACK COUNT 2 STREAMS fs >",
+        "XGROUP SETID fs g 0 ENTRIESREAD 0",
+        "XGROUP CREATE new g $ MKSTREAM",
+        "XADD cs 1-1 a 1",
+        "XADD cs 2-1 b 2",
+        "XADD cs 3-1 c 3",
+        "XGROUP CREATE cs g 0",
+        "XCLAIM cs g c1 0 1-1 2-1 3-1 FORCE TIME 1000 RETRYCOUNT 2",
+        "XCLAIM cs g c1 0 9-9 LASTID 3-1",
+        "XCLAIM cs g c3 0 2-1 JUSTID",
+        "XDEL cs 1-1",
+        "XAUTOCLAIM cs g c2 0 0 COUNT 2",
+        "XACK cs g 2-1 8-8",
+        "XGROUP DELCONSUMER cs g c3",
+        "XGROUP CREATE cs h $",
+        "XGROUP DESTROY cs h",
+        "SETEX str 100 ab",
+        "APPEND str cd",
+        "APPEND made x",
+        "SETRANGE str 1 zz",
+        "SETBIT bits 7 1",
+        "BITFIELD bf SET u8 0 200 INCRBY u8 0 100",
+        "BITFIELD bf OVERFLOW FAIL INCRBY u8 0 250",
+        "BITOP OR or str bits",
+        "PFADD hll a b c",
+        "PFADD hll2 c d",
+        "PFMERGE hll3 hll hll2",
+        "INCR n",
+        "INCRBY n 10",
+        "DECR n",
+        "DECRBY n 3",
+        "INCRBYFLOAT fl 1.5",
+        "INCRBYFLOAT fl 2",
+        "MSET m1 a m2 b",
+        "MSETNX m3 c m4 d",
+        "SET str ef KEEPTTL",
+        "RPUSH pl a b c",
+        "LPOP pl 2",
+        "RPOP pl 1",
+        "RPUSH pl2 x y",
+        "LMPOP 1 pl2 LEFT COUNT 10",
+    ];
+    for line in lines {
+        q(con, &line.split(' ').collect::<Vec<_>>());
+    }
+}
+
+/// A stream command's text with what the clock chose shown as `<id>`
+/// (generated ids, whose sequence depends on how many fell in one
+/// millisecond) and `<t>` (delivery times).
+fn untimed(command: &str) -> String {
+    command
+        .split(' ')
+        .map(|arg| {
+            let digits = arg.bytes().take_while(u8::is_ascii_digit).count();
+            match arg.split_once('-') {
+                _ if digits < 12 => arg.to_string(),
+                Some(_) => "<id>".to_string(),
+                None => "<t>".to_string(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn forms_as_streamed(con: &mut Connection) -> Vec<String> {
+    let mut replica = RawReplica::attach(port_of(con));
+    forms_writes(con);
+    q(con, &["SET", "end:forms", "1"]);
+    let streamed = replica.until_set("end:forms");
+    streamed.iter().map(|c| untimed(c)).collect()
+}
+
+#[test]
+fn stream_and_string_writes_reach_replicas_in_redis_forms() {
+    let Some(got) = streamed_by_both("stream_forms", forms_as_streamed) else {
+        return;
+    };
+    // What the comparison covers, so that it cannot pass on two empty
+    // streams.
+    let all = got.join("|");
+    for form in [
+        "XADD fs <id> f v",
+        "XADD fs MAXLEN = 3 <id> g h",
+        "XADD fs MINID = <id> LIMIT 10 <id> g h",
+        "MULTI|XGROUP CREATECONSUMER fs g c2|XGROUP SETID fs g <id> ENTRIESREAD 3|EXEC",
+        "XCLAIM cs g c1 0 1-1 TIME 1000 RETRYCOUNT 2 FORCE JUSTID LASTID 0-0",
+        "XGROUP SETID cs g 3-1 ENTRIESREAD ",
+        "APPEND str cd",
+        "SET fl 3.5 KEEPTTL",
+        "MSETNX m3 c m4 d",
+        "SET str ef KEEPTTL",
+        "RPOP pl 1",
+        "LPOP pl2 2",
+    ] {
+        assert!(all.contains(form), "{form} in {got:#?}");
+    }
+}
+
+/// Group reads and claims (Redis's forms, and the group's position after
+/// a read, which Redis leaves out) and a blocked group read served by an
+/// XADD.
+fn group_reads(con: &mut Connection, waiter_port: u16) {
+    q(con, &["XGROUP", "CREATE", "fs", "r", "0"]);
+    q(
+        con,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "r",
+            "c1",
+            "COUNT",
+            "2",
+            "STREAMS",
+            "fs",
+            ">",
+        ],
+    );
+    q(
+        con,
+        &["XREADGROUP", "GROUP", "r", "c1", "STREAMS", "fs", "0"],
+    );
+    q(
+        con,
+        &["XREADGROUP", "GROUP", "r", "c5", "STREAMS", "fs", ">"],
+    );
+    q(
+        con,
+        &["XREADGROUP", "GROUP", "r", "empty", "STREAMS", "fs", ">"],
+    );
+    q(con, &["XGROUP", "CREATE", "blocked", "r", "$", "MKSTREAM"]);
+    let mut waiter = connect(waiter_port);
+    let read = [
+        "XREADGROUP",
+        "GROUP",
+        "r",
+        "w",
+        "BLOCK",
+        "0",
+        "STREAMS",
+        "blocked",
+        ">",
+    ];
+    let mut cmd = redis::cmd(read[0]);
+    for arg in &read[1..] {
+        cmd.arg(*arg);
+    }
+    waiter
+        .send_packed_command(&cmd.get_packed_command())
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while common::info_number(&text(q(con, &["INFO", "clients"])), "blocked_clients") == 0 {
+        assert!(Instant::now() < deadline, "the reader never blocked");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    q(con, &["XADD", "blocked", "1-1", "f", "v"]);
+    assert!(matches!(waiter.recv_response().unwrap(), Value::Array(_)));
+    q(con, &["XAUTOCLAIM", "fs", "r", "c6", "0", "0"]);
+}
+
+#[test]
+fn replicas_of_rlockd_end_with_its_streams_and_strings() {
+    let (_p, mut p) = rlockd(&["--repl-diskless-sync-delay", "0"]);
+    fill(&mut p);
+    let port = port_of(&mut p);
+    let (_r, mut r) = rlockd(&["--replicaof", "127.0.0.1", &port.to_string()]);
+    let mut redis = redis_replica_of("forms_redis_replica", port);
+    until_in_sync(&mut p, &mut r);
+    forms_writes(&mut p);
+    group_reads(&mut p, port);
+    assert_same_data(&mut p, &mut r);
+    if let Some((_, redis)) = &mut redis {
+        assert_same_data(&mut p, redis);
+    }
+}
+
+/// rlockd follows a redis-server primary through the same writes: it
+/// applies Redis's forms of them (an approximate trim sent as `MAXLEN = n
+/// LIMIT m`, which only a primary's link may send, XCLAIM … FORCE JUSTID
+/// LASTID, XGROUP SETID … ENTRIESREAD) and ends with the primary's data.
+#[test]
+fn an_rlockd_replica_applies_redis_forms() {
+    let Some((server, mut p)) = primary("forms_from_redis", None) else {
+        return;
+    };
+    fill(&mut p);
+    let (_r, mut r) = rlockd(&["--replicaof", "127.0.0.1", &server.port().to_string()]);
+    until_in_sync(&mut p, &mut r);
+    forms_writes(&mut p);
+    assert_same_data(&mut p, &mut r);
 }

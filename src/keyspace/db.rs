@@ -295,6 +295,14 @@ impl Db<'_, '_> {
         Ok(removed)
     }
 
+    /// Removes a key whose removal the caller records otherwise (the pops
+    /// that emptied a list).
+    pub(super) fn remove_unnoted(&mut self, key: &[u8]) -> CmdResult<()> {
+        let db = self.index;
+        self.locked.shard_for(key)?.remove(db, key);
+        Ok(())
+    }
+
     /// Sets or clears the deadline of an existing key; false if there is none.
     pub fn set_expire(&mut self, key: &[u8], at: Option<u64>) -> CmdResult<bool> {
         let Some(entry) = self.entry(key)? else {

@@ -70,7 +70,8 @@ pub(crate) use slot::{HASH_SLOTS, SHARDS};
 pub use slot::{key_shard, key_slot};
 pub use store::Keyspace;
 pub(crate) use stream::{
-    ENTRIES_READ_UNKNOWN, Group, GroupRead, ReadEntry, Stream, StreamId, Trim,
+    ENTRIES_READ_UNKNOWN, Group, GroupRead, ReadEntry, Stream, StreamId, Trim, claim_form,
+    create_consumer_form, set_id_form,
 };
 pub use value::Value;
 pub(crate) use value::{Entry, HashValue, StrEncoding, StrForm};

@@ -140,6 +140,12 @@ impl Keyspace {
     }
 
     /// Marks the append-only file's replay (see `Db::already_expired`).
+    /// Whether the AOF is being loaded (its commands obey as the
+    /// primary's do: Redis's `mustObeyClient`).
+    pub(crate) fn is_loading(&self) -> bool {
+        self.loading.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn set_loading(&self, on: bool) {
         self.loading.store(on, Ordering::Relaxed);
     }

@@ -60,6 +60,27 @@ pub fn info_number(info: &str, name: &str) -> u64 {
         .unwrap_or_else(|e| panic!("INFO {name}: {e}"))
 }
 
+/// XINFO STREAM FULL's reply as text, every consumer's `seen-time` left
+/// out.
+pub fn without_seen_times(reply: redis::Value) -> String {
+    match reply {
+        redis::Value::Array(items) => {
+            let mut out = Vec::new();
+            let mut skip = false;
+            for item in items {
+                if skip {
+                    skip = false;
+                    continue;
+                }
+                skip = item == redis::Value::BulkString(b"seen-time".to_vec());
+                out.push(without_seen_times(item));
+            }
+            format!("[{}]", out.join(" "))
+        }
+        other => format!("{other:?}"),
+    }
+}
+
 /// Polls until `n` clients are blocked, so a test pushes only once its
 /// waiters are queued.
 pub async fn until_blocked(c: &mut MultiplexedConnection, n: usize) {
