@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{cmd, connect, err, read_quiet, start};
+use common::{cmd, connect, err, read_replies, start};
 use rlockd::Server;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
@@ -18,10 +18,11 @@ fn resp(args: &[&str]) -> Vec<u8> {
     out
 }
 
-/// Sends one command on a raw connection and returns what came back.
+/// Sends one command on a raw connection and returns its reply, or
+/// nothing once the server has closed the connection.
 async fn send(s: &mut TcpStream, args: &[&str]) -> String {
     s.write_all(&resp(args)).await.unwrap();
-    String::from_utf8_lossy(&read_quiet(s).await).into_owned()
+    String::from_utf8_lossy(&read_replies(s, 1).await).into_owned()
 }
 
 #[tokio::test]

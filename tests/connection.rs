@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{cmd, connect, err, raw, read_quiet, start, start_with};
+use common::{cmd, connect, err, raw, read_replies, read_to_close, start, start_with};
 use rlockd::Server;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
@@ -16,6 +16,7 @@ async fn hello_switches_protocol() {
     let out = raw(
         server.addr(),
         b"HELLO 3\r\nHGETALL none\r\nGET none\r\nHELLO 2\r\nGET none\r\nHELLO 4\r\nHELLO x\r\n",
+        7,
     )
     .await;
     let text = String::from_utf8(out).unwrap();
@@ -53,6 +54,7 @@ async fn auth_is_enforced() {
     let out = raw(
         server.addr(),
         b"GET k\r\nHELLO 3\r\nAUTH wrong\r\nAUTH bob s3cret\r\nPING\r\nAUTH s3cret\r\nPING\r\n",
+        7,
     )
     .await;
     let text = String::from_utf8(out).unwrap();
@@ -86,6 +88,7 @@ async fn auth_is_enforced() {
     let out = raw(
         server.addr(),
         b"HELLO 3 AUTH default s3cret SETNAME me\r\nCLIENT GETNAME\r\n",
+        2,
     )
     .await;
     assert!(String::from_utf8(out).unwrap().ends_with("$2\r\nme\r\n"));
@@ -161,7 +164,7 @@ async fn client_commands() {
         .write_all(b"CLIENT SETNAME victim\r\n")
         .await
         .unwrap();
-    assert_eq!(read_quiet(&mut victim).await, b"+OK\r\n");
+    assert_eq!(read_replies(&mut victim, 1).await, b"+OK\r\n");
     let list: String = cmd(&mut c, &["CLIENT", "LIST"]).await.unwrap();
     let victim_id = list
         .lines()
@@ -175,11 +178,11 @@ async fn client_commands() {
     let kill = format!("CLIENT KILL ID {victim_id}\r\n");
     let twice = format!("MULTI\r\n{kill}{kill}CLIENT LIST ID {victim_id}\r\nEXEC\r\n");
     assert_eq!(
-        raw(server.addr(), twice.as_bytes()).await,
+        raw(server.addr(), twice.as_bytes(), 5).await,
         b"+OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n*3\r\n:1\r\n:0\r\n$0\r\n\r\n"
     );
     assert_eq!(
-        read_quiet(&mut victim).await,
+        read_to_close(&mut victim).await,
         b"",
         "killed connection is closed"
     );
@@ -190,7 +193,12 @@ async fn client_commands() {
 #[tokio::test]
 async fn quit_and_reset() {
     let server = start().await;
-    let out = raw(server.addr(), b"SELECT 3\r\nCLIENT SETNAME n\r\nMULTI\r\nRESET\r\nCLIENT GETNAME\r\nSET k v\r\nQUIT\r\nPING\r\n").await;
+    let mut s = TcpStream::connect(server.addr()).await.unwrap();
+    s.write_all(b"SELECT 3\r\nCLIENT SETNAME n\r\nMULTI\r\nRESET\r\nCLIENT GETNAME\r\nSET k v\r\nQUIT\r\nPING\r\n")
+        .await
+        .unwrap();
+    // Read to the close: the PING after QUIT gets no reply.
+    let out = read_to_close(&mut s).await;
     assert_eq!(out, b"+OK\r\n+OK\r\n+OK\r\n+RESET\r\n$-1\r\n+OK\r\n+OK\r\n");
     let mut c = connect(&server).await;
     assert_eq!(
@@ -212,7 +220,7 @@ async fn deep_pipeline_answers_in_order() {
             .as_bytes(),
         );
     }
-    let out = raw(server.addr(), &req).await;
+    let out = raw(server.addr(), &req, 40_000).await;
     let mut expected = Vec::new();
     for i in 1..=20_000 {
         expected.extend_from_slice(format!("+OK\r\n:{i}\r\n").as_bytes());
@@ -304,9 +312,9 @@ async fn shutdown_closes_clients() {
     let server = start().await;
     let mut s = TcpStream::connect(server.addr()).await.unwrap();
     s.write_all(b"PING\r\n").await.unwrap();
-    assert_eq!(read_quiet(&mut s).await, b"+PONG\r\n");
+    assert_eq!(read_replies(&mut s, 1).await, b"+PONG\r\n");
     let addr = server.addr();
     server.shutdown().await;
-    assert_eq!(read_quiet(&mut s).await, b"");
+    assert_eq!(read_to_close(&mut s).await, b"");
     assert!(TcpStream::connect(addr).await.is_err());
 }

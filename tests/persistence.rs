@@ -10,16 +10,24 @@ mod common;
 mod refserver;
 
 use common::TempDir;
+use common::blocking::Running;
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
 use redis::{Commands, Connection, Script};
 
+/// rlockd with `args`, stopped when dropped: a failing assertion leaves
+/// no server holding the test run's output open.
+fn spawn(args: &[&str]) -> (Running, u16) {
+    let (child, port) = common::spawn_binary(args);
+    (Running::new(child), port)
+}
+
 /// rlockd with the AOF on in `dir`, fsync `always`.
-fn start(dir: &TempDir, extra: &[&str]) -> (Child, u16) {
+fn start(dir: &TempDir, extra: &[&str]) -> (Running, u16) {
     let mut args = vec![
         "--port",
         "0",
@@ -31,7 +39,7 @@ fn start(dir: &TempDir, extra: &[&str]) -> (Child, u16) {
         dir.arg(),
     ];
     args.extend_from_slice(extra);
-    common::spawn_binary(&args)
+    spawn(&args)
 }
 
 fn connect(port: u16) -> Connection {
@@ -42,9 +50,9 @@ fn connect(port: u16) -> Connection {
 }
 
 /// SIGKILL, as a crash: nothing is flushed on the way out.
-fn kill9(mut child: Child) {
-    child.kill().unwrap();
-    child.wait().unwrap();
+fn kill9(mut server: Running) {
+    server.0.kill().unwrap();
+    server.0.wait().unwrap();
 }
 
 fn info_field(con: &mut Connection, field: &str) -> String {
@@ -150,9 +158,7 @@ const LEASE_MS: i64 = 20_000;
 #[test]
 fn kill_9_under_load_keeps_acknowledged_writes_leases_and_tokens() {
     let dir = TempDir::new("kill9");
-    let (child, port) = start(&dir, &[]);
-    // Stopped even when an assertion fails, so the test run ends.
-    let mut server = KillOnDrop(Some(child));
+    let (mut server, mut port) = start(&dir, &[]);
     let mut con = connect(port);
     let (_, first_token) = fenced_acquire(&mut con, "owner-1:1");
     let granted = Instant::now();
@@ -194,14 +200,13 @@ fn kill_9_under_load_keeps_acknowledged_writes_leases_and_tokens() {
     };
     let writers = Writers::start(port, 4);
     std::thread::sleep(Duration::from_millis(800));
-    kill9(server.0.take().expect("running"));
+    kill9(server);
     let acked = writers.join();
     cycling.store(false, Ordering::Relaxed);
     let cycles = cycler.join().unwrap();
     std::thread::sleep(Duration::from_millis(400));
 
-    let (child, port) = start(&dir, &[]);
-    server.0 = Some(child);
+    (server, port) = start(&dir, &[]);
     let mut con = connect(port);
     let down_ms = granted.elapsed().as_millis() as i64;
     for (i, &acked) in acked.iter().enumerate() {
@@ -309,7 +314,7 @@ fn run_to_exit(dir: &TempDir, extra: &[&str]) -> String {
 }
 
 /// `start`, also returning the log up to the ready line.
-fn start_logged(dir: &TempDir) -> (Child, u16, String) {
+fn start_logged(dir: &TempDir) -> (Running, u16, String) {
     use std::io::{BufRead, BufReader};
     let mut child = Command::new(env!("CARGO_BIN_EXE_rlockd"))
         .args(["--port", "0", "--appendonly", "yes", "--dir", dir.arg()])
@@ -327,7 +332,7 @@ fn start_logged(dir: &TempDir) -> (Child, u16, String) {
         }
     };
     std::thread::spawn(move || lines.for_each(drop));
-    (child, port, log)
+    (Running::new(child), port, log)
 }
 
 #[test]
@@ -388,7 +393,7 @@ fn bgrewriteaof_under_load_keeps_every_write_and_compacts() {
 #[test]
 fn the_file_outgrowing_its_base_is_rewritten_by_itself() {
     let dir = TempDir::new("auto");
-    let (child, port) = common::spawn_binary(&[
+    let (child, port) = spawn(&[
         "--port",
         "0",
         "--appendonly",
@@ -398,7 +403,6 @@ fn the_file_outgrowing_its_base_is_rewritten_by_itself() {
         "--dir",
         dir.arg(),
     ]);
-    let child = KillOnDrop(Some(child));
     let mut con = connect(port);
     let _: () = redis::cmd("CONFIG")
         .arg("SET")
@@ -409,10 +413,12 @@ fn the_file_outgrowing_its_base_is_rewritten_by_itself() {
     for _ in 0..2_000 {
         let _: i64 = con.incr("n", 1).unwrap();
     }
+    // Alone it takes a second; beside this file's `appendfsync always`
+    // tests, on a loaded machine, the second rewrite was not done in 30 s.
     let started = Instant::now();
     while info_field(&mut con, "aof_last_rewrite_time_sec") == "-1" {
         assert!(
-            started.elapsed() < Duration::from_secs(30),
+            started.elapsed() < Duration::from_secs(90),
             "no automatic rewrite"
         );
         std::thread::sleep(Duration::from_millis(20));
@@ -421,7 +427,7 @@ fn the_file_outgrowing_its_base_is_rewritten_by_itself() {
     // and twice its base: it is rewritten again, down to one key.
     while aof_size(&dir) >= 4096 {
         assert!(
-            started.elapsed() < Duration::from_secs(30),
+            started.elapsed() < Duration::from_secs(90),
             "never compacted"
         );
         std::thread::sleep(Duration::from_millis(20));
@@ -433,7 +439,7 @@ fn the_file_outgrowing_its_base_is_rewritten_by_itself() {
 #[test]
 fn config_set_appendonly_writes_the_whole_dataset_first() {
     let dir = TempDir::new("enable");
-    let (child, port) = common::spawn_binary(&["--port", "0", "--dir", dir.arg()]);
+    let (child, port) = spawn(&["--port", "0", "--dir", dir.arg()]);
     let mut con = connect(port);
     let _: () = con.set("before", "1").unwrap();
     let _: () = con.rpush("list", &["a", "b"]).unwrap();
@@ -749,7 +755,7 @@ fn an_old_single_file_moves_into_the_directory_as_in_redis() {
     let test = "an_old_single_file_moves_into_the_directory_as_in_redis";
     // A file as Redis 6 wrote it: an RDB preamble, then commands.
     let source = TempDir::new("single-source");
-    let (child, port) = common::spawn_binary(&["--port", "0", "--dir", source.arg()]);
+    let (child, port) = spawn(&["--port", "0", "--dir", source.arg()]);
     let mut con = connect(port);
     let _: () = con.set("from-rdb", "1").unwrap();
     let _: () = con.rpush("list", &["a", "b"]).unwrap();
@@ -918,7 +924,7 @@ fn the_restart_grace_refuses_writes_until_it_ends() {
     // Before the spawn: the grace starts once the (empty) data is loaded,
     // before the server says it is ready.
     let started = Instant::now();
-    let (child, port) = common::spawn_binary(&[
+    let (child, port) = spawn(&[
         "--port",
         "0",
         "--cluster-enabled",
@@ -926,8 +932,6 @@ fn the_restart_grace_refuses_writes_until_it_ends() {
         "--lock-restart-grace-ms",
         &GRACE_MS.to_string(),
     ]);
-    // Stopped even when an assertion fails, so the test run ends.
-    let child = KillOnDrop(Some(child));
     let mut con = connect(port);
     let pong: String = redis::cmd("PING").query(&mut con).unwrap();
     assert_eq!(pong, "PONG");
@@ -978,16 +982,6 @@ fn the_restart_grace_refuses_writes_until_it_ends() {
         waited.as_millis()
     );
     drop(child);
-}
-
-struct KillOnDrop(Option<Child>);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        if let Some(child) = self.0.take() {
-            kill9(child);
-        }
-    }
 }
 
 /// Members each random write picks from: few, so that writes meet.
@@ -1253,8 +1247,7 @@ fn fill_filler(con: &mut Connection) {
 fn collection_writes_come_back_after_a_restart_and_a_rewrite_under_writes() {
     use rand::SeedableRng;
     let dir = TempDir::new("members");
-    let (child, mut port) = start(&dir, &[]);
-    let mut server = KillOnDrop(Some(child));
+    let (mut server, mut port) = start(&dir, &[]);
     let mut con = connect(port);
     fill_big(&mut con);
     fill_filler(&mut con);
@@ -1290,9 +1283,7 @@ fn collection_writes_come_back_after_a_restart_and_a_rewrite_under_writes() {
         );
         let _: redis::RedisResult<()> = redis::cmd("SHUTDOWN").query(&mut con);
         drop(server);
-        let child;
-        (child, port) = start(&dir, &[]);
-        server = KillOnDrop(Some(child));
+        (server, port) = start(&dir, &[]);
         con = connect(port);
         assert_eq!(before, dataset(&mut con), "round {round}");
     }
@@ -1309,8 +1300,7 @@ fn a_write_to_a_big_collection_grows_the_file_by_what_it_changed() {
     const SIZE: usize = 100_000;
     const WRITES: u64 = 50;
     let dir = TempDir::new("big");
-    let (child, port) = start(&dir, &[]);
-    let _child = KillOnDrop(Some(child));
+    let (_child, port) = start(&dir, &[]);
     let mut con = connect(port);
     for chunk in (0..SIZE).collect::<Vec<_>>().chunks(1000) {
         let names: Vec<String> = chunk.iter().map(|i| format!("field:{i}")).collect();
@@ -1441,8 +1431,7 @@ fn a_write_to_a_big_collection_grows_the_file_by_what_it_changed() {
     let pttl: i64 = con.pttl("big").unwrap();
     drop(_child);
 
-    let (child, port) = start(&dir, &[]);
-    let _child = KillOnDrop(Some(child));
+    let (_child, port) = start(&dir, &[]);
     let mut con = connect(port);
     let reloaded: (usize, usize, String, Vec<String>) = (
         con.hlen("big").unwrap(),
@@ -1461,7 +1450,7 @@ fn a_write_to_a_big_collection_grows_the_file_by_what_it_changed() {
 fn collection_writes_while_config_set_appendonly_writes_the_first_base_come_back() {
     let dir = TempDir::new("enable-members");
     // The base read one shard after another, the longer window.
-    let (child, port) = common::spawn_binary(&[
+    let (server, port) = spawn(&[
         "--port",
         "0",
         "--dir",
@@ -1469,7 +1458,6 @@ fn collection_writes_while_config_set_appendonly_writes_the_first_base_come_back
         "--aof-use-rdb-preamble",
         "no",
     ]);
-    let server = KillOnDrop(Some(child));
     let mut con = connect(port);
     fill_big(&mut con);
     fill_filler(&mut con);
@@ -1486,8 +1474,7 @@ fn collection_writes_while_config_set_appendonly_writes_the_first_base_come_back
     let before = dataset(&mut con);
     let _: redis::RedisResult<()> = redis::cmd("SHUTDOWN").query(&mut con);
     drop(server);
-    let (child, port) = start(&dir, &[]);
-    let _server = KillOnDrop(Some(child));
+    let (_server, port) = start(&dir, &[]);
     assert_eq!(before, dataset(&mut connect(port)));
 }
 

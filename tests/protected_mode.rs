@@ -12,14 +12,14 @@ use std::time::Duration;
 use refserver::{RedisServer, Rlockd, Setup};
 use tokio::io::AsyncWriteExt;
 
-/// Sends `request` from source address 127.0.0.2 and reads until the
-/// server closes or goes quiet.
+/// Sends `request` (one command) from source address 127.0.0.2 and reads
+/// its reply.
 async fn ask_from_outside(server: SocketAddr, request: &[u8]) -> String {
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
     socket.bind(([127, 0, 0, 2], 0).into()).unwrap();
     let mut s = socket.connect(server).await.unwrap();
     s.write_all(request).await.unwrap();
-    String::from_utf8_lossy(&common::read_quiet(&mut s).await).into_owned()
+    String::from_utf8_lossy(&common::read_replies(&mut s, 1).await).into_owned()
 }
 
 fn ask(server: SocketAddr, request: &[u8]) -> String {

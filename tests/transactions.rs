@@ -28,6 +28,7 @@ async fn queue_errors_abort_and_runtime_errors_do_not() {
     let out = raw(
         server.addr(),
         b"MULTI\r\nSET a 1\r\nGET\r\nEXEC\r\nGET a\r\nMULTI\r\nSET b x\r\nINCR b\r\nSET c 2\r\nEXEC\r\nEXEC\r\nDISCARD\r\nMULTI\r\nMULTI\r\nWATCH x\r\nDISCARD\r\n",
+        16,
     )
     .await;
     let text = String::from_utf8(out).unwrap();

@@ -908,10 +908,12 @@ directives! {
         parse: |v| parse_memory_in(v, 1024 * 1024).map(|n| n.to_string()),
         change: Runtime,
     }
-    /// Redis's testing delay while loading keys: kept and reported.
-    "key-load-delay" => key_load_delay: String {
-        default: "0".into(),
-        parse: |v| int_text(v, i32::MIN.into(), i32::MAX.into()),
+    /// Redis's testing delay while loading keys: microseconds per key, or
+    /// (negative, -n) one microsecond for one key in n. Tests use it to
+    /// hold a load open long enough to watch it.
+    "key-load-delay" => key_load_delay: i64 {
+        default: 0,
+        parse: |v| parse_int_in(v, i32::MIN.into(), i32::MAX.into()),
         change: Runtime,
         hidden: true,
     }

@@ -886,13 +886,21 @@ pub fn load_swapping(shared: &Shared, data: &[u8], verify: bool) -> Result<(), L
     let loaded = load_bytes(shared, &mut dest, data, verify, false).and_then(|counts| {
         // No capture may walk maps while they move.
         let _claim = SaveClaim::wait(shared, false);
-        lock_all(shared)
-            .replace_all(&staged)
+        // Held until the libraries and INFO's flag agree with the keys: a
+        // client that reads a new key must not then see old functions or
+        // `async_loading:1`.
+        let mut all = lock_all(shared);
+        all.replace_all(&staged)
             .map_err(|e| LoadError::Key(e.to_string()))?;
         shared.scripts.libraries.write().clear();
         add_libraries(shared, dest.libraries.take().unwrap_or_default(), false)?;
+        shared
+            .snapshots
+            .async_loading
+            .store(false, Ordering::Release);
         Ok(counts)
     });
+    // A load that failed swaps nothing, and is no longer under way.
     shared
         .snapshots
         .async_loading
@@ -910,12 +918,41 @@ pub fn load_swapping(shared: &Shared, data: &[u8], verify: bool) -> Result<(), L
 /// Keys loaded per hold of their shards.
 const LOAD_BATCH: usize = 1024;
 
+/// `key-load-delay`, paid per batch rather than per key: a sleep per key
+/// would cost a system call each and oversleep by far more than asked.
+#[derive(Clone, Copy)]
+struct LoadPace {
+    per_key_us: i64,
+}
+
+impl LoadPace {
+    fn of(config: &Config) -> LoadPace {
+        LoadPace {
+            per_key_us: config.key_load_delay,
+        }
+    }
+
+    /// Redis sleeps `n` microseconds per key, or for `-n`, one in `n`
+    /// keys sleeps one microsecond: the same total, in one sleep.
+    fn after(self, keys: usize) {
+        let keys = keys as u64;
+        let micros = match self.per_key_us {
+            0 => return,
+            n if n > 0 => keys * n as u64,
+            n => keys / n.unsigned_abs(),
+        };
+        std::thread::sleep(std::time::Duration::from_micros(micros));
+    }
+}
+
 fn load_batch(
     shared: &Shared,
     dest: &Dest<'_>,
     batch: &mut Vec<LoadedKey>,
     merge: bool,
+    pace: LoadPace,
 ) -> Result<u64, LoadError> {
+    pace.after(batch.len());
     dest.keys
         // A replica keeps keys past their deadline, as Redis's does: they
         // read as gone, and the primary's DELs remove them.
@@ -1012,7 +1049,10 @@ fn load_bytes(
     let mut reader = FileReader::open(data)?;
     let limits = shared.keyspace.limits();
     let databases = shared.keyspace.databases() as u64;
-    let heap = shared.config.read().lua_heap_limit as usize;
+    let (heap, pace) = {
+        let config = shared.config.read();
+        (config.lua_heap_limit as usize, LoadPace::of(&config))
+    };
     let (mut db, mut read, mut expired, mut empty) = (0, 0, 0, 0);
     let mut point = PointFields::default();
     let mut batch = Vec::with_capacity(LOAD_BATCH);
@@ -1068,13 +1108,13 @@ fn load_bytes(
                     meta,
                 });
                 if batch.len() == LOAD_BATCH {
-                    expired += load_batch(shared, dest, &mut batch, merge)?;
+                    expired += load_batch(shared, dest, &mut batch, merge, pace)?;
                 }
             }
             Item::End => break,
         }
     }
-    expired += load_batch(shared, dest, &mut batch, merge)?;
+    expired += load_batch(shared, dest, &mut batch, merge, pace)?;
     let length = reader.end_offset();
     reader.finish(verify)?;
     Ok(Counts {

@@ -166,22 +166,68 @@ pub async fn err(con: &mut MultiplexedConnection, args: &[&str]) -> String {
     }
 }
 
-/// Sends raw bytes and collects what comes back until the server has
-/// been quiet for a moment or closes.
-pub async fn raw(addr: SocketAddr, bytes: &[u8]) -> Vec<u8> {
+/// Sends raw bytes and reads the `replies` RESP replies they should get
+/// (or what came before the server closed).
+pub async fn raw(addr: SocketAddr, bytes: &[u8], replies: usize) -> Vec<u8> {
     let mut s = TcpStream::connect(addr).await.unwrap();
     s.write_all(bytes).await.unwrap();
-    read_quiet(&mut s).await
+    read_replies(&mut s, replies).await
 }
 
-pub async fn read_quiet(s: &mut TcpStream) -> Vec<u8> {
+/// Reads until `replies` whole RESP2 or RESP3 replies have come, or the
+/// server closes: a slow server cannot cut a reply short, as it could
+/// when a quiet spell ended the read. Fails the test past `WAIT`.
+pub async fn read_replies(s: &mut TcpStream, replies: usize) -> Vec<u8> {
     let mut out = Vec::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        match tokio::time::timeout(Duration::from_millis(200), s.read(&mut buf)).await {
-            Ok(Ok(0)) | Err(_) | Ok(Err(_)) => return out,
-            Ok(Ok(n)) => out.extend_from_slice(&buf[..n]),
+    let (mut whole, mut parsed) = (0, 0);
+    while whole < replies {
+        match read_some(s, &mut out).await {
+            0 => break,
+            _ => {
+                while let Some(used) = reply_length(&out[parsed..]) {
+                    parsed += used;
+                    whole += 1;
+                }
+            }
         }
+    }
+    out
+}
+
+/// The bytes of the whole reply `bytes` starts with, if it holds one: a
+/// RESP2 one (RESP3 has no `$-1`), else a RESP3 one (RESP2 has no `%`).
+fn reply_length(bytes: &[u8]) -> Option<usize> {
+    use redis_protocol::{resp2, resp3};
+    match resp2::decode::decode(bytes) {
+        Ok(whole) => whole.map(|(_, used)| used),
+        Err(_) => resp3::decode::complete::decode(bytes)
+            .ok()?
+            .map(|(_, used)| used),
+    }
+}
+
+/// Reads until the server closes the connection, failing the test past
+/// `WAIT`.
+pub async fn read_to_close(s: &mut TcpStream) -> Vec<u8> {
+    let mut out = Vec::new();
+    while read_some(s, &mut out).await > 0 {}
+    out
+}
+
+/// One read onto `out`: its length, 0 once the server has closed (a reset
+/// included).
+async fn read_some(s: &mut TcpStream, out: &mut Vec<u8>) -> usize {
+    let mut buf = vec![0u8; 64 * 1024];
+    match tokio::time::timeout(WAIT, s.read(&mut buf)).await {
+        Ok(Ok(n)) => {
+            out.extend_from_slice(&buf[..n]);
+            n
+        }
+        Ok(Err(_)) => 0,
+        Err(_) => panic!(
+            "the server went quiet for {WAIT:?}, after {:?}",
+            String::from_utf8_lossy(out)
+        ),
     }
 }
 
