@@ -367,12 +367,21 @@ impl ServerBuilder {
             })?;
         }
         // As Redis: the append-only file when it is on, else the snapshot,
-        // which clients already connected to are told LOADING about.
-        let from_snapshot = !shared.config.read().appendonly;
-        if from_snapshot {
-            shared.snapshots.set_loading(true);
-        } else {
+        // which clients already connected to are told LOADING about. No
+        // file, no LOADING: a client connecting at once to a fresh server
+        // must be served, as Redis serves it.
+        let (appendonly, from_snapshot) = {
+            let config = shared.config.read();
+            let appendonly = config.appendonly;
+            (
+                appendonly,
+                !appendonly && snapshot::rdb_path(&config).exists(),
+            )
+        };
+        if appendonly {
             aof::load_and_open(&shared)?;
+        } else if from_snapshot {
+            shared.snapshots.set_loading(true);
         }
         let stop_rx = shared.shutdown.subscribe();
         let mut tasks = JoinSet::new();
