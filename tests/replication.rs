@@ -2145,6 +2145,24 @@ fn forms_writes(con: &mut Connection) {
         "RPOP pl 1",
         "RPUSH pl2 x y",
         "LMPOP 1 pl2 LEFT COUNT 10",
+        "EXPIRE n 1000",
+        "PEXPIRE fl 100000",
+        "EXPIREAT m1 4000000000",
+        "PEXPIREAT m2 4000000000000",
+        "EXPIRE m2 10 NX",
+        "PERSIST n",
+        "PERSIST n",
+        "GETEX m1 PX 100000",
+        "GETEX m2 PERSIST",
+        "GETEX m4 EXAT 4000000000",
+        "EXPIRE m3 -1",
+        "RPUSH el a b",
+        "EXPIRE el 100",
+        "PERSIST el",
+        "HSET eh f v",
+        "HSET eh g w",
+        "PEXPIREAT eh 4000000000000",
+        "PERSIST eh",
     ];
     for line in lines {
         q(con, &line.split(' ').collect::<Vec<_>>());
@@ -2198,6 +2216,10 @@ fn stream_and_string_writes_reach_replicas_in_redis_forms() {
         "SET str ef KEEPTTL",
         "RPOP pl 1",
         "LPOP pl2 2",
+        "PEXPIREAT n <at>|PEXPIREAT fl <at>|PEXPIREAT m1 <at>|PEXPIREAT m2 <at>|PERSIST n|\
+         PEXPIREAT m1 <at>|PERSIST m2|PEXPIREAT m4 <at>|DEL m3",
+        "PEXPIREAT el <at>|PERSIST el",
+        "PEXPIREAT eh <at>|PERSIST eh",
     ] {
         assert!(all.contains(form), "{form} in {got:#?}");
     }
