@@ -2167,6 +2167,29 @@ fn forms_writes(con: &mut Connection) {
     for line in lines {
         q(con, &line.split(' ').collect::<Vec<_>>());
     }
+    restores(con);
+}
+
+/// RESTOREs of a DUMP payload (binary, so not in `forms_writes`' lines):
+/// a relative TTL goes as an absolute one with ABSTTL, others as they are.
+fn restores(con: &mut Connection) {
+    let Value::BulkString(payload) = q(con, &["DUMP", "m4"]) else {
+        panic!("no DUMP payload for m4");
+    };
+    for args in [
+        &["r1", "100000"][..],
+        &["r2", "0"],
+        &["r3", "4000000000000", "absttl"],
+        &["r1", "200000", "REPLACE"],
+    ] {
+        let mut cmd = redis::cmd("RESTORE");
+        cmd.arg(args[0])
+            .arg(args[1])
+            .arg(&payload[..])
+            .arg(&args[2..]);
+        let reply: Value = cmd.query(con).unwrap();
+        assert_eq!(reply, Value::Okay);
+    }
 }
 
 /// A stream command's text with what the clock chose shown as `<id>`
@@ -2220,6 +2243,11 @@ fn stream_and_string_writes_reach_replicas_in_redis_forms() {
          PEXPIREAT m1 <at>|PERSIST m2|PEXPIREAT m4 <at>|DEL m3",
         "PEXPIREAT el <at>|PERSIST el",
         "PEXPIREAT eh <at>|PERSIST eh",
+        "RESTORE r1 <t> ",
+        "RESTORE r2 0 ",
+        "RESTORE r3 <t> ",
+        " absttl",
+        " REPLACE ABSTTL",
     ] {
         assert!(all.contains(form), "{form} in {got:#?}");
     }
