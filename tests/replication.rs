@@ -2147,9 +2147,50 @@ fn forms_writes(con: &mut Connection) {
         "RPOP pl 1",
         "RPUSH pl2 x y",
         "LMPOP 1 pl2 LEFT COUNT 10",
+        "EXPIRE n 1000",
+        "PEXPIRE fl 100000",
+        "EXPIREAT m1 4000000000",
+        "PEXPIREAT m2 4000000000000",
+        "EXPIRE m2 10 NX",
+        "PERSIST n",
+        "PERSIST n",
+        "GETEX m1 PX 100000",
+        "GETEX m2 PERSIST",
+        "GETEX m4 EXAT 4000000000",
+        "EXPIRE m3 -1",
+        "RPUSH el a b",
+        "EXPIRE el 100",
+        "PERSIST el",
+        "HSET eh f v",
+        "HSET eh g w",
+        "PEXPIREAT eh 4000000000000",
+        "PERSIST eh",
     ];
     for line in lines {
         q(con, &line.split(' ').collect::<Vec<_>>());
+    }
+    restores(con);
+}
+
+/// RESTOREs of a DUMP payload (binary, so not in `forms_writes`' lines):
+/// a relative TTL goes as an absolute one with ABSTTL, others as they are.
+fn restores(con: &mut Connection) {
+    let Value::BulkString(payload) = q(con, &["DUMP", "m4"]) else {
+        panic!("no DUMP payload for m4");
+    };
+    for args in [
+        &["r1", "100000"][..],
+        &["r2", "0"],
+        &["r3", "4000000000000", "absttl"],
+        &["r1", "200000", "REPLACE"],
+    ] {
+        let mut cmd = redis::cmd("RESTORE");
+        cmd.arg(args[0])
+            .arg(args[1])
+            .arg(&payload[..])
+            .arg(&args[2..]);
+        let reply: Value = cmd.query(con).unwrap();
+        assert_eq!(reply, Value::Okay);
     }
 }
 
@@ -2200,6 +2241,15 @@ fn stream_and_string_writes_reach_replicas_in_redis_forms() {
         "SET str ef KEEPTTL",
         "RPOP pl 1",
         "LPOP pl2 2",
+        "PEXPIREAT n <at>|PEXPIREAT fl <at>|PEXPIREAT m1 <at>|PEXPIREAT m2 <at>|PERSIST n|\
+         PEXPIREAT m1 <at>|PERSIST m2|PEXPIREAT m4 <at>|DEL m3",
+        "PEXPIREAT el <at>|PERSIST el",
+        "PEXPIREAT eh <at>|PERSIST eh",
+        "RESTORE r1 <t> ",
+        "RESTORE r2 0 ",
+        "RESTORE r3 <t> ",
+        " absttl",
+        " REPLACE ABSTTL",
     ] {
         assert!(all.contains(form), "{form} in {got:#?}");
     }

@@ -73,7 +73,7 @@ fn expire_generic(ctx: &mut Ctx, unit: Unit, base: Base, cmd: &'static str) -> C
         db.modified(&key, Event::Del)?;
     } else {
         db.set_expire(&key, Some(at))?;
-        db.deadline_modified(&key)?;
+        db.deadline_modified(&key, Event::Expire)?;
     }
     Ok(Reply::Int(1))
 }
@@ -138,7 +138,7 @@ pub fn persist(ctx: &mut Ctx) -> CmdResult<Reply> {
     let had = db.entry(&key)?.is_some_and(|e| e.expire_at().is_some());
     if had {
         db.set_expire(&key, None)?;
-        db.modified(&key, Event::Persist)?;
+        db.deadline_modified(&key, Event::Persist)?;
     }
     Ok(Reply::Int(had as i64))
 }

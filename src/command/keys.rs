@@ -350,6 +350,8 @@ pub fn restore(ctx: &mut Ctx) -> CmdResult<Reply> {
     } else {
         opts.idle_secs.map(|s| AccessClock::idle(s, now))
     };
+    // Sent as Redis sends it: as itself, a relative TTL made absolute.
+    ctx.locked.begin_command_record();
     let mut db = ctx.db();
     if !opts.replace && db.exists(&key)? {
         return Err(CmdError::other("BUSYKEY Target key name already exists."));
@@ -384,6 +386,16 @@ pub fn restore(ctx: &mut Ctx) -> CmdResult<Reply> {
         db.set_access(&key, clock)?;
     }
     db.modified(&key, Event::Restore)?;
+    let absolute = deadline
+        .filter(|_| !opts.absolute_ttl)
+        .map(|at| at.to_string());
+    let mut line: Vec<&[u8]> = ctx.args.iter().map(|a| &a[..]).collect();
+    line[0] = b"RESTORE";
+    if let Some(at) = &absolute {
+        line[2] = at.as_bytes();
+        line.push(b"ABSTTL");
+    }
+    ctx.locked.record_as_command(ctx.client.db, &line);
     Ok(Reply::OK)
 }
 

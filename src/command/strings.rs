@@ -398,13 +398,13 @@ pub fn getex(ctx: &mut Ctx) -> CmdResult<Reply> {
                 db.modified(&key, Event::Del)?;
             } else {
                 db.set_expire(&key, Some(at))?;
-                db.deadline_modified(&key)?;
+                db.deadline_modified(&key, Event::Expire)?;
             }
         }
         GetexTtl::Persist => {
             if db.entry(&key)?.is_some_and(|e| e.expire_at().is_some()) {
                 db.set_expire(&key, None)?;
-                db.modified(&key, Event::Persist)?;
+                db.deadline_modified(&key, Event::Persist)?;
             }
         }
     }

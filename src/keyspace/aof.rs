@@ -5,7 +5,9 @@
 //! members it may change (a `Touch`) or the members it changed, just
 //! those members' states (`HSET key f v` or `HDEL key f`, `SADD`/`SREM`,
 //! `ZADD key score m`/`ZREM`) and the deadline: so one `HSET` on a
-//! 100,000-field hash records one field, not 100,000.
+//! 100,000-field hash records one field, not 100,000. A key of any kind
+//! whose deadline alone changed records just that, in Redis's forms:
+//! `PEXPIREAT key ms`, or `PERSIST key` where it was cleared.
 //!
 //! Logging states rather than commands makes every record idempotent:
 //! replaying a record again leaves the same key in the same state. That
@@ -75,9 +77,16 @@ enum Extent {
     /// driver reclaims leave no record in it.
     Created,
     /// These members (unsorted, perhaps repeated) and the deadline: the
-    /// key held a collection before its first change since the last
-    /// record, and every change since named the members it made.
-    Members(Vec<Bytes>),
+    /// key was there before its first change since the last record (a
+    /// collection, where there are members), and every change since named
+    /// the members it made or changed the deadline alone. `persisted`: a
+    /// change cleared the deadline, which the record says by `PERSIST`
+    /// where the key has none now (a member record without a deadline
+    /// says nothing of it).
+    Members {
+        members: Vec<Bytes>,
+        persisted: bool,
+    },
     /// These list commands, in order, and the deadline: the key held a
     /// list before its first change since the last record, and every
     /// change since was one of these.
@@ -172,7 +181,10 @@ impl Changes {
                     return false;
                 }
                 d.noted = true;
-                Extent::Members(std::mem::take(&mut d.members))
+                Extent::Members {
+                    members: std::mem::take(&mut d.members),
+                    persisted: false,
+                }
             }
             _ => Extent::Whole,
         };
@@ -191,7 +203,16 @@ impl Changes {
         };
         let known = &mut self.keys[at].2;
         match (known, extent) {
-            (Extent::Members(known), Extent::Members(more)) => known.extend(more),
+            (
+                Extent::Members { members, persisted },
+                Extent::Members {
+                    members: more,
+                    persisted: cleared,
+                },
+            ) => {
+                members.extend(more);
+                *persisted |= cleared;
+            }
             (Extent::Ops(known), Extent::Ops(more)) => {
                 for op in more {
                     let rest = match known.last_mut() {
@@ -264,14 +285,17 @@ fn record_key(batch: &mut Batch, db: usize, key: &[u8], entry: Option<&Entry>, c
 }
 
 /// Appends the commands that give `members` of the collection at `key`
-/// the states they have in `entry`, then its deadline. False, with nothing
-/// appended, if `entry` holds no collection of members.
+/// the states they have in `entry`, then its deadline (`persisted`: the
+/// deadline was cleared since the last record). False, with nothing
+/// appended, if there are members and `entry` holds no collection of
+/// them.
 fn record_members(
     batch: &mut Batch,
     db: usize,
     key: &[u8],
     entry: &Entry,
     members: &mut Vec<Bytes>,
+    persisted: bool,
 ) -> bool {
     members.sort_unstable();
     members.dedup();
@@ -308,9 +332,14 @@ fn record_members(
             push_scored(batch, db, key, &scored);
             b"ZREM"
         }
+        // Any kind of key takes a change of its deadline alone.
+        Value::Str(..) | Value::List(_) | Value::Stream(_) if members.is_empty() => b"",
         Value::Str(..) | Value::List(_) | Value::Stream(_) => return false,
     };
     push_chunked(batch, db, remove, key, &gone, 1);
+    if persisted && entry.expire_at().is_none() {
+        batch.push(db, &[b"PERSIST", key]);
+    }
     record_deadline(batch, db, key, entry);
     true
 }
@@ -441,7 +470,19 @@ impl Locked<'_> {
     /// command, changed in `members` only (SPOP, ZPOPMIN, SMOVE's source).
     pub(super) fn note_members(&mut self, db: usize, key: &[u8], members: Vec<Bytes>) {
         if let Some(changes) = &mut self.changes {
-            changes.note_extent(db, key, Extent::Members(members));
+            let persisted = false;
+            changes.note_extent(db, key, Extent::Members { members, persisted });
+        }
+    }
+
+    /// Notes that `key` in `db`, there before the command, changed in its
+    /// deadline alone: set (`PEXPIREAT` with the absolute deadline, as
+    /// Redis sends a lease's renewal) or cleared (`PERSIST`).
+    pub(super) fn note_deadline(&mut self, db: usize, key: &[u8], cleared: bool) {
+        if let Some(changes) = &mut self.changes {
+            let members = Vec::new();
+            let persisted = cleared;
+            changes.note_extent(db, key, Extent::Members { members, persisted });
         }
     }
 
@@ -566,8 +607,8 @@ impl Locked<'_> {
         };
         let created = matches!(extent, Extent::Created);
         let by_part = match (extent, entry.as_deref()) {
-            (Extent::Members(members), Some(entry)) => {
-                record_members(batch, db, key, entry, members)
+            (Extent::Members { members, persisted }, Some(entry)) => {
+                record_members(batch, db, key, entry, members, *persisted)
             }
             (Extent::Ops(list_ops), entry) if ops => record_ops(batch, db, key, entry, list_ops),
             _ => false,
@@ -843,7 +884,14 @@ mod tests {
     fn logged_members(entry: &Entry, members: &[&str]) -> String {
         let mut batch = Batch::default();
         let mut members = members.iter().map(|m| Bytes::from(m.to_string())).collect();
-        assert!(record_members(&mut batch, 0, b"k", entry, &mut members));
+        assert!(record_members(
+            &mut batch,
+            0,
+            b"k",
+            entry,
+            &mut members,
+            false
+        ));
         let mut stream = Stream::default();
         stream.put_plain(&batch);
         String::from_utf8_lossy(&stream.buf).replace("\r\n", " ")
@@ -876,9 +924,27 @@ mod tests {
             "*2 $6 SELECT $1 0 *4 $4 ZADD $1 k $19 0.10000000000000001 $1 m *3 $4 ZREM $1 k $1 x "
         );
         let mut batch = Batch::default();
-        let list = Entry::new(Value::List(Default::default()), None);
-        assert!(!record_members(&mut batch, 0, b"k", &list, &mut vec![]));
+        let list = Entry::new(Value::List(Default::default()), Some(4_000_000_000_000));
+        let mut members = vec![Bytes::from_static(b"a")];
+        assert!(!record_members(
+            &mut batch,
+            0,
+            b"k",
+            &list,
+            &mut members,
+            false
+        ));
         assert!(batch.is_empty());
+        // A list's (or a string's) deadline alone.
+        assert!(record_members(
+            &mut batch,
+            0,
+            b"k",
+            &list,
+            &mut vec![],
+            true
+        ));
+        assert_eq!(batch.len(), 1);
     }
 
     /// A keyspace logging to a fresh AOF directory, and the directory.
@@ -963,18 +1029,43 @@ mod tests {
             let mut locked = ks.lock(&LockPlan::All).unwrap();
             let mut db = locked.db(0);
             db.set_expire(b"h", Some(4_000_000_000_000)).unwrap();
-            db.deadline_modified(b"h").unwrap();
+            db.deadline_modified(b"h", crate::keyspace::Event::Expire)
+                .unwrap();
         }
-        // Cleared: no member record could say so.
+        // Cleared: said by PERSIST, after the members changed with it.
         {
             let mut locked = ks.lock(&LockPlan::All).unwrap();
-            locked.db(0).set_expire(b"h", None).unwrap();
+            let mut db = locked.db(0);
+            db.set_expire(b"h", None).unwrap();
+            db.set_expire(b"h", Some(4_000_000_000_000)).unwrap();
+            db.set_expire(b"h", None).unwrap();
+        }
+        {
+            let mut locked = ks.lock(&LockPlan::All).unwrap();
+            locked
+                .db(0)
+                .set_expire(b"h", Some(4_000_000_000_000))
+                .unwrap();
+        }
+        {
+            let args = [Bytes::from_static(b"b")];
+            let mut locked = ks.lock(&LockPlan::All).unwrap();
+            locked.declare_touch(0, Some(b"h"), || Some(Touch::each(&args)));
+            let mut db = locked.db(0);
+            let limits = crate::keyspace::EncodingLimits::default();
+            let hash = db.typed::<HashValue>(b"h").unwrap().unwrap();
+            hash.insert(b"b", b"v", &limits);
+            db.modified(b"h", crate::keyspace::Event::Hset).unwrap();
+            db.set_expire(b"h", None).unwrap();
+            locked.end_touch();
         }
         assert_eq!(
             written(aof, layout),
             "*2 $6 SELECT $1 0 *1 $5 MULTI *2 $3 DEL $1 h *4 $4 HSET $1 h $1 a $1 v *1 $4 EXEC \
              *3 $9 PEXPIREAT $1 h $13 4000000000000 \
-             *1 $5 MULTI *2 $3 DEL $1 h *4 $4 HSET $1 h $1 a $1 v *1 $4 EXEC "
+             *2 $7 PERSIST $1 h \
+             *3 $9 PEXPIREAT $1 h $13 4000000000000 \
+             *1 $5 MULTI *4 $4 HSET $1 h $1 b $1 v *2 $7 PERSIST $1 h *1 $4 EXEC "
         );
     }
 
@@ -1053,10 +1144,10 @@ mod tests {
         assert_eq!(
             written(aof, layout),
             "*2 $6 SELECT $1 0 *1 $5 MULTI *3 $3 SET $6 before $1 1 *3 $4 COPY $3 src $1 k \
-             *5 $3 SET $1 k $1 v $4 PXAT $13 4000000000000 *1 $4 EXEC \
+             *3 $9 PEXPIREAT $1 k $13 4000000000000 *1 $4 EXEC \
              *1 $5 MULTI *3 $3 SET $6 before $1 1 \
              *5 $3 SET $1 k $1 w $4 PXAT $13 4000000000000 \
-             *5 $3 SET $1 k $1 w $4 PXAT $13 4000000000000 *1 $4 EXEC "
+             *3 $9 PEXPIREAT $1 k $13 4000000000000 *1 $4 EXEC "
         );
     }
 

@@ -310,15 +310,9 @@ impl Db<'_, '_> {
         };
         let previous = entry.set_expire_at(at);
         let db = self.index;
-        if at.is_some() {
-            // No member changed: a collection's record is its deadline
-            // alone (a lock's lease renewed is one PEXPIREAT, as Redis
-            // sends it). Cleared, the deadline leaves nothing such a
-            // record could carry: the key goes whole.
-            self.locked.note_members(db, key, Vec::new());
-        } else {
-            self.locked.note_change(db, key);
-        }
+        // No member changed: the key's record is its deadline alone (a
+        // lock's lease renewed is one PEXPIREAT, as Redis sends it).
+        self.locked.note_deadline(db, key, at.is_none());
         let shard = self.locked.shard_for(key)?;
         shard.dbs[db].deadline_changed(previous.is_some(), at.is_some());
         if let Some(at) = at.filter(|at| Some(*at) != previous) {
@@ -335,11 +329,12 @@ impl Db<'_, '_> {
         Ok(())
     }
 
-    /// `modified` for the new deadline `set_expire` gave `key`, which
-    /// noted it already as the change of the deadline alone.
-    pub fn deadline_modified(&mut self, key: &[u8]) -> CmdResult<()> {
+    /// `modified` for the deadline `set_expire` gave `key` or cleared
+    /// (`event`), which it noted already as the change of the deadline
+    /// alone.
+    pub fn deadline_modified(&mut self, key: &[u8], event: Event) -> CmdResult<()> {
         self.counted(key)?;
-        self.notify(key, Event::Expire);
+        self.notify(key, event);
         Ok(())
     }
 
