@@ -246,7 +246,14 @@ fn acked_offset(con: &mut Connection) -> u64 {
 fn no_lock_asked_after_its_replica_stopped_is_granted() {
     const CLIENTS: usize = 8;
     const PER_BATCH: usize = 4;
-    let ((_p, mut p), (r_run, _r)) = pair(&["--lock-sync-timeout-ms", "300"]);
+    // The replica counts as there throughout (its last ACK is recent
+    // enough), so every write after the stop runs and waits.
+    let ((_p, mut p), (r_run, _r)) = pair(&[
+        "--lock-sync-timeout-ms",
+        "300",
+        "--min-replicas-max-lag",
+        "60",
+    ]);
     let port: u16 = port_of(&mut p).parse().unwrap();
     let granted = Arc::new(AtomicUsize::new(0));
     let done = Arc::new(AtomicBool::new(false));
