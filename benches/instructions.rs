@@ -28,10 +28,10 @@ mod support;
 
 use std::io;
 use std::net::SocketAddr;
-use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use support::callgrind::{self, Workload, count};
 use support::{Conn, Reply, Server, free_port, knob, launch, rlockd_binary, transient_args};
 
 const LOCK_LUA: &str = include_str!("../src/command/scripting/lock_scripts/redisson_lock.lua");
@@ -46,9 +46,6 @@ fn sha(conn: &mut Conn, script: &str) -> io::Result<String> {
         other => Err(io::Error::other(format!("SCRIPT LOAD: {other:?}"))),
     }
 }
-
-/// A workload a server runs under callgrind, `n` times over.
-type Workload<'a> = &'a dyn Fn(SocketAddr, usize) -> io::Result<()>;
 
 fn drive(addr: SocketAddr, pairs: usize) -> io::Result<()> {
     let mut conn = Conn::open(addr)?;
@@ -119,52 +116,8 @@ fn read_big(addr: SocketAddr, calls: usize) -> io::Result<()> {
     read_script(addr, calls, "big")
 }
 
-/// Instructions the server ran, start to shut-down, doing `pairs` pairs.
-fn count(program: &str, args: &[&str], workload: Workload<'_>, pairs: usize) -> u64 {
-    // One file a process: redis-server's forks (a replica's snapshot)
-    // must not write over the server's.
-    let stem = format!("rlockd-callgrind-{}.out", free_port());
-    let out = std::env::temp_dir().join(&stem);
-    let port = free_port();
-    let mut child = Command::new("valgrind")
-        .arg("--tool=callgrind")
-        .arg(format!("--callgrind-out-file={}.%p", out.display()))
-        .arg(program)
-        .args(args)
-        .args(["--port", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("valgrind starts");
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while Conn::open(addr).and_then(|mut c| c.cmd(&["PING"])).is_err() {
-        assert!(Instant::now() < deadline, "{program} did not start");
-        thread::sleep(Duration::from_millis(100));
-    }
-    workload(addr, pairs).expect("the workload runs");
-    let _ = Conn::open(addr).and_then(|mut c| c.send(&["SHUTDOWN", "NOSAVE"]));
-    child.wait().expect("the server exits");
-    let text = std::fs::read_to_string(format!("{}.{}", out.display(), child.id()))
-        .expect("callgrind's output");
-    for file in std::fs::read_dir(std::env::temp_dir())
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        if file.file_name().to_string_lossy().starts_with(&stem) {
-            let _ = std::fs::remove_file(file.path());
-        }
-    }
-    text.lines()
-        .find_map(|l| l.strip_prefix("summary:").or(l.strip_prefix("totals:")))
-        .and_then(|n| n.trim().parse().ok())
-        .expect("a total in callgrind's output")
-}
-
 fn main() {
-    if Command::new("valgrind").arg("--version").output().is_err() {
-        println!("valgrind not available (Debian: apt-get install valgrind): nothing measured");
+    if !callgrind::available() {
         return;
     }
     let pairs = knob("RLOCKD_BENCH_PAIRS", 2000).max(1);

@@ -6,8 +6,10 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{cmd, connect, raw};
+use common::resp::{Conn, F};
+use common::{cmd, connect};
 use rlockd::server::PauseMode;
+use tokio::io::AsyncWriteExt;
 
 async fn timed<T: redis::FromRedisValue>(
     con: &mut redis::aio::MultiplexedConnection,
@@ -18,80 +20,104 @@ async fn timed<T: redis::FromRedisValue>(
     (v, started.elapsed())
 }
 
+/// Far longer than any round trip takes on a loaded machine, and shorter
+/// than `LONG_PAUSE`: a command answered within it was not held back.
+const NOT_HELD: Duration = common::WAIT;
+
+/// A pause that only CLIENT UNPAUSE (or the API's) ends within a test.
+const LONG_PAUSE: Duration = Duration::from_secs(30);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn write_pause_holds_back_writes_and_scripts_only() {
     let server = common::start().await;
     let mut admin = connect(&server).await;
     let mut c = connect(&server).await;
     cmd::<()>(&mut c, &["SET", "k", "before"]).await.unwrap();
-    cmd::<()>(&mut admin, &["CLIENT", "PAUSE", "300", "WRITE"])
+    let long = LONG_PAUSE.as_millis().to_string();
+    cmd::<()>(&mut admin, &["CLIENT", "PAUSE", &long, "WRITE"])
         .await
         .unwrap();
     let (v, took) = timed::<String>(&mut c, &["GET", "k"]).await;
-    assert_eq!(
-        (v.as_str(), took < Duration::from_millis(200)),
-        ("before", true),
-        "{took:?}"
-    );
+    assert_eq!((v.as_str(), took < NOT_HELD), ("before", true), "{took:?}");
     let (_, took) = timed::<i64>(&mut c, &["EVAL_RO", "return 1", "0"]).await;
-    assert!(
-        took < Duration::from_millis(200),
-        "EVAL_RO is a read: {took:?}"
-    );
-    let (_, took) = timed::<()>(&mut c, &["SET", "k", "during"]).await;
-    assert!(took >= Duration::from_millis(200), "SET waited {took:?}");
+    assert!(took < NOT_HELD, "EVAL_RO is a read: {took:?}");
+    cmd::<()>(&mut admin, &["CLIENT", "UNPAUSE"]).await.unwrap();
 
-    cmd::<()>(&mut admin, &["CLIENT", "PAUSE", "300", "WRITE"])
-        .await
-        .unwrap();
-    for args in [&["EVAL", "return 1", "0"][..], &["PUBLISH", "ch", "m"]] {
-        let started = Instant::now();
-        cmd::<i64>(&mut c, args).await.unwrap();
-        assert!(started.elapsed() >= Duration::from_millis(150), "{args:?}");
+    // Each write waits out a pause of its own (a shorter pause would not
+    // shorten one in force, as in Redis).
+    for args in [
+        &["SET", "k", "during"][..],
+        &["EVAL", "return 1", "0"],
+        &["PUBLISH", "ch", "m"],
+    ] {
+        let asked = Instant::now();
         cmd::<()>(&mut admin, &["CLIENT", "PAUSE", "300", "WRITE"])
             .await
             .unwrap();
+        cmd::<redis::Value>(&mut c, args).await.unwrap();
+        // The pause began after `asked`, so ends 300 ms after it at the
+        // earliest, however slow the round trips.
+        let waited = asked.elapsed();
+        assert!(
+            waited >= Duration::from_millis(300),
+            "{args:?} answered after {waited:?}"
+        );
     }
+
+    // UNPAUSE releases a write the pause holds.
+    cmd::<()>(&mut admin, &["CLIENT", "PAUSE", &long, "WRITE"])
+        .await
+        .unwrap();
+    let mut writer = connect(&server).await;
+    let held = tokio::spawn(async move { timed::<()>(&mut writer, &["SET", "k", "after"]).await });
+    common::until_blocked(&mut admin, 1).await;
     cmd::<()>(&mut admin, &["CLIENT", "UNPAUSE"]).await.unwrap();
-    let (_, took) = timed::<()>(&mut c, &["SET", "k", "after"]).await;
-    assert!(
-        took < Duration::from_millis(200),
-        "UNPAUSE released writes: {took:?}"
-    );
+    let (_, took) = held.await.unwrap();
+    assert!(took < NOT_HELD, "UNPAUSE released writes: {took:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn all_pause_holds_everything_until_the_api_unpauses() {
     let server = common::start().await;
     let mut c = connect(&server).await;
-    server.pause(Duration::from_secs(30), PauseMode::All);
-    let ping = tokio::spawn(async move { timed::<String>(&mut c, &["PING"]).await });
+    server.pause(LONG_PAUSE, PauseMode::All);
+    // When the PING is answered: the task may start late on a loaded
+    // machine, so what it measures itself proves nothing.
+    let ping = tokio::spawn(async move {
+        let pong = cmd::<String>(&mut c, &["PING"]).await.unwrap();
+        (pong, Instant::now())
+    });
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(!ping.is_finished(), "PING is held back");
+    let unpaused = Instant::now();
     server.unpause();
-    let (pong, took) = tokio::time::timeout(Duration::from_secs(5), ping)
+    let (pong, answered) = tokio::time::timeout(NOT_HELD, ping)
         .await
         .expect("released")
         .unwrap();
     assert_eq!(pong, "PONG");
-    assert!(took >= Duration::from_millis(200));
+    assert!(answered >= unpaused, "answered before the unpause");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pipeline_gets_the_replies_before_the_paused_command() {
     let server = common::start().await;
-    server.pause(Duration::from_millis(400), PauseMode::Write);
-    let started = Instant::now();
-    // `raw` reads until the server has been quiet for 200 ms: the GET's
-    // reply arrives at once, the SET's only after the pause.
-    let early = raw(server.addr(), b"GET k\r\nSET k v\r\n").await;
-    assert_eq!(early, b"$-1\r\n");
-    assert!(started.elapsed() < Duration::from_millis(400));
+    server.pause(LONG_PAUSE, PauseMode::Write);
+    let mut c = Conn::open(server.addr()).await;
+    c.s.write_all(b"GET k\r\nSET k v\r\n").await.unwrap();
+    // The GET's reply comes long before the pause ends, the SET's only
+    // after it.
+    assert_eq!(c.read_within(NOT_HELD).await, Some(F::Nil));
+    c.quiet().await;
+    server.unpause();
+    assert_eq!(c.read().await, F::Simple("OK".into()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keys_do_not_expire_while_paused() {
-    let server = common::start().await;
+    // The keys' deadline passes on a manual clock once the pause is on,
+    // however long the commands before it take.
+    let server = common::start_with_manual_clock().await;
     let mut c = connect(&server).await;
     cmd::<()>(&mut c, &["SET", "lease", "x", "PX", "50"])
         .await
@@ -99,7 +125,9 @@ async fn keys_do_not_expire_while_paused() {
     cmd::<()>(&mut c, &["SET", "other", "x", "PX", "50"])
         .await
         .unwrap();
-    server.pause(Duration::from_secs(30), PauseMode::Write);
+    server.pause(LONG_PAUSE, PauseMode::Write);
+    server.clock().unwrap().advance(Duration::from_millis(51));
+    // Time for the expiry driver to run, were it not held.
     tokio::time::sleep(Duration::from_millis(150)).await;
     // Past their deadline they read as gone, yet neither the expiry driver
     // nor the lookup reclaims them, as in Redis.
@@ -113,8 +141,11 @@ async fn keys_do_not_expire_while_paused() {
     assert_eq!(cmd::<i64>(&mut c, &["DBSIZE"]).await.unwrap(), 2);
     server.unpause();
     // The driver reclaims both once the pause is over.
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(cmd::<i64>(&mut c, &["DBSIZE"]).await.unwrap(), 0);
+    let unpaused = Instant::now();
+    while cmd::<i64>(&mut c, &["DBSIZE"]).await.unwrap() != 0 {
+        assert!(unpaused.elapsed() < common::WAIT, "never reclaimed");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -135,12 +166,14 @@ async fn dropped_connections_and_delayed_replies() {
     let mut again = connect(&server).await;
     assert_eq!(cmd::<String>(&mut again, &["PING"]).await.unwrap(), "PONG");
 
-    server.delay_replies(Duration::from_millis(150));
+    // A delay well above a loaded machine's round trip tells the two apart.
+    let delay = Duration::from_millis(600);
+    server.delay_replies(delay);
     let (_, took) = timed::<String>(&mut again, &["PING"]).await;
-    assert!(took >= Duration::from_millis(150), "{took:?}");
+    assert!(took >= delay, "{took:?}");
     server.delay_replies(Duration::ZERO);
     let (_, took) = timed::<String>(&mut again, &["PING"]).await;
-    assert!(took < Duration::from_millis(100), "{took:?}");
+    assert!(took < delay, "{took:?}");
 }
 
 /// A client held by CLIENT PAUSE counts as blocked, as in Redis 7.0 (INFO
@@ -155,14 +188,15 @@ async fn paused_clients_count_as_blocked() {
             .map(|n| n.trim().to_string())
             .unwrap()
     };
-    cmd::<()>(&mut admin, &["CLIENT", "PAUSE", "5000", "WRITE"])
+    let long = LONG_PAUSE.as_millis().to_string();
+    cmd::<()>(&mut admin, &["CLIENT", "PAUSE", &long, "WRITE"])
         .await
         .unwrap();
     let mut writer = connect(&server).await;
     let held = tokio::spawn(async move { cmd::<()>(&mut writer, &["SET", "k", "v"]).await });
     let started = std::time::Instant::now();
     while blocked(cmd(&mut admin, &["INFO", "clients"]).await.unwrap()) != "1" {
-        assert!(started.elapsed() < Duration::from_secs(3), "never counted");
+        assert!(started.elapsed() < common::WAIT, "never counted");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let list: String = cmd(&mut admin, &["CLIENT", "LIST"]).await.unwrap();

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use redis::aio::MultiplexedConnection;
 use redis::{Script, ScriptInvocation};
-use rlockd::keyspace::key_slot;
+use rlockd::keyspace::key_shard;
 
 static RENEW: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../conformance/scripts/lock_renew_batch.lua")));
@@ -31,13 +31,13 @@ const LOCKS: usize = 100;
 const ROUNDS: usize = 20;
 const RELEASERS: usize = 8;
 
-/// `LOCKS` lock names, each in a hash slot of its own, so that one renewal
-/// spans as many slots (and rlockd shards) as it can.
+/// `LOCKS` lock names, each in an rlockd shard of its own, so that one
+/// renewal spans as many shards as it can.
 fn lock_names(prefix: &str) -> Vec<String> {
-    let mut slots = HashSet::new();
+    let mut shards = HashSet::new();
     (0..)
         .map(|j| format!("{prefix}:{j}"))
-        .filter(|name| slots.insert(key_slot(name.as_bytes())))
+        .filter(|name| shards.insert(key_shard(name.as_bytes())))
         .take(LOCKS)
         .collect()
 }

@@ -74,7 +74,9 @@ fn wait_rewrite(con: &mut Connection) {
     while info_field(con, "aof_rewrite_in_progress") != "0"
         || info_field(con, "aof_rewrite_scheduled") != "0"
     {
-        assert!(started.elapsed() < Duration::from_secs(20), "rewrite hangs");
+        // A rewrite under writers with `appendfsync always` took over 20 s
+        // on a loaded machine.
+        assert!(started.elapsed() < Duration::from_secs(60), "rewrite hangs");
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(info_field(con, "aof_last_bgrewrite_status"), "ok");
@@ -149,6 +151,8 @@ const LEASE_MS: i64 = 20_000;
 fn kill_9_under_load_keeps_acknowledged_writes_leases_and_tokens() {
     let dir = TempDir::new("kill9");
     let (child, port) = start(&dir, &[]);
+    // Stopped even when an assertion fails, so the test run ends.
+    let mut server = KillOnDrop(Some(child));
     let mut con = connect(port);
     let (_, first_token) = fenced_acquire(&mut con, "owner-1:1");
     let granted = Instant::now();
@@ -190,13 +194,14 @@ fn kill_9_under_load_keeps_acknowledged_writes_leases_and_tokens() {
     };
     let writers = Writers::start(port, 4);
     std::thread::sleep(Duration::from_millis(800));
-    kill9(child);
+    kill9(server.0.take().expect("running"));
     let acked = writers.join();
     cycling.store(false, Ordering::Relaxed);
     let cycles = cycler.join().unwrap();
     std::thread::sleep(Duration::from_millis(400));
 
     let (child, port) = start(&dir, &[]);
+    server.0 = Some(child);
     let mut con = connect(port);
     let down_ms = granted.elapsed().as_millis() as i64;
     for (i, &acked) in acked.iter().enumerate() {
@@ -230,7 +235,7 @@ fn kill_9_under_load_keeps_acknowledged_writes_leases_and_tokens() {
         "kill -9: {} INCRs and {cycles} lock cycles acknowledged, none lost",
         acked.iter().sum::<i64>()
     );
-    kill9(child);
+    drop(server);
 }
 
 #[test]
@@ -473,7 +478,11 @@ fn dataset(con: &mut Connection) -> Vec<String> {
         for key in keys {
             let kind: String = redis::cmd("TYPE").arg(&key).query(con).unwrap();
             let value = match kind.as_str() {
-                "string" => con.get::<_, String>(&key).unwrap(),
+                // Bitmaps and HyperLogLogs are bytes.
+                "string" => match String::from_utf8(con.get::<_, Vec<u8>>(&key).unwrap()) {
+                    Ok(text) => text,
+                    Err(bytes) => format!("{:?}", bytes.into_bytes()),
+                },
                 "hash" => {
                     let mut pairs: Vec<(String, String)> = con.hgetall(&key).unwrap();
                     pairs.sort();
@@ -490,20 +499,14 @@ fn dataset(con: &mut Connection) -> Vec<String> {
                     con.zrange_withscores::<_, Vec<(String, String)>>(&key, 0, -1)
                         .unwrap()
                 ),
-                "stream" => {
-                    let entries: redis::Value = redis::cmd("XRANGE")
-                        .arg(&key)
-                        .arg("-")
-                        .arg("+")
+                // Its entries, groups, pending entries and consumers; when a
+                // consumer was last seen is the clock's at loading.
+                "stream" => common::without_seen_times(
+                    redis::cmd("XINFO")
+                        .arg(&["STREAM", &key, "FULL"])
                         .query(con)
-                        .unwrap();
-                    let groups: redis::Value = redis::cmd("XINFO")
-                        .arg("GROUPS")
-                        .arg(&key)
-                        .query(con)
-                        .unwrap();
-                    format!("{entries:?} {groups:?}")
-                }
+                        .unwrap(),
+                ),
                 other => other.to_string(),
             };
             let pttl: i64 = con.pttl(&key).unwrap();
@@ -564,12 +567,37 @@ fn write_sample(con: &mut Connection) -> Vec<String> {
     let _: () = redis::cmd("SELECT").arg(0).query(con).unwrap();
     let _: i64 = con.del("counter").unwrap();
     let _: i64 = con.incr("counter", 1).unwrap();
-    // A stream is logged as a RESTORE of its DUMP payload, Redis's own.
+    // Streams and strings are logged in Redis's forms of their commands
+    // (XADD with its id, a group read as XCLAIM…).
     for line in [
         "XADD s 1-1 f v",
         "XADD s 2-0 f w g x",
         "XGROUP CREATE s g 0",
         "XREADGROUP GROUP g alice COUNT 1 STREAMS s >",
+        "XADD s MAXLEN ~ 1 * f y",
+        "XADD seq 5-* f z",
+        "XREADGROUP GROUP g bob NOACK COUNT 1 STREAMS s >",
+        "XREADGROUP GROUP g alice STREAMS s 0",
+        "XCLAIM s g carol 0 1-1 JUSTID",
+        "XAUTOCLAIM s g dave 0 0",
+        "XDEL s 2-0",
+        "XTRIM s MINID ~ 0",
+        "XACK s g 1-1",
+        "XGROUP CREATECONSUMER s g erin",
+        "APPEND text ab",
+        "SETRANGE text 4 cd",
+        "SETBIT bits 9 1",
+        "BITFIELD bits INCRBY u8 8 7",
+        "BITOP XOR both text bits",
+        "PFADD hll a b",
+        "PFMERGE hll2 hll",
+        "INCRBYFLOAT float 2.5",
+        "SET leased v",
+        "PEXPIRE leased 600000",
+        "SET kept v EX 100",
+        "PERSIST kept",
+        "MSET m1 a m2 b",
+        "SET leased w KEEPTTL",
     ] {
         let words: Vec<&str> = line.split(' ').collect();
         let _: redis::Value = redis::cmd(words[0]).arg(&words[1..]).query(con).unwrap();
@@ -647,6 +675,21 @@ fn our_files_read_back_and_redis_agrees(test: &str, preamble: &str, format: &str
     let base =
         std::fs::read(dir.file(&format!("appendonlydir/appendonly.aof.2.base.{format}"))).unwrap();
     assert!(base.starts_with(head), "{}", String::from_utf8_lossy(&base));
+    // The writes after the rewrite, in Redis's forms.
+    let incr = std::fs::read(dir.file("appendonlydir/appendonly.aof.2.incr.aof")).unwrap();
+    let incr = String::from_utf8_lossy(&incr);
+    for form in [
+        "XCLAIM",
+        "XGROUP\r\n$5\r\nSETID",
+        "MAXLEN\r\n$1\r\n=",
+        "APPEND",
+        "PFMERGE",
+        "MSET\r\n",
+        "KEEPTTL",
+    ] {
+        assert!(incr.contains(form), "{form} in {incr}");
+    }
+    assert!(!incr.contains("RESTORE"), "{incr}");
     let (child, port) = start(&dir, &[]);
     assert_eq!(ours, dataset(&mut connect(port)));
     kill9(child);
@@ -820,7 +863,11 @@ fn config_set_appendonly_that_cannot_work_is_refused_as_redis_refuses_it() {
         "CONFIG GET dir",
     ];
     let request = script.map(|line| format!("{line}\r\n")).concat();
-    let quiet = Duration::from_millis(300);
+    // QUIT last: the server closes the connection once every reply before
+    // it is sent, so the exchange ends there, not on a quiet spell that a
+    // slow reply could outlast.
+    let request = request + "QUIT\r\n";
+    let quiet = common::WAIT;
     let theirs = refserver::exchange(redis.addr, request.as_bytes(), quiet);
     let ours = refserver::exchange(subject.addr(), request.as_bytes(), quiet);
     assert_eq!(refserver::show(&ours, 2000), refserver::show(&theirs, 2000));
@@ -830,7 +877,7 @@ fn config_set_appendonly_that_cannot_work_is_refused_as_redis_refuses_it() {
         refserver::show(&ours, 2000)
     );
     for addr in [redis.addr, subject.addr()] {
-        let info = refserver::exchange(addr, b"INFO persistence\r\n", quiet);
+        let info = refserver::exchange(addr, b"INFO persistence\r\nQUIT\r\n", quiet);
         assert!(
             String::from_utf8_lossy(&info).contains("aof_enabled:0\r\n"),
             "{addr}: {}",
@@ -839,23 +886,25 @@ fn config_set_appendonly_that_cannot_work_is_refused_as_redis_refuses_it() {
     }
 }
 
-/// The raw reply to inline commands (as telnet sends them) on a new connection.
+/// The raw replies to inline commands (as telnet sends them) on a new
+/// connection, each one line (as the simple replies and errors here are):
+/// read until there are as many lines as commands, so a slow reply is
+/// waited for rather than cut off.
 fn raw_reply(port: u16, inline: &str) -> String {
     use std::io::{Read, Write};
+    let commands = inline.split("\r\n").count();
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     stream
         .write_all(format!("{inline}\r\n").as_bytes())
         .unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_millis(200)))
-        .unwrap();
+    stream.set_read_timeout(Some(common::WAIT)).unwrap();
     let mut out = Vec::new();
     let mut buf = [0u8; 1024];
-    while let Ok(n) = stream.read(&mut buf) {
-        if n == 0 {
-            break;
+    while out.windows(2).filter(|w| w == b"\r\n").count() < commands {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
         }
-        out.extend_from_slice(&buf[..n]);
     }
     String::from_utf8_lossy(&out).into_owned()
 }
@@ -1440,4 +1489,178 @@ fn collection_writes_while_config_set_appendonly_writes_the_first_base_come_back
     let (child, port) = start(&dir, &[]);
     let _server = KillOnDrop(Some(child));
     assert_eq!(before, dataset(&mut connect(port)));
+}
+
+/// The first lease each key below is given: long enough for the writes
+/// before its renewal on a loaded machine, short enough to wait out.
+const FIRST_LEASE_MS: u64 = 1_000;
+
+/// Gives keys a first lease and renews each before it ends: a lock hash
+/// renewed after the base written with it, Redisson's read/write lock
+/// taken, re-entered and renewed by its watchdog, and a hash given a
+/// deadline, then `last`. Returns the latest first deadline.
+fn renew_leases(con: &mut Connection, last: u64) -> u64 {
+    let first = common::epoch_ms() + FIRST_LEASE_MS;
+    let renewed = |con: &mut Connection, key: &str| {
+        let answer: i64 = con.pexpire_at(key, last as i64).unwrap();
+        assert_eq!(
+            answer, 1,
+            "{key} was gone before its renewal: a slow machine?"
+        );
+    };
+    let _: () = con
+        .hset_multiple("based", &[("mode", "write"), ("owner:write", "1")])
+        .unwrap();
+    let _: i64 = con.pexpire_at("based", first as i64).unwrap();
+    let _: String = redis::cmd("BGREWRITEAOF").query(con).unwrap();
+    wait_rewrite(con);
+    renewed(con, "based");
+    let acquire = Script::new(include_str!("../conformance/scripts/rw_write_acquire.lua"));
+    for _ in 0..2 {
+        let taken: Option<i64> = acquire
+            .key("rw")
+            .arg(FIRST_LEASE_MS)
+            .arg("owner:write")
+            .invoke(con)
+            .unwrap();
+        assert_eq!(taken, None, "the write lock is taken, then entered again");
+    }
+    let entered: u64 = redis::cmd("PEXPIRETIME").arg("rw").query(con).unwrap();
+    let watchdog: i64 = Script::new(common::redisson::RENEW)
+        .key("rw")
+        .arg(600_000)
+        .arg("owner:write")
+        .invoke(con)
+        .unwrap();
+    assert_eq!(
+        watchdog, 1,
+        "rw was gone before its renewal: a slow machine?"
+    );
+    let _: i64 = con.hset("plain", "f", "v").unwrap();
+    let _: i64 = con.pexpire_at("plain", first as i64).unwrap();
+    renewed(con, "plain");
+    first.max(entered)
+}
+
+/// A key of `renew_leases`, its fields and its deadline (PEXPIRETIME).
+type Lease = (&'static str, Vec<(String, String)>, i64);
+
+/// Each key of `renew_leases` as it stands.
+fn leases(con: &mut Connection) -> Vec<Lease> {
+    ["based", "rw", "plain"]
+        .into_iter()
+        .map(|key| {
+            let mut fields: Vec<(String, String)> = con.hgetall(key).unwrap();
+            fields.sort();
+            let at: i64 = redis::cmd("PEXPIRETIME").arg(key).query(con).unwrap();
+            (key, fields, at)
+        })
+        .collect()
+}
+
+/// A server that replays the records of `renew_leases`: rlockd restarted
+/// on its file, or redis-server reloading its own (DEBUG LOADAOF).
+enum Replaying {
+    Ours {
+        dir: TempDir,
+        args: [&'static str; 2],
+        server: KillOnDrop,
+    },
+    Redis(refserver::RedisServer),
+}
+
+impl Replaying {
+    fn ours(name: &str, preamble: &'static str) -> (Replaying, Connection) {
+        let dir = TempDir::new(name);
+        let args = ["--aof-use-rdb-preamble", preamble];
+        let (child, port) = start(&dir, &args);
+        let server = KillOnDrop(Some(child));
+        (Replaying::Ours { dir, args, server }, connect(port))
+    }
+
+    fn redis(test: &str) -> Option<(Replaying, Connection)> {
+        let server = refserver::RedisServer::start(&refserver::redis_server_path(test)?);
+        let mut con = connect(server.port());
+        let _: () = redis::cmd("CONFIG")
+            .arg(&["SET", "appendonly", "yes"])
+            .query(&mut con)
+            .unwrap();
+        wait_rewrite(&mut con);
+        Some((Replaying::Redis(server), con))
+    }
+
+    /// Loads the file again: a crash and a restart for rlockd.
+    fn reload(&mut self, con: Connection) -> Connection {
+        match self {
+            Replaying::Ours { dir, args, server } => {
+                drop(con);
+                kill9(server.0.take().expect("a server running"));
+                let (child, port) = start(dir, &args[..]);
+                server.0 = Some(child);
+                connect(port)
+            }
+            Replaying::Redis(server) => {
+                let mut con = con;
+                let _: () = redis::cmd("DEBUG").arg("LOADAOF").query(&mut con).unwrap();
+                connect(server.port())
+            }
+        }
+    }
+}
+
+/// A renewal is recorded as its deadline alone (`PEXPIREAT`, as Redis
+/// records it), so the file keeps a key's first lease and then the new
+/// one. A restart once the first lease passed replays the renewal over a
+/// key whose recorded deadline is behind the clock: loading expires
+/// nothing, as Redis's loading, whether the key is in the base (an RDB
+/// preamble or commands) or made after it, so every key comes back with
+/// its fields and its last deadline, the same in rlockd and in
+/// redis-server, and Redis reads rlockd's file the same.
+#[test]
+fn renewed_leases_come_back_after_their_first_lease_passed() {
+    let test = "renewed_leases_come_back_after_their_first_lease_passed";
+    let mut servers = vec![
+        Replaying::ours("renewed-rdb", "yes"),
+        Replaying::ours("renewed-aof", "no"),
+    ];
+    servers.extend(Replaying::redis(test));
+    let last = common::epoch_ms() + 600_000;
+    let mut first_leases_end = 0;
+    for (_, con) in &mut servers {
+        first_leases_end = first_leases_end.max(renew_leases(con, last));
+    }
+    common::until_clock_past(first_leases_end);
+    let mut reloaded = Vec::new();
+    for (mut server, mut con) in servers {
+        let before = leases(&mut con);
+        assert!(
+            before.iter().all(|(_, fields, _)| !fields.is_empty()),
+            "{before:?}"
+        );
+        let mut con = server.reload(con);
+        assert_eq!(leases(&mut con), before);
+        if let Replaying::Ours { dir, .. } = &server
+            && let Some(redis) = redis_from_aof(test, &dir.file("appendonlydir"))
+        {
+            assert_eq!(
+                leases(&mut connect(redis.port())),
+                before,
+                "Redis reads our file"
+            );
+        }
+        reloaded.push(before);
+    }
+    // The renewal of the read/write lock is relative: its deadline is
+    // each server's own.
+    let shared = |leases: &[Lease]| -> Vec<String> {
+        leases
+            .iter()
+            .map(|(key, fields, at)| match *key {
+                "rw" => format!("{key} {fields:?}"),
+                _ => format!("{key} {fields:?} {at}"),
+            })
+            .collect()
+    };
+    let views: Vec<Vec<String>> = reloaded.iter().map(|l| shared(l)).collect();
+    assert!(views.windows(2).all(|w| w[0] == w[1]), "{views:?}");
 }

@@ -86,6 +86,22 @@ const UNITS: &[&str] = &[
 /// tests that read the replication stream, SAVE and PFDEBUG run.
 const DENIED_TAGS: &str = "-needs:debug -needs:config-maxmemory -slow";
 
+/// Skipped on both servers alike, by name: tests whose outcome depends on
+/// which of several connections the server reads first, where the order
+/// that is not Redis's usual one leaves a client blocked for good, so the
+/// unit stalls for `STALL_SECS` and loses its remaining tests (listing one
+/// in known-failures.txt would not stop that). rlockd serves connections
+/// in parallel; Redis's one thread happens to read them in the order the
+/// test wrote to them.
+///
+/// - unit/type/list's: two clients send BRPOPLPUSH and a third LPUSHes,
+///   none waiting for the others; when the second client's pop (or the
+///   push) is served before the first client's, the first blocks for good
+///   and its `read` never returns (the harness timed out on it in 4 of 80
+///   runs of the test alone against rlockd on 2 loaded cores, in none of
+///   80 against redis-server).
+const RACING_TESTS: &[&str] = &["BRPOPLPUSH with multiple blocked clients"];
+
 /// A unit whose harness makes no progress for this long gives up. Well
 /// above the longest single test: HyperLogLog's encoding fuzzer takes
 /// 43 s on either server here, and more on a busier machine.
@@ -315,6 +331,7 @@ fn run_unit(job: &Job, side: Side, unit: &str, worker: u16) -> UnitRun {
             .args(["--single", unit, "--clients", "1", "--durable"])
             .args(["--baseport", &(base_port() + 100 * worker).to_string()])
             .args(["--timeout", &STALL_SECS.to_string(), "--tags", DENIED_TAGS])
+            .args(RACING_TESTS.iter().flat_map(|t| ["--skiptest", t]))
             .current_dir(tree)
             .env("TERM", "dumb")
             .stdin(Stdio::null())

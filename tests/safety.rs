@@ -1305,12 +1305,15 @@ async fn check_histories(
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let outcome = history(seed, steps, Sabotage::None, restarts(&dir)).await;
-        let _ = std::fs::remove_dir_all(&dir);
         if let Some(violation) = outcome.violation {
+            // The folder is kept: its append-only file shows what each
+            // key was recorded as before the crash.
             panic!(
-                "seed {seed}{what} (replay: SAFETY_SEED={seed} SAFETY_STEPS={steps}): {violation}"
+                "seed {seed}{what} (replay: SAFETY_SEED={seed} SAFETY_STEPS={steps}; files in {}): {violation}",
+                dir.display()
             );
         }
+        let _ = std::fs::remove_dir_all(&dir);
         total.operations += outcome.operations;
         total.grants += outcome.grants;
         total.restarts += outcome.restarts;

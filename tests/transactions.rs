@@ -4,6 +4,7 @@ mod common;
 
 use std::time::Duration;
 
+use common::resp::{Conn, F};
 use common::{cmd, connect, err, raw, start};
 use redis::Value;
 
@@ -37,47 +38,50 @@ async fn queue_errors_abort_and_runtime_errors_do_not() {
     assert_eq!(text, expected);
 }
 
+fn ok() -> F {
+    F::Simple("OK".into())
+}
+
+fn queued() -> F {
+    F::Simple("QUEUED".into())
+}
+
 #[tokio::test]
 async fn watch_aborts_on_change_by_another_client() {
     let server = start().await;
     let mut a = connect(&server).await;
     let mut b = connect(&server).await;
     cmd::<()>(&mut a, &["SET", "w", "1"]).await.unwrap();
-    // WATCH needs one connection for the whole exchange: use raw lines.
-    let mut s = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
-    use tokio::io::AsyncWriteExt;
-    s.write_all(b"WATCH w\r\n").await.unwrap();
-    let _ = common::read_quiet(&mut s).await;
+    // WATCH needs one connection for the whole exchange, each reply read
+    // as a frame (a quiet spell could end before a slow one arrives).
+    let mut s = Conn::open(server.addr()).await;
+    assert_eq!(s.cmd(&["WATCH", "w"]).await, ok());
     cmd::<()>(&mut b, &["SET", "w", "2"]).await.unwrap();
-    s.write_all(b"MULTI\r\nSET w 3\r\nEXEC\r\n").await.unwrap();
-    let out = common::read_quiet(&mut s).await;
-    assert_eq!(out, b"+OK\r\n+QUEUED\r\n*-1\r\n");
+    assert_eq!(s.cmd(&["MULTI"]).await, ok());
+    assert_eq!(s.cmd(&["SET", "w", "3"]).await, queued());
+    assert_eq!(s.cmd(&["EXEC"]).await, F::Nil);
     assert_eq!(cmd::<String>(&mut a, &["GET", "w"]).await.unwrap(), "2");
     // Untouched watch: EXEC runs.
-    s.write_all(b"WATCH w\r\nMULTI\r\nSET w 4\r\nEXEC\r\n")
-        .await
-        .unwrap();
-    let out = common::read_quiet(&mut s).await;
-    assert_eq!(out, b"+OK\r\n+OK\r\n+QUEUED\r\n*1\r\n+OK\r\n");
+    assert_eq!(s.cmd(&["WATCH", "w"]).await, ok());
+    assert_eq!(s.cmd(&["MULTI"]).await, ok());
+    assert_eq!(s.cmd(&["SET", "w", "4"]).await, queued());
+    assert_eq!(s.cmd(&["EXEC"]).await, F::Arr(vec![ok()]));
 }
 
 #[tokio::test]
 async fn watch_aborts_when_the_key_expires() {
-    let server = start().await;
-    let mut a = connect(&server).await;
-    cmd::<()>(&mut a, &["SET", "lease", "1", "PX", "50"])
-        .await
-        .unwrap();
-    let mut s = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
-    use tokio::io::AsyncWriteExt;
-    s.write_all(b"WATCH lease\r\n").await.unwrap();
-    let _ = common::read_quiet(&mut s).await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    s.write_all(b"MULTI\r\nSET lease 2\r\nEXEC\r\n")
-        .await
-        .unwrap();
-    let out = common::read_quiet(&mut s).await;
-    assert_eq!(out, b"+OK\r\n+QUEUED\r\n*-1\r\n");
+    // The lease expires on a manual clock between WATCH and EXEC: on the
+    // wall clock, a WATCH that a loaded machine sent after the lease's 50 ms
+    // found the key already gone and watched nothing (as in Redis), and the
+    // EXEC ran.
+    let server = common::start_with_manual_clock().await;
+    let mut c = Conn::open(server.addr()).await;
+    assert_eq!(c.cmd(&["SET", "lease", "1", "PX", "50"]).await, ok());
+    assert_eq!(c.cmd(&["WATCH", "lease"]).await, ok());
+    server.clock().unwrap().advance(Duration::from_millis(100));
+    assert_eq!(c.cmd(&["MULTI"]).await, ok());
+    assert_eq!(c.cmd(&["SET", "lease", "2"]).await, queued());
+    assert_eq!(c.cmd(&["EXEC"]).await, F::Nil);
 }
 
 #[tokio::test]

@@ -2,6 +2,7 @@
 //! `rlockd` binary on free ports, a blocking RESP client, and knobs.
 #![allow(dead_code)]
 
+pub mod callgrind;
 pub mod replicated;
 
 use std::io::{self, BufRead, BufReader, Read, Write};

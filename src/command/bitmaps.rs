@@ -435,7 +435,7 @@ pub fn bitfield_ro(ctx: &mut Ctx) -> CmdResult<Reply> {
 }
 
 pub(super) static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("setbit", 4, Group::Bitmap, setbit).flags(WRITE | DENYOOM).acl(BITMAP).keys(&key1(RW_ACCESS_UPDATE))
+    CommandSpec::new("setbit", 4, Group::Bitmap, setbit).records_itself().flags(WRITE | DENYOOM).acl(BITMAP).keys(&key1(RW_ACCESS_UPDATE))
         .syntax("key offset value")
         .doc("2.2.0", "Sets or clears the bit at an offset of a string; returns the bit's old value."),
     CommandSpec::new("getbit", 3, Group::Bitmap, getbit).flags(READ_FAST).acl(BITMAP).keys(&key1(RO_ACCESS))
@@ -447,11 +447,11 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("bitpos", -3, Group::Bitmap, bitpos).flags(READONLY).acl(BITMAP).keys(&key1(RO_ACCESS))
         .syntax("key bit [start [end [BYTE | BIT]]]")
         .doc("2.8.7", "Returns the position of the first set or clear bit of a string, or of a range of it."),
-    CommandSpec::new("bitop", -4, Group::Bitmap, bitop).flags(WRITE | DENYOOM).acl(BITMAP)
+    CommandSpec::new("bitop", -4, Group::Bitmap, bitop).records_itself().flags(WRITE | DENYOOM).acl(BITMAP)
         .keys(&[KeySpec::range(2, 0, 1, OW_UPDATE), KeySpec::range(3, -1, 1, RO_ACCESS)])
         .syntax("operation destkey key...")
         .doc("2.6.0", "Stores the AND, OR, XOR or NOT of strings at a key; returns its length."),
-    CommandSpec::new("bitfield", -2, Group::Bitmap, bitfield).flags(WRITE | DENYOOM).acl(BITMAP)
+    CommandSpec::new("bitfield", -2, Group::Bitmap, bitfield).records_itself().flags(WRITE | DENYOOM).acl(BITMAP)
         .keys(&key1(&["RW", "access", "update", "variable_flags"])).vary_key_flags(bitfield_key_flags)
         .syntax("key [GET (encoding offset) | ([OVERFLOW (WRAP | SAT | FAIL)] (SET (encoding offset value) | INCRBY (encoding offset increment)))]...")
         .doc("3.2.0", "Reads, writes and adds to integer fields of any width at any bit offset of a string."),

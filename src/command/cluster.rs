@@ -9,7 +9,7 @@ use super::presets::NONDET;
 use super::registry::slot_in_range;
 use super::reply::help_reply;
 use super::spec::acl::CONNECTION;
-use super::spec::flag::{ADMIN, FAST, LOADING, NO_ASYNC_LOADING, NOSCRIPT, SLOT_ARG, STALE};
+use super::spec::flag::{ADMIN, FAST, LOADING, NO_ASYNC_LOADING, NOSCRIPT, STALE, WHOLE_KEYSPACE};
 use super::spec::{CommandSpec, Group};
 use crate::client_handle::ClientAddr;
 use crate::cluster::{ClusterNode, Endpoint};
@@ -143,7 +143,7 @@ pub fn cluster_countkeysinslot(ctx: &mut Ctx) -> CmdResult<Reply> {
     node(ctx)?;
     let slot = slot_in_range(slot_number(ctx.arg(2))?).ok_or(CmdError::InvalidSlot)?;
     let db = ctx.client.db;
-    let count = ctx.locked.in_slot(db, slot, |keys| keys.count())?;
+    let count = ctx.locked.in_slot(db, slot, |keys| keys.count());
     Ok(Reply::Int(count as i64))
 }
 
@@ -160,7 +160,7 @@ pub fn cluster_getkeysinslot(ctx: &mut Ctx) -> CmdResult<Reply> {
         keys.take(limit)
             .map(|key| Reply::Bulk(Bytes::copy_from_slice(key)))
             .collect()
-    })?;
+    });
     Ok(Reply::Array(keys))
 }
 
@@ -223,7 +223,7 @@ static CLUSTER_SUBS: &[CommandSpec] = &[
         Group::Cluster,
         cluster_countkeysinslot,
     )
-    .flags(STALE | SLOT_ARG)
+    .flags(STALE | WHOLE_KEYSPACE)
     .syntax("slot")
     .doc("3.0.0", "Counts the keys in a hash slot."),
     CommandSpec::new("delslots", -3, Group::Cluster, cluster_topology)
@@ -249,7 +249,7 @@ static CLUSTER_SUBS: &[CommandSpec] = &[
             "Drops a node from this node's view of the cluster.",
         ),
     CommandSpec::new("getkeysinslot", 4, Group::Cluster, cluster_getkeysinslot)
-        .flags(STALE | SLOT_ARG)
+        .flags(STALE | WHOLE_KEYSPACE)
         .tips(NONDET)
         .syntax("slot count")
         .doc("3.0.0", "Returns up to count key names in a hash slot."),

@@ -73,7 +73,7 @@ fn expire_generic(ctx: &mut Ctx, unit: Unit, base: Base, cmd: &'static str) -> C
         db.modified(&key, Event::Del)?;
     } else {
         db.set_expire(&key, Some(at))?;
-        db.modified(&key, Event::Expire)?;
+        db.deadline_modified(&key)?;
     }
     Ok(Reply::Int(1))
 }

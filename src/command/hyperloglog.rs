@@ -197,6 +197,7 @@ pub fn pfselftest(_ctx: &mut Ctx) -> CmdResult<Reply> {
 
 pub(super) static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("pfadd", -2, Group::Hyperloglog, pfadd)
+        .records_itself()
         .flags(WRITE_FAST)
         .acl(HYPERLOGLOG)
         .keys(&key1(&["RW", "insert"]))
@@ -215,6 +216,7 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
             "Returns the estimated number of distinct elements of HyperLogLogs (of their union).",
         ),
     CommandSpec::new("pfmerge", -2, Group::Hyperloglog, pfmerge)
+        .records_itself()
         .flags(WRITE | DENYOOM)
         .acl(HYPERLOGLOG)
         .keys(&[

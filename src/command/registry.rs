@@ -22,7 +22,7 @@ use crate::context::renames::Called;
 use crate::context::slowlog::Caller;
 use crate::context::{Client, Shared};
 use crate::error::{CmdError, CmdResult};
-use crate::keyspace::{HASH_SLOTS, LockPlan, Locked, slot_shard};
+use crate::keyspace::{HASH_SLOTS, LockPlan, Locked};
 use crate::protocol::Reply;
 use crate::pubsub::Origin;
 use crate::pubsub::tracking::{note_script_read, take_script_read};
@@ -165,14 +165,6 @@ pub(super) fn slot_in_range(n: i64) -> Option<u16> {
 pub fn lock_plan(spec: &CommandSpec, args: &[Bytes]) -> LockPlan {
     if spec.has(flag::WHOLE_KEYSPACE) {
         LockPlan::All
-    } else if spec.has(flag::SLOT_ARG) {
-        let slot = args
-            .get(2)
-            .and_then(|arg| crate::util::parse_i64(arg))
-            .and_then(slot_in_range);
-        slot.map_or(LockPlan::Nothing, |slot| {
-            LockPlan::Shards(vec![slot_shard(slot)])
-        })
     } else {
         LockPlan::for_keys(spec.key_args(args))
     }

@@ -78,9 +78,6 @@ pub mod flag {
     /// Ours, not reported: exists only on a server started with
     /// `enable-clock-control`; elsewhere it is an unknown command.
     pub const CLOCK_CONTROL: u32 = 1 << 28;
-    /// Reads the keys of the hash slot in argument 2 (CLUSTER
-    /// COUNTKEYSINSLOT / GETKEYSINSLOT): it locks that slot's shard.
-    pub const SLOT_ARG: u32 = 1 << 29;
     /// Ours, not reported: a script, which may touch keys it did not
     /// declare, so inside EXEC the whole keyspace is held.
     pub const SCRIPT: u32 = 1 << 30;

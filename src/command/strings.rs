@@ -116,6 +116,11 @@ pub fn set(ctx: &mut Ctx) -> CmdResult<Reply> {
         None => Ttl::Clear,
     };
     let (key, value) = (ctx.arg(1).clone(), ctx.arg(2).clone());
+    // A SET that keeps the deadline goes as itself, as Redis sends it;
+    // any other as the value and deadline it left (`SET key value PXAT`).
+    if opts.keepttl {
+        ctx.locked.begin_command_record();
+    }
     let mut db = ctx.db();
     let old = if opts.get {
         db.typed::<Bytes>(&key)?.cloned()
@@ -134,6 +139,11 @@ pub fn set(ctx: &mut Ctx) -> CmdResult<Reply> {
     db.modified(&key, Event::Set)?;
     if opts.expire.is_some() {
         db.notify(&key, Event::Expire);
+    }
+    if opts.keepttl {
+        let mut line: Vec<&[u8]> = ctx.args.iter().map(|a| &a[..]).collect();
+        line[0] = b"SET";
+        ctx.locked.record_as_command(ctx.client.db, &line);
     }
     Ok(if opts.get {
         Reply::opt_bulk(old)
@@ -388,7 +398,7 @@ pub fn getex(ctx: &mut Ctx) -> CmdResult<Reply> {
                 db.modified(&key, Event::Del)?;
             } else {
                 db.set_expire(&key, Some(at))?;
-                db.modified(&key, Event::Expire)?;
+                db.deadline_modified(&key)?;
             }
         }
         GetexTtl::Persist => {
@@ -437,6 +447,8 @@ pub fn setrange(ctx: &mut Ctx) -> CmdResult<Reply> {
 /// result kept in the human form (no exponent), TTL untouched.
 pub fn incrbyfloat(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (key, raw_delta) = (ctx.arg(1).clone(), ctx.arg(2).clone());
+    // Sent as Redis sends it: the value it left, the deadline kept.
+    ctx.locked.begin_command_record();
     let mut db = ctx.db();
     let current = match db.typed_for_write::<Bytes>(&key)?.cloned() {
         None => LongDouble::ZERO,
@@ -450,6 +462,8 @@ pub fn incrbyfloat(ctx: &mut Ctx) -> CmdResult<Reply> {
     let text = Bytes::from(next.to_human());
     db.insert(&key, Value::Str(text.clone(), StrForm::Text), Ttl::Keep)?;
     db.modified(&key, Event::Incrbyfloat)?;
+    let line: [&[u8]; 4] = [b"SET", &key, &text, b"KEEPTTL"];
+    ctx.locked.record_as_command(ctx.client.db, &line);
     Ok(Reply::Bulk(text))
 }
 
@@ -659,12 +673,12 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
         .keys(&keys_all(RO_ACCESS))
         .syntax("key...")
         .doc("1.0.0", "Returns the values of several keys."),
-    CommandSpec::new("mset", -3, Group::String, mset).flags(WRITE | DENYOOM).acl(STRING)
+    CommandSpec::new("mset", -3, Group::String, mset).records_itself().flags(WRITE | DENYOOM).acl(STRING)
         .tips(&["request_policy:multi_shard", "response_policy:all_succeeded"])
         .keys(&[KeySpec::range(1, -1, 2, OW_UPDATE)])
         .syntax("(key value)...")
         .doc("1.0.1", "Sets several string values atomically."),
-    CommandSpec::new("msetnx", -3, Group::String, msetnx).flags(WRITE | DENYOOM).acl(STRING)
+    CommandSpec::new("msetnx", -3, Group::String, msetnx).records_itself().flags(WRITE | DENYOOM).acl(STRING)
         .tips(&["request_policy:multi_shard", "response_policy:agg_min"])
         .keys(&[KeySpec::range(1, -1, 2, &["OW", "insert"])])
         .syntax("(key value)...")
@@ -672,25 +686,25 @@ pub(super) static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("getrange", 4, Group::String, getrange).flags(READONLY).acl(STRING).keys(&key1(RO_ACCESS))
         .syntax("key start end")
         .doc("2.4.0", "Returns a substring of a string value."),
-    CommandSpec::new("incr", 2, Group::String, incr).flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
+    CommandSpec::new("incr", 2, Group::String, incr).records_itself().flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
         .syntax("key")
         .doc("1.0.0", "Adds one to an integer value."),
-    CommandSpec::new("incrby", 3, Group::String, incrby).flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
+    CommandSpec::new("incrby", 3, Group::String, incrby).records_itself().flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
         .syntax("key increment")
         .doc("1.0.0", "Adds an amount to an integer value."),
-    CommandSpec::new("decr", 2, Group::String, decr).flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
+    CommandSpec::new("decr", 2, Group::String, decr).records_itself().flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
         .syntax("key")
         .doc("1.0.0", "Subtracts one from an integer value."),
-    CommandSpec::new("decrby", 3, Group::String, decrby).flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
+    CommandSpec::new("decrby", 3, Group::String, decrby).records_itself().flags(WRITE_FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))
         .syntax("key decrement")
         .doc("1.0.0", "Subtracts an amount from an integer value."),
-    CommandSpec::new("append", 3, Group::String, append).flags(WRITE_FAST).acl(STRING).keys(&key1(&["RW", "insert"]))
+    CommandSpec::new("append", 3, Group::String, append).records_itself().flags(WRITE_FAST).acl(STRING).keys(&key1(&["RW", "insert"]))
         .syntax("key value")
         .doc("2.0.0", "Appends to a string value; returns the new length."),
     CommandSpec::new("substr", 4, Group::String, substr).flags(READONLY).acl(STRING).keys(&key1(RO_ACCESS))
         .syntax("key start end")
         .doc("1.0.0", "Returns a substring of a string value (GETRANGE's old name)."),
-    CommandSpec::new("setrange", 4, Group::String, setrange).flags(WRITE | DENYOOM).acl(STRING).keys(&key1(RW_UPDATE))
+    CommandSpec::new("setrange", 4, Group::String, setrange).records_itself().flags(WRITE | DENYOOM).acl(STRING).keys(&key1(RW_UPDATE))
         .syntax("key offset value")
         .doc("2.2.0", "Overwrites part of a string value from an offset; returns the new length."),
     CommandSpec::new("getex", -2, Group::String, getex).flags(WRITE | FAST).acl(STRING).keys(&key1(RW_ACCESS_UPDATE))

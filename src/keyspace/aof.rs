@@ -83,12 +83,13 @@ enum Extent {
     /// change since was one of these.
     Ops(Vec<ListOp>),
     /// One command's changes to `keys`, recorded as the command itself
-    /// (`args`, resolved) where records are replayed in order over the
-    /// state they were made from, else as those keys whole. The key it is
-    /// filed under is its first, and is never merged into: a later change
-    /// to one of its keys makes a record of its own after it.
+    /// or the commands Redis sends for it (`lines`, resolved) where
+    /// records are replayed in order over the state they were made from,
+    /// else as those keys whole. The key it is filed under is its first,
+    /// and is never merged into: a later change to one of its keys makes
+    /// a record of its own after it.
     Command {
-        args: Vec<Bytes>,
+        lines: Vec<Vec<Bytes>>,
         keys: Vec<(usize, Bytes)>,
     },
 }
@@ -317,9 +318,17 @@ fn record_members(
 /// Appends the list commands that made the list at `key` what `entry`
 /// holds from what it held at the last record, then its deadline (a key
 /// replayed past its deadline is gone, and the pushes must not make it
-/// anew without one). False, with nothing appended, if it holds no list.
-fn record_ops(batch: &mut Batch, db: usize, key: &[u8], entry: &Entry, ops: &[ListOp]) -> bool {
-    if !matches!(entry.value, Value::List(_)) {
+/// anew without one); no `entry`: the ops emptied the list (a list is
+/// deleted once empty, and every other removal is recorded whole). False,
+/// with nothing appended, if it holds no list.
+fn record_ops(
+    batch: &mut Batch,
+    db: usize,
+    key: &[u8],
+    entry: Option<&Entry>,
+    ops: &[ListOp],
+) -> bool {
+    if entry.is_some_and(|e| !matches!(e.value, Value::List(_))) {
         return false;
     }
     let db = Some(db);
@@ -358,7 +367,9 @@ fn record_ops(batch: &mut Batch, db: usize, key: &[u8], entry: &Entry, ops: &[Li
             }
         }
     }
-    record_deadline(batch, db, key, entry);
+    if let Some(entry) = entry {
+        record_deadline(batch, db, key, entry);
+    }
     true
 }
 
@@ -507,15 +518,25 @@ impl Locked<'_> {
         let batch = &mut changes.batch;
         for (db, key, mut extent) in changes.keys.drain(..) {
             match &mut extent {
-                Extent::Command { args, .. } if ops => {
-                    let args: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
-                    batch.push(Some(db), &args);
+                Extent::Command { lines, keys } => {
+                    // Before the records are appended, whether they may go
+                    // as commands is not known yet: both forms go in the
+                    // batch, and `log_changes` keeps one.
+                    let start = batch.len();
+                    for line in lines.iter() {
+                        let args: Vec<&[u8]> = line.iter().map(|a| &a[..]).collect();
+                        batch.push(Some(db), &args);
+                    }
                     changes.expired_in_file = true;
-                }
-                Extent::Command { keys, .. } => {
+                    if ops {
+                        continue;
+                    }
+                    batch.mark_form(start, true);
+                    let start = batch.len();
                     for (db, key) in keys {
                         self.record_now(batch, *db, key, &mut Extent::Whole, ops);
                     }
+                    batch.mark_form(start, false);
                 }
                 extent => self.record_now(batch, db, &key, extent, ops),
             }
@@ -548,9 +569,7 @@ impl Locked<'_> {
             (Extent::Members(members), Some(entry)) => {
                 record_members(batch, db, key, entry, members)
             }
-            (Extent::Ops(list_ops), Some(entry)) if ops => {
-                record_ops(batch, db, key, entry, list_ops)
-            }
+            (Extent::Ops(list_ops), entry) if ops => record_ops(batch, db, key, entry, list_ops),
             _ => false,
         };
         if !by_part {
@@ -561,7 +580,8 @@ impl Locked<'_> {
     /// The command about to run may be recorded as itself
     /// (`record_as_command`): the changes before it are recorded first,
     /// as they stand now. Lists go whole, as whether their commands may
-    /// go as themselves is known only once the records are appended.
+    /// go as themselves is known only once the records are appended (a
+    /// command recorded as itself goes in both forms until then).
     pub fn begin_command_record(&mut self) {
         if self.changes.as_ref().is_some_and(|c| !c.keys.is_empty()) {
             self.checkpoint(false);
@@ -576,6 +596,16 @@ impl Locked<'_> {
     /// whole. `args` must name everything that it read at random or from
     /// the clock, so that running it again makes the same change.
     pub fn record_as_command(&mut self, db: usize, args: &[&[u8]]) {
+        let line = args.iter().map(|a| Bytes::copy_from_slice(a)).collect();
+        self.record_as_commands(db, vec![line]);
+    }
+
+    /// As `record_as_command`, for a command that Redis sends as other
+    /// commands (a stream's XREADGROUP as XCLAIMs), in order; with none,
+    /// what it changed since `begin_command_record` reaches neither the
+    /// file nor replicas (a consumer's seen time, which Redis does not
+    /// send either).
+    pub fn record_as_commands(&mut self, db: usize, lines: Vec<Vec<Bytes>>) {
         let Some(changes) = &mut self.changes else {
             return;
         };
@@ -584,11 +614,13 @@ impl Locked<'_> {
         }
         let keys: Vec<(usize, Bytes)> = changes.keys.drain(..).map(|(db, k, _)| (db, k)).collect();
         changes.seen.clear();
-        let args = args.iter().map(|a| Bytes::copy_from_slice(a)).collect();
+        if lines.is_empty() {
+            return;
+        }
         let first = keys[0].1.clone();
         changes
             .keys
-            .push((db, first, Extent::Command { args, keys }));
+            .push((db, first, Extent::Command { lines, keys }));
     }
 
     /// A command that changes no key and goes to replicas only (PUBLISH),
@@ -667,7 +699,9 @@ impl Locked<'_> {
         let ops =
             ks.copying.load(Ordering::Acquire) == 0 && aof.is_none_or(|aof| !aof.awaiting_base());
         self.checkpoint(ops);
-        let changes = self.changes.as_ref()?;
+        let changes = self.changes.as_mut()?;
+        changes.batch.settle(ops);
+        let changes = &*changes;
         let backlog = self.ks.backlog.get();
         if let Some(backlog) = backlog {
             backlog.append(&changes.expired);
@@ -921,6 +955,29 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_new_deadline_on_a_collection_logs_the_deadline_alone() {
+        let (ks, aof, layout) = logging("deadline");
+        hset(&ks, b"h", b"a", true);
+        {
+            let mut locked = ks.lock(&LockPlan::All).unwrap();
+            let mut db = locked.db(0);
+            db.set_expire(b"h", Some(4_000_000_000_000)).unwrap();
+            db.deadline_modified(b"h").unwrap();
+        }
+        // Cleared: no member record could say so.
+        {
+            let mut locked = ks.lock(&LockPlan::All).unwrap();
+            locked.db(0).set_expire(b"h", None).unwrap();
+        }
+        assert_eq!(
+            written(aof, layout),
+            "*2 $6 SELECT $1 0 *1 $5 MULTI *2 $3 DEL $1 h *4 $4 HSET $1 h $1 a $1 v *1 $4 EXEC \
+             *3 $9 PEXPIREAT $1 h $13 4000000000000 \
+             *1 $5 MULTI *2 $3 DEL $1 h *4 $4 HSET $1 h $1 a $1 v *1 $4 EXEC "
+        );
+    }
+
     /// Pushes `items` at the back of the list at `key`, as RPUSH does.
     fn rpush(ks: &Keyspace, key: &[u8], items: &[&'static [u8]]) {
         let mut locked = ks.lock(&LockPlan::All).unwrap();
@@ -1000,6 +1057,43 @@ mod tests {
              *1 $5 MULTI *3 $3 SET $6 before $1 1 \
              *5 $3 SET $1 k $1 w $4 PXAT $13 4000000000000 \
              *5 $3 SET $1 k $1 w $4 PXAT $13 4000000000000 *1 $4 EXEC "
+        );
+    }
+
+    /// Two commands recorded as themselves in one batch (a transaction):
+    /// the first is recorded before the second runs, when whether the
+    /// batch may go as commands is not known yet.
+    fn two_commands(ks: &Keyspace) {
+        let mut locked = ks.lock(&LockPlan::All).unwrap();
+        for (key, value) in [(b"a", b"1"), (b"b", b"2")] {
+            locked.begin_command_record();
+            locked
+                .db(0)
+                .insert(key, Value::string(Bytes::from_static(value)), Ttl::Clear)
+                .unwrap();
+            locked.record_as_commands(
+                0,
+                vec![vec![
+                    Bytes::from_static(b"APPEND"),
+                    Bytes::from_static(key),
+                    Bytes::from_static(value),
+                ]],
+            );
+        }
+    }
+
+    #[test]
+    fn commands_in_one_batch_go_as_commands_or_all_whole() {
+        let (ks, aof, layout) = logging("batch");
+        two_commands(&ks);
+        {
+            let _copy = ks.begin_copy();
+            two_commands(&ks);
+        }
+        assert_eq!(
+            written(aof, layout),
+            "*2 $6 SELECT $1 0 *1 $5 MULTI *3 $6 APPEND $1 a $1 1 *3 $6 APPEND $1 b $1 2 *1 $4 EXEC \
+             *1 $5 MULTI *3 $3 SET $1 a $1 1 *3 $3 SET $1 b $1 2 *1 $4 EXEC "
         );
     }
 

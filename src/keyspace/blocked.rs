@@ -121,6 +121,10 @@ impl Db<'_, '_> {
             let Some(at) = waiter.keys.iter().position(|k| k == key) else {
                 continue;
             };
+            // A group read served goes to replicas as Redis's forms of it,
+            // after the records of the write that made the key ready.
+            self.locked.begin_command_record();
+            let mut lines = Vec::new();
             let stream = match self.get_mut(key)? {
                 Some(Value::Stream(s)) => Some(s),
                 _ => None,
@@ -153,6 +157,7 @@ impl Db<'_, '_> {
                         let (consumer, created) = group.consumer(&read.consumer, now);
                         consumer.seen_time = now;
                         let entries = stream.deliver_new(read, wait.count, now);
+                        lines = stream.group_read_lines(key, read, &entries, created, false);
                         if created {
                             self.notify(key, Event::XgroupCreateConsumer);
                         }
@@ -164,6 +169,10 @@ impl Db<'_, '_> {
                 },
             };
             served.push((waiter, outcome));
+            if !lines.is_empty() {
+                self.dirtied(key)?;
+                self.locked.record_as_commands(self.index, lines);
+            }
         }
         Ok(())
     }
@@ -192,7 +201,14 @@ impl Db<'_, '_> {
             return Ok(taken);
         }
         let (emptied, popped) = (list.is_empty(), taken.len());
-        self.after_pop(key, emptied, |db| {
+        // A list emptied by pops goes as the pops, as Redis sends them
+        // (`LPOP key 3`): replayed, they empty it too.
+        let removal = if emptied {
+            Removal::Unnoted
+        } else {
+            Removal::None
+        };
+        self.after_pop(key, removal, |db| {
             db.modified_list(key, || ListOp::Pop(end, popped), end.pop_event())
         })?;
         Ok(taken)
@@ -215,9 +231,13 @@ impl Db<'_, '_> {
         if taken.is_empty() {
             return Ok(taken);
         }
-        let emptied = zset.is_empty();
+        let removal = if zset.is_empty() {
+            Removal::Noted
+        } else {
+            Removal::None
+        };
         let members = taken.iter().map(|(m, _)| m.clone());
-        self.after_pop(key, emptied, |db| {
+        self.after_pop(key, removal, |db| {
             db.modified_members(key, members, end.pop_event())
         })?;
         Ok(taken)
@@ -229,14 +249,18 @@ impl Db<'_, '_> {
     fn after_pop(
         &mut self,
         key: &[u8],
-        emptied: bool,
+        removal: Removal,
         modified: impl FnOnce(&mut Self) -> Result<(), CmdError>,
     ) -> Result<(), CmdError> {
-        if emptied {
-            self.remove(key)?;
+        match removal {
+            Removal::None => {}
+            Removal::Noted => {
+                self.remove(key)?;
+            }
+            Removal::Unnoted => self.remove_unnoted(key)?,
         }
         modified(self)?;
-        if emptied {
+        if !matches!(removal, Removal::None) {
             self.notify(key, Event::Del);
         }
         Ok(())
@@ -377,4 +401,14 @@ fn serve_one(db: &mut Db, key: &Bytes, wanted: &Wanted) -> Outcome {
         Err(CmdError::ShardBusy) => Outcome::Retry,
         Err(e) => Outcome::Failed(e),
     }
+}
+
+/// Whether a pop emptied its key, and how its removal is recorded.
+enum Removal {
+    None,
+    /// Recorded as the key's deletion.
+    Noted,
+    /// Recorded by the pops alone (`modified_list`), which empty it
+    /// again when replayed.
+    Unnoted,
 }

@@ -295,6 +295,14 @@ impl Db<'_, '_> {
         Ok(removed)
     }
 
+    /// Removes a key whose removal the caller records otherwise (the pops
+    /// that emptied a list).
+    pub(super) fn remove_unnoted(&mut self, key: &[u8]) -> CmdResult<()> {
+        let db = self.index;
+        self.locked.shard_for(key)?.remove(db, key);
+        Ok(())
+    }
+
     /// Sets or clears the deadline of an existing key; false if there is none.
     pub fn set_expire(&mut self, key: &[u8], at: Option<u64>) -> CmdResult<bool> {
         let Some(entry) = self.entry(key)? else {
@@ -302,7 +310,15 @@ impl Db<'_, '_> {
         };
         let previous = entry.set_expire_at(at);
         let db = self.index;
-        self.locked.note_change(db, key);
+        if at.is_some() {
+            // No member changed: a collection's record is its deadline
+            // alone (a lock's lease renewed is one PEXPIREAT, as Redis
+            // sends it). Cleared, the deadline leaves nothing such a
+            // record could carry: the key goes whole.
+            self.locked.note_members(db, key, Vec::new());
+        } else {
+            self.locked.note_change(db, key);
+        }
         let shard = self.locked.shard_for(key)?;
         shard.dbs[db].deadline_changed(previous.is_some(), at.is_some());
         if let Some(at) = at.filter(|at| Some(*at) != previous) {
@@ -316,6 +332,14 @@ impl Db<'_, '_> {
     pub fn modified(&mut self, key: &[u8], event: Event) -> CmdResult<()> {
         self.touched(key)?;
         self.notify(key, event);
+        Ok(())
+    }
+
+    /// `modified` for the new deadline `set_expire` gave `key`, which
+    /// noted it already as the change of the deadline alone.
+    pub fn deadline_modified(&mut self, key: &[u8]) -> CmdResult<()> {
+        self.counted(key)?;
+        self.notify(key, Event::Expire);
         Ok(())
     }
 

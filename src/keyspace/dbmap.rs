@@ -67,7 +67,8 @@ pub struct Node(NonNull<u8>);
 // through the node (`&self` reads, `&mut self` changes), so it may cross
 // threads as its contents may: `Entry` is plain owned data, both.
 unsafe impl Send for Node {}
-// SAFETY: as for `Send`; nothing behind `&Node` is mutated.
+// SAFETY: as for `Send`; nothing behind `&Node` is mutated but through
+// atomics (a hash's lookup hint, `TableHash::noted`).
 unsafe impl Sync for Node {}
 
 impl Node {

@@ -3,8 +3,11 @@
 //! a large one is a table. Both keep field order the way Redis's encodings
 //! do, so HGETALL and HSCAN answer in Redis's order.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use bytes::Bytes;
 use indexmap::IndexMap;
+use indexmap::map::raw_entry_v1::{RawEntryApiV1, RawEntryMut};
 
 use super::EncodingLimits;
 
@@ -19,10 +22,34 @@ type Table = IndexMap<Bytes, Bytes, foldhash::fast::RandomState>;
 
 /// A hash held as a table, and whether Redis would still hold it in a
 /// listpack (its limits can be above what packing here holds).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub struct TableHash {
     map: Table,
     listpack: bool,
+    /// Where the field last looked up by `get_noted` lies: a script's undo
+    /// journal reads a field just before the command writes it, and the
+    /// write finds it here rather than hashing and probing again. Only a
+    /// hint, checked against the field's bytes before use, so one gone
+    /// stale (the field moved or removed) costs that check alone. Atomic,
+    /// as a snapshot may read the hash from another thread meanwhile;
+    /// relaxed, as nothing else is ordered by it.
+    noted: AtomicUsize,
+}
+
+impl Clone for TableHash {
+    fn clone(&self) -> Self {
+        TableHash {
+            map: self.map.clone(),
+            listpack: self.listpack,
+            noted: AtomicUsize::default(),
+        }
+    }
+}
+
+impl PartialEq for TableHash {
+    fn eq(&self, other: &Self) -> bool {
+        self.map == other.map && self.listpack == other.listpack
+    }
 }
 
 impl std::ops::Deref for TableHash {
@@ -146,6 +173,19 @@ impl HashValue {
         }
     }
 
+    /// `get`, noting where a table's field lies for the write that follows
+    /// (see `TableHash::noted`).
+    pub(super) fn get_noted(&self, field: &[u8]) -> Option<&[u8]> {
+        match self {
+            HashValue::Packed(_) => self.get(field),
+            HashValue::Table(t) => {
+                let (at, _, value) = t.get_full(field)?;
+                t.noted.store(at, Ordering::Relaxed);
+                Some(value)
+            }
+        }
+    }
+
     pub fn contains_key(&self, field: &[u8]) -> bool {
         self.get(field).is_some()
     }
@@ -164,6 +204,7 @@ impl HashValue {
         HashValue::Table(Box::new(TableHash {
             map: Table::default(),
             listpack: false,
+            noted: AtomicUsize::default(),
         }))
     }
 
@@ -186,13 +227,24 @@ impl HashValue {
         };
         t.listpack &= items_fit;
         // A field already there keeps its name: only the value is copied.
-        if let Some(stored) = t.get_mut(field) {
+        if let Some((name, stored)) = t.map.get_index_mut(t.noted.load(Ordering::Relaxed))
+            && name[..] == *field
+        {
             *stored = Bytes::copy_from_slice(value);
             return false;
         }
-        t.insert(Bytes::copy_from_slice(field), Bytes::copy_from_slice(value));
-        t.listpack &= limits.hash_len_fits(t.len());
-        true
+        // One probe, whether the field is there or not.
+        match t.map.raw_entry_mut_v1().from_key(field) {
+            RawEntryMut::Occupied(mut there) => {
+                *there.get_mut() = Bytes::copy_from_slice(value);
+                false
+            }
+            RawEntryMut::Vacant(room) => {
+                room.insert(Bytes::copy_from_slice(field), Bytes::copy_from_slice(value));
+                t.listpack &= limits.hash_len_fits(t.len());
+                true
+            }
+        }
     }
 
     /// Removes `field`, keeping the others' order while the hash is small
@@ -233,6 +285,7 @@ impl HashValue {
         *self = HashValue::Table(Box::new(TableHash {
             map,
             listpack: true,
+            noted: AtomicUsize::default(),
         }));
     }
 }

@@ -135,7 +135,7 @@ impl Undo {
         match (value, touch) {
             (Value::Hash(hash), Touch::Members { args, step }) if !hash.is_listpack() => {
                 for field in args.iter().step_by((*step).max(1)) {
-                    let prior = hash.get(field).map(|v| arena.put(v));
+                    let prior = hash.get_noted(field).map(|v| arena.put(v));
                     keep(Undo::Field(arena.put(field), prior));
                 }
             }

@@ -3,6 +3,8 @@
 //! commands wait on each other; the journal that undoes a script's run;
 //! SWAPDB, which must see every shard.
 
+use std::sync::atomic::Ordering;
+
 use bytes::Bytes;
 use parking_lot::MutexGuard;
 
@@ -13,7 +15,7 @@ use super::journal::{Before, Journal, Prior, Touch};
 use super::plan::LockPlan;
 use super::resolved::ResolvedKey;
 use super::shard::Shard;
-use super::slot::{SHARDS, key_shard, key_slot, slot_shard};
+use super::slot::{SHARDS, key_shard, key_slot};
 use super::store::Keyspace;
 use super::value::{Entry, Value};
 use crate::error::{CmdError, CmdResult};
@@ -42,7 +44,10 @@ pub struct Locked<'a> {
     pub(super) changes: Option<aof::Changes>,
     /// Keys past their deadline are still found: the primary's commands
     /// on a replica, which keeps such keys for the primary's DEL (as
-    /// Redis's master client sees them).
+    /// Redis's master client sees them), and the append-only file's
+    /// replay, which expires nothing (as Redis's loading): a record made
+    /// while its key was live must find it, however far the clock went
+    /// since (a renewal's PEXPIREAT, a member record's HSET).
     pub(super) past_deadlines_found: bool,
     /// The key of the script call in progress, found once for the call.
     pub(super) resolved: ResolvedKey,
@@ -84,7 +89,7 @@ impl Keyspace {
             journal: None,
             ready: Vec::new(),
             changes: self.noting().then(aof::Changes::default),
-            past_deadlines_found: false,
+            past_deadlines_found: self.loading.load(Ordering::Relaxed),
             resolved: ResolvedKey::default(),
         };
         locked.acquire(plan)?;
@@ -103,7 +108,7 @@ impl<'a> Locked<'a> {
     }
 
     /// The time lookups judge deadlines by: never past any for the
-    /// primary's commands on a replica.
+    /// primary's commands on a replica, nor during the file's replay.
     pub(super) fn deadline_clock(&self) -> u64 {
         if self.past_deadlines_found {
             0
@@ -424,20 +429,21 @@ impl<'a> Locked<'a> {
     }
 
     /// Runs `read` over the live keys of database `db` in one hash slot,
-    /// taken from that slot's shard alone.
+    /// from every shard held (a slot's keys are spread over all of them).
     pub fn in_slot<T>(
         &mut self,
         db: usize,
         slot: u16,
         read: impl FnOnce(&mut dyn Iterator<Item = &[u8]>) -> T,
-    ) -> CmdResult<T> {
+    ) -> T {
         let now = self.now;
-        let shard = self.shard(slot_shard(slot))?;
-        let mut keys = shard
-            .entries(db, now)
+        let mut keys = self
+            .guards
+            .iter()
+            .flat_map(|(_, shard)| shard.entries(db, now))
             .map(|(key, _)| key)
             .filter(|key| key_slot(key) == slot);
-        Ok(read(&mut keys))
+        read(&mut keys)
     }
 
     pub fn shards(&mut self) -> impl Iterator<Item = &mut Shard> {

@@ -1,6 +1,6 @@
-//! The keyspace: every database, split into shards by Redis Cluster hash
-//! slot so that all keys sharing a `{hash tag}` (all keys of one lock) live
-//! in one shard. A command locks only the shards its keys map to; commands
+//! The keyspace: every database, split into shards by a hash of the key,
+//! or of its `{hash tag}` as Redis Cluster's slots take it, so that all
+//! keys sharing a tag (all keys of one lock) live in one shard. A command locks only the shards its keys map to; commands
 //! over several shards lock them in ascending order, which rules out
 //! deadlock between them.
 //!
@@ -66,11 +66,12 @@ pub(crate) use memory::usage as memory_usage;
 pub use plan::LockPlan;
 pub(crate) use set::SetValue;
 pub(crate) use shard::{Shard, ShardStats, WatchFlag};
-pub(crate) use slot::{HASH_SLOTS, SHARDS, slot_shard};
+pub(crate) use slot::{HASH_SLOTS, SHARDS};
 pub use slot::{key_shard, key_slot};
 pub use store::Keyspace;
 pub(crate) use stream::{
-    ENTRIES_READ_UNKNOWN, Group, GroupRead, ReadEntry, Stream, StreamId, Trim,
+    ENTRIES_READ_UNKNOWN, Group, GroupRead, ReadEntry, Stream, StreamId, Trim, claim_form,
+    create_consumer_form, set_id_form,
 };
 pub use value::Value;
 pub(crate) use value::{Entry, HashValue, StrEncoding, StrForm};

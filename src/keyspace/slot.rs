@@ -1,6 +1,17 @@
-//! Redis Cluster hash slots: CRC16 (XMODEM) of the key, or of its hash tag,
-//! modulo 16384. Every command computes this for its keys, so it is
-//! table-driven: one lookup per byte. A slot's keys all live in one shard.
+//! Which shard holds a key, and Redis Cluster's hash slots: CRC16 (XMODEM)
+//! of the key, or of its hash tag, modulo 16384.
+//!
+//! Every command works out its keys' shards, so a shard is chosen by the
+//! cheapest hash that spreads keys evenly (foldhash, a few multiplies for
+//! a short key, where the table-driven CRC16 takes a lookup per byte); a
+//! slot is needed only in cluster mode (cross-slot checks, CLUSTER
+//! KEYSLOT and the slot's keys). The shard hashes the same part of the key
+//! the slot does, so keys that share a hash tag (a Redisson lock and its
+//! channel) share a shard, and a command on them takes one lock.
+
+use std::hash::BuildHasher;
+
+use foldhash::fast::FixedState;
 
 /// More shards than cores by a wide margin, so independent keys rarely
 /// share a lock.
@@ -36,12 +47,13 @@ fn crc16(bytes: &[u8]) -> u16 {
 
 /// The part of `key` that is hashed: the text between the first `{` and
 /// the first `}` after it, if that is not empty; else the whole key.
+#[inline]
 fn hashed_part(key: &[u8]) -> &[u8] {
-    let Some(open) = key.iter().position(|&b| b == b'{') else {
+    let Some(open) = memchr::memchr(b'{', key) else {
         return key;
     };
     let rest = &key[open + 1..];
-    match rest.iter().position(|&b| b == b'}') {
+    match memchr::memchr(b'}', rest) {
         Some(close) if close > 0 => &rest[..close],
         _ => key,
     }
@@ -51,18 +63,31 @@ pub fn key_slot(key: &[u8]) -> u16 {
     crc16(hashed_part(key)) % HASH_SLOTS
 }
 
-pub fn key_shard(key: &[u8]) -> usize {
-    slot_shard(key_slot(key))
-}
+/// The shard hash's seed: any constant, so that a key's shard is the same
+/// in every run (benches and tests pick keys by shard).
+const SHARD_SEED: u64 = 0x05ee_d0f5_ba4d;
 
-pub fn slot_shard(slot: u16) -> usize {
-    slot as usize % SHARDS
+pub fn key_shard(key: &[u8]) -> usize {
+    (FixedState::with_seed(SHARD_SEED).hash_one(hashed_part(key)) % SHARDS as u64) as usize
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn shards_spread_keys_evenly() {
+        let mut per_shard = [0usize; SHARDS];
+        for i in 0..SHARDS * 100 {
+            per_shard[key_shard(format!("lock:{i}").as_bytes())] += 1;
+        }
+        // 100 a shard on average; a binomial draw stays well within this.
+        assert!(
+            per_shard.iter().all(|&n| (50..=150).contains(&n)),
+            "{per_shard:?}"
+        );
+    }
 
     #[test]
     fn hash_tags_share_a_shard() {

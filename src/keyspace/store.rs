@@ -59,7 +59,8 @@ pub struct Keyspace {
     /// Copies of the keyspace under way that records will be replayed
     /// over (`aof::CopyUnderWay`): lists are recorded whole meanwhile.
     pub(super) copying: AtomicUsize,
-    /// Set while the append-only file is replayed at start.
+    /// Set while the append-only file is loaded at start: its deadlines
+    /// are kept, never judged past (see `Locked::past_deadlines_found`).
     pub(super) loading: AtomicBool,
     /// Whether `maxmemory-policy` is an LFU one: keys' access clocks then
     /// count uses rather than keep the last one's second.
@@ -139,6 +140,12 @@ impl Keyspace {
     }
 
     /// Marks the append-only file's replay (see `Db::already_expired`).
+    /// Whether the AOF is being loaded (its commands obey as the
+    /// primary's do: Redis's `mustObeyClient`).
+    pub(crate) fn is_loading(&self) -> bool {
+        self.loading.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn set_loading(&self, on: bool) {
         self.loading.store(on, Ordering::Relaxed);
     }

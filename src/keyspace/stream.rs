@@ -154,6 +154,77 @@ impl Group {
     }
 }
 
+// A group's changes as Redis 7.0 sends them to replicas and writes them
+// to its AOF (`t_stream.c`'s `streamPropagate…`): each line is one
+// command, and running them in order over the state before the change
+// makes the same group.
+
+fn id_arg(id: StreamId) -> Bytes {
+    Bytes::from(id.to_string())
+}
+
+/// `XCLAIM key group consumer 0 id TIME ms RETRYCOUNT n FORCE JUSTID
+/// LASTID last`: the entry pending as `pending` says (or, with the entry
+/// gone from the stream, dropped from the pending list, which the same
+/// line does on a replica that finds it gone too).
+pub fn claim_form(
+    key: &Bytes,
+    group: &Bytes,
+    entry: StreamId,
+    pending: &Pending,
+    last: StreamId,
+) -> Vec<Bytes> {
+    vec![
+        Bytes::from_static(b"XCLAIM"),
+        key.clone(),
+        group.clone(),
+        pending.consumer.clone(),
+        Bytes::from_static(b"0"),
+        id_arg(entry),
+        Bytes::from_static(b"TIME"),
+        Bytes::from(pending.delivery_time.to_string()),
+        Bytes::from_static(b"RETRYCOUNT"),
+        Bytes::from(pending.delivery_count.to_string()),
+        Bytes::from_static(b"FORCE"),
+        Bytes::from_static(b"JUSTID"),
+        Bytes::from_static(b"LASTID"),
+        id_arg(last),
+    ]
+}
+
+/// `XGROUP <sub> key group`, then `rest`.
+fn xgroup_form(
+    sub: &'static [u8],
+    key: &Bytes,
+    group: &Bytes,
+    rest: impl IntoIterator<Item = Bytes>,
+) -> Vec<Bytes> {
+    let mut line = vec![
+        Bytes::from_static(b"XGROUP"),
+        Bytes::from_static(sub),
+        key.clone(),
+        group.clone(),
+    ];
+    line.extend(rest);
+    line
+}
+
+/// `XGROUP SETID key group last ENTRIESREAD n`: the group's position.
+pub fn set_id_form(key: &Bytes, name: &Bytes, group: &Group) -> Vec<Bytes> {
+    let read = Bytes::from(group.entries_read.to_string());
+    let rest = [
+        id_arg(group.last_id),
+        Bytes::from_static(b"ENTRIESREAD"),
+        read,
+    ];
+    xgroup_form(b"SETID", key, name, rest)
+}
+
+/// `XGROUP CREATECONSUMER key group consumer`.
+pub fn create_consumer_form(key: &Bytes, group: &Bytes, consumer: &Bytes) -> Vec<Bytes> {
+    xgroup_form(b"CREATECONSUMER", key, group, [consumer.clone()])
+}
+
 /// An entry as a read hands it out; `None` for a pending entry that was
 /// deleted since it was delivered.
 pub type ReadEntry = (StreamId, Option<Vec<Bytes>>);
@@ -497,6 +568,43 @@ impl Stream {
             }
         }
         found
+    }
+
+    /// A group read's changes in Redis's forms (`claim_form`…): the consumer
+    /// if the read `created` it and no XCLAIM makes it, each entry handed
+    /// out (or, from the `history`, handed out again) as its XCLAIM, then
+    /// for new entries the group's position. Redis sends that position
+    /// only for NOACK reads; an XCLAIM's LASTID moves the group's id but
+    /// not its read counter, which replicas must have too.
+    pub fn group_read_lines(
+        &self,
+        key: &Bytes,
+        read: &GroupRead,
+        entries: &[ReadEntry],
+        created: bool,
+        history: bool,
+    ) -> Vec<Vec<Bytes>> {
+        let Some(group) = self.groups.get(&read.group) else {
+            return Vec::new();
+        };
+        let claims: Vec<Vec<Bytes>> = entries
+            .iter()
+            .filter(|(_, fields)| fields.is_some() && !read.noack)
+            .filter_map(|(id, _)| {
+                let pending = group.pending.get(id)?;
+                let last = if history { group.last_id } else { *id };
+                Some(claim_form(key, &read.group, *id, pending, last))
+            })
+            .collect();
+        let mut lines = Vec::new();
+        if created && claims.is_empty() {
+            lines.push(create_consumer_form(key, &read.group, &read.consumer));
+        }
+        lines.extend(claims);
+        if !history && !entries.is_empty() {
+            lines.push(set_id_form(key, &read.group, group));
+        }
+        lines
     }
 
     /// A rough size in bytes, for MEMORY USAGE.

@@ -88,6 +88,10 @@ struct Record {
     db: Option<usize>,
     bytes: Vec<u8>,
     audience: Audience,
+    /// `Some`: one of two forms of the same change, kept or dropped by
+    /// `settle` (true: the commands that made it, false: the state it
+    /// left).
+    as_commands: Option<bool>,
 }
 
 impl Batch {
@@ -118,7 +122,29 @@ impl Batch {
             db,
             bytes,
             audience,
+            as_commands: None,
         });
+    }
+
+    /// How many commands it holds so far (where `mark_form` starts).
+    pub fn len(&self) -> usize {
+        self.commands.len()
+    }
+
+    /// Marks the commands from `start` on as one form of a change made
+    /// before it is known which form its readers may take (see `settle`).
+    pub fn mark_form(&mut self, start: usize, as_commands: bool) {
+        for record in self.commands.iter_mut().skip(start) {
+            record.as_commands = Some(as_commands);
+        }
+    }
+
+    /// Keeps one form of each change marked with two: the commands that
+    /// made it where records are replayed in order over the state they
+    /// were made from, else the state it left.
+    pub fn settle(&mut self, as_commands: bool) {
+        self.commands
+            .retain(|r| r.as_commands.is_none_or(|form| form == as_commands));
     }
 }
 

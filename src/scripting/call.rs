@@ -268,13 +268,14 @@ pub(super) struct CallLine {
     argv: Vec<Bytes>,
     /// Where each argument ends in the line's bytes.
     ends: Vec<usize>,
-    /// The line as it is read, before it is given a buffer of its size.
-    scratch: Vec<u8>,
-    /// The buffer the lines are split off, reused once the previous line
-    /// is dropped. A command that keeps an argument (a stream its fields)
-    /// keeps the buffer with it, so one is only reused for a line at
-    /// least half its size: what a kept argument holds stays within twice
-    /// its line, as a buffer of the line's own size would hold it.
+    /// A number argument as it is printed.
+    number: Vec<u8>,
+    /// The buffer the lines are written into and split off, the next line
+    /// going after the last, or at its start again once the lines before
+    /// are dropped. A command that keeps an argument (a stream its fields)
+    /// keeps the buffer with it, so a line in a buffer over twice its size
+    /// is moved to one of its own size: what a kept argument holds stays
+    /// within twice its line.
     buf: BytesMut,
 }
 
@@ -283,31 +284,37 @@ impl CallLine {
     /// into one buffer, each argument a piece of it: a line costs no
     /// allocation once its buffer is reused, where a buffer per argument
     /// cost one each, and a command that keeps an argument takes a
-    /// reference rather than a copy. Answers false if one is neither a
-    /// string nor a number. Nothing here may raise, as the line is owned
-    /// by a frame that a `longjmp` would skip: a string is read as it is
-    /// (no conversion), and a number read as a number.
+    /// reference rather than a copy. Each string is copied once, from Lua
+    /// into the buffer. Answers false if one is neither a string nor a
+    /// number. Nothing here may raise, as the line is owned by a frame
+    /// that a `longjmp` would skip: a string is read as it is (no
+    /// conversion), and a number read as a number.
     fn read(&mut self, stack: Stack, nargs: c_int) -> bool {
+        // The last line's pieces go first, so that its room can be reused.
         self.argv.clear();
         self.ends.clear();
-        self.scratch.clear();
+        self.buf.clear();
         for idx in 1..=nargs {
             match stack.kind(idx) {
                 Kind::String => self
-                    .scratch
+                    .buf
                     .extend_from_slice(stack.to_bytes(idx).unwrap_or_default()),
                 // Lua 5.1 numbers are doubles; Redis prints them with %.17g.
-                Kind::Number => push_double(stack.to_number(idx), &mut self.scratch),
+                Kind::Number => {
+                    self.number.clear();
+                    push_double(stack.to_number(idx), &mut self.number);
+                    self.buf.extend_from_slice(&self.number);
+                }
                 _ => return false,
             }
-            self.ends.push(self.scratch.len());
+            self.ends.push(self.buf.len());
         }
-        let len = self.scratch.len();
-        let reusable = self.buf.try_reclaim(len) && self.buf.capacity() <= 2 * len.max(SMALL_LINE);
-        if !reusable {
-            self.buf = BytesMut::with_capacity(len);
+        let len = self.buf.len();
+        if self.buf.capacity() > 2 * len.max(SMALL_LINE) {
+            let mut own = BytesMut::with_capacity(len);
+            own.extend_from_slice(&self.buf);
+            self.buf = own;
         }
-        self.buf.extend_from_slice(&self.scratch);
         let line = self.buf.split().freeze();
         let mut start = 0;
         for &end in &self.ends {

@@ -20,6 +20,31 @@ use tokio::net::TcpStream;
 /// How long a test waits for something that should happen at once.
 pub const WAIT: Duration = Duration::from_secs(10);
 
+/// How long a process started by a test gets to print each line it is
+/// waited for: a debug build starting with `appendfsync always` took over
+/// `WAIT` to get ready on a loaded machine, its disk busy with the other
+/// tests' fsyncs.
+pub const STARTUP_WAIT: Duration = Duration::from_secs(60);
+
+/// Milliseconds since the epoch: the wall clock servers' deadlines
+/// count by.
+pub fn epoch_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("a clock after 1970")
+        .as_millis() as u64
+}
+
+/// Waits until the wall clock is past `at` (ms since the epoch): a
+/// deadline given out before has passed on every server of this machine.
+pub fn until_clock_past(at: u64) {
+    let limit = std::time::Instant::now() + Duration::from_secs(30);
+    while epoch_ms() <= at {
+        assert!(std::time::Instant::now() < limit, "the clock stands still");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// The value of INFO's `name:value` line.
 pub fn info_value<'a>(info: &'a str, name: &str) -> &'a str {
     info.lines()
@@ -33,6 +58,27 @@ pub fn info_number(info: &str, name: &str) -> u64 {
     info_value(info, name)
         .parse()
         .unwrap_or_else(|e| panic!("INFO {name}: {e}"))
+}
+
+/// XINFO STREAM FULL's reply as text, every consumer's `seen-time` left
+/// out.
+pub fn without_seen_times(reply: redis::Value) -> String {
+    match reply {
+        redis::Value::Array(items) => {
+            let mut out = Vec::new();
+            let mut skip = false;
+            for item in items {
+                if skip {
+                    skip = false;
+                    continue;
+                }
+                skip = item == redis::Value::BulkString(b"seen-time".to_vec());
+                out.push(without_seen_times(item));
+            }
+            format!("[{}]", out.join(" "))
+        }
+        other => format!("{other:?}"),
+    }
 }
 
 /// Polls until `n` clients are blocked, so a test pushes only once its
@@ -62,6 +108,18 @@ pub async fn start_with(config: rlockd::Config) -> ServerHandle {
     Server::builder()
         .config(config)
         .port(0)
+        .start()
+        .await
+        .expect("server starts")
+}
+
+/// A server on a free port whose clock moves only when the test moves it
+/// (`server.clock()`), so a deadline passes where the test says, however
+/// slow the commands before it.
+pub async fn start_with_manual_clock() -> ServerHandle {
+    Server::builder()
+        .port(0)
+        .manual_clock()
         .start()
         .await
         .expect("server starts")
@@ -152,7 +210,7 @@ pub fn ready_port(line: &str) -> Option<u16> {
 
 /// `spawn_binary`, also waiting for a log line containing `marker` after
 /// the ready line; returns what follows the marker in it. Each line must
-/// come within `WAIT`.
+/// come within `STARTUP_WAIT`.
 pub fn spawn_binary_logging(args: &[&str], marker: Option<&str>) -> (Child, u16, String) {
     spawn_logging(
         Command::new(env!("CARGO_BIN_EXE_rlockd")).args(args),
@@ -176,10 +234,15 @@ pub fn spawn_logging(command: &mut Command, marker: Option<&str>) -> (Child, u16
             let _ = tx.send(line.expect("utf-8 output"));
         }
     });
-    let next_line = || {
-        lines
-            .recv_timeout(WAIT)
-            .unwrap_or_else(|e| panic!("{command:?}: no line in {WAIT:?}: {e}"))
+    // A server that never gets ready is stopped before the test fails: one
+    // left running keeps the test runner's output open, and the run hangs.
+    let mut next_line = || match lines.recv_timeout(STARTUP_WAIT) {
+        Ok(line) => line,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{command:?}: no line in {STARTUP_WAIT:?}: {e}")
+        }
     };
     let port = loop {
         if let Some(port) = ready_port(&next_line()) {

@@ -6,6 +6,9 @@
 pub const LOCK: &str = include_str!("../../src/command/scripting/lock_scripts/redisson_lock.lua");
 pub const UNLOCK: &str =
     include_str!("../../src/command/scripting/lock_scripts/redisson_unlock.lua");
+/// Redisson's watchdog renewing a lease: only the holder's renews.
+pub const RENEW: &str = "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then \
+                         redis.call('pexpire', KEYS[1], ARGV[1]); return 1; end; return 0;";
 /// The fenced lock: the reentrant lock plus a token counter.
 pub const FENCED: &str = include_str!("../../conformance/scripts/lock_fenced_acquire.lua");
 /// A `SET NX PX` lock's release: delete it if it is still the owner's.

@@ -123,7 +123,7 @@ pub fn spawn(program: &Path, conf: &Path, port: u16) -> Running {
             .spawn()
             .unwrap_or_else(|e| panic!("{} does not start: {e}", program.display())),
     );
-    wait_for("it to answer PING", common::WAIT, || {
+    wait_for("it to answer PING", common::STARTUP_WAIT, || {
         refserver::ping(([127, 0, 0, 1], port).into()).then_some(())
     });
     process

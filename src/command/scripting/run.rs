@@ -348,7 +348,7 @@ impl ScriptCalls<'_, '_, '_> {
             // One key, the common case, needs no plan built.
             // Its slot and its place in the map are worked out once, for
             // this lock, the journal and the command's own lookups.
-            Some(key) if !spec.has(flag::WHOLE_KEYSPACE) && !spec.has(flag::SLOT_ARG) => {
+            Some(key) if !spec.has(flag::WHOLE_KEYSPACE) => {
                 let shard = self.ctx.locked.resolve(key);
                 self.ctx.locked.ensure(&[shard])
             }

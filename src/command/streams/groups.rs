@@ -4,8 +4,8 @@
 use bytes::Bytes;
 
 use super::{
-    CmdError, StreamId, entry_reply, id_reply, idle, interval_end, interval_start, other,
-    parse_count, parse_id, parse_id_with, subcommand_syntax, text,
+    CmdError, StreamId, begin_record, entry_reply, id_reply, idle, interval_end, interval_start,
+    other, own_line, parse_count, parse_id, parse_id_with, record, subcommand_syntax, text,
 };
 use crate::command::Ctx;
 use crate::command::presets::{NONDET, RO_ACCESS, RW_DELETE, RW_UPDATE, key1};
@@ -14,7 +14,9 @@ use crate::command::spec::acl::STREAM;
 use crate::command::spec::flag::{DENYOOM, FAST, LOADING, READONLY, STALE, WRITE};
 use crate::command::spec::{self, CommandSpec, KeySpec};
 use crate::error::CmdResult;
-use crate::keyspace::{Db, ENTRIES_READ_UNKNOWN, Group, Stream, Ttl, Value};
+use crate::keyspace::{
+    Db, ENTRIES_READ_UNKNOWN, Group, Stream, Ttl, Value, claim_form, set_id_form,
+};
 use crate::protocol::Reply;
 use crate::pubsub::Event;
 use crate::util::parse_i64;
@@ -30,6 +32,7 @@ fn no_group_for_key(key: &[u8], group: &[u8]) -> CmdError {
 pub fn xack(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (key, group) = (ctx.arg(1).clone(), ctx.arg(2).clone());
     let args = ctx.args;
+    begin_record(ctx);
     let mut db = ctx.db();
     let Some(g) = db
         .typed::<Stream>(&key)?
@@ -45,6 +48,8 @@ pub fn xack(ctx: &mut Ctx) -> CmdResult<Reply> {
     if acked > 0 {
         db.dirtied(&key)?;
     }
+    let line = own_line(ctx, b"XACK");
+    record(ctx, vec![line]);
     Ok(Reply::Int(acked as i64))
 }
 
@@ -185,6 +190,7 @@ pub fn xclaim(ctx: &mut Ctx) -> CmdResult<Reply> {
     let (key, group_name, consumer) = (ctx.arg(1).clone(), ctx.arg(2).clone(), ctx.arg(3).clone());
     let now = ctx.now();
     let args = ctx.args;
+    begin_record(ctx);
     let mut db = ctx.db();
     group_at(&mut db, &key, &group_name)?;
     let min_idle = parse_option_int(&args[4], "min-idle-time", "XCLAIM")?.max(0);
@@ -239,6 +245,7 @@ pub fn xclaim(ctx: &mut Ctx) -> CmdResult<Reply> {
     let Some(group) = stream.groups.get_mut(&group_name) else {
         return Err(no_group_for_key(&key, &group_name));
     };
+    let last_before = group.last_id;
     group.last_id = group.last_id.max(last_id);
     let mut claimer = Claimer {
         consumer: &consumer,
@@ -247,8 +254,15 @@ pub fn xclaim(ctx: &mut Ctx) -> CmdResult<Reply> {
         created: false,
     };
     let mut claimed = Vec::new();
+    // Redis's forms: an XCLAIM per entry claimed or dropped, each
+    // carrying the group's last id, else that id alone if it moved.
+    let mut lines = Vec::new();
     for (id, exists) in ids.into_iter().zip(exists) {
         if !exists {
+            if let Some(pending) = group.pending.get(&id) {
+                let line = claim_form(&key, &group_name, id, pending, group.last_id);
+                lines.push(line);
+            }
             group.acknowledge(id);
             continue;
         }
@@ -270,7 +284,13 @@ pub fn xclaim(ctx: &mut Ctx) -> CmdResult<Reply> {
             _ => previous.saturating_add(1),
         };
         claimer.claim(group, id, time, Some(count));
+        if let Some(pending) = group.pending.get(&id) {
+            lines.push(claim_form(&key, &group_name, id, pending, group.last_id));
+        }
         claimed.push(id);
+    }
+    if lines.is_empty() && group.last_id > last_before {
+        lines.push(set_id_form(&key, &group_name, group));
     }
     if claimer.created {
         db.notify(&key, Event::XgroupCreateConsumer);
@@ -279,7 +299,7 @@ pub fn xclaim(ctx: &mut Ctx) -> CmdResult<Reply> {
     let Some(stream) = db.typed::<Stream>(&key)? else {
         return Ok(Reply::Array(Vec::new()));
     };
-    Ok(Reply::Array(
+    let reply = Reply::Array(
         claimed
             .into_iter()
             .map(|id| match (justid, stream.get(id)) {
@@ -288,7 +308,9 @@ pub fn xclaim(ctx: &mut Ctx) -> CmdResult<Reply> {
                 (false, None) => Reply::Nil,
             })
             .collect(),
-    ))
+    );
+    record(ctx, lines);
+    Ok(reply)
 }
 
 pub fn xautoclaim(ctx: &mut Ctx) -> CmdResult<Reply> {
@@ -325,6 +347,7 @@ pub fn xautoclaim(ctx: &mut Ctx) -> CmdResult<Reply> {
         }
         j += 1;
     }
+    begin_record(ctx);
     let mut db = ctx.db();
     let Some(stream) = db.typed_for_write::<Stream>(&key)? else {
         return Err(no_group_for_key(&key, &group_name));
@@ -351,6 +374,8 @@ pub fn xautoclaim(ctx: &mut Ctx) -> CmdResult<Reply> {
     };
     let mut attempts = count.saturating_mul(10);
     let (mut claimed, mut deleted) = (Vec::new(), Vec::new());
+    // Redis's forms: an XCLAIM per entry claimed or dropped.
+    let mut lines = Vec::new();
     let mut examined = 0;
     for &(id, exists) in &candidates {
         if attempts == 0 || count == 0 {
@@ -359,6 +384,10 @@ pub fn xautoclaim(ctx: &mut Ctx) -> CmdResult<Reply> {
         attempts -= 1;
         examined += 1;
         if !exists {
+            if let Some(pending) = group.pending.get(&id) {
+                let line = claim_form(&key, &group_name, id, pending, group.last_id);
+                lines.push(line);
+            }
             group.acknowledge(id);
             deleted.push(id);
             count -= 1;
@@ -377,6 +406,9 @@ pub fn xautoclaim(ctx: &mut Ctx) -> CmdResult<Reply> {
             previous.saturating_add(1)
         };
         claimer.claim(group, id, now, Some(times));
+        if let Some(pending) = group.pending.get(&id) {
+            lines.push(claim_form(&key, &group_name, id, pending, group.last_id));
+        }
         claimed.push(id);
         count -= 1;
     }
@@ -397,6 +429,7 @@ pub fn xautoclaim(ctx: &mut Ctx) -> CmdResult<Reply> {
             _ => id_reply(id),
         })
         .collect();
+    record(ctx, lines);
     Ok(Reply::Array(vec![
         id_reply(cursor),
         Reply::Array(claimed),
@@ -454,7 +487,7 @@ fn xgroup_target<'d>(
     Ok(Some(stream))
 }
 
-pub fn xgroup_create(ctx: &mut Ctx) -> CmdResult<Reply> {
+fn group_create(ctx: &mut Ctx) -> CmdResult<Reply> {
     let args = ctx.args;
     let (mkstream, entries_read) = parse_group_options(args, true)?;
     if args.len() > 8 {
@@ -490,7 +523,7 @@ pub fn xgroup_create(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::OK)
 }
 
-pub fn xgroup_setid(ctx: &mut Ctx) -> CmdResult<Reply> {
+fn group_setid(ctx: &mut Ctx) -> CmdResult<Reply> {
     let args = ctx.args;
     let (_, entries_read) = parse_group_options(args, false)?;
     if args.len() != 5 && args.len() != 7 {
@@ -514,7 +547,7 @@ pub fn xgroup_setid(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::OK)
 }
 
-pub fn xgroup_destroy(ctx: &mut Ctx) -> CmdResult<Reply> {
+fn group_destroy(ctx: &mut Ctx) -> CmdResult<Reply> {
     let args = ctx.args;
     let key = args[2].clone();
     let mut db = ctx.db();
@@ -531,7 +564,7 @@ pub fn xgroup_destroy(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::Int(1))
 }
 
-pub fn xgroup_createconsumer(ctx: &mut Ctx) -> CmdResult<Reply> {
+fn group_createconsumer(ctx: &mut Ctx) -> CmdResult<Reply> {
     let args = ctx.args;
     let key = args[2].clone();
     let now = ctx.now();
@@ -550,7 +583,7 @@ pub fn xgroup_createconsumer(ctx: &mut Ctx) -> CmdResult<Reply> {
     Ok(Reply::Int(created as i64))
 }
 
-pub fn xgroup_delconsumer(ctx: &mut Ctx) -> CmdResult<Reply> {
+fn group_delconsumer(ctx: &mut Ctx) -> CmdResult<Reply> {
     let args = ctx.args;
     let key = args[2].clone();
     let mut db = ctx.db();
@@ -569,6 +602,36 @@ pub fn xgroup_delconsumer(ctx: &mut Ctx) -> CmdResult<Reply> {
     db.dirtied(&key)?;
     db.notify(&key, Event::XgroupDelConsumer);
     Ok(Reply::Int(consumer.pending.len() as i64))
+}
+
+/// Runs an XGROUP subcommand that reaches replicas and the file as
+/// itself, as Redis sends each.
+fn as_itself(ctx: &mut Ctx, run: fn(&mut Ctx) -> CmdResult<Reply>) -> CmdResult<Reply> {
+    begin_record(ctx);
+    let reply = run(ctx)?;
+    let line = own_line(ctx, b"XGROUP");
+    record(ctx, vec![line]);
+    Ok(reply)
+}
+
+pub fn xgroup_create(ctx: &mut Ctx) -> CmdResult<Reply> {
+    as_itself(ctx, group_create)
+}
+
+pub fn xgroup_setid(ctx: &mut Ctx) -> CmdResult<Reply> {
+    as_itself(ctx, group_setid)
+}
+
+pub fn xgroup_destroy(ctx: &mut Ctx) -> CmdResult<Reply> {
+    as_itself(ctx, group_destroy)
+}
+
+pub fn xgroup_createconsumer(ctx: &mut Ctx) -> CmdResult<Reply> {
+    as_itself(ctx, group_createconsumer)
+}
+
+pub fn xgroup_delconsumer(ctx: &mut Ctx) -> CmdResult<Reply> {
+    as_itself(ctx, group_delconsumer)
 }
 
 pub fn xgroup_help(_ctx: &mut Ctx) -> CmdResult<Reply> {

@@ -150,13 +150,24 @@ struct TrimArgs {
     id: AddId,
     /// Where the parse stopped: XADD's id.
     next: usize,
+    /// Where the `~` and the threshold are, which Redis's form of an
+    /// approximate trim rewrites.
+    approx_at: usize,
+    threshold_at: usize,
 }
 
 /// Parses XADD's options (up to its id) or XTRIM's, with Redis's checks
 /// in its order.
 /// `node_entries` is `stream-node-max-entries`: an approximate trim's
-/// default LIMIT is a hundred nodes' worth.
-fn parse_trim_args(args: &[Bytes], xadd: bool, node_entries: u64) -> CmdResult<TrimArgs> {
+/// default LIMIT is a hundred nodes' worth. `obeys`: the primary's link
+/// or the AOF, whose trims are exact whatever LIMIT says (Redis sends
+/// `MAXLEN = n LIMIT m` for an approximate trim).
+fn parse_trim_args(
+    args: &[Bytes],
+    xadd: bool,
+    node_entries: u64,
+    obeys: bool,
+) -> CmdResult<TrimArgs> {
     let mut out = TrimArgs {
         trim: None,
         approx: false,
@@ -164,6 +175,8 @@ fn parse_trim_args(args: &[Bytes], xadd: bool, node_entries: u64) -> CmdResult<T
         no_mkstream: false,
         id: AddId::Auto,
         next: args.len(),
+        approx_at: 0,
+        threshold_at: 0,
     };
     let mut limit: Option<i64> = None;
     let mut i = 2;
@@ -183,11 +196,13 @@ fn parse_trim_args(args: &[Bytes], xadd: bool, node_entries: u64) -> CmdResult<T
             out.approx = false;
             if more >= 2 && args[i + 1][..] == *b"~" {
                 out.approx = true;
+                out.approx_at = i + 1;
                 i += 1;
             } else if more >= 2 && args[i + 1][..] == *b"=" {
                 i += 1;
             }
             let threshold = &args[i + 1];
+            out.threshold_at = i + 1;
             out.trim = Some(if is("maxlen") {
                 let n = parse_count(threshold)?;
                 if n < 0 {
@@ -227,6 +242,7 @@ fn parse_trim_args(args: &[Bytes], xadd: bool, node_entries: u64) -> CmdResult<T
         ));
     }
     out.limit = match limit {
+        _ if obeys => 0,
         Some(_) if !out.approx => {
             return Err(CmdError::other(
                 "ERR syntax error, LIMIT cannot be used without the special ~ option",
@@ -264,9 +280,52 @@ fn next_id(stream: &Stream, wanted: AddId, now: u64) -> CmdResult<StreamId> {
     Ok(id)
 }
 
+/// Whether the client's trims are exact whatever their LIMIT (see
+/// `parse_trim_args`): Redis's `mustObeyClient`.
+fn obeys(ctx: &Ctx) -> bool {
+    ctx.client.from_primary || ctx.shared.keyspace.is_loading()
+}
+
+/// Starts a stream write whose records are Redis's forms of it
+/// (`record`), not the stream's new state.
+fn begin_record(ctx: &mut Ctx) {
+    ctx.locked.begin_command_record();
+}
+
+/// Records what the command changed since `begin_record` as `lines`,
+/// the commands Redis sends for it.
+fn record(ctx: &mut Ctx, lines: Vec<Vec<Bytes>>) {
+    ctx.locked.record_as_commands(ctx.client.db, lines);
+}
+
+/// The command's own line (under its own name, not one `rename-command`
+/// gave it), to rewrite as Redis does before it is sent.
+fn own_line(ctx: &Ctx, name: &'static [u8]) -> Vec<Bytes> {
+    let mut line = ctx.args.to_vec();
+    line[0] = Bytes::from_static(name);
+    line
+}
+
+/// Redis's form of an approximate trim: exact, to where it stopped
+/// (the length for MAXLEN, the first id left for MINID).
+fn exact_trim(line: &mut [Bytes], opts: &TrimArgs, stream: &Stream) {
+    let Some(how) = opts.trim.filter(|_| opts.approx) else {
+        return;
+    };
+    line[opts.approx_at] = Bytes::from_static(b"=");
+    line[opts.threshold_at] = match how {
+        Trim::MaxLen(_) => Bytes::from(stream.len().to_string()),
+        // Redis names the largest id when nothing is left.
+        Trim::MinId(_) => match stream.first() {
+            Some((id, _)) => Bytes::from(id.to_string()),
+            None => Bytes::from(StreamId::MAX.to_string()),
+        },
+    };
+}
+
 pub fn xadd(ctx: &mut Ctx) -> CmdResult<Reply> {
     let limits = ctx.db().limits();
-    let opts = parse_trim_args(ctx.args, true, limits.stream_node_max_entries)?;
+    let opts = parse_trim_args(ctx.args, true, limits.stream_node_max_entries, obeys(ctx))?;
     let fields = ctx.args.get(opts.next + 1..).unwrap_or_default();
     if fields.len() < 2 || fields.len() % 2 == 1 {
         return Err(CmdError::WrongArity("xadd".into()));
@@ -278,6 +337,8 @@ pub fn xadd(ctx: &mut Ctx) -> CmdResult<Reply> {
     }
     let key = ctx.arg(1).clone();
     let now = ctx.now();
+    let mut line = own_line(ctx, b"XADD");
+    begin_record(ctx);
     let mut db = ctx.db();
     if db.typed_for_write::<Stream>(&key)?.is_none() {
         if opts.no_mkstream {
@@ -298,11 +359,16 @@ pub fn xadd(ctx: &mut Ctx) -> CmdResult<Reply> {
     let trimmed = opts
         .trim
         .map_or(0, |how| stream.trim(how, opts.approx, opts.limit));
+    exact_trim(&mut line, &opts, stream);
+    if !matches!(opts.id, AddId::Exact(_)) {
+        line[opts.next] = Bytes::from(id.to_string());
+    }
     db.modified(&key, Event::Xadd)?;
     if trimmed > 0 {
         db.notify(&key, Event::Xtrim);
     }
     db.signal_ready(&key)?;
+    record(ctx, vec![line]);
     Ok(id_reply(id))
 }
 
@@ -357,6 +423,7 @@ pub fn xrevrange(ctx: &mut Ctx) -> CmdResult<Reply> {
 pub fn xdel(ctx: &mut Ctx) -> CmdResult<Reply> {
     let key = ctx.arg(1).clone();
     let args = ctx.args;
+    begin_record(ctx);
     let mut db = ctx.db();
     if db.typed_for_write::<Stream>(&key)?.is_none() {
         return Ok(Reply::Int(0));
@@ -379,13 +446,17 @@ pub fn xdel(ctx: &mut Ctx) -> CmdResult<Reply> {
     if deleted > 0 {
         db.modified(&key, Event::Xdel)?;
     }
+    let line = own_line(ctx, b"XDEL");
+    record(ctx, vec![line]);
     Ok(Reply::Int(deleted))
 }
 
 pub fn xtrim(ctx: &mut Ctx) -> CmdResult<Reply> {
     let limits = ctx.db().limits();
-    let opts = parse_trim_args(ctx.args, false, limits.stream_node_max_entries)?;
+    let opts = parse_trim_args(ctx.args, false, limits.stream_node_max_entries, obeys(ctx))?;
     let key = ctx.arg(1).clone();
+    let mut line = own_line(ctx, b"XTRIM");
+    begin_record(ctx);
     let mut db = ctx.db();
     let Some(stream) = db.typed_for_write::<Stream>(&key)? else {
         return Ok(Reply::Int(0));
@@ -393,9 +464,11 @@ pub fn xtrim(ctx: &mut Ctx) -> CmdResult<Reply> {
     let trimmed = opts
         .trim
         .map_or(0, |how| stream.trim(how, opts.approx, opts.limit));
+    exact_trim(&mut line, &opts, stream);
     if trimmed > 0 {
         db.modified(&key, Event::Xtrim)?;
     }
+    record(ctx, vec![line]);
     Ok(Reply::Int(trimmed as i64))
 }
 
@@ -426,6 +499,7 @@ pub fn xsetid(ctx: &mut Ctx) -> CmdResult<Reply> {
         i += 2;
     }
     let key = ctx.arg(1).clone();
+    begin_record(ctx);
     let mut db = ctx.db();
     let Some(stream) = db.typed_for_write::<Stream>(&key)? else {
         return Err(CmdError::NoSuchKey);
@@ -451,6 +525,8 @@ pub fn xsetid(ctx: &mut Ctx) -> CmdResult<Reply> {
         stream.max_deleted = max_deleted;
     }
     db.modified(&key, Event::Xsetid)?;
+    let line = own_line(ctx, b"XSETID");
+    record(ctx, vec![line]);
     Ok(Reply::OK)
 }
 

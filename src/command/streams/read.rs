@@ -6,7 +6,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::{CmdError, StreamId, entry_reply, id_reply, other, parse_count, parse_id, text};
+use super::{
+    CmdError, StreamId, begin_record, entry_reply, id_reply, other, parse_count, parse_id, record,
+    text,
+};
 use crate::command::Ctx;
 use crate::command::presets::RO_ACCESS;
 use crate::command::spec::acl::STREAM;
@@ -15,7 +18,9 @@ use crate::command::spec::{self, CommandSpec, KeySpec};
 use crate::command::waiting::{block, may_block, timeout_ms_arg};
 use crate::context::client::ServedReply;
 use crate::error::CmdResult;
-use crate::keyspace::{Db, GroupRead, ReadEntry, Stream, StreamWait, Taken, Wanted};
+use crate::keyspace::{
+    Db, GroupRead, ReadEntry, Stream, StreamWait, Taken, Wanted, create_consumer_form,
+};
 use crate::protocol::{Protocol, Reply};
 use crate::pubsub::Event;
 
@@ -179,20 +184,20 @@ fn resolve_ids(db: &mut Db, read: &ReadArgs) -> CmdResult<Vec<ReadFrom>> {
 }
 
 /// Makes `consumer` in `group` if it is new (raising the event) and marks
-/// it seen now.
-pub fn touch_consumer(db: &mut Db, key: &[u8], read: &GroupRead, now: u64) -> CmdResult<()> {
+/// it seen now; true if it made it.
+fn touch_consumer(db: &mut Db, key: &[u8], read: &GroupRead, now: u64) -> CmdResult<bool> {
     let Some(group) = db
         .typed_for_write::<Stream>(key)?
         .and_then(|s| s.groups.get_mut(&read.group))
     else {
-        return Ok(());
+        return Ok(false);
     };
     let (consumer, created) = group.consumer(&read.consumer, now);
     consumer.seen_time = now;
     if created {
         db.notify(key, Event::XgroupCreateConsumer);
     }
-    Ok(())
+    Ok(created)
 }
 
 fn read_command(ctx: &mut Ctx, group_read: bool) -> CmdResult<Reply> {
@@ -204,14 +209,20 @@ fn read_command(ctx: &mut Ctx, group_read: bool) -> CmdResult<Reply> {
         consumer,
         noack: read.noack,
     });
+    if group.is_some() {
+        begin_record(ctx);
+    }
     let mut db = ctx.db();
     let from = resolve_ids(&mut db, &read)?;
     let mut served = Vec::new();
     let mut dirty = false;
+    // What a group read changed, in Redis's forms.
+    let mut lines = Vec::new();
     for (key, from) in read.keys.iter().zip(&from) {
-        if let Some(g) = &group {
-            touch_consumer(&mut db, key, g, now)?;
-        }
+        let created = match &group {
+            Some(g) => touch_consumer(&mut db, key, g, now)?,
+            None => false,
+        };
         let Some(stream) = db.typed_for_write::<Stream>(key)? else {
             continue;
         };
@@ -222,6 +233,7 @@ fn read_command(ctx: &mut Ctx, group_read: bool) -> CmdResult<Reply> {
             }
             (None, _) => continue,
             (Some(g), from) => {
+                let history = matches!(from, ReadFrom::After(_));
                 let entries = match from {
                     ReadFrom::After(after) => {
                         Some(stream.deliver_history(g, after, read.count, now))
@@ -231,7 +243,17 @@ fn read_command(ctx: &mut Ctx, group_read: bool) -> CmdResult<Reply> {
                         (top > last).then(|| stream.deliver_new(g, read.count, now))
                     }
                 };
-                let Some(entries) = entries else { continue };
+                let Some(entries) = entries else {
+                    // A consumer made by a read that found nothing: Redis
+                    // leaves it to the replica's own reads; sent so the
+                    // replica's group is the primary's.
+                    if created {
+                        lines.push(create_consumer_form(key, &g.group, &g.consumer));
+                        db.dirtied(key)?;
+                    }
+                    continue;
+                };
+                lines.extend(stream.group_read_lines(key, g, &entries, created, history));
                 dirty = true;
                 entries
             }
@@ -242,6 +264,9 @@ fn read_command(ctx: &mut Ctx, group_read: bool) -> CmdResult<Reply> {
         for key in &read.keys {
             db.dirtied(key)?;
         }
+    }
+    if group.is_some() {
+        record(ctx, lines);
     }
     if !served.is_empty() {
         return Ok(read_reply(served, resp3));

@@ -120,8 +120,9 @@ impl Encoder {
         true
     }
 
-    /// Writes `s` compressed if that saves more than four bytes (Redis's
-    /// threshold: a smaller gain does not pay for the two lengths).
+    /// Writes `s` compressed if liblzf fits it in four bytes less, the
+    /// room Redis gives it (`rdbSaveLzfStringObject`); liblzf's checks
+    /// are conservative, so some strings that would just fit stay raw.
     fn compressed(&mut self, s: &[u8]) -> bool {
         let Some(packed_len) = self.lzf.compress(s, s.len() - 4) else {
             return false;

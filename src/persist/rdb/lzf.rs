@@ -9,9 +9,21 @@
 //! allocates and zeroes its table on every call, the table is kept
 //! from one string to the next: each entry carries the call it was
 //! written in, so an older call's entry counts as empty, as in a fresh
-//! table.
+//! table. That is exact although Redis never clears its table (stack
+//! memory, offsets into whatever it compressed before): an old entry
+//! could only make a match at three bytes seen earlier in this string,
+//! and the first place they were seen was hashed, so their slot holds
+//! this call's entry.
+//!
+//! Most strings a snapshot offers are short and do not shrink (a lock's
+//! listpack: 40 to 60 bytes around a UUID), so the loop over bytes that
+//! find no match does nothing but hash: literals are not copied one by
+//! one but as a stretch when a back reference or the end closes it, and
+//! where liblzf checks its room before each literal, the number of
+//! literals that leave room to end is worked out once per stretch.
 
 const HASH_BITS: u32 = 16;
+const SLOTS: usize = 1 << HASH_BITS;
 /// A back reference reaches at most 8 KiB back…
 const MAX_OFFSET: usize = 1 << 13;
 /// …and copies at most 264 bytes.
@@ -38,64 +50,60 @@ impl Compressor {
     /// length (the bytes are `output()`), or None when liblzf would give
     /// up for want of room.
     pub fn compress(&mut self, input: &[u8], limit: usize) -> Option<usize> {
-        if input.len() < 3 || limit == 0 {
+        let end = input.len();
+        if end < 3 || limit == 0 {
             return None;
         }
-        self.start_call(input.len());
-        let base = self.base;
+        self.start_call(end);
+        // A table of known size: its slots need no bounds checks.
+        let table: &mut [u64; SLOTS] = self.table.as_mut_slice().try_into().ok()?;
+        let mut hash = Hashing {
+            table,
+            input,
+            base: self.base,
+            three: u32::from(input[0]) << 8 | u32::from(input[1]),
+        };
         let out = &mut self.out;
         out.clear();
-        let end = input.len();
-        let mut run = Run::start(out);
-        let mut pos = 0usize;
-        while pos < end - 2 {
-            let slot = slot(&input[pos..pos + 3]);
-            let seen = self.table[slot];
-            self.table[slot] = base + pos as u64;
-            // Empty, from an earlier call, or the first byte: no match.
-            let candidate = (seen > base).then(|| (seen - base) as usize);
-            let matched = candidate
-                .filter(|&c| pos - c - 1 < MAX_OFFSET && input[c..c + 3] == input[pos..pos + 3]);
-            let Some(from) = matched else {
-                if out.len() >= limit {
+        // The literals not yet written are `input[stretch..pos]`.
+        let (mut stretch, mut pos) = (0, 0);
+        loop {
+            // Past `room_end`, a literal leaves no room to end in.
+            let room_end = stretch + literal_room(out.len(), limit);
+            let stop = (end - 2).min(room_end + 1);
+            let Some((at, from)) = hash.find_match(pos, stop) else {
+                if stop > room_end {
                     return None;
                 }
-                run.push(out, input[pos]);
-                pos += 1;
-                continue;
+                pos = stop;
+                break;
             };
-            let offset = pos - from - 1;
-            let longest = (end - pos - 2).min(MAX_MATCH);
-            if out.len() - usize::from(run.len == 0) + 4 >= limit {
+            pos = at;
+            let pending = pos - stretch;
+            // liblzf's room check: what it has written, less the length
+            // byte of a run still empty, and four bytes.
+            let written =
+                literals_end(out.len(), pending) - usize::from(pending % MAX_LITERALS == 0);
+            if written + 4 >= limit {
                 return None;
             }
-            run.close(out);
+            push_literals(out, &input[stretch..pos]);
+            let longest = (end - pos - 2).min(MAX_MATCH);
             let len = match_len(&input[from..], &input[pos..], longest);
-            let stored = len - 2;
-            if stored < 7 {
-                out.push((offset >> 8) as u8 + ((stored as u8) << 5));
-            } else {
-                out.push((offset >> 8) as u8 + (7 << 5));
-                out.push((stored - 7) as u8);
-            }
-            out.push(offset as u8);
-            run = Run::start(out);
+            push_reference(out, pos - from - 1, len);
             pos += len;
+            stretch = pos;
             if pos >= end - 2 {
                 break;
             }
             // liblzf remembers the match's last two positions.
-            for at in [pos - 2, pos - 1] {
-                self.table[slot_at(input, at)] = base + at as u64;
-            }
+            hash.remember(pos - 2);
+            hash.remember(pos - 1);
         }
-        if out.len() + 3 > limit {
+        if literals_end(out.len(), pos - stretch) + 3 > limit {
             return None;
         }
-        for &b in &input[pos..] {
-            run.push(out, b);
-        }
-        run.close(out);
+        push_literals(out, &input[stretch..]);
         Some(out.len())
     }
 
@@ -106,48 +114,100 @@ impl Compressor {
     /// Moves `base` past every position an earlier call stored.
     fn start_call(&mut self, len: usize) {
         if self.table.is_empty() {
-            self.table = vec![0; 1 << HASH_BITS];
+            self.table = vec![0; SLOTS];
         }
         self.base += self.last_len + 1;
         self.last_len = len as u64;
     }
 }
 
-/// The literal run being written: where its length byte is, and how many
-/// bytes it holds so far.
-struct Run {
-    at: usize,
-    len: usize,
+/// The table as one call sees it, and the three bytes last hashed.
+struct Hashing<'a> {
+    table: &'a mut [u64; SLOTS],
+    input: &'a [u8],
+    /// The call's zero (see `Compressor::base`).
+    base: u64,
+    /// The bytes at the position last hashed, the first highest (bits
+    /// above the low 24 are older bytes, which `slot` ignores).
+    three: u32,
 }
 
-impl Run {
-    fn start(out: &mut Vec<u8>) -> Run {
-        out.push(0);
-        Run {
-            at: out.len() - 1,
-            len: 0,
-        }
-    }
-
-    fn push(&mut self, out: &mut Vec<u8>, b: u8) {
-        out.push(b);
-        self.len += 1;
-        if self.len == MAX_LITERALS {
-            self.close(out);
-            *self = Run::start(out);
-        }
-    }
-
-    /// Writes the run's length, or takes back its length byte if it
-    /// holds nothing.
-    fn close(&self, out: &mut Vec<u8>) {
-        match self.len {
-            0 => {
-                out.pop();
+impl Hashing<'_> {
+    /// Hashes the positions from `pos` (the one after the last hashed)
+    /// up to `stop` (at most the input's length less two), each stored
+    /// as the last sighting of its three bytes, until one matches an
+    /// earlier sighting: its position and the earlier one's. Kept apart
+    /// from the rest so that this loop, where most bytes go, has the
+    /// registers to itself.
+    fn find_match(&mut self, pos: usize, stop: usize) -> Option<(usize, usize)> {
+        let Hashing {
+            ref mut table,
+            input,
+            base,
+            mut three,
+        } = *self;
+        let entering = input.get(pos + 2..stop + 2).unwrap_or_default();
+        let found = (pos..).zip(entering).find_map(|(at, &byte)| {
+            three = three << 8 | u32::from(byte);
+            let stamp = base + at as u64;
+            let seen = std::mem::replace(&mut table[slot(three)], stamp);
+            // Empty, from an earlier call, or the first byte: no match.
+            if seen <= base || stamp - seen > MAX_OFFSET as u64 {
+                return None;
             }
-            len => out[self.at] = (len - 1) as u8,
-        }
+            let from = (seen - base) as usize;
+            (input[from..from + 3] == input[at..at + 3]).then_some((at, from))
+        });
+        self.three = three;
+        found
     }
+
+    /// Stores `at` as the last sighting of its three bytes, which are
+    /// then the last hashed.
+    fn remember(&mut self, at: usize) {
+        self.three = trigram(&self.input[at..]);
+        self.table[slot(self.three)] = self.base + at as u64;
+    }
+}
+
+/// Where liblzf's output pointer stands after `literals` literals that
+/// follow `written` bytes: past their runs' length bytes, and past the
+/// length byte of the run they open.
+fn literals_end(written: usize, literals: usize) -> usize {
+    written + 1 + literals + literals / MAX_LITERALS
+}
+
+/// How many literals can follow `written` bytes while the output can
+/// still end within `limit`. liblzf wants three bytes to spare when it
+/// reaches the end, and its pointer only grows (a back reference takes
+/// back an empty run's length byte but writes at least two), so once a
+/// literal leaves less it gives up sooner or later: giving up then,
+/// before liblzf's own check, changes nothing but the work. Each 32
+/// literals take 33 bytes.
+fn literal_room(written: usize, limit: usize) -> usize {
+    // The bytes those literals and their runs' length bytes may take.
+    let bytes = limit.saturating_sub(written + 1 + 3);
+    bytes - (bytes + 1) / (MAX_LITERALS + 1)
+}
+
+/// Literals as runs of at most 32, each after its length less one.
+fn push_literals(out: &mut Vec<u8>, literals: &[u8]) {
+    for run in literals.chunks(MAX_LITERALS) {
+        out.push((run.len() - 1) as u8);
+        out.extend_from_slice(run);
+    }
+}
+
+/// A back reference: `len` bytes (three or more) from `offset + 1` back.
+fn push_reference(out: &mut Vec<u8>, offset: usize, len: usize) {
+    let stored = len - 2;
+    if stored < 7 {
+        out.push((offset >> 8) as u8 + ((stored as u8) << 5));
+    } else {
+        out.push((offset >> 8) as u8 + (7 << 5));
+        out.push((stored - 7) as u8);
+    }
+    out.push(offset as u8);
 }
 
 /// How long the match of `pos` against the earlier `from` is (at least
@@ -172,14 +232,15 @@ fn match_len(from: &[u8], pos: &[u8], longest: usize) -> usize {
     }
 }
 
-/// liblzf's table slot for three bytes (its `IDX` under `VERY_FAST`).
-fn slot(three: &[u8]) -> usize {
-    let h = u32::from(three[0]) << 16 | u32::from(three[1]) << 8 | u32::from(three[2]);
-    ((h >> (24 - HASH_BITS)).wrapping_sub(h.wrapping_mul(5)) & ((1 << HASH_BITS) - 1)) as usize
+/// Three bytes as liblzf's hash reads them, the first highest.
+fn trigram(bytes: &[u8]) -> u32 {
+    u32::from(bytes[0]) << 16 | u32::from(bytes[1]) << 8 | u32::from(bytes[2])
 }
 
-fn slot_at(input: &[u8], at: usize) -> usize {
-    slot(&input[at..at + 3])
+/// liblzf's table slot for three bytes (its `IDX` under `VERY_FAST`); bits
+/// above the low 24 do not reach it.
+fn slot(three: u32) -> usize {
+    ((three >> (24 - HASH_BITS)).wrapping_sub(three.wrapping_mul(5)) & (SLOTS as u32 - 1)) as usize
 }
 
 /// Expands an LZF block that must give exactly `len` bytes. The caller
@@ -247,6 +308,126 @@ mod tests {
         // few bytes: liblzf's room checks are conservative.
         let intset = b"\x08\x00\x00\x00\x03\x00\x00\x00\x90\xee\xfe\xff\xff\xff\xff\xff\x01\x00\x00\x00\x00\x00\x00\x00\x00\xf2\x05*\x01\x00\x00\x00";
         assert_eq!(c.compress(intset, intset.len() - 4), None);
+    }
+
+    /// liblzf's loop as it reads: one literal at a time into a buffer of
+    /// `limit` bytes, its room checked before each, and a fresh table for
+    /// every call. The oracle for the compressor's shortcuts.
+    fn liblzf(input: &[u8], limit: usize) -> Option<Vec<u8>> {
+        let end = input.len();
+        if end < 3 || limit == 0 {
+            return None;
+        }
+        // Position + 1 of each slot's last sighting; 0: none.
+        let mut table = vec![0usize; SLOTS];
+        let mut out = vec![0u8; limit];
+        let (mut op, mut lit, mut ip) = (1, 0, 0);
+        let literal = |out: &mut Vec<u8>, op: &mut usize, lit: &mut usize, b: u8| {
+            out[*op] = b;
+            *op += 1;
+            *lit += 1;
+            if *lit == MAX_LITERALS {
+                out[*op - *lit - 1] = (*lit - 1) as u8;
+                *lit = 0;
+                *op += 1;
+            }
+        };
+        while ip + 2 < end {
+            let seen = std::mem::replace(&mut table[slot(trigram(&input[ip..]))], ip + 1);
+            let matched = seen.checked_sub(1).filter(|&r| {
+                r > 0 && ip - r - 1 < MAX_OFFSET && input[r..r + 3] == input[ip..ip + 3]
+            });
+            let Some(r) = matched else {
+                if op >= limit {
+                    return None;
+                }
+                literal(&mut out, &mut op, &mut lit, input[ip]);
+                ip += 1;
+                continue;
+            };
+            if op - usize::from(lit == 0) + 4 >= limit {
+                return None;
+            }
+            if lit == 0 {
+                op -= 1;
+            } else {
+                out[op - lit - 1] = (lit - 1) as u8;
+            }
+            let len = match_len(&input[r..], &input[ip..], (end - ip - 2).min(MAX_MATCH));
+            let (offset, stored) = (ip - r - 1, len - 2);
+            out[op] = (offset >> 8) as u8 + ((stored.min(7) as u8) << 5);
+            op += 1;
+            if stored >= 7 {
+                out[op] = (stored - 7) as u8;
+                op += 1;
+            }
+            out[op] = offset as u8;
+            op += 2;
+            lit = 0;
+            ip += len;
+            if ip + 2 >= end {
+                break;
+            }
+            for at in [ip - 2, ip - 1] {
+                table[slot(trigram(&input[at..]))] = at + 1;
+            }
+        }
+        if op + 3 > limit {
+            return None;
+        }
+        for &b in &input[ip..] {
+            literal(&mut out, &mut op, &mut lit, b);
+        }
+        if lit == 0 {
+            op -= 1;
+        } else {
+            out[op - lit - 1] = (lit - 1) as u8;
+        }
+        out.truncate(op);
+        Some(out)
+    }
+
+    /// The compressor's stretches of literals, its room worked out once a
+    /// stretch and its table kept between calls give liblzf's bytes and
+    /// refusals: on inputs from many matches to none, of every length
+    /// around the run and offset bounds, each under Redis's limit and
+    /// under limits that cut it anywhere.
+    #[test]
+    fn the_same_bytes_and_refusals_as_liblzf_s_loop() {
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move |bound: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % bound as u64) as usize
+        };
+        let lock =
+            b"\x31\x00\x00\x00\x02\x00\xa6b983c153-7421-469a-addb-44fb92259a1b:1\x27\x01\x01\xff";
+        let mut inputs: Vec<Vec<u8>> = vec![lock.to_vec(), lock.repeat(3), b"abcd".repeat(300)];
+        for len in (3..120).chain([255, 256, 300, 1000, 8300, 20_000]) {
+            for alphabet in [1, 2, 4, 16, 256] {
+                inputs.push((0..len).map(|_| next(alphabet) as u8).collect());
+            }
+            // Long stretches of literals, then one long back reference.
+            let noise: Vec<u8> = (0..len).map(|_| next(256) as u8).collect();
+            inputs.push([&noise[..], &noise[..len.min(300)]].concat());
+        }
+        let mut c = Compressor::default();
+        let mut compressed = 0;
+        for input in &inputs {
+            let len = input.len();
+            // Room to spare, Redis's limit, none, and just enough (where
+            // giving up one literal early would show).
+            let fit = liblzf(input, len + 64).map_or(len, |out| out.len());
+            let limits = [len + 64, len - len.min(4), 1, next(len + 8)];
+            for limit in limits.into_iter().chain(fit.saturating_sub(1)..fit + 4) {
+                let expected = liblzf(input, limit);
+                let got = c.compress(input, limit).map(|n| c.output()[..n].to_vec());
+                assert_eq!(got, expected, "{input:?} in {limit} bytes");
+                compressed += usize::from(got.is_some());
+            }
+        }
+        assert!(compressed > inputs.len(), "only {compressed} compressed");
     }
 
     #[test]
