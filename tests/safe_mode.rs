@@ -12,6 +12,8 @@ mod common;
 
 use common::blocking::{Running, connect, q, q_err, rlockd};
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use redis::{Connection, Value};
@@ -35,16 +37,6 @@ fn port_of(con: &mut Connection) -> String {
         panic!("a port")
     };
     String::from_utf8_lossy(port).into_owned()
-}
-
-/// Sends a signal to a server process (SIGSTOP freezes it as a stalled
-/// machine would be; SIGCONT resumes it).
-fn signal(server: &Running, sig: &str) {
-    let status = std::process::Command::new("kill")
-        .args([sig, &server.0.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(status.success(), "kill {sig}");
 }
 
 /// Polls `done` every 20 ms for up to 20 s.
@@ -157,8 +149,9 @@ fn a_write_is_answered_once_its_replica_has_it() {
 #[test]
 fn a_stopped_replica_turns_writes_into_noreplicas_at_the_timeout() {
     let ((_p, mut p), (r_run, mut r)) = pair(&["--lock-sync-timeout-ms", "2000"]);
-    signal(&r_run, "-STOP");
+    r_run.stop();
     let port = port_of(&mut p).parse().unwrap();
+    let before = offset(&mut p);
     // The write waits in its own connection; another client's read is
     // answered meanwhile.
     let writer = std::thread::spawn(move || {
@@ -167,7 +160,9 @@ fn a_stopped_replica_turns_writes_into_noreplicas_at_the_timeout() {
         let answer = lock(&mut con, "held", "a:1", 30_000);
         (answer, asked.elapsed())
     });
-    std::thread::sleep(Duration::from_millis(100));
+    until("the write applied, its reply held", || {
+        offset(&mut p) > before
+    });
     // Far sooner than the write's 2 s timeout, even on a loaded machine.
     let read = Instant::now();
     q(&mut p, &["GET", "probe"]);
@@ -189,7 +184,7 @@ fn a_stopped_replica_turns_writes_into_noreplicas_at_the_timeout() {
     );
     // The timeout says nothing of whether the primary applied it (here it
     // did); once the replica is back, both agree again.
-    signal(&r_run, "-CONT");
+    r_run.resume();
     assert_eq!(
         q(&mut p, &["SET", "after", "1"]),
         Value::Okay,
@@ -203,6 +198,133 @@ fn a_stopped_replica_turns_writes_into_noreplicas_at_the_timeout() {
         q(&mut r, &["EXISTS", "held"]),
         q(&mut p, &["EXISTS", "held"])
     );
+}
+
+/// What a client's pipelined lock requests were answered: when it sent
+/// them, and how many were granted (the rest were refused NOREPLICAS).
+struct LockBatch {
+    sent: Instant,
+    granted: usize,
+}
+
+/// Sends fresh locks `names` in one write and reads their answers: each
+/// is granted (`nil`) or refused NOREPLICAS, nothing else.
+fn lock_batch(con: &mut Connection, names: &[String]) -> LockBatch {
+    let mut pipe = redis::pipe();
+    for name in names {
+        pipe.cmd("EVAL")
+            .arg(LOCK)
+            .arg(1)
+            .arg(name)
+            .arg(30_000)
+            .arg("owner:1");
+    }
+    let sent = Instant::now();
+    con.send_packed_command(&pipe.get_packed_pipeline())
+        .unwrap();
+    let mut granted = 0;
+    for name in names {
+        match con.recv_response() {
+            Ok(Value::Nil) => granted += 1,
+            Ok(Value::ServerError(e)) if e.code() == "NOREPLICAS" => {}
+            other => panic!("{name}: neither a grant nor NOREPLICAS: {other:?}"),
+        }
+    }
+    LockBatch { sent, granted }
+}
+
+/// The offset the primary's first replica last acknowledged (INFO's
+/// `slave0:…,offset=N,…`).
+fn acked_offset(con: &mut Connection) -> u64 {
+    let info = info(con);
+    let line = common::info_value(&info, "slave0");
+    line.split(',')
+        .find_map(|field| field.strip_prefix("offset="))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no offset in slave0:{line}"))
+}
+
+#[test]
+fn no_lock_asked_after_its_replica_stopped_is_granted() {
+    const CLIENTS: usize = 8;
+    const PER_BATCH: usize = 4;
+    // The replica counts as there throughout (its last ACK is recent
+    // enough), so every write after the stop runs and waits.
+    let ((_p, mut p), (r_run, _r)) = pair(&[
+        "--lock-sync-timeout-ms",
+        "300",
+        "--min-replicas-max-lag",
+        "60",
+    ]);
+    let port: u16 = port_of(&mut p).parse().unwrap();
+    let granted = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let answered: Arc<Vec<AtomicUsize>> =
+        Arc::new((0..CLIENTS).map(|_| AtomicUsize::new(0)).collect());
+    // Clients pipelining lock requests for fresh names, as fast as they
+    // are answered, across the stop.
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|c| {
+            let (granted, done, answered) = (granted.clone(), done.clone(), answered.clone());
+            std::thread::spawn(move || {
+                let mut con = connect(port);
+                let mut batches = Vec::new();
+                for round in 0.. {
+                    if done.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let names: Vec<String> = (0..PER_BATCH)
+                        .map(|i| format!("lock-{c}-{round}-{i}"))
+                        .collect();
+                    let batch = lock_batch(&mut con, &names);
+                    granted.fetch_add(batch.granted, Ordering::Relaxed);
+                    answered[c].fetch_add(1, Ordering::Relaxed);
+                    batches.push(batch);
+                }
+                batches
+            })
+        })
+        .collect();
+    until("locks granted while the replica follows", || {
+        granted.load(Ordering::Relaxed) >= 200
+    });
+    r_run.stop();
+    let stopped = Instant::now();
+    // Every replica's ACK was sent before the stop, so none covers more
+    // of the stream than there was then (or at this read, a little later).
+    let stream_at_stop = offset(&mut p);
+    // Each client's second batch answered from now was sent after the stop.
+    let at_stop: Vec<usize> = answered.iter().map(|n| n.load(Ordering::Relaxed)).collect();
+    until("every client answered twice after the stop", || {
+        answered
+            .iter()
+            .zip(&at_stop)
+            .all(|(n, at)| n.load(Ordering::Relaxed) >= at + 2)
+    });
+    done.store(true, Ordering::Relaxed);
+    let batches: Vec<LockBatch> = clients
+        .into_iter()
+        .flat_map(|c| c.join().unwrap())
+        .collect();
+    let after: Vec<&LockBatch> = batches.iter().filter(|b| b.sent > stopped).collect();
+    assert!(
+        after.len() >= CLIENTS,
+        "{} batches after the stop",
+        after.len()
+    );
+    let granted_after: usize = after.iter().map(|b| b.granted).sum();
+    assert_eq!(
+        granted_after,
+        0,
+        "locks asked after the replica stopped were granted ({} batches asked then)",
+        after.len()
+    );
+    // The locks asked after the stop ran on the primary (the stream grew),
+    // and no acknowledgement reached past where the stream stood.
+    assert!(acked_offset(&mut p) <= stream_at_stop);
+    assert!(offset(&mut p) > stream_at_stop);
+    // Nothing else acknowledged for it: its one replica is all there is.
+    assert_eq!(common::info_value(&info(&mut p), "connected_slaves"), "1");
 }
 
 #[test]
@@ -234,7 +356,7 @@ fn without_its_replica_a_primary_refuses_writes_unapplied() {
 fn a_primary_resumed_after_its_replica_was_promoted_grants_nothing() {
     let ((p_run, mut p), (_r, mut r)) = pair(&[]);
     assert_eq!(lock(&mut p, "before", "a:1", 30_000), Ok(Value::Nil));
-    signal(&p_run, "-STOP");
+    p_run.stop();
     // What Sentinel does once the primary is judged down.
     assert_eq!(q(&mut r, &["REPLICAOF", "NO", "ONE"]), Value::Okay);
     assert_eq!(
@@ -243,7 +365,7 @@ fn a_primary_resumed_after_its_replica_was_promoted_grants_nothing() {
         "the acknowledged lock survived"
     );
     assert_eq!(lock(&mut r, "new", "b:1", 30_000), Ok(Value::Nil));
-    signal(&p_run, "-CONT");
+    p_run.resume();
     // The old primary's clients are not granted anything, however they ask.
     // Until it sees its replica gone it applies a write and answers it
     // NOREPLICAS at the timeout; a later ask for the same lock is then
@@ -487,7 +609,7 @@ fn a_blocked_pop_is_answered_once_its_replica_has_it() {
     }
     // The replica stopped: the waiter is told NOREPLICAS at the timeout,
     // as the client whose push served it is, and not handed the element.
-    signal(&r_run, "-STOP");
+    r_run.stop();
     for (wait, push) in BLOCKING
         .iter()
         .map(|(w, p)| (*w, *p))
@@ -529,7 +651,7 @@ fn a_blocked_pop_is_answered_once_its_replica_has_it() {
         at - pushed_at
     );
     assert!(pusher.join().unwrap()[0].is_err(), "the XADD itself waits");
-    signal(&r_run, "-CONT");
+    r_run.resume();
 }
 
 /// The stream offset INFO reports.
@@ -613,7 +735,7 @@ fn a_pipeline_of_writes_waits_once() {
         Value::Int(1),
         "acknowledged"
     );
-    signal(&r_run, "-STOP");
+    r_run.stop();
     let stopped = Instant::now();
     assert_eq!(p.recv_response(), Ok(Value::Nil), "BLPOP timed out");
     for i in 0..50 {
@@ -629,7 +751,7 @@ fn a_pipeline_of_writes_waits_once() {
         "one timeout for the batch: {:?}",
         stopped.elapsed()
     );
-    signal(&r_run, "-CONT");
+    r_run.resume();
 }
 
 const SEM_SET: &str = include_str!("../conformance/scripts/semaphore_set_permits.lua");

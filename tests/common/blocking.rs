@@ -43,6 +43,52 @@ impl Running {
     pub fn new(child: std::process::Child) -> Running {
         Running(child, None)
     }
+
+    /// Freezes the process as a stalled machine is (SIGSTOP), and returns
+    /// only once every thread of it has stopped. kill(2) does not wait:
+    /// it wakes one thread to take the stop, and the others run on until
+    /// that one is scheduled (milliseconds to tens of them on a loaded
+    /// machine: a replica "stopped" so still applied and acknowledged a
+    /// write sent after the signal).
+    pub fn stop(&self) {
+        self.signal("-STOP");
+        let pid = self.0.id();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !every_thread_stopped(pid) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "process {pid} did not stop"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    /// Resumes a stopped process (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, sig: &str) {
+        let status = std::process::Command::new("kill")
+            .args([sig, &self.0.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill {sig}");
+    }
+}
+
+/// Whether every thread of process `pid` is in the stopped state (`T` in
+/// its `/proc` stat line, after the command name in parentheses).
+fn every_thread_stopped(pid: u32) -> bool {
+    let Ok(threads) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    threads.flatten().all(|thread| {
+        std::fs::read_to_string(thread.path().join("stat")).is_ok_and(|stat| {
+            stat.rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('T'))
+        })
+    })
 }
 
 impl Drop for Running {
