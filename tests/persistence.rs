@@ -1551,7 +1551,7 @@ enum Replaying {
     Ours {
         dir: TempDir,
         args: [&'static str; 2],
-        server: KillOnDrop,
+        server: Option<Running>,
     },
     Redis(refserver::RedisServer),
 }
@@ -1560,8 +1560,8 @@ impl Replaying {
     fn ours(name: &str, preamble: &'static str) -> (Replaying, Connection) {
         let dir = TempDir::new(name);
         let args = ["--aof-use-rdb-preamble", preamble];
-        let (child, port) = start(&dir, &args);
-        let server = KillOnDrop(Some(child));
+        let (server, port) = start(&dir, &args);
+        let server = Some(server);
         (Replaying::Ours { dir, args, server }, connect(port))
     }
 
@@ -1581,9 +1581,9 @@ impl Replaying {
         match self {
             Replaying::Ours { dir, args, server } => {
                 drop(con);
-                kill9(server.0.take().expect("a server running"));
-                let (child, port) = start(dir, &args[..]);
-                server.0 = Some(child);
+                kill9(server.take().expect("a server running"));
+                let (restarted, port) = start(dir, &args[..]);
+                *server = Some(restarted);
                 connect(port)
             }
             Replaying::Redis(server) => {
