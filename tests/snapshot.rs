@@ -929,3 +929,24 @@ fn flushall_stops_a_bgsave_under_way() {
         );
     }
 }
+
+/// A snapshot's keys already past their deadline are not loaded, as Redis
+/// skips them (only an append-only file's base keeps them, for the records
+/// after it).
+#[test]
+fn a_snapshot_s_expired_keys_are_skipped_at_load() {
+    let dir = TempDir::new("expired-at-load");
+    let (child, port) = start(&dir, &[]);
+    let mut con = connect(port);
+    q(&mut con, &["SET", "kept", "v"]);
+    q(&mut con, &["SET", "gone", "v", "PX", "300"]);
+    q(&mut con, &["SAVE"]);
+    drop(child);
+    std::thread::sleep(Duration::from_millis(400));
+    let (child, port) = start(&dir, &[]);
+    let mut con = connect(port);
+    let info = text(&q(&mut con, &["INFO", "persistence"]));
+    assert_eq!(info_field(&info, "rdb_last_load_keys_loaded"), "1");
+    assert_eq!(info_field(&info, "rdb_last_load_keys_expired"), "1");
+    drop(child);
+}

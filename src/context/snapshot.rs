@@ -849,6 +849,11 @@ struct Dest<'k> {
     keys: &'k Keyspace,
     /// Staged: the libraries read, added at the swap; None: added as read.
     libraries: Option<Vec<Library>>,
+    /// The append-only file's base: its keys are kept past their deadline,
+    /// as Redis keeps them, for the records after it replay over every key
+    /// it held (a renewal's PEXPIREAT must find the key whose old deadline
+    /// passed while the server was down). A snapshot skips them.
+    aof_base: bool,
 }
 
 impl<'k> Dest<'k> {
@@ -856,6 +861,7 @@ impl<'k> Dest<'k> {
         Dest {
             keys: &shared.keyspace,
             libraries: None,
+            aof_base: false,
         }
     }
 }
@@ -878,6 +884,7 @@ pub fn load_swapping(shared: &Shared, data: &[u8], verify: bool) -> Result<(), L
     let mut dest = Dest {
         keys: &staged,
         libraries: Some(Vec::new()),
+        aof_base: false,
     };
     shared
         .snapshots
@@ -956,7 +963,7 @@ fn load_batch(
     dest.keys
         // A replica keeps keys past their deadline, as Redis's does: they
         // read as gone, and the primary's DELs remove them.
-        .load_keys(batch, shared.replica.is_replica(), merge)
+        .load_keys(batch, shared.replica.is_replica() || dest.aof_base, merge)
         .map_err(|e| LoadError::Key(e.to_string()))
 }
 
@@ -1033,7 +1040,11 @@ impl Counts {
 /// loading); the bytes it took, after which commands may follow.
 pub fn load_aof_preamble(shared: &Shared, data: &[u8]) -> Result<usize, LoadError> {
     let verify = shared.config.read().rdbchecksum;
-    let counts = load_bytes(shared, &mut Dest::live(shared), data, verify, false)?;
+    let mut dest = Dest {
+        aof_base: true,
+        ..Dest::live(shared)
+    };
+    let counts = load_bytes(shared, &mut dest, data, verify, false)?;
     counts.log(&shared.snapshots);
     Ok(counts.length)
 }

@@ -328,11 +328,9 @@ impl Keyspace {
     /// Loads keys read from a file, in one hold of their shards (loading
     /// key by key spent most of its time taking locks). A key already
     /// past its deadline is skipped, as Redis skips it, unless
-    /// `keep_expired` (a replica: the primary's DEL will come) or it is
-    /// the append-only file's base (the records after it replay over
-    /// every key it held, as Redis loads them: a renewal's PEXPIREAT must
-    /// find the key whose old deadline passed while the server was down);
-    /// returns how many were skipped.
+    /// `keep_expired` (a replica: the primary's DEL will come; the
+    /// append-only file's base: the records after it replay over every key
+    /// it held); returns how many were skipped.
     /// `replace`: a key already held takes the loaded value (DEBUG RELOAD
     /// MERGE); otherwise a key named twice is refused, as Redis stops on
     /// it, rather than one of its values silently dropped.
@@ -345,7 +343,6 @@ impl Keyspace {
         let plan = LockPlan::for_keys(batch.iter().map(|k| &k.key[..]));
         let mut locked = self.lock(&plan)?;
         let now = locked.now();
-        let keep_expired = keep_expired || self.loading.load(Ordering::Relaxed);
         let mut expired = 0;
         for LoadedKey {
             db,
